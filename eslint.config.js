@@ -1,0 +1,36 @@
+// ESLint flat config: typescript-eslint recommended rules plus the design's dependency rule
+// (operator/ imports only server/common/; server/ imports only operator/api/).
+import js from "@eslint/js";
+import tseslint from "typescript-eslint";
+import globals from "globals";
+
+export default tseslint.config(
+  { ignores: ["node_modules/**", "charts/**", "crds/**"] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { globals: { ...globals.node } },
+    rules: {
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrors: "none" }],
+      "@typescript-eslint/consistent-type-imports": "error",
+      "no-console": "off",
+    },
+  },
+  {
+    files: ["operator/**/*.ts"],
+    rules: {
+      "no-restricted-imports": ["error", { patterns: [
+        { regex: "^(\\.\\./)+server/(?!common/)", message: "operator/ may import only server/common/" },
+      ] }],
+    },
+  },
+  {
+    files: ["server/**/*.ts"],
+    rules: {
+      "no-restricted-imports": ["error", { patterns: [
+        { regex: "^(\\.\\./)+operator/(?!api/)", message: "server/ may import only operator/api/" },
+        { regex: "^(\\.\\./)+test/", message: "server/ must not import test code" },
+      ] }],
+    },
+  },
+);

@@ -1,0 +1,83 @@
+// Typed application errors. Domain code throws these; each HTTP app maps them to its wire shape in exactly one place
+// (Ollama `{"error": "..."}` on /api, the OpenAI envelope on /v1). `status` lives on the error, never in handlers.
+
+export const ERROR_CODES = {
+  BAD_REQUEST: { status: 400, type: "invalid_request_error" },
+  INVALID_JSON: { status: 400, type: "invalid_request_error" },
+  UNSUPPORTED_FIELD: { status: 400, type: "invalid_request_error" },
+  CONTEXT_OVERFLOW: { status: 400, type: "invalid_request_error" },
+  STORE_INVALID_DIGEST: { status: 400, type: "invalid_request_error" },
+  STORE_DIGEST_MISMATCH: { status: 400, type: "invalid_request_error" },
+  MODEL_INVALID_NAME: { status: 400, type: "invalid_request_error" },
+  MODEL_INVALID_FILE: { status: 400, type: "invalid_request_error" },
+  MODELFILE_SYNTAX: { status: 400, type: "invalid_request_error" },
+  TEMPLATE_ERROR: { status: 400, type: "invalid_request_error" },
+  UNAUTHORIZED: { status: 401, type: "authentication_error" },
+  FORBIDDEN: { status: 403, type: "permission_error" },
+  MODEL_NOT_FOUND: { status: 404, type: "not_found_error" },
+  BLOB_NOT_FOUND: { status: 404, type: "not_found_error" },
+  NOT_FOUND: { status: 404, type: "not_found_error" },
+  METHOD_NOT_ALLOWED: { status: 405, type: "invalid_request_error" },
+  PAYLOAD_TOO_LARGE: { status: 413, type: "invalid_request_error" },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, type: "invalid_request_error" },
+  CLIENT_CLOSED: { status: 499, type: "client_closed" },
+  INTERNAL: { status: 500, type: "server_error" },
+  MODEL_LOAD_FAILED: { status: 500, type: "server_error" },
+  UPSTREAM_FAILED: { status: 502, type: "server_error" },
+  SERVER_BUSY: { status: 503, type: "server_busy" },
+  MODEL_LOADING: { status: 503, type: "unavailable_error" },
+  SHUTTING_DOWN: { status: 503, type: "unavailable_error" },
+} as const satisfies Record<string, { status: number; type: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  /** Parameter the error is about (OpenAI `param`), when there is one. */
+  readonly param: string | null;
+  /** Extra response headers, e.g. Retry-After for SERVER_BUSY. */
+  readonly headers: Record<string, string>;
+
+  constructor(code: ErrorCode, message: string, opts: { param?: string | null; headers?: Record<string, string>; cause?: unknown } = {}) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = "AppError";
+    this.code = code;
+    this.status = ERROR_CODES[code].status;
+    this.param = opts.param ?? null;
+    this.headers = opts.headers ?? {};
+  }
+
+  /** Messages of 5xx errors are not shown to clients unless the error was raised deliberately with a safe text. */
+  get expose(): boolean {
+    return this.status < 500 || this.code !== "INTERNAL";
+  }
+}
+
+export const isAppError = (e: unknown): e is AppError => e instanceof AppError;
+
+/** Turns anything thrown into an AppError; unknown errors become INTERNAL with a generic message. */
+export function toAppError(e: unknown): AppError {
+  if (isAppError(e)) return e;
+  return new AppError("INTERNAL", "internal server error", { cause: e });
+}
+
+export const badRequest = (message: string, param?: string) => new AppError("BAD_REQUEST", message, { param: param ?? null });
+export const modelNotFound = (name: string) => new AppError("MODEL_NOT_FOUND", `model "${name}" not found, try pulling it first`, { param: "model" });
+
+/** Ollama wire body: `{"error": "..."}`. */
+export function ollamaErrorBody(e: AppError): { error: string } {
+  return { error: e.expose ? e.message : "internal server error" };
+}
+
+/** OpenAI wire body: `{"error": {"message", "type", "param", "code"}}`. */
+export function openaiErrorBody(e: AppError): { error: { message: string; type: string; param: string | null; code: string | null } } {
+  return {
+    error: {
+      message: e.expose ? e.message : "internal server error",
+      type: ERROR_CODES[e.code].type,
+      param: e.param,
+      code: e.code.toLowerCase(),
+    },
+  };
+}

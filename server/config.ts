@@ -1,0 +1,40 @@
+// `gantry serve` configuration: one zod schema, parsed once from the environment in main. `--help` prints it.
+import os from "node:os";
+import path from "node:path";
+import { z } from "zod";
+import { parseKeepAlive } from "./common/duration.ts";
+
+const intFrom = (min: number) => z.coerce.number().int().min(min);
+
+export const ServerConfigSchema = z.object({
+  GANTRY_HOST: z.string().default("127.0.0.1:11434").describe("Address the server listens on and the CLI connects to (host:port, or http://host:port)"),
+  GANTRY_MODELS: z.string().default(path.join(os.homedir(), ".gantry", "models")).describe("Model store directory (blobs/ and manifests/)"),
+  GANTRY_KEEP_ALIVE: z.string().default("5m")
+    .refine((v) => { try { parseKeepAlive(v); return true; } catch { return false; } }, "must be a duration like 5m, 1h, 30s, seconds, or negative for forever")
+    .describe("How long a model stays loaded after its last request (duration or seconds; negative = forever; 0 = unload at once)"),
+  GANTRY_NUM_PARALLEL: intFrom(1).max(64).default(4).describe("Parallel sequences per loaded model (requests decoded together in one batch)"),
+  GANTRY_MAX_QUEUE: intFrom(0).default(512).describe("Requests that may wait for a free sequence per model before the server answers 503"),
+  GANTRY_MAX_LOADED_MODELS: intFrom(1).default(3).describe("Models loaded at once; the least recently used idle one is evicted for another"),
+  GANTRY_CONTEXT_LENGTH: intFrom(64).default(4096).describe("Default context length per sequence (num_ctx overrides it)"),
+  GANTRY_THREADS: intFrom(0).default(0).describe("CPU threads for inference (0 = number of physical cores)"),
+  GANTRY_ORIGINS: z.string().default("").describe("Extra allowed CORS origins, comma-separated (localhost origins are always allowed)"),
+  GANTRY_BODY_LIMIT: z.string().default("32mb").describe("Largest accepted request body"),
+  GANTRY_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info").describe("Log level"),
+  GANTRY_HUB_URL: z.string().default("https://huggingface.co").describe("Hugging Face hub base URL for hf.co/<org>/<repo> pulls"),
+  HF_TOKEN: z.string().optional().describe("Hugging Face token sent with hub requests (private repos)"),
+});
+
+export type ServerConfig = z.infer<typeof ServerConfigSchema>;
+
+/** host:port from GANTRY_HOST, accepting "host", "host:port", "http://host:port" (as OLLAMA_HOST does). */
+export function parseHostPort(value: string, defaultPort = 11434): { host: string; port: number } {
+  let v = value.trim();
+  let scheme = "http";
+  const m = /^(https?):\/\/(.*)$/.exec(v);
+  if (m) { scheme = m[1]!; v = m[2]!.replace(/\/+$/, ""); }
+  const ipv6 = /^\[([^\]]+)\](?::(\d+))?$/.exec(v);
+  if (ipv6) return { host: ipv6[1]!, port: ipv6[2] ? Number(ipv6[2]) : defaultPort };
+  const idx = v.lastIndexOf(":");
+  if (idx >= 0 && /^\d+$/.test(v.slice(idx + 1))) return { host: v.slice(0, idx) || "127.0.0.1", port: Number(v.slice(idx + 1)) };
+  return { host: v || "127.0.0.1", port: m ? (scheme === "https" ? 443 : 80) : defaultPort };
+}

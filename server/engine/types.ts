@@ -1,0 +1,144 @@
+// The engine contract: what the HTTP layer asks of the model runtime. Implemented on node-llama-cpp in
+// server/engine/*.ts. Everything here is plain data so routes and tests can be written against it.
+
+/** Ollama runtime options (the subset the engine honours). Names and meanings follow Ollama's `options`. */
+export interface SamplingOptions {
+  temperature?: number;
+  top_p?: number;
+  top_k?: number;
+  min_p?: number;
+  seed?: number;
+  /** Maximum tokens to generate; -1 or undefined = until the context is full. */
+  num_predict?: number;
+  stop?: string[];
+  repeat_penalty?: number;
+  repeat_last_n?: number;
+  presence_penalty?: number;
+  frequency_penalty?: number;
+  /** Context length per sequence for this model load. */
+  num_ctx?: number;
+}
+
+export type ChatRole = "system" | "user" | "assistant" | "tool";
+
+export interface ChatMessage {
+  role: ChatRole;
+  content: string;
+  /** Raw image bytes (vision models only). */
+  images?: Uint8Array[];
+}
+
+/** A model as the store resolves it: everything the engine needs to load and prompt it. */
+export interface ModelSpec {
+  /** Canonical display name, e.g. "smollm2:135m" or "hf.co/org/repo:Q4_K_M". */
+  name: string;
+  /** Digest of the model (GGUF) layer, "sha256:<hex>". Identifies the loaded weights. */
+  digest: string;
+  /** Absolute path of the GGUF file. For split GGUFs: the first part. */
+  modelPath: string;
+  /** Go-template TEMPLATE override (manifest layer). Undefined: use the GGUF's own chat template. */
+  template?: string;
+  /** Default system prompt (SYSTEM layer). */
+  system?: string;
+  /** Default options (PARAMETER layer); request options override them. */
+  parameters: SamplingOptions;
+  /** MESSAGE history prepended to every chat. */
+  messages: ChatMessage[];
+  /** LoRA adapter GGUF paths. */
+  adapters: string[];
+  /** Multimodal projector GGUF path (vision). */
+  projector?: string;
+  /** Total bytes of the model's layers (for /api/ps). */
+  size: number;
+}
+
+/** What to generate from. */
+export type PromptInput =
+  /** Chat history, formatted with the model's template (GGUF chat template, or the TEMPLATE override). */
+  | { kind: "chat"; messages: ChatMessage[] }
+  /**
+   * A single prompt (/api/generate, /v1/completions). Formatted as a user turn (plus `system`) through the template,
+   * or through `template` when given (Go template with .System/.Prompt), or passed verbatim when `raw`.
+   */
+  | { kind: "prompt"; prompt: string; system?: string; template?: string; raw?: boolean; images?: Uint8Array[] };
+
+/** JSON-constrained output: any JSON value ("json"), or a JSON schema object. */
+export type OutputFormat = "json" | { schema: Record<string, unknown> };
+
+export interface GenerateRequest {
+  model: ModelSpec;
+  input: PromptInput;
+  /** Request options; merged over model.parameters by the engine. */
+  options: SamplingOptions;
+  format?: OutputFormat;
+  /** Milliseconds to keep the model loaded after this request; null = forever; 0 = unload when done. Undefined = server default. */
+  keepAliveMs?: number | null;
+  /** Aborted when the client disconnects: generation stops and the sequence is freed at once. */
+  signal: AbortSignal;
+}
+
+export type DoneReason = "stop" | "length" | "abort";
+
+export interface GenerationStats {
+  doneReason: DoneReason;
+  /** All durations in nanoseconds, as Ollama reports them. */
+  totalDurationNs: number;
+  loadDurationNs: number;
+  promptEvalCount: number;
+  promptEvalDurationNs: number;
+  evalCount: number;
+  evalDurationNs: number;
+}
+
+export type GenerationEvent =
+  | { type: "text"; text: string }
+  | { type: "done"; stats: GenerationStats };
+
+export interface EmbedRequest {
+  model: ModelSpec;
+  input: string[];
+  /** Truncate inputs longer than the context (default true); false → CONTEXT_OVERFLOW error. */
+  truncate: boolean;
+  keepAliveMs?: number | null;
+  options: SamplingOptions;
+  signal: AbortSignal;
+}
+
+export interface EmbedResult {
+  embeddings: number[][];
+  promptEvalCount: number;
+  totalDurationNs: number;
+  loadDurationNs: number;
+}
+
+export interface RunningModel {
+  name: string;
+  digest: string;
+  size: number;
+  /** ISO time the model will be unloaded; null = never. */
+  expiresAt: string | null;
+  contextLength: number;
+  parallel: number;
+  busySequences: number;
+  queued: number;
+}
+
+export interface Engine {
+  /** Loads the model if needed (for `keep_alive`-only requests and `gantry serve --model`); returns load time in ns (0 if already loaded). */
+  load(model: ModelSpec, opts: { keepAliveMs?: number | null; numCtx?: number; signal?: AbortSignal }): Promise<{ loadDurationNs: number }>;
+  /** Unloads now (keep_alive 0). Waits for running requests of that model to finish. Returns false if it was not loaded. */
+  unload(name: string): Promise<boolean>;
+  /**
+   * Streams generated text. Throws AppError before the first event for: CONTEXT_OVERFLOW (prompt does not fit; message has
+   * the token counts), SERVER_BUSY (queue full; Retry-After header), MODEL_LOAD_FAILED, BAD_REQUEST (e.g. invalid schema).
+   */
+  generate(req: GenerateRequest): AsyncIterable<GenerationEvent>;
+  embed(req: EmbedRequest): Promise<EmbedResult>;
+  /** Token count of a text for a model (loads it if needed). */
+  countTokens(model: ModelSpec, text: string): Promise<number>;
+  running(): RunningModel[];
+  /** True once the named model is loaded and ready. */
+  isLoaded(name: string): boolean;
+  /** Stops accepting work, aborts queued requests, waits for running ones (up to the deadline), frees models. */
+  shutdown(opts?: { deadlineMs?: number }): Promise<void>;
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# env.sh <task> — the project's one entry point for setting up a machine and running a task.
+# Ensures Node.js >= 24 (installs the `node@24` package from the npm registry into the cache when the machine's Node is
+# older), installs the npm dependencies when package-lock.json changed, then runs the task with that Node first on PATH.
+# Everything downloaded is cached outside the repo, under $GANTRY_CACHE (default ~/.cache/gantry).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+export GANTRY_CACHE="${GANTRY_CACHE:-$HOME/.cache/gantry}"
+mkdir -p "$GANTRY_CACHE"
+cd "$ROOT"
+
+log() { echo "gantry-setup: $*" >&2; }
+
+node_major() { "${1:-node}" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
+
+ensure_node() {
+  if [ "$(node_major node)" -ge 24 ]; then return; fi
+  local dir="$GANTRY_CACHE/node24"
+  if [ ! -x "$dir/node_modules/node/bin/node" ] || [ "$(node_major "$dir/node_modules/node/bin/node")" -lt 24 ]; then
+    log "Node $(node --version 2>/dev/null || echo none) is older than 24: installing node@24 from the npm registry into $dir"
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+    npm install --prefix "$dir.tmp" --no-save --no-audit --no-fund --loglevel=error node@24 >&2
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  fi
+  export PATH="$dir/node_modules/node/bin:$PATH"
+  log "using Node $(node --version) from $dir"
+}
+
+ensure_deps() {
+  local stamp="node_modules/.gantry-lock-sha"
+  local want; want="$( (cat package.json; cat package-lock.json 2>/dev/null || true) | sha256sum | cut -c1-64)"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then return; fi
+  log "installing npm dependencies"
+  export NODE_LLAMA_CPP_SKIP_DOWNLOAD=true
+  if [ -f package-lock.json ]; then npm ci --no-audit --no-fund --loglevel=error >&2
+  else npm install --no-audit --no-fund --loglevel=error >&2; fi
+  ( (cat package.json; cat package-lock.json 2>/dev/null || true) | sha256sum | cut -c1-64 ) > "$stamp"
+}
+
+ensure_node
+ensure_deps
+
+task="${1:-}"; shift || true
+case "$task" in
+  start) exec node server/setup/start.ts "$@" ;;
+  test) exec bash test/run.sh "$@" ;;
+  bench) exec node test/bench/run.ts "$@" ;;
+  gantry) exec node server/cli/gantry.ts "$@" ;;
+  cluster-up) exec bash test/cluster/up.sh "$@" ;;
+  cluster-down) exec bash test/cluster/down.sh "$@" ;;
+  node) exec node "$@" ;;
+  "") log "environment ready (Node $(node --version))" ;;
+  *) log "unknown task: $task (start | test | bench | gantry | cluster-up | cluster-down | node)"; exit 2 ;;
+esac
