@@ -3,8 +3,10 @@
 import { z } from "zod";
 
 export class ConfigError extends Error {
-  constructor(readonly issues: string[]) {
+  readonly issues: string[];
+  constructor(issues: string[]) {
     super(`invalid configuration:\n  ${issues.join("\n  ")}`);
+    this.issues = issues;
     this.name = "ConfigError";
   }
 }

@@ -1,0 +1,33 @@
+// CORS as Ollama does it: localhost origins on any port (and app/file/tauri schemes) always, plus GANTRY_ORIGINS.
+import type { RequestHandler } from "express";
+
+const LOCAL = /^(https?:\/\/(localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\])(:\d+)?|app:\/\/.*|file:\/\/.*|tauri:\/\/.*)$/;
+
+/** Pure: is this origin allowed? `extra` entries may be exact origins or "*" or contain a "*" wildcard. */
+export function originAllowed(origin: string, extra: string[]): boolean {
+  if (LOCAL.test(origin)) return true;
+  return extra.some((pattern) => {
+    if (pattern === "*") return true;
+    if (!pattern.includes("*")) return pattern === origin;
+    const re = new RegExp("^" + pattern.split("*").map((s) => s.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*") + "$");
+    return re.test(origin);
+  });
+}
+
+export function cors(extraOrigins: string): RequestHandler {
+  const extra = extraOrigins.split(",").map((s) => s.trim()).filter(Boolean);
+  return (req, res, next) => {
+    const origin = req.headers.origin;
+    if (origin && originAllowed(origin, extra)) {
+      res.setHeader("Access-Control-Allow-Origin", origin);
+      res.setHeader("Vary", "Origin");
+      res.setHeader("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, HEAD, OPTIONS");
+      res.setHeader("Access-Control-Allow-Headers", "Authorization, Content-Type, User-Agent, Accept, X-Requested-With, OpenAI-Beta, X-Stainless-Lang, X-Stainless-Package-Version, X-Stainless-OS, X-Stainless-Arch, X-Stainless-Runtime, X-Stainless-Runtime-Version, X-Stainless-Retry-Count, X-Stainless-Timeout");
+    }
+    if (req.method === "OPTIONS") {
+      res.status(origin && originAllowed(origin, extra) ? 204 : 403).end();
+      return;
+    }
+    next();
+  };
+}

@@ -1,0 +1,108 @@
+// The generation core shared by /api/generate, /api/chat, /v1/chat/completions and /v1/completions: every route
+// translates its wire request into a GenerationPlan, then streams events through its own formatter.
+import { AppError } from "../common/errors.ts";
+import { parseKeepAlive } from "../common/duration.ts";
+import type { Engine, GenerateRequest, GenerationEvent, GenerationStats, ModelSpec, OutputFormat, PromptInput, SamplingOptions } from "../engine/types.ts";
+import type { Options } from "../api/schemas.ts";
+import type { ServerDeps } from "./deps.ts";
+
+export interface GenerationPlan {
+  model: ModelSpec;
+  input: PromptInput;
+  options: SamplingOptions;
+  format?: OutputFormat;
+  keepAliveMs?: number | null;
+}
+
+/** Request keep_alive → ms | null (forever) | undefined (server default). Bad values are a 400 naming the field. */
+export function keepAliveFrom(value: string | number | undefined): number | null | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return parseKeepAlive(value);
+  } catch (e) {
+    throw new AppError("BAD_REQUEST", `invalid keep_alive: ${(e as Error).message}`, { param: "keep_alive" });
+  }
+}
+
+/** Ollama `options` → engine SamplingOptions (stop as a list; unknown and inert options dropped). */
+export function samplingFrom(o: Options | undefined): SamplingOptions {
+  if (!o) return {};
+  const out: SamplingOptions = {};
+  const copy = ["temperature", "top_p", "top_k", "min_p", "seed", "num_predict", "num_ctx", "repeat_penalty", "repeat_last_n", "presence_penalty", "frequency_penalty"] as const;
+  for (const k of copy) if (o[k] !== undefined) (out as Record<string, unknown>)[k] = o[k];
+  if (o.stop !== undefined) out.stop = (Array.isArray(o.stop) ? o.stop : [o.stop]).filter((s) => s.length > 0);
+  return out;
+}
+
+/** Ollama `format` → engine OutputFormat. */
+export function formatFrom(f: "json" | "" | Record<string, unknown> | undefined): OutputFormat | undefined {
+  if (f === undefined || f === "") return undefined;
+  if (f === "json") return "json";
+  return { schema: f };
+}
+
+export function decodeImages(images: string[] | undefined, field: string): Uint8Array[] | undefined {
+  if (!images?.length) return undefined;
+  return images.map((b64, i) => {
+    const data = b64.replace(/^data:[^;]+;base64,/, "");
+    if (!/^[A-Za-z0-9+/=\s]+$/.test(data)) throw new AppError("BAD_REQUEST", `invalid ${field}.${i}: not base64 image data`, { param: field });
+    return new Uint8Array(Buffer.from(data, "base64"));
+  });
+}
+
+export interface StartedGeneration {
+  /** The first event, already received: errors before streaming were thrown by start. */
+  first: GenerationEvent;
+  rest: AsyncIterator<GenerationEvent>;
+}
+
+/**
+ * Starts generating and waits for the first event, so that every error that can happen before output (model load,
+ * context overflow, queue full, bad schema) surfaces as an exception the route turns into a proper status code.
+ */
+export async function startGeneration(engine: Engine, plan: GenerationPlan, signal: AbortSignal): Promise<StartedGeneration> {
+  const req: GenerateRequest = { ...plan, signal };
+  const it = engine.generate(req)[Symbol.asyncIterator]();
+  const r = await it.next();
+  if (r.done) throw new AppError("INTERNAL", "generation ended without a result");
+  return { first: r.value, rest: it };
+}
+
+/**
+ * Runs a started generation to its end, calling onText per chunk. Records token metrics. Returns the final stats.
+ * If the client disconnects the engine ends the stream with doneReason "abort".
+ */
+export async function drain(deps: Pick<ServerDeps, "metrics">, started: StartedGeneration, model: string, t0: bigint, onText: (text: string) => void): Promise<GenerationStats> {
+  let ev: GenerationEvent = started.first;
+  let sawText = false;
+  for (;;) {
+    if (ev.type === "text") {
+      if (!sawText && ev.text.length > 0) {
+        sawText = true;
+        deps.metrics.ttft.observe({ model }, Number(process.hrtime.bigint() - t0) / 1e9);
+      }
+      onText(ev.text);
+    } else {
+      const s = ev.stats;
+      deps.metrics.promptTokens.inc({ model }, s.promptEvalCount);
+      deps.metrics.generatedTokens.inc({ model }, s.evalCount);
+      if (s.evalCount > 0 && s.evalDurationNs > 0) deps.metrics.tokensPerSecond.observe({ model }, s.evalCount / (s.evalDurationNs / 1e9));
+      return s;
+    }
+    const r = await started.rest.next();
+    if (r.done) throw new AppError("INTERNAL", "generation ended without final stats");
+    ev = r.value;
+  }
+}
+
+/** Wraps a handler's generation in the in-flight gauge (what the autoscaler reads). */
+export async function withInFlight<T>(deps: Pick<ServerDeps, "metrics">, fn: () => Promise<T>): Promise<T> {
+  deps.metrics.inFlight.inc();
+  try {
+    return await fn();
+  } finally {
+    deps.metrics.inFlight.dec();
+  }
+}
+
+export const nowIso = (): string => new Date().toISOString();

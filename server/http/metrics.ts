@@ -1,0 +1,44 @@
+// Prometheus metrics of the model server (prom-client, one registry per server instance).
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { RequestHandler } from "express";
+
+export class ServerMetrics {
+  readonly registry = new Registry();
+  readonly requests = new Counter({ name: "gantry_http_requests_total", help: "HTTP requests by route, method and status", labelNames: ["route", "method", "status"], registers: [this.registry] });
+  readonly requestDuration = new Histogram({ name: "gantry_http_request_duration_seconds", help: "HTTP request duration", labelNames: ["route"], buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120], registers: [this.registry] });
+  readonly inFlight = new Gauge({ name: "gantry_in_flight_requests", help: "Generation requests being served or queued (drives autoscaling)", registers: [this.registry] });
+  readonly promptTokens = new Counter({ name: "gantry_prompt_tokens_total", help: "Prompt tokens evaluated", labelNames: ["model"], registers: [this.registry] });
+  readonly generatedTokens = new Counter({ name: "gantry_generated_tokens_total", help: "Tokens generated", labelNames: ["model"], registers: [this.registry] });
+  readonly ttft = new Histogram({ name: "gantry_time_to_first_token_seconds", help: "Time from request to first generated token", labelNames: ["model"], buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30], registers: [this.registry] });
+  readonly tokensPerSecond = new Histogram({ name: "gantry_tokens_per_second", help: "Generation speed of a request (generated tokens / eval time)", labelNames: ["model"], buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000], registers: [this.registry] });
+  readonly queueDepth = new Gauge({ name: "gantry_queue_depth", help: "Requests waiting for a free sequence", labelNames: ["model"], registers: [this.registry] });
+  readonly busySequences = new Gauge({ name: "gantry_busy_sequences", help: "Sequences generating right now", labelNames: ["model"], registers: [this.registry] });
+  readonly loadedModels = new Gauge({ name: "gantry_loaded_models", help: "Models loaded in memory", registers: [this.registry] });
+  readonly loadSeconds = new Histogram({ name: "gantry_model_load_seconds", help: "Model load time", labelNames: ["model"], buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120], registers: [this.registry] });
+  readonly decodeSteps = new Counter({ name: "gantry_decode_steps_total", help: "Batched decode calls", labelNames: ["model"], registers: [this.registry] });
+  readonly batchFill = new Histogram({ name: "gantry_batch_fill_ratio", help: "Sequences in a decode step / sequences generating", labelNames: ["model"], buckets: [0.25, 0.5, 0.75, 0.9, 1], registers: [this.registry] });
+
+  constructor(opts: { defaultMetrics?: boolean } = {}) {
+    if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: "gantry_process_" });
+  }
+
+  /** Express middleware counting requests by matched route (not raw path, to bound cardinality). */
+  middleware(): RequestHandler {
+    return (req, res, next) => {
+      const end = this.requestDuration.startTimer();
+      res.on("finish", () => {
+        const route = req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : "unmatched";
+        this.requests.inc({ route, method: req.method, status: String(res.statusCode) });
+        end({ route });
+      });
+      res.on("close", () => {
+        // 499: the client went away before the response finished (logged and counted, never sent).
+        if (!res.writableFinished) {
+          const route = req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : "unmatched";
+          this.requests.inc({ route, method: req.method, status: "499" });
+        }
+      });
+      next();
+    };
+  }
+}

@@ -1,0 +1,88 @@
+// POST /api/generate — Ollama-native completion, NDJSON streaming by default.
+import { Router } from "express";
+import { GenerateRequestSchema, type FinalMetrics } from "../../api/schemas.ts";
+import { parseBody } from "../../common/validate.ts";
+import type { GenerationStats } from "../../engine/types.ts";
+import type { ServerDeps } from "../deps.ts";
+import { decodeImages, drain, formatFrom, keepAliveFrom, nowIso, samplingFrom, startGeneration, withInFlight, type GenerationPlan } from "../generation.ts";
+import { clientAbortSignal, startNdjson } from "../streams.ts";
+import type { Response } from "express";
+
+export function finalMetrics(s: GenerationStats): FinalMetrics {
+  return {
+    done_reason: s.doneReason,
+    total_duration: s.totalDurationNs,
+    load_duration: s.loadDurationNs,
+    prompt_eval_count: s.promptEvalCount,
+    prompt_eval_duration: s.promptEvalDurationNs,
+    eval_count: s.evalCount,
+    eval_duration: s.evalDurationNs,
+  };
+}
+
+/**
+ * Loading without a prompt (Ollama: empty prompt / empty messages loads the model; keep_alive 0 unloads it).
+ * Answers `{..., done: true, done_reason: "load" | "unload"}` with the shape of the route's final object.
+ */
+export async function loadOrUnload(deps: ServerDeps, res: Response, plan: GenerationPlan, shape: (extra: object) => object): Promise<void> {
+  if (plan.keepAliveMs === 0) {
+    await deps.engine.unload(plan.model.name);
+    res.json(shape({ done: true, done_reason: "unload" }));
+    return;
+  }
+  const t0 = process.hrtime.bigint();
+  const { loadDurationNs } = await deps.engine.load(plan.model, { keepAliveMs: plan.keepAliveMs, numCtx: plan.options.num_ctx });
+  res.json(shape({ done: true, done_reason: "load", total_duration: Number(process.hrtime.bigint() - t0), load_duration: loadDurationNs }));
+}
+
+/** Streams (NDJSON) or collects a generation; `piece(text)` and `final(text, stats)` build the route's objects. */
+export async function respondNative(
+  deps: ServerDeps, res: Response, plan: GenerationPlan, stream: boolean,
+  piece: (text: string) => object, final: (fullText: string, stats: GenerationStats) => object,
+): Promise<void> {
+  const t0 = process.hrtime.bigint();
+  const signal = clientAbortSignal(res);
+  await withInFlight(deps, async () => {
+    const started = await startGeneration(deps.engine, plan, signal);
+    if (!stream) {
+      let text = "";
+      const stats = await drain(deps, started, plan.model.name, t0, (t) => { text += t; });
+      if (stats.doneReason !== "abort") res.json(final(text, stats));
+      return;
+    }
+    const out = startNdjson(res);
+    try {
+      const stats = await drain(deps, started, plan.model.name, t0, (t) => { if (t) out.write(piece(t)); });
+      out.write(final("", stats));
+    } catch (e) {
+      // Headers are sent: the error goes out as the final NDJSON line, as Ollama does.
+      out.write({ error: (e as Error).message });
+    }
+    out.end();
+  });
+}
+
+export function generateRoutes(deps: ServerDeps): Router {
+  const r = Router();
+  r.post("/api/generate", async (req, res) => {
+    const body = parseBody(GenerateRequestSchema, req.body);
+    const model = await deps.store.resolve(body.model);
+    const plan: GenerationPlan = {
+      model,
+      input: { kind: "prompt", prompt: body.prompt ?? "", system: body.system, template: body.template, raw: body.raw, images: decodeImages(body.images, "images") },
+      options: samplingFrom(body.options),
+      format: formatFrom(body.format),
+      keepAliveMs: keepAliveFrom(body.keep_alive),
+    };
+    const head = () => ({ model: body.model, created_at: nowIso() });
+    if (!body.prompt && !body.images?.length) {
+      await loadOrUnload(deps, res, plan, (extra) => ({ ...head(), response: "", ...extra }));
+      return;
+    }
+    await respondNative(deps, res, plan, body.stream ?? true,
+      (text) => ({ ...head(), response: text, done: false }),
+      (text, stats) => ({ ...head(), response: text, done: true, ...finalMetrics(stats) }));
+  });
+  return r;
+}
+

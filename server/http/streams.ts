@@ -1,0 +1,37 @@
+// Streaming response writers: NDJSON (Ollama) and Server-Sent Events (OpenAI). Each line is flushed as written.
+import type { Response } from "express";
+
+export interface LineStream {
+  write(obj: unknown): void;
+  end(): void;
+}
+
+export function startNdjson(res: Response): LineStream {
+  res.status(200);
+  res.setHeader("Content-Type", "application/x-ndjson");
+  res.setHeader("Cache-Control", "no-cache");
+  res.flushHeaders();
+  return {
+    write: (obj) => { if (!res.writableEnded) res.write(JSON.stringify(obj) + "\n"); },
+    end: () => { if (!res.writableEnded) res.end(); },
+  };
+}
+
+export function startSse(res: Response): LineStream {
+  res.status(200);
+  res.setHeader("Content-Type", "text/event-stream");
+  res.setHeader("Cache-Control", "no-cache");
+  res.setHeader("Connection", "keep-alive");
+  res.flushHeaders();
+  return {
+    write: (obj) => { if (!res.writableEnded) res.write(`data: ${JSON.stringify(obj)}\n\n`); },
+    end: () => { if (!res.writableEnded) { res.write("data: [DONE]\n\n"); res.end(); } },
+  };
+}
+
+/** An AbortSignal that fires when the client goes away before the response finished. */
+export function clientAbortSignal(res: Response): AbortSignal {
+  const ac = new AbortController();
+  res.on("close", () => { if (!res.writableFinished) ac.abort(new Error("client disconnected")); });
+  return ac.signal;
+}
