@@ -1,0 +1,83 @@
+// Composition root of `gantry serve`: config → logger → store → engine → HTTP app → listen; preload; graceful shutdown.
+import type { Server } from "node:http";
+import { parseKeepAlive } from "./common/duration.ts";
+import type { Logger } from "./common/logger.ts";
+import { parseHostPort, type ServerConfig } from "./config.ts";
+import { createEngine } from "./engine/engine.ts";
+import type { Engine } from "./engine/types.ts";
+import { createServerApp } from "./http/app.ts";
+import type { ReadinessState } from "./http/deps.ts";
+import { ServerMetrics } from "./http/metrics.ts";
+import { blobRoutes } from "./http/routes/blobs.ts";
+import { createRoutes } from "./http/routes/create.ts";
+import { modelRoutes } from "./http/routes/models.ts";
+import { ModelStore } from "./store/model-store.ts";
+import { VERSION } from "./version.ts";
+
+export interface RunningServer {
+  server: Server;
+  url: string;
+  engine: Engine;
+  readiness: ReadinessState;
+  /** Stops accepting connections, lets running requests finish (up to deadlineMs), frees models. */
+  close(deadlineMs?: number): Promise<void>;
+}
+
+export async function startServer(config: ServerConfig, logger: Logger, opts: { preload?: string[] } = {}): Promise<RunningServer> {
+  const store = new ModelStore(config.GANTRY_MODELS, { logger });
+  const metrics = new ServerMetrics();
+  const engine = await createEngine({
+    logger,
+    threads: config.GANTRY_THREADS,
+    numParallel: config.GANTRY_NUM_PARALLEL,
+    maxQueue: config.GANTRY_MAX_QUEUE,
+    maxLoadedModels: config.GANTRY_MAX_LOADED_MODELS,
+    contextLength: config.GANTRY_CONTEXT_LENGTH,
+    defaultKeepAliveMs: parseKeepAlive(config.GANTRY_KEEP_ALIVE),
+    metrics: metrics.engineSink(),
+  });
+  const readiness: ReadinessState = { loading: null, shuttingDown: false, failed: null };
+  const app = createServerApp(
+    { logger, engine, store, metrics, version: VERSION, readiness, config: { bodyLimit: config.GANTRY_BODY_LIMIT, origins: config.GANTRY_ORIGINS } },
+    { raw: [blobRoutes({ store, logger })], json: [createRoutes({ store, logger }), modelRoutes({ store, logger, engine })] },
+  );
+  const { host, port } = parseHostPort(config.GANTRY_HOST);
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = app.listen(port, host, () => resolve(s));
+    s.once("error", reject);
+  });
+  // Generation streams can be long: no request timeout; idle keep-alive sockets are closed on shutdown.
+  server.requestTimeout = 0;
+  const addr = server.address();
+  const url = `http://${host.includes(":") ? `[${host}]` : host}:${typeof addr === "object" && addr ? addr.port : port}`;
+  logger.info({ url, models: config.GANTRY_MODELS, version: VERSION }, "gantry serve listening");
+
+  const preload = async (ref: string) => {
+    readiness.loading = ref;
+    try {
+      const model = await store.resolve(ref);
+      const { loadDurationNs } = await engine.load(model, { keepAliveMs: null });
+      logger.info({ model: model.name, loadSeconds: loadDurationNs / 1e9 }, "model ready");
+    } catch (e) {
+      readiness.failed = `loading model ${ref} failed: ${(e as Error).message}`;
+      logger.error({ model: ref, err: e }, "preloading model failed");
+    } finally {
+      readiness.loading = null;
+    }
+  };
+  const preloading = (async () => { for (const ref of opts.preload ?? []) await preload(ref); })();
+
+  let closing: Promise<void> | undefined;
+  const close = (deadlineMs = 10_000) => (closing ??= (async () => {
+    readiness.shuttingDown = true;
+    logger.info("shutting down");
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    await preloading.catch(() => undefined);
+    await engine.shutdown({ deadlineMs });
+    server.closeAllConnections();
+    await closed;
+    logger.info("stopped");
+  })());
+  return { server, url, engine, readiness, close };
+}
