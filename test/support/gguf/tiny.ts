@@ -1,0 +1,80 @@
+// A tiny random llama (2 layers x 64, F32, ~0.8 MB) with a byte-level SPM vocabulary of common English words and
+// ChatML control tokens. It loads in milliseconds and exercises every code path: tokenization, chat templates,
+// special tokens, sampling, end-of-generation.
+import { baseVocab, llamaMetadata, llamaTensorShapes, SPM_SPACE, type LlamaShape, type TensorRole } from "./llama.ts";
+import { makeRng } from "./numeric.ts";
+import { GGML_TYPE, TOKEN_TYPE } from "./types.ts";
+import { fillF32, writeGguf, type TensorSpec, type WrittenGguf } from "./writer.ts";
+
+export interface TinyModelOptions {
+  seed?: number;
+  /**
+   * Weight of the bias channel for control tokens in output.weight: -3 (default) ends generation now and then,
+   * -8 practically never.
+   */
+  controlLogit?: number;
+}
+
+export const TINY_SHAPE: LlamaShape = { nLayer: 2, nEmbd: 64, nFf: 128, nHead: 4, nHeadKv: 4, nCtx: 512 };
+
+const WORDS = ("the of and to a in is you that it he was for on are as with his they I at be this have from or one had by " +
+  "word but not what all were we when your can said there use an each which she do how their if will up other about out " +
+  "many then them these so some her would make like him into time has look two more write go see number no way could people " +
+  "my than first water been call who oil its now find long down day did get come made may part hello world model server llama " +
+  "chat user assistant system answer question yes sky blue red green cat dog sun moon tree").split(" ");
+const CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.,!?;:'\"-()[]{}<>/=+*#@$%&_|";
+
+/** Base tokens, then single characters, then every word's prefixes (word-initial ▁ forms and word-internal forms). */
+export function tinyVocab() {
+  const vocab = baseVocab();
+  const pieces = new Map<string, number>();
+  const setScore = (p: string, s: number) => { if ((pieces.get(p) ?? -Infinity) < s) pieces.set(p, s); };
+  setScore(SPM_SPACE, -1);
+  for (const c of CHARS) setScore(c, -2);
+  WORDS.forEach((w, rank) => {
+    for (const form of [SPM_SPACE + w, w]) {
+      for (let i = 2; i <= form.length; i++) setScore(form.slice(0, i), -3 - rank * 0.01 + i * 0.5);
+    }
+  });
+  for (const [p, s] of pieces) vocab.add(p, s, TOKEN_TYPE.NORMAL);
+  return vocab;
+}
+
+export async function writeTinyModel(file: string, opts: TinyModelOptions = {}): Promise<WrittenGguf> {
+  const rng = makeRng(opts.seed ?? 42);
+  const controlLogit = opts.controlLogit ?? -3;
+  const vocab = tinyVocab();
+  const E = TINY_SHAPE.nEmbd, V = vocab.size;
+
+  // Why random weights still read like word pieces: embedding dim 0 is a constant "bias" channel, and output.weight
+  // uses it to push control and byte tokens down and whole words up.
+  const embd = new Float32Array(E * V);
+  for (let t = 0; t < V; t++) {
+    embd[t * E] = 1.0;
+    for (let j = 1; j < E; j++) embd[t * E + j] = rng.gauss() * 0.1;
+  }
+  const outW = new Float32Array(E * V);
+  for (let t = 0; t < V; t++) {
+    const piece = vocab.tokens[t]!;
+    outW[t * E] = vocab.isControl(t) ? controlLogit
+      : vocab.types[t] === TOKEN_TYPE.BYTE ? -0.6
+      : piece.startsWith(SPM_SPACE) && piece.length > 2 ? 0.15 : -0.1;
+    for (let j = 1; j < E; j++) outW[t * E + j] = rng.gauss() * 0.5;
+  }
+
+  const gauss = (std: number) => fillF32(() => rng.gauss() * std);
+  const fillFor: Record<TensorRole, () => TensorSpec["fill"]> = {
+    token_embd: () => fillF32((i) => embd[i]!),
+    norm: () => fillF32(() => 1),
+    attn_q: () => gauss(0.1),
+    attn_k: () => gauss(0.1),
+    attn_v: () => gauss(0.05),
+    attn_output: () => gauss(0.05),
+    ffn_gate: () => gauss(0.1),
+    ffn_up: () => gauss(0.1),
+    ffn_down: () => gauss(0.05),
+    output: () => fillF32((i) => outW[i]!),
+  };
+  const tensors = llamaTensorShapes(TINY_SHAPE, V).map((t) => ({ name: t.name, dims: t.dims, type: GGML_TYPE.F32, fill: fillFor[t.role]() }));
+  return writeGguf(file, llamaMetadata(TINY_SHAPE, vocab, { name: "tiny-random-llama", weightType: GGML_TYPE.F32 }), tensors);
+}
