@@ -1,0 +1,34 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { ConfigError, parseEnv } from "../../../server/common/config.ts";
+import { ServerConfigSchema, parseHostPort } from "../../../server/config.ts";
+
+test("defaults apply and empty strings count as unset", () => {
+  const c = parseEnv(ServerConfigSchema, { GANTRY_NUM_PARALLEL: "", GANTRY_KEEP_ALIVE: "" });
+  assert.equal(c.GANTRY_HOST, "127.0.0.1:11434");
+  assert.equal(c.GANTRY_NUM_PARALLEL, 4);
+  assert.equal(c.GANTRY_KEEP_ALIVE, "5m");
+  assert.equal(c.GANTRY_CONTEXT_LENGTH, 4096);
+});
+
+test("every invalid variable is reported at once", () => {
+  assert.throws(() => parseEnv(ServerConfigSchema, { GANTRY_NUM_PARALLEL: "zero", GANTRY_KEEP_ALIVE: "soon", GANTRY_LOG_LEVEL: "loud" }), (e: ConfigError) => {
+    assert.ok(e instanceof ConfigError);
+    assert.equal(e.issues.length, 3);
+    assert.match(e.message, /GANTRY_NUM_PARALLEL/);
+    assert.match(e.message, /GANTRY_KEEP_ALIVE/);
+    assert.match(e.message, /GANTRY_LOG_LEVEL/);
+    return true;
+  });
+});
+
+const hosts: Array<[string, { host: string; port: number }]> = [
+  ["127.0.0.1:11434", { host: "127.0.0.1", port: 11434 }],
+  ["0.0.0.0", { host: "0.0.0.0", port: 11434 }],
+  [":8080", { host: "127.0.0.1", port: 8080 }],
+  ["http://example.test", { host: "example.test", port: 80 }],
+  ["https://example.test", { host: "example.test", port: 443 }],
+  ["http://localhost:9000/", { host: "localhost", port: 9000 }],
+  ["[::1]:7000", { host: "::1", port: 7000 }],
+];
+for (const [input, want] of hosts) test(`parseHostPort(${input})`, () => assert.deepEqual(parseHostPort(input), want));
