@@ -1,6 +1,6 @@
 // Parse a process's configuration from the environment once, against a zod schema, failing fast with every
 // invalid variable listed. Empty strings count as unset. No module reads process.env except through this.
-import { z } from "zod";
+import type { z } from "zod";
 
 export class ConfigError extends Error {
   readonly issues: string[];

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { decodeImages, formatFrom, keepAliveFrom, samplingFrom } from "../../../server/http/generation.ts";
-import { AppError } from "../../../server/common/errors.ts";
+import type { AppError } from "../../../server/common/errors.ts";
 
 test("Ollama options map onto engine options; stop becomes a list; inert options are dropped", () => {
   assert.deepEqual(samplingFrom({ temperature: 0, stop: "x", num_gpu: 1, use_mmap: true }), { temperature: 0, stop: ["x"] });

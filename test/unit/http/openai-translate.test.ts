@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { AppError } from "../../../server/common/errors.ts";
+import type { AppError } from "../../../server/common/errors.ts";
 import { finishReason, formatFromOpenAI, samplingFromOpenAI, toChatMessages } from "../../../server/http/openai/translate.ts";
 import { ChatCompletionRequestSchema } from "../../../server/http/openai/schemas.ts";
 
