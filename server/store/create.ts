@@ -1,0 +1,148 @@
+// POST /api/create semantics: assemble a model's layers from a base (an existing model, a GGUF on the server, or
+// uploaded blobs) plus overrides (template, system, parameters, messages, license, adapters), then write the manifest.
+import fs from "node:fs/promises";
+import path from "node:path";
+import { AppError } from "../common/errors.ts";
+import { assertGguf, type GgufSummaryCache } from "../gguf/metadata.ts";
+import type { CreateRequest, ModelParameters, Progress } from "../api/store-schemas.ts";
+import type { BlobStore } from "./blobs.ts";
+import { parseDigest, type Digest } from "./digest.ts";
+import {
+  CONFIG_MEDIA_TYPE, MANIFEST_MEDIA_TYPE, layerKind, layerMediaType,
+  type Descriptor, type LayerKind, type ManifestStore, type ModelConfig,
+} from "./manifests.ts";
+import { decodeLayers } from "./layers.ts";
+import { parseModelName } from "./names.ts";
+
+export interface CreateContext {
+  blobs: BlobStore;
+  manifests: ManifestStore;
+  gguf: GgufSummaryCache;
+}
+
+export type ProgressListener = (p: Progress) => void;
+
+/** `from` values that name a file on the server rather than a model. */
+export const isPathRef = (ref: string): boolean =>
+  ref.toLowerCase().endsWith(".gguf") || ref.startsWith("/") || ref.startsWith("./") || ref.startsWith("../");
+
+/** A layer plus whether this create stored its blob for the first time (for the progress messages). */
+interface NewLayer {
+  layer: Descriptor;
+  created: boolean;
+}
+
+const descriptor = (kind: LayerKind, digest: Digest, size: number): Descriptor => ({ mediaType: layerMediaType(kind), digest, size });
+
+async function uploadedGguf(ctx: CreateContext, kind: LayerKind, fileName: string, digestText: string): Promise<NewLayer> {
+  const digest = parseDigest(digestText);
+  const size = await ctx.blobs.size(digest);
+  if (size === null) throw new AppError("BLOB_NOT_FOUND", `blob ${digest} for "${fileName}" has not been uploaded (POST /api/blobs/${digest})`);
+  await assertGguf(ctx.blobs.path(digest), `"${fileName}"`);
+  return { layer: descriptor(kind, digest, size), created: false };
+}
+
+async function baseLayers(ctx: CreateContext, req: CreateRequest, progress: ProgressListener): Promise<NewLayer[]> {
+  if (req.from !== undefined && req.files !== undefined) throw new AppError("BAD_REQUEST", `give either "from" or "files", not both`);
+  if (req.from !== undefined) {
+    if (!isPathRef(req.from)) {
+      const base = await ctx.manifests.read(parseModelName(req.from));
+      if (!base) throw new AppError("MODEL_NOT_FOUND", `base model "${req.from}" not found`, { param: "from" });
+      return base.manifest.layers.map((layer) => ({ layer, created: false }));
+    }
+    const file = path.resolve(req.from);
+    if (!(await fs.stat(file).then((s) => s.isFile(), () => false))) {
+      throw new AppError("BAD_REQUEST", `file "${req.from}" does not exist on the server`, { param: "from" });
+    }
+    await assertGguf(file, `"${req.from}"`);
+    progress({ status: "parsing GGUF" });
+    const stored = await ctx.blobs.importFile(file);
+    return [{ layer: descriptor("model", stored.digest, stored.size), created: stored.created }];
+  }
+  if (req.files !== undefined) {
+    const layers: NewLayer[] = [];
+    for (const [fileName, digest] of Object.entries(req.files)) {
+      if (!fileName.toLowerCase().endsWith(".gguf")) {
+        throw new AppError("UNSUPPORTED_FIELD", `"${fileName}": only GGUF files can be imported`, { param: "files" });
+      }
+      layers.push(await uploadedGguf(ctx, fileName.toLowerCase().includes("mmproj") ? "projector" : "model", fileName, digest));
+    }
+    if (layers.filter((l) => layerKind(l.layer) === "model").length !== 1) {
+      throw new AppError("BAD_REQUEST", `"files" must contain exactly one model GGUF (split GGUFs are not supported)`, { param: "files" });
+    }
+    progress({ status: "parsing GGUF" });
+    return layers;
+  }
+  throw new AppError("BAD_REQUEST", `neither "from" nor "files" was given`, { param: "from" });
+}
+
+async function textLayer(ctx: CreateContext, kind: LayerKind, text: string): Promise<NewLayer> {
+  const stored = await ctx.blobs.put(Buffer.from(text, "utf8"));
+  return { layer: descriptor(kind, stored.digest, stored.size), created: stored.created };
+}
+
+/** The overriding layers of a request, and the kinds of base layers they replace. */
+async function overrideLayers(ctx: CreateContext, req: CreateRequest, base: Descriptor[]): Promise<{ added: NewLayer[]; replaced: Set<LayerKind> }> {
+  const added: NewLayer[] = [];
+  const replaced = new Set<LayerKind>();
+  const text = async (kind: LayerKind, values: string[]) => {
+    replaced.add(kind);
+    for (const v of values) added.push(await textLayer(ctx, kind, v));
+  };
+  for (const [fileName, digest] of Object.entries(req.adapters ?? {})) added.push(await uploadedGguf(ctx, "adapter", fileName, digest));
+  if (req.template !== undefined) await text("template", [req.template]);
+  if (req.system !== undefined) await text("system", [req.system]);
+  if (req.parameters !== undefined) {
+    // New parameters override the base model's one by one, as Modelfile PARAMETER lines do.
+    const inherited = base.some((l) => layerKind(l) === "params") ? (await decodeLayers(ctx.blobs, base)).parameters : {};
+    const merged: ModelParameters = { ...inherited, ...req.parameters };
+    await text("params", [JSON.stringify(merged)]);
+  }
+  if (req.messages !== undefined) await text("messages", [JSON.stringify(req.messages)]);
+  if (req.license !== undefined) await text("license", typeof req.license === "string" ? [req.license] : req.license);
+  return { added, replaced };
+}
+
+export async function createModel(ctx: CreateContext, req: CreateRequest, progress: ProgressListener): Promise<void> {
+  if (req.quantize !== undefined) throw new AppError("UNSUPPORTED_FIELD", `"quantize" is not supported: import an already quantized GGUF`, { param: "quantize" });
+  if (req.modelfile !== undefined) {
+    throw new AppError("UNSUPPORTED_FIELD", `"modelfile" is not supported: send from/files/template/system/parameters (the gantry CLI parses Modelfiles)`, { param: "modelfile" });
+  }
+  const name = parseModelName(req.model);
+  const base = await baseLayers(ctx, req, progress);
+  const { added, replaced } = await overrideLayers(ctx, req, base.map((b) => b.layer));
+  const kept = base.filter((b) => { const k = layerKind(b.layer); return k === null || !replaced.has(k); });
+  const layers = sortLayers(dedupe([...kept, ...added]));
+
+  const model = layers.find((l) => layerKind(l.layer) === "model")!.layer;
+  const summary = await ctx.gguf.get(model.digest, ctx.blobs.path(model.digest));
+  for (const l of layers) progress({ status: `${l.created ? "creating new" : "using existing"} layer ${l.layer.digest}` });
+
+  const config: ModelConfig = {
+    model_format: "gguf",
+    model_family: summary.architecture,
+    model_families: [summary.architecture],
+    model_type: summary.parameterSize,
+    file_type: summary.quantizationLevel,
+  };
+  const configBlob = await ctx.blobs.put(Buffer.from(JSON.stringify(config), "utf8"));
+
+  progress({ status: "writing manifest" });
+  await ctx.manifests.write(name, {
+    schemaVersion: 2,
+    mediaType: MANIFEST_MEDIA_TYPE,
+    config: { mediaType: CONFIG_MEDIA_TYPE, digest: configBlob.digest, size: configBlob.size },
+    layers: layers.map((l) => l.layer),
+  });
+  progress({ status: "success" });
+}
+
+const dedupe = (layers: NewLayer[]): NewLayer[] =>
+  layers.filter((l, i) => layers.findIndex((o) => o.layer.digest === l.layer.digest && o.layer.mediaType === l.layer.mediaType) === i);
+
+// Model first, then a fixed order, so equal content always gives an equal manifest.
+const KIND_ORDER: readonly (LayerKind | null)[] = ["model", "projector", "adapter", "template", "system", "params", "messages", "license", null];
+const sortLayers = (layers: NewLayer[]): NewLayer[] =>
+  layers.map((l, i) => ({ l, i }))
+    .sort((a, b) => KIND_ORDER.indexOf(layerKind(a.l.layer)) - KIND_ORDER.indexOf(layerKind(b.l.layer)) || a.i - b.i)
+    .map((x) => x.l);

@@ -1,0 +1,203 @@
+// The model store: named models (manifests) over content-addressed blobs, under one root directory
+// (GANTRY_MODELS): blobs/sha256-<hex> and manifests/<host>/<namespace>/<model>/<tag>.
+import fs from "node:fs/promises";
+import path from "node:path";
+import { modelNotFound } from "../common/errors.ts";
+import type { Logger } from "../common/logger.ts";
+import { silentLogger } from "../common/logger.ts";
+import type { ModelSpec } from "../engine/types.ts";
+import { assertGguf, GgufSummaryCache, readGgufSummary } from "../gguf/metadata.ts";
+import type { CreateRequest, ShowResponse } from "../api/store-schemas.ts";
+import { BlobStore, hashFile } from "./blobs.ts";
+import { createModel, type ProgressListener } from "./create.ts";
+import type { Digest } from "./digest.ts";
+import { decodeLayers, toSamplingOptions, type DecodedLayers } from "./layers.ts";
+import { ManifestStore, ModelConfigSchema, referencedDigests, type StoredManifest } from "./manifests.ts";
+import { formatModelName, parseModelName } from "./names.ts";
+import { formatParameters, modelCapabilities, renderModelfile } from "./show-format.ts";
+import type { ModelDetails, ModelResolver, ModelSummary } from "./types.ts";
+
+
+export class ModelStore implements ModelResolver {
+  readonly root: string;
+  readonly blobs: BlobStore;
+  readonly manifests: ManifestStore;
+  private readonly gguf = new GgufSummaryCache();
+  private readonly logger: Logger;
+  /** Digests of ad-hoc GGUF files, keyed by path, mtime and size so an edited file is hashed again. */
+  private readonly fileDigests = new Map<string, Promise<Digest>>();
+
+  constructor(opts: { root: string; logger?: Logger }) {
+    this.root = path.resolve(opts.root);
+    this.blobs = new BlobStore(this.root);
+    this.manifests = new ManifestStore(this.root);
+    this.logger = opts.logger ?? silentLogger;
+  }
+
+  /** A stored model by name, or a path ending in ".gguf" to a file on this machine (used as it is, not imported). */
+  async resolve(ref: string): Promise<ModelSpec> {
+    const file = await this.adHocFile(ref);
+    if (file) return this.resolveFile(file);
+    const stored = await this.read(ref);
+    const layers = await decodeLayers(this.blobs, stored.manifest.layers);
+    return {
+      name: formatModelName(stored.name),
+      digest: layers.model.digest,
+      modelPath: layers.model.path,
+      ...(layers.template !== undefined ? { template: layers.template } : {}),
+      ...(layers.system !== undefined ? { system: layers.system } : {}),
+      parameters: toSamplingOptions(layers.parameters),
+      messages: layers.messages,
+      adapters: layers.adapters.map((a) => a.path),
+      ...(layers.projector ? { projector: layers.projector.path } : {}),
+      size: layers.size,
+    };
+  }
+
+  /** Stored models, most recently modified first. */
+  async list(): Promise<ModelSummary[]> {
+    const summaries: ModelSummary[] = [];
+    for (const m of await this.manifests.list()) {
+      try {
+        summaries.push({
+          name: formatModelName(m.name),
+          digest: m.digest,
+          size: m.manifest.layers.reduce((a, l) => a + l.size, 0),
+          modifiedAt: m.modifiedAt,
+          details: await this.details(m),
+        });
+      } catch (e) {
+        this.logger.warn({ err: e, model: formatModelName(m.name) }, "skipping unreadable model in list");
+      }
+    }
+    return summaries.sort((a, b) => b.modifiedAt.getTime() - a.modifiedAt.getTime());
+  }
+
+  /** POST /api/create. Progress statuses follow Ollama's; the last one is "success". */
+  async create(req: CreateRequest, onProgress: ProgressListener = () => {}): Promise<void> {
+    await createModel({ blobs: this.blobs, manifests: this.manifests, gguf: this.gguf }, req, onProgress);
+    this.logger.info({ model: req.model }, "model created");
+  }
+
+  /** Removes a model, then the blobs only it referenced. Throws MODEL_NOT_FOUND. */
+  async delete(name: string): Promise<void> {
+    const stored = await this.read(name);
+    await this.manifests.delete(stored.name);
+    const stillUsed = new Set((await this.manifests.list()).flatMap((m) => referencedDigests(m.manifest)));
+    for (const digest of new Set(referencedDigests(stored.manifest))) {
+      if (!stillUsed.has(digest)) await this.blobs.remove(digest);
+    }
+    this.logger.info({ model: formatModelName(stored.name) }, "model deleted");
+  }
+
+  /** Gives a model a second name (shares all blobs). Throws MODEL_NOT_FOUND / MODEL_INVALID_NAME. */
+  async copy(source: string, destination: string): Promise<void> {
+    const dest = parseModelName(destination);
+    const stored = await this.read(source);
+    await this.manifests.write(dest, stored.manifest);
+  }
+
+  /** Removes every blob no manifest references (e.g. uploads never used by a create). Returns what was removed. */
+  async prune(): Promise<Digest[]> {
+    const used = new Set((await this.manifests.list()).flatMap((m) => referencedDigests(m.manifest)));
+    const removed: Digest[] = [];
+    for (const blob of await this.blobs.list()) {
+      if (!used.has(blob.digest) && (await this.blobs.remove(blob.digest))) removed.push(blob.digest);
+    }
+    return removed;
+  }
+
+  /** POST /api/show data. */
+  async show(name: string, opts: { verbose?: boolean } = {}): Promise<ShowResponse> {
+    const file = await this.adHocFile(name);
+    const stored = file ? null : await this.read(name);
+    const layers: DecodedLayers = stored
+      ? await decodeLayers(this.blobs, stored.manifest.layers)
+      : await this.adHocLayers(file!);
+    const summary = opts.verbose ? await readGgufSummary(layers.model.path, { verbose: true }) : await this.gguf.get(layers.model.digest, layers.model.path);
+    const template = layers.template ?? summary.chatTemplate;
+    const displayName = stored ? formatModelName(stored.name) : file!;
+    const parameters = formatParameters(layers.parameters);
+    const modifiedAt = stored ? stored.modifiedAt : (await fs.stat(file!)).mtime;
+    return {
+      ...(layers.licenses.length ? { license: layers.licenses.join("\n") } : {}),
+      modelfile: renderModelfile({
+        displayName, modelPath: layers.model.path, adapterPaths: layers.adapters.map((a) => a.path),
+        ...(layers.template !== undefined ? { template: layers.template } : {}),
+        ...(layers.system !== undefined ? { system: layers.system } : {}),
+        parameters: layers.parameters, messages: layers.messages, licenses: layers.licenses,
+      }),
+      ...(parameters ? { parameters } : {}),
+      ...(template !== undefined ? { template } : {}),
+      ...(layers.system !== undefined ? { system: layers.system } : {}),
+      details: {
+        parent_model: "",
+        format: "gguf",
+        family: summary.architecture,
+        families: [summary.architecture],
+        parameter_size: summary.parameterSize,
+        quantization_level: summary.quantizationLevel,
+      },
+      model_info: summary.modelInfo,
+      capabilities: modelCapabilities({ isEmbedding: summary.isEmbedding, ...(template !== undefined ? { template } : {}), hasProjector: !!layers.projector }),
+      modified_at: modifiedAt.toISOString(),
+      ...(layers.messages.length ? { messages: layers.messages } : {}),
+    };
+  }
+
+  private async read(name: string): Promise<StoredManifest> {
+    const stored = await this.manifests.read(parseModelName(name));
+    if (!stored) throw modelNotFound(name);
+    return stored;
+  }
+
+  // The config blob answers list() cheaply; models whose config is unreadable fall back to the GGUF header.
+  private async details(m: StoredManifest): Promise<ModelDetails> {
+    try {
+      const config = ModelConfigSchema.parse(JSON.parse(await fs.readFile(this.blobs.path(m.manifest.config.digest), "utf8")));
+      return {
+        parent_model: "", format: "gguf", family: config.model_family, families: config.model_families,
+        parameter_size: config.model_type, quantization_level: config.file_type,
+      };
+    } catch {
+      const layers = await decodeLayers(this.blobs, m.manifest.layers);
+      const s = await this.gguf.get(layers.model.digest, layers.model.path);
+      return {
+        parent_model: "", format: "gguf", family: s.architecture, families: [s.architecture],
+        parameter_size: s.parameterSize, quantization_level: s.quantizationLevel,
+      };
+    }
+  }
+
+  // A ref is a local file when it ends in ".gguf" and that file exists; otherwise it is a model name.
+  private async adHocFile(ref: string): Promise<string | null> {
+    if (!ref.toLowerCase().endsWith(".gguf")) return null;
+    const file = path.resolve(ref);
+    return (await fs.stat(file).then((s) => s.isFile(), () => false)) ? file : null;
+  }
+
+  private async fileDigest(file: string): Promise<Digest> {
+    const stat = await fs.stat(file);
+    const key = `${file}\0${stat.mtimeMs}\0${stat.size}`;
+    let digest = this.fileDigests.get(key);
+    if (!digest) {
+      digest = hashFile(file).then((h) => h.digest);
+      digest.catch(() => this.fileDigests.delete(key));
+      this.fileDigests.set(key, digest);
+    }
+    return digest;
+  }
+
+  private async adHocLayers(file: string): Promise<DecodedLayers> {
+    await assertGguf(file, `"${file}"`);
+    const digest = await this.fileDigest(file);
+    const size = (await fs.stat(file)).size;
+    return { model: { digest, path: file }, adapters: [], parameters: {}, messages: [], licenses: [], size };
+  }
+
+  private async resolveFile(file: string): Promise<ModelSpec> {
+    const layers = await this.adHocLayers(file);
+    return { name: file, digest: layers.model.digest, modelPath: file, parameters: {}, messages: [], adapters: [], size: layers.size };
+  }
+}
+
