@@ -1,7 +1,6 @@
 // Wire schemas of the model-store endpoints (/api/create, /api/show, /api/delete, /api/copy, /api/tags). Request
 // types are inferred from these; response schemas document (and tests check) what the routes send.
 import { z } from "zod";
-import { AppError } from "../common/errors.ts";
 
 /** Older Ollama clients send `name` where newer ones send `model`. */
 const withModelAlias = (body: unknown): unknown => {
@@ -125,14 +124,3 @@ export const ShowResponseSchema = z.object({
   messages: z.array(StoredMessageSchema).optional(),
 });
 export type ShowResponse = z.infer<typeof ShowResponseSchema>;
-
-/** Validates a request body; failures become BAD_REQUEST naming the field. */
-export function parseRequest<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
-  if (body === undefined || body === null || typeof body !== "object") throw new AppError("BAD_REQUEST", "request body must be a JSON object");
-  const result = schema.safeParse(body);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0]!;
-  const field = issue.path.join(".");
-  const message = issue.code === "unrecognized_keys" ? `unknown parameter ${issue.keys.map((k) => `"${k}"`).join(", ")}` : issue.message;
-  throw new AppError("BAD_REQUEST", field ? `invalid field "${field}": ${message}` : message, { param: field || null });
-}

@@ -1,0 +1,39 @@
+// Stored models: GET /api/tags, POST /api/show, DELETE /api/delete, POST /api/copy.
+import { Router } from "express";
+import { CopyRequestSchema, DeleteRequestSchema, ShowRequestSchema, type TagsResponse } from "../../api/store-schemas.ts";
+import type { Logger } from "../../common/logger.ts";
+import { parseBody } from "../../common/validate.ts";
+import type { ModelStore } from "../../store/model-store.ts";
+
+export function modelRoutes(deps: { store: ModelStore; logger: Logger }): Router {
+  const r = Router();
+  r.get("/api/tags", async (_req, res) => {
+    const models = await deps.store.list();
+    const body: TagsResponse = {
+      models: models.map((m) => ({
+        name: m.name,
+        model: m.name,
+        modified_at: m.modifiedAt.toISOString(),
+        size: m.size,
+        digest: m.digest.replace(/^sha256:/, ""),
+        details: m.details,
+      })),
+    };
+    res.json(body);
+  });
+  r.post("/api/show", async (req, res) => {
+    const body = parseBody(ShowRequestSchema, req.body);
+    res.json(await deps.store.show(body.model, { verbose: body.verbose ?? false }));
+  });
+  r.delete("/api/delete", async (req, res) => {
+    const body = parseBody(DeleteRequestSchema, req.body);
+    await deps.store.delete(body.model);
+    res.status(200).end();
+  });
+  r.post("/api/copy", async (req, res) => {
+    const body = parseBody(CopyRequestSchema, req.body);
+    await deps.store.copy(body.source, body.destination);
+    res.status(200).end();
+  });
+  return r;
+}
