@@ -1,0 +1,124 @@
+// The process runtime: the kubelet for pods labelled gantry.dev/process-runtime=true once they are bound to one of the
+// cluster's kwok nodes (kwok's own stages skip those pods). Each pod runs as local processes in its own network and
+// mount namespaces (runtime/pod-runner.ts); it also provisions PersistentVolumes for the default StorageClass.
+// Started by control-plane.ts as a recorded process: node process-runtime.ts --dir=<cluster dir> --kubeconfig=<file> --repo=<root>
+import fs from "node:fs";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import type { Informer, ObjectCache, KubernetesObject, V1Node, V1PersistentVolumeClaim, V1Pod } from "@kubernetes/client-node";
+import { CoreV1Api, KubeConfig, makeInformer, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import { PROCESS_RUNTIME_LABEL } from "./kwok-config.ts";
+import { clusterNetId, deleteClusterPodNetworks } from "./runtime/pod-network.ts";
+import { PodRunner } from "./runtime/pod-runner.ts";
+import { provisionVolume, wantsVolume } from "./runtime/provisioner.ts";
+
+const { values: args } = parseArgs({ options: { dir: { type: "string" }, kubeconfig: { type: "string" }, repo: { type: "string" } } });
+const clusterDir = args.dir ?? "", repo = args.repo ?? path.resolve(import.meta.dirname, "../..");
+if (!clusterDir || !args.kubeconfig) throw new Error("usage: process-runtime.ts --dir=<cluster dir> --kubeconfig=<file> [--repo=<root>]");
+const log = (msg: string): void => { console.error(`${new Date().toISOString()} process-runtime: ${msg}`); };
+
+const kc = new KubeConfig();
+kc.loadFromFile(args.kubeconfig);
+const core = kc.makeApiClient(CoreV1Api);
+const netId = clusterNetId(clusterDir);
+
+/** `gantry` on the pods' PATH runs this checkout's CLI with the same Node as the runtime. */
+function writeShims(): string {
+  const dir = path.join(clusterDir, "shims");
+  fs.mkdirSync(dir, { recursive: true });
+  const gantry = path.join(dir, "gantry");
+  fs.writeFileSync(gantry, `#!/bin/sh\nexec '${process.execPath}' '${path.join(repo, "server/cli/gantry.ts")}' "$@"\n`, { mode: 0o755 });
+  return `${dir}:${path.dirname(process.execPath)}`;
+}
+
+const shimPath = writeShims();
+const runners = new Map<string, PodRunner>();
+let nextIndex = 0;
+const keyOf = (o: KubernetesObject): string => `${o.metadata?.namespace}/${o.metadata?.name}`;
+const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+
+async function writeStatus(pod: V1Pod, status: Record<string, unknown>): Promise<void> {
+  try {
+    await core.patchNamespacedPodStatus({ name: pod.metadata?.name ?? "", namespace: pod.metadata?.namespace ?? "", body: { status } }, mergePatch);
+  } catch (err) {
+    if ((err as { code?: number }).code !== 404) throw err;
+  }
+}
+
+async function nodeIp(name: string): Promise<string | undefined> {
+  const node: V1Node | undefined = await core.readNode({ name }).catch(() => undefined);
+  if (node?.metadata?.annotations?.["kwok.x-k8s.io/node"] !== "fake") return undefined;
+  return node.status?.addresses?.find((a) => a.type === "InternalIP")?.address ?? "127.0.0.1";
+}
+
+async function forceDelete(pod: V1Pod): Promise<void> {
+  await core.deleteNamespacedPod({ name: pod.metadata?.name ?? "", namespace: pod.metadata?.namespace ?? "", gracePeriodSeconds: 0 })
+    .catch((err: { code?: number }) => { if (err.code !== 404) log(`delete ${keyOf(pod)}: ${String(err)}`); });
+}
+
+async function terminate(runner: PodRunner | undefined, pod: V1Pod, graceSeconds: number): Promise<void> {
+  if (runner && !runner.terminating) {
+    log(`stopping ${keyOf(pod)} (grace ${graceSeconds}s)`);
+    await runner.terminate(graceSeconds);
+  }
+  runners.delete(keyOf(pod));
+}
+
+async function onPod(pod: V1Pod): Promise<void> {
+  const key = keyOf(pod), runner = runners.get(key);
+  if (pod.metadata?.deletionTimestamp) {
+    const grace = pod.metadata.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
+    if (runner?.terminating) return;
+    await terminate(runner, pod, grace);
+    await forceDelete(pod);
+    return;
+  }
+  if (runner) { runner.update(pod); return; }
+  const nodeName = pod.spec?.nodeName;
+  if (!nodeName || pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed") return;
+  const hostIp = await nodeIp(nodeName);
+  if (hostIp === undefined || runners.has(key)) return;
+  const r = new PodRunner(pod, hostIp, { core, clusterDir, netId, index: nextIndex++, shimPath, writeStatus, log });
+  runners.set(key, r);
+  log(`starting ${key} on ${nodeName}`);
+  void r.run();
+}
+
+/** An informer that restarts itself after errors (client-node stops informers on any error but 410 Gone). */
+function keepAlive<T extends KubernetesObject>(name: string, inf: Informer<T> & ObjectCache<T>): Promise<void> {
+  inf.on("error", (err) => {
+    log(`${name} watch error: ${String(err)}; restarting`);
+    setTimeout(() => { void inf.start().catch(() => undefined); }, 1000);
+  });
+  return inf.start();
+}
+
+const handle = (fn: () => Promise<void>): void => { fn().catch((err) => log(String(err))); };
+
+const podInformer = makeInformer<V1Pod>(kc, "/api/v1/pods",
+  () => core.listPodForAllNamespaces({ labelSelector: `${PROCESS_RUNTIME_LABEL}=true` }), `${PROCESS_RUNTIME_LABEL}=true`);
+podInformer.on("add", (p) => handle(() => onPod(p)));
+podInformer.on("update", (p) => handle(() => onPod(p)));
+podInformer.on("delete", (p) => handle(() => terminate(runners.get(keyOf(p)), p, 0)));
+
+const pvcInformer = makeInformer<V1PersistentVolumeClaim>(kc, "/api/v1/persistentvolumeclaims", () => core.listPersistentVolumeClaimForAllNamespaces());
+const onClaim = (pvc: V1PersistentVolumeClaim): void => { if (wantsVolume(pvc)) handle(() => provisionVolume(core, clusterDir, pvc)); };
+pvcInformer.on("add", onClaim);
+pvcInformer.on("update", onClaim);
+
+async function shutdown(): Promise<void> {
+  log(`shutting down: stopping ${runners.size} pod(s)`);
+  await Promise.all([...runners.values()].map((r) => r.terminate(2)));
+  deleteClusterPodNetworks(netId);
+  process.exit(0);
+}
+process.on("SIGTERM", () => void shutdown());
+process.on("SIGINT", () => void shutdown());
+
+// Pods of a previous runtime of this cluster (crash) lost their processes: remove their networks; they start afresh.
+const stale = deleteClusterPodNetworks(netId);
+if (stale) log(`removed ${stale} stale pod network(s)`);
+await keepAlive("pvc", pvcInformer);
+await keepAlive("pod", podInformer);
+fs.writeFileSync(path.join(clusterDir, "runtime.ready"), new Date().toISOString());
+log("ready");

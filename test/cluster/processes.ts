@@ -1,0 +1,89 @@
+// Long-lived processes of a test control plane: started detached, recorded in <dir>/pids, and stopped by exactly those
+// recorded ids (never by name), so several clusters or unrelated processes on the machine are never touched.
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import path from "node:path";
+
+export interface RecordedProcess { pid: number; name: string }
+
+const pidsFile = (dir: string): string => path.join(dir, "pids");
+export const logsDir = (dir: string): string => path.join(dir, "logs");
+
+/** Starts `bin args` detached (it outlives the caller), output to <dir>/logs/<name>.log, and records its pid. */
+export function startRecorded(dir: string, name: string, bin: string, args: string[], env?: NodeJS.ProcessEnv): number {
+  fs.mkdirSync(logsDir(dir), { recursive: true });
+  const out = fs.openSync(path.join(logsDir(dir), `${name}.log`), "a");
+  const child = spawn(bin, args, { detached: true, stdio: ["ignore", out, out], env: env ?? process.env });
+  fs.closeSync(out);
+  if (child.pid === undefined) throw new Error(`could not start ${name} (${bin})`);
+  child.unref();
+  fs.appendFileSync(pidsFile(dir), `${child.pid} ${name}\n`);
+  return child.pid;
+}
+
+export function readRecorded(dir: string): RecordedProcess[] {
+  if (!fs.existsSync(pidsFile(dir))) return [];
+  return fs.readFileSync(pidsFile(dir), "utf8").split("\n").filter(Boolean).map((line) => {
+    const [pid, name] = line.split(" ");
+    return { pid: Number(pid), name: name ?? "?" };
+  });
+}
+
+/** True when the pid is alive AND still the process we started: its command line names the cluster dir. */
+export function isOurs(pid: number, dir: string): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    if (/\) Z /.test(stat)) return false;
+    return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(dir);
+  } catch {
+    return false;
+  }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** SIGTERM each recorded process, newest first; SIGKILL after graceMs. Returns the names that had to be killed. */
+export async function stopRecorded(dir: string, graceMs = 8000): Promise<string[]> {
+  const killed: string[] = [];
+  for (const p of readRecorded(dir).reverse()) {
+    if (!isOurs(p.pid, dir)) continue;
+    process.kill(p.pid, "SIGTERM");
+    const deadline = Date.now() + graceMs;
+    while (isOurs(p.pid, dir) && Date.now() < deadline) await sleep(100);
+    if (isOurs(p.pid, dir)) {
+      process.kill(p.pid, "SIGKILL");
+      killed.push(p.name);
+    }
+  }
+  return killed;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === "object" && addr ? resolve(addr.port) : reject(new Error("no port"))));
+    });
+  });
+}
+
+function tailLogs(dir: string, lines = 25): string {
+  if (!fs.existsSync(logsDir(dir))) return "";
+  return fs.readdirSync(logsDir(dir)).map((f) => {
+    const text = fs.readFileSync(path.join(logsDir(dir), f), "utf8").split("\n").slice(-lines).join("\n");
+    return `--- ${f}\n${text}`;
+  }).join("\n");
+}
+
+/** Polls check() until true; on timeout throws with the tail of every log so the failing component is visible. */
+export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number, dir: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check().catch(() => false)) return;
+    await sleep(250);
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; logs in ${logsDir(dir)}\n${tailLogs(dir)}`);
+}

@@ -1,0 +1,246 @@
+// The kubelet's job for one pod: network namespace, volumes, init containers in order (each to completion), then the
+// containers, restarted per restartPolicy with exponential backoff, readiness/liveness probes, status written back,
+// and graceful termination. Backoff starts at GANTRY_RUNTIME_BACKOFF_SECONDS (default 1 s, a real kubelet uses 10 s)
+// and doubles up to 30 s, so restart tests stay short; it resets after a container ran for 60 s.
+import fs from "node:fs";
+import path from "node:path";
+import type { CoreV1Api, V1Container, V1Pod, V1Probe } from "@kubernetes/client-node";
+import { containerEnv, expandRefs } from "./env.ts";
+import type { ContainerProcess } from "./container-process.ts";
+import { execInPod, launch } from "./container-process.ts";
+import type { PodNetwork } from "./pod-network.ts";
+import { createPodNetwork, deletePodNetwork } from "./pod-network.ts";
+import type { Condition, ContainerRecord, PodRecord } from "./pod-status.ts";
+import { apiTime, podStatus } from "./pod-status.ts";
+import { probeOnce } from "./probes.ts";
+import { containerMounts, mountsFileText, podDir, prepareVolumes } from "./volumes.ts";
+
+export interface RunnerDeps {
+  core: CoreV1Api;
+  clusterDir: string;
+  netId: string;
+  index: number;
+  shimPath: string;
+  writeStatus(pod: V1Pod, status: Record<string, unknown>): Promise<void>;
+  log(msg: string): void;
+}
+
+const BACKOFF_START_MS = Number(process.env.GANTRY_RUNTIME_BACKOFF_SECONDS ?? 1) * 1000;
+const BACKOFF_MAX_MS = 30_000, BACKOFF_RESET_MS = 60_000;
+const now = (): string => apiTime(new Date());
+const newRecord = (c: V1Container): ContainerRecord =>
+  ({ name: c.name, image: c.image ?? "", state: { kind: "waiting", reason: "PodInitializing" }, restartCount: 0, ready: false, started: false });
+
+/** What an image's entrypoint would be: pods without `command` run the Gantry image's entrypoint, `gantry`. */
+const argvOf = (c: V1Container): string[] => [...(c.command?.length ? c.command : ["gantry"]), ...(c.args ?? [])];
+
+export class PodRunner {
+  private pod: V1Pod;
+  private readonly deps: RunnerDeps;
+  private readonly rec: PodRecord;
+  private net?: PodNetwork;
+  private volumes = new Map<string, string>();
+  private readonly procs = new Map<string, ContainerProcess>();
+  private stopping = false;
+  private wake?: () => void;
+  private lastConditions: Condition[] = [];
+  private lastWritten = "";
+  private writing?: Promise<void>;
+  private dirty = false;
+
+  constructor(pod: V1Pod, hostIp: string, deps: RunnerDeps) {
+    this.pod = pod;
+    this.deps = deps;
+    this.rec = { phase: "Pending", hostIp, startTime: now(), initialized: (pod.spec?.initContainers ?? []).length === 0,
+      init: (pod.spec?.initContainers ?? []).map(newRecord), containers: pod.spec?.containers.map(newRecord) ?? [] };
+  }
+
+  get key(): string { return `${this.pod.metadata?.namespace}/${this.pod.metadata?.name}`; }
+  get terminating(): boolean { return this.stopping; }
+  update(pod: V1Pod): void { this.pod = pod; }
+
+  private get restartPolicy(): string { return this.pod.spec?.restartPolicy ?? "Always"; }
+
+  /** Runs the pod until it ends or is stopped; never throws (failures become pod status). */
+  async run(): Promise<void> {
+    try {
+      this.net = createPodNetwork(this.deps.netId, this.deps.index);
+      this.rec.podIp = this.net.podIp;
+      this.volumes = await prepareVolumes(this.deps.core, this.deps.clusterDir, this.pod, this.net.podIp);
+      this.notify();
+      if (!await this.runInitContainers()) return;
+      this.rec.initialized = true;
+      const specs = this.pod.spec?.containers ?? [];
+      await Promise.all(specs.map((c, i) => this.supervise(c, this.rec.containers[i] as ContainerRecord)));
+    } catch (err) {
+      this.deps.log(`${this.key}: ${String(err)}`);
+      this.rec.message = String(err instanceof Error ? err.message : err);
+      for (const c of [...this.rec.init, ...this.rec.containers]) {
+        if (c.state.kind === "waiting") c.state = { kind: "waiting", reason: "CreateContainerConfigError", message: this.rec.message };
+      }
+      this.notify();
+    }
+  }
+
+  private async runInitContainers(): Promise<boolean> {
+    const specs = this.pod.spec?.initContainers ?? [];
+    for (const [i, spec] of specs.entries()) {
+      const rec = this.rec.init[i] as ContainerRecord;
+      let backoff = BACKOFF_START_MS;
+      for (;;) {
+        const exit = await this.runOnce(spec, rec, false);
+        if (this.stopping) return false;
+        if (exit === 0) break;
+        if (this.restartPolicy === "Never") {
+          this.rec.phase = "Failed";
+          this.notify();
+          return false;
+        }
+        backoff = await this.backOff(rec, backoff);
+        if (this.stopping) return false;
+      }
+    }
+    return true;
+  }
+
+  private async supervise(spec: V1Container, rec: ContainerRecord): Promise<void> {
+    let backoff = BACKOFF_START_MS;
+    for (;;) {
+      const started = Date.now();
+      const exit = await this.runOnce(spec, rec, true);
+      if (this.stopping) return;
+      const policy = this.restartPolicy;
+      if (policy === "Never" || (policy === "OnFailure" && exit === 0)) {
+        this.settlePhase();
+        return;
+      }
+      if (Date.now() - started > BACKOFF_RESET_MS) backoff = BACKOFF_START_MS;
+      backoff = await this.backOff(rec, backoff);
+      if (this.stopping) return;
+    }
+  }
+
+  /** Once no container will run again: Succeeded when all exited 0, else Failed. */
+  private settlePhase(): void {
+    const done = this.rec.containers.every((c) => c.state.kind === "terminated");
+    if (!done) return;
+    this.rec.phase = this.rec.containers.every((c) => c.state.kind === "terminated" && c.state.exitCode === 0) ? "Succeeded" : "Failed";
+    this.notify();
+  }
+
+  private async backOff(rec: ContainerRecord, backoffMs: number): Promise<number> {
+    rec.lastState = rec.state;
+    rec.state = { kind: "waiting", reason: "CrashLoopBackOff", message: `back-off ${Math.round(backoffMs / 1000)}s restarting failed container=${rec.name} pod=${this.pod.metadata?.name}` };
+    this.notify();
+    await this.sleep(backoffMs);
+    if (!this.stopping) rec.restartCount++;
+    return Math.min(backoffMs * 2, BACKOFF_MAX_MS);
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const t = setTimeout(resolve, ms);
+      this.wake = () => { clearTimeout(t); resolve(); };
+    });
+  }
+
+  private async launchSpec(spec: V1Container): Promise<{ mountsFile: string; env: Record<string, string>; workingDir: string }> {
+    const dir = podDir(this.deps.clusterDir, this.pod);
+    fs.mkdirSync(dir, { recursive: true });
+    const mountsFile = path.join(dir, `${spec.name}.mounts`);
+    fs.writeFileSync(mountsFile, mountsFileText(containerMounts(spec, this.volumes)));
+    const ns = this.pod.metadata?.namespace ?? "default";
+    const data = {
+      configMap: async (name: string) => (await this.deps.core.readNamespacedConfigMap({ name, namespace: ns }).catch(() => undefined))?.data ?? undefined,
+      secret: async (name: string) => {
+        const s = await this.deps.core.readNamespacedSecret({ name, namespace: ns }).catch(() => undefined);
+        return s ? Object.fromEntries(Object.entries(s.data ?? {}).map(([k, v]) => [k, Buffer.from(v, "base64").toString()])) : undefined;
+      },
+    };
+    const base = { PATH: `${this.deps.shimPath}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`,
+      HOME: "/root", HOSTNAME: this.pod.metadata?.name ?? "" };
+    const env = await containerEnv(spec, this.pod, this.rec.podIp ?? "", data, base);
+    return { mountsFile, env, workingDir: spec.workingDir ?? "/" };
+  }
+
+  /** Starts the container once and resolves with its exit code when it ends. */
+  private async runOnce(spec: V1Container, rec: ContainerRecord, probes: boolean): Promise<number> {
+    const net = this.net as PodNetwork;
+    const ls = await this.launchSpec(spec);
+    const argv = argvOf(spec).map((a) => expandRefs(a, ls.env));
+    const logFile = path.join(podDir(this.deps.clusterDir, this.pod), `${spec.name}.log`);
+    const startedAt = now();
+    const proc = launch({ netns: net.netns, ...ls, argv, logFile });
+    this.procs.set(spec.name, proc);
+    rec.state = { kind: "running", startedAt };
+    rec.started = true;
+    rec.ready = probes && !spec.readinessProbe;
+    if (probes) this.rec.phase = "Running";
+    this.notify();
+    let alive = true;
+    if (probes && spec.readinessProbe) void this.probeLoop(spec, spec.readinessProbe, () => alive, (ok) => { rec.ready = ok; this.notify(); });
+    if (probes && spec.livenessProbe) void this.probeLoop(spec, spec.livenessProbe, () => alive, (ok) => { if (!ok) proc.signal("SIGKILL"); });
+    const exit = await proc.exited;
+    alive = false;
+    this.procs.delete(spec.name);
+    rec.ready = false;
+    rec.started = false;
+    rec.state = { kind: "terminated", exitCode: exit.exitCode, reason: exit.exitCode === 0 ? "Completed" : "Error", startedAt, finishedAt: now() };
+    this.notify();
+    return exit.exitCode;
+  }
+
+  /** Calls onChange(true/false) when the probe crosses its success/failure threshold; stops when alive() is false. */
+  private async probeLoop(spec: V1Container, probe: V1Probe, alive: () => boolean, onChange: (ok: boolean) => void): Promise<void> {
+    const period = (probe.periodSeconds ?? 10) * 1000;
+    let state: boolean | undefined, ok = 0, bad = 0;
+    await new Promise((r) => setTimeout(r, (probe.initialDelaySeconds ?? 0) * 1000));
+    while (alive() && !this.stopping) {
+      const launchSpec = await this.launchSpec(spec);
+      const success = await probeOnce(probe, { podIp: this.rec.podIp ?? "", container: spec,
+        exec: (command, timeoutMs) => execInPod({ netns: this.net?.netns ?? "", ...launchSpec, argv: command }, timeoutMs) });
+      if (!alive()) return;
+      if (success) { ok++; bad = 0; } else { bad++; ok = 0; }
+      if (success && ok >= (probe.successThreshold ?? 1) && state !== true) { state = true; onChange(true); }
+      if (!success && bad >= (probe.failureThreshold ?? 3) && state !== false) { state = false; onChange(false); }
+      await new Promise((r) => setTimeout(r, period));
+    }
+  }
+
+  /** Graceful stop: SIGTERM, up to graceSeconds, SIGKILL; then the pod network and per-pod volumes go away. */
+  async terminate(graceSeconds: number): Promise<void> {
+    this.stopping = true;
+    this.wake?.();
+    const running = [...this.procs.values()];
+    for (const p of running) p.signal("SIGTERM");
+    const all = Promise.all(running.map((p) => p.exited));
+    const timedOut = await Promise.race([all.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), graceSeconds * 1000))]);
+    if (timedOut) for (const p of running) p.signal("SIGKILL");
+    await all;
+    if (this.net) deletePodNetwork(this.net);
+    fs.rmSync(path.join(podDir(this.deps.clusterDir, this.pod), "volumes"), { recursive: true, force: true });
+  }
+
+  /** Coalesces status writes: at most one in flight, and only when the status changed. */
+  private notify(): void {
+    if (this.stopping && this.rec.phase !== "Failed") return;
+    this.dirty = true;
+    if (this.writing) return;
+    this.writing = (async () => {
+      while (this.dirty) {
+        this.dirty = false;
+        const status = podStatus(this.rec, this.lastConditions, now());
+        const text = JSON.stringify(status);
+        if (text === this.lastWritten) continue;
+        try {
+          await this.deps.writeStatus(this.pod, status);
+          this.lastWritten = text;
+          this.lastConditions = status.conditions as Condition[];
+        } catch (err) {
+          this.deps.log(`${this.key}: status write failed: ${String(err)}`);
+        }
+      }
+      this.writing = undefined;
+    })();
+  }
+}
