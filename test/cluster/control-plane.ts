@@ -18,6 +18,8 @@ export interface ControlPlane {
   dir: string;
   apiUrl: string;
   caFile: string;
+  /** The dir with kubectl, helm and the other binaries. */
+  binDir: string;
   stop(): Promise<void>;
 }
 
