@@ -1,0 +1,166 @@
+// Keeps the shared decode batch full. node-llama-cpp samples each sequence's token asynchronously after a decode, and
+// its dispatcher loops as soon as any sequence has queued its next token: fast sequences run ahead and each decode step
+// carries only some of the ready sequences (lock-step drift). Two fixes, both bounded so a slow client never stalls
+// the others for long:
+//  1. a step gate: a sequence that got its token waits until every active sequence got theirs, then all queue their
+//     next token together;
+//  2. a dispatch schedule: a pending decode is dispatched once every active sequence has queued, or after a short wait.
+import type { BatchItem, PrioritizedBatchItem } from "node-llama-cpp";
+
+export interface DecodeSyncOptions {
+  /**
+   * Upper bound on how long a ready sequence or a pending decode waits for the others. Default: a quarter of the
+   * recent decode step time, within 1–20 ms (waiting is worth it while it costs less than an extra decode step).
+   */
+  maxWaitMs?: number;
+  /** Disable both mechanisms (node-llama-cpp's own "nextCycle" behaviour), for comparisons. */
+  disabled?: boolean;
+}
+
+export interface DecodeStats {
+  decodes: number;
+  /** Times a wait for lagging sequences ran into its bound. */
+  gateTimeouts: number;
+  dispatchTimeouts: number;
+  batchTokens: number;
+  generatingTokens: number;
+}
+
+export class DecodeSync {
+  private readonly opts: DecodeSyncOptions;
+  /** Sequences inside a generation loop. */
+  private active = 0;
+  /** Sequences that queued a token and wait for its result. */
+  private awaiting = 0;
+  private parked: Array<() => void> = [];
+  private parkTimer: NodeJS.Timeout | undefined;
+  readonly stats: DecodeStats = { decodes: 0, gateTimeouts: 0, dispatchTimeouts: 0, batchTokens: 0, generatingTokens: 0 };
+  /** Moving average of the time from a dispatch to the first token it delivers. */
+  private stepMs = 4;
+  private dispatchedAt: number | undefined;
+  onDecode: ((batchTokens: number, generatingTokens: number, active: number) => void) | undefined;
+
+  constructor(opts: DecodeSyncOptions) {
+    this.opts = opts;
+  }
+
+  get activeSequences(): number {
+    return this.active;
+  }
+
+  enter(): void {
+    this.active++;
+  }
+
+  leave(): void {
+    this.active--;
+    this.maybeRelease();
+  }
+
+  /** Call right before asking the sequence for its next token. */
+  beforeDecode(): void {
+    this.awaiting++;
+  }
+
+  /** Call when the token (or an error) arrived. */
+  afterDecode(): void {
+    if (this.dispatchedAt !== undefined) {
+      this.stepMs = 0.8 * this.stepMs + 0.2 * (performance.now() - this.dispatchedAt);
+      this.dispatchedAt = undefined;
+    }
+    this.awaiting--;
+    this.maybeRelease();
+  }
+
+  /**
+   * Resolves when all sequences of this step have their token (or after maxWaitMs), so they queue the next step together.
+   * Release happens on a later macrotask, never in the microtasks that deliver the tokens: node-llama-cpp's dispatcher
+   * checks its queue right after a decode, and sequences re-queueing within those microtasks would be split between
+   * that check and the next one.
+   */
+  gate(): Promise<void> | undefined {
+    if (this.opts.disabled) return undefined;
+    const parked = new Promise<void>((resolve) => this.parked.push(resolve));
+    if (this.awaiting === 0) this.scheduleRelease();
+    else this.parkTimer ??= setTimeout(() => { this.stats.gateTimeouts++; this.releaseAll(); }, this.waitBound());
+    return parked;
+  }
+
+  /** node-llama-cpp `batching.dispatchSchedule`. */
+  readonly dispatchSchedule = (dispatch: () => void): void => {
+    if (this.opts.disabled) {
+      setImmediate(dispatch);
+      return;
+    }
+    const deadline = performance.now() + this.waitBound();
+    const check = (): void => {
+      if (this.awaiting >= this.active) dispatch();
+      else if (performance.now() >= deadline) { this.stats.dispatchTimeouts++; dispatch(); }
+      else setImmediate(check);
+    };
+    setImmediate(check);
+  };
+
+  /** node-llama-cpp `batching.itemPrioritizationStrategy`: fair share per sequence (as "maximumParallelism"), counted. */
+  readonly prioritize = ({ items, size }: { items: readonly BatchItem[]; size: number }): PrioritizedBatchItem[] => {
+    const plan = fairShare(items, size);
+    const batchTokens = plan.reduce((n, p) => n + p.processAmount, 0);
+    if (batchTokens > 0) {
+      const generating = plan.filter((p) => p.item.tokens.length === 1).length;
+      this.stats.decodes++;
+      this.dispatchedAt = performance.now();
+      this.stats.batchTokens += batchTokens;
+      this.stats.generatingTokens += generating;
+      this.onDecode?.(batchTokens, generating, this.active);
+    }
+    return plan;
+  };
+
+  private waitBound(): number {
+    return this.opts.maxWaitMs ?? Math.min(20, Math.max(1, this.stepMs / 4));
+  }
+
+  private releaseScheduled = false;
+
+  private maybeRelease(): void {
+    if (this.awaiting === 0 && this.parked.length > 0) this.scheduleRelease();
+  }
+
+  private scheduleRelease(): void {
+    if (this.releaseScheduled) return;
+    this.releaseScheduled = true;
+    setImmediate(() => {
+      this.releaseScheduled = false;
+      this.releaseAll();
+    });
+  }
+
+  private releaseAll(): void {
+    if (this.parkTimer) clearTimeout(this.parkTimer);
+    this.parkTimer = undefined;
+    const parked = this.parked;
+    this.parked = [];
+    for (const resolve of parked) resolve();
+  }
+}
+
+/** Every item gets an equal share of the batch; what single-token items leave unused goes to the long (prompt) items in order. */
+export function fairShare(items: readonly BatchItem[], size: number): PrioritizedBatchItem[] {
+  if (items.length === 0) return [];
+  const share = Math.max(1, Math.floor(size / items.length));
+  let left = size;
+  const plan: PrioritizedBatchItem[] = [];
+  for (const item of items) {
+    if (left <= 0) break;
+    const amount = Math.min(item.tokens.length, share, left);
+    plan.push({ item, processAmount: amount });
+    left -= amount;
+  }
+  for (const p of plan) {
+    if (left <= 0) break;
+    const extra = Math.min(p.item.tokens.length - p.processAmount, left);
+    p.processAmount += extra;
+    left -= extra;
+  }
+  return plan;
+}

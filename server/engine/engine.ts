@@ -1,0 +1,146 @@
+// The engine on node-llama-cpp: implements the Engine contract (types.ts) on top of the model registry, the sequence
+// pools and the generation loop.
+import type { Logger } from "../common/logger.ts";
+import { AppError } from "../common/errors.ts";
+import { embedTexts } from "./embedding.ts";
+import { contextOverflow, runGeneration } from "./generation.ts";
+import { GrammarCache } from "./grammars.ts";
+import { llamaRuntime } from "./llama-runtime.ts";
+import type { EngineMetricsSink } from "./metrics.ts";
+import { ModelRegistry, shuttingDown } from "./model-registry.ts";
+import { buildPrompt, type RenderTemplate } from "./prompt.ts";
+import { resolveSampling } from "./sampling.ts";
+import { resolveThreads } from "./threads.ts";
+import type { EmbedRequest, EmbedResult, Engine, GenerateRequest, GenerationEvent, ModelSpec, RunningModel } from "./types.ts";
+
+export interface EngineOptions {
+  logger: Logger;
+  /** Inference threads; 0 = physical cores. */
+  threads: number;
+  /** Sequences per loaded model (requests decoded together). */
+  numParallel: number;
+  /** Requests that may wait for a sequence per model before SERVER_BUSY. */
+  maxQueue: number;
+  maxLoadedModels: number;
+  /** Default context length per sequence (num_ctx overrides it). */
+  contextLength: number;
+  /** Keep-alive when a request gives none; null = forever. */
+  defaultKeepAliveMs: number | null;
+  metrics?: EngineMetricsSink;
+  /** Go-template renderer for TEMPLATE overrides. */
+  renderTemplate?: RenderTemplate;
+  /** Longest wait (ms) for lagging sequences so a decode step carries all of them; default adaptive (see DecodeSync). */
+  decodeWaitMs?: number;
+  /** Use node-llama-cpp's own batch dispatch (for measurements). */
+  disableDecodeSync?: boolean;
+}
+
+export async function createEngine(opts: EngineOptions): Promise<Engine & { readonly threads: number }> {
+  const threads = resolveThreads(opts.threads);
+  const llama = await llamaRuntime(threads, opts.logger);
+  const metrics = opts.metrics ?? {};
+  const registry = new ModelRegistry({
+    llama, logger: opts.logger, metrics, threads, numParallel: opts.numParallel, maxQueue: opts.maxQueue,
+    maxLoadedModels: opts.maxLoadedModels, contextLength: opts.contextLength, decodeWaitMs: opts.decodeWaitMs,
+    decodeSyncDisabled: opts.disableDecodeSync ?? false,
+  });
+  const grammars = new GrammarCache(llama);
+  // Aborts every running request when a shutdown deadline passes.
+  const shutdownController = new AbortController();
+  const keepAliveOf = (ms: number | null | undefined): number | null => (ms === undefined ? opts.defaultKeepAliveMs : ms);
+  opts.logger.info({ threads, gpu: llama.gpu, numParallel: opts.numParallel }, "engine ready");
+
+  async function* generate(req: GenerateRequest): AsyncGenerator<GenerationEvent> {
+    const startedNs = process.hrtime.bigint();
+    const sampling = resolveSampling(req.model.parameters, req.options);
+    const signal = AbortSignal.any([req.signal, shutdownController.signal]);
+    const { loaded, loadDurationNs } = await registry.acquire(req.model, sampling.numCtx, keepAliveOf(req.keepAliveMs), signal);
+    try {
+      const prompt = buildPrompt({ model: loaded.model, spec: loaded.spec, chatWrapper: loaded.chatWrapper, renderTemplate: opts.renderTemplate }, req.input);
+      if (prompt.tokens.length >= loaded.contextLength) throw contextOverflow(prompt.tokens.length, loaded.contextLength);
+      const grammar = await grammars.get(req.format);
+      const sequence = await loaded.pool.acquire(signal, (s) => commonPrefix(s.contextTokens, prompt.tokens));
+      try {
+        yield* runGeneration({ loaded, sequence, promptTokens: prompt.tokens, stopStrings: prompt.stopStrings, sampling, grammar, signal, metrics, startedNs, loadDurationNs });
+      } finally {
+        loaded.pool.release(sequence);
+      }
+    } finally {
+      registry.release(loaded);
+    }
+  }
+
+  async function withModel<T>(model: ModelSpec, keepAliveMs: number | null | undefined, numCtx: number | undefined, signal: AbortSignal | undefined,
+    fn: (loaded: Awaited<ReturnType<ModelRegistry["acquire"]>>) => Promise<T>): Promise<T> {
+    const held = await registry.acquire(model, numCtx, keepAliveOf(keepAliveMs), signal);
+    try {
+      return await fn(held);
+    } finally {
+      registry.release(held.loaded);
+    }
+  }
+
+  return {
+    threads,
+    generate,
+
+    load: (model, o) => withModel(model, o.keepAliveMs, o.numCtx, o.signal, async ({ loadDurationNs }) => ({ loadDurationNs })),
+
+    async unload(name) {
+      const loaded = registry.models.get(name);
+      if (!loaded) return false;
+      await registry.unload(loaded);
+      return true;
+    },
+
+    embed(req: EmbedRequest): Promise<EmbedResult> {
+      const startedNs = process.hrtime.bigint();
+      const sampling = resolveSampling(req.model.parameters, req.options);
+      return withModel(req.model, req.keepAliveMs, sampling.numCtx, req.signal, async ({ loaded, loadDurationNs }) => {
+        const { embeddings, promptTokens } = await embedTexts(loaded, req.input, req.truncate);
+        metrics.onTokens?.(loaded.spec.name, promptTokens, 0);
+        return { embeddings, promptEvalCount: promptTokens, loadDurationNs, totalDurationNs: Number(process.hrtime.bigint() - startedNs) };
+      });
+    },
+
+    countTokens: (model, text) => withModel(model, undefined, undefined, undefined, async ({ loaded }) => loaded.model.tokenize(text, true).length),
+
+    running(): RunningModel[] {
+      return [...registry.models.values()].map((m) => ({
+        name: m.spec.name,
+        digest: m.spec.digest,
+        size: m.spec.size,
+        expiresAt: m.idle && m.expiresAt !== null ? new Date(m.expiresAt).toISOString() : m.keepAliveMs === null ? null : new Date(Date.now() + m.keepAliveMs).toISOString(),
+        contextLength: m.contextLength,
+        parallel: m.parallel,
+        busySequences: m.pool.busy,
+        queued: m.pool.queued,
+      }));
+    },
+
+    isLoaded: (name) => {
+      const m = registry.models.get(name);
+      return m !== undefined && !m.unloading;
+    },
+
+    async shutdown({ deadlineMs = 10_000 } = {}) {
+      if (registry.closed) return;
+      registry.closed = true;
+      for (const m of registry.models.values()) m.pool.rejectWaiters(shuttingDown);
+      registry.notify();
+      const deadline = Date.now() + deadlineMs;
+      while ([...registry.models.values()].some((m) => !m.idle) && Date.now() < deadline) {
+        await Promise.race([registry.changed(), new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now())))]);
+      }
+      shutdownController.abort(new AppError("SHUTTING_DOWN", "the server is shutting down"));
+      await Promise.all([...registry.models.values()].map((m) => registry.unload(m)));
+    },
+  };
+}
+
+function commonPrefix(a: readonly number[], b: readonly number[]): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
+}

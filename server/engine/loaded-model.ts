@@ -1,0 +1,138 @@
+// One loaded model: weights, one context with `parallel` sequences decoding in shared batches, the sequence pool and
+// queue, the chat wrapper (resolved once: it is expensive) and the keep-alive bookkeeping.
+import { resolveChatWrapper, type ChatWrapper, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaEmbeddingContext, type LlamaModel } from "node-llama-cpp";
+import { DecodeSync } from "./decode-sync.ts";
+import type { EngineMetricsSink } from "./metrics.ts";
+import { SequencePool } from "./sequence-pool.ts";
+import type { ModelSpec } from "./types.ts";
+
+export interface LoadOptions {
+  llama: Llama;
+  spec: ModelSpec;
+  /** Context length per sequence asked for (num_ctx or the server default); capped by the model's trained context. */
+  requestedContextLength: number;
+  parallel: number;
+  maxQueue: number;
+  threads: number;
+  metrics: EngineMetricsSink;
+  decodeWaitMs: number | undefined;
+  decodeSyncDisabled: boolean;
+}
+
+export class LoadedModel {
+  readonly spec: ModelSpec;
+  readonly model: LlamaModel;
+  readonly context: LlamaContext;
+  readonly chatWrapper: ChatWrapper;
+  readonly pool: SequencePool<LlamaContextSequence>;
+  readonly decodeSync: DecodeSync;
+  readonly contextLength: number;
+  readonly requestedContextLength: number;
+  readonly parallel: number;
+  readonly loadDurationNs: number;
+  private readonly threads: number;
+  private embeddingContext: Promise<LlamaEmbeddingContext> | undefined;
+  /** Requests (and loads) holding this model: it is idle, and may be evicted, at 0. */
+  users = 0;
+  lastUsed = Date.now();
+  keepAliveMs: number | null = null;
+  expiresAt: number | null = null;
+  unloading = false;
+  private timer: NodeJS.Timeout | undefined;
+
+  private constructor(init: {
+    spec: ModelSpec; model: LlamaModel; context: LlamaContext; chatWrapper: ChatWrapper; pool: SequencePool<LlamaContextSequence>;
+    decodeSync: DecodeSync; contextLength: number; requestedContextLength: number; parallel: number; threads: number; loadDurationNs: number;
+  }) {
+    this.spec = init.spec;
+    this.model = init.model;
+    this.context = init.context;
+    this.chatWrapper = init.chatWrapper;
+    this.pool = init.pool;
+    this.decodeSync = init.decodeSync;
+    this.contextLength = init.contextLength;
+    this.requestedContextLength = init.requestedContextLength;
+    this.parallel = init.parallel;
+    this.threads = init.threads;
+    this.loadDurationNs = init.loadDurationNs;
+  }
+
+  static async load(o: LoadOptions): Promise<LoadedModel> {
+    const started = process.hrtime.bigint();
+    const model = await o.llama.loadModel({ modelPath: o.spec.modelPath });
+    try {
+      const decodeSync = new DecodeSync({ ...(o.decodeWaitMs !== undefined ? { maxWaitMs: o.decodeWaitMs } : {}), disabled: o.decodeSyncDisabled });
+      const contextLength = Math.min(o.requestedContextLength, model.trainContextSize > 0 ? model.trainContextSize : o.requestedContextLength);
+      const context = await model.createContext({
+        contextSize: contextLength,
+        sequences: o.parallel,
+        threads: o.threads,
+        failedCreationRemedy: false,
+        ...(o.spec.adapters.length > 0 ? { lora: { adapters: o.spec.adapters.map((filePath) => ({ filePath })) } } : {}),
+        batching: { dispatchSchedule: decodeSync.dispatchSchedule, itemPrioritizationStrategy: decodeSync.prioritize },
+      });
+      const sequences = Array.from({ length: o.parallel }, () => context.getSequence());
+      const name = o.spec.name;
+      const pool = new SequencePool(sequences, o.maxQueue, () => {
+        o.metrics.onQueueDepth?.(name, pool.queued);
+        o.metrics.onBusySequences?.(name, pool.busy);
+      });
+      decodeSync.onDecode = (batch, generating, active) => o.metrics.onDecode?.(name, batch, generating, active);
+      const chatWrapper = resolveChatWrapper(model);
+      const loadDurationNs = Number(process.hrtime.bigint() - started);
+      o.metrics.onLoad?.(name, loadDurationNs / 1e9);
+      return new LoadedModel({ spec: o.spec, model, context, chatWrapper, pool, decodeSync, contextLength, requestedContextLength: o.requestedContextLength, parallel: o.parallel, threads: o.threads, loadDurationNs });
+    } catch (e) {
+      await model.dispose();
+      throw e;
+    }
+  }
+
+  /** Lazily created embedding context (same weights, its own KV). */
+  embeddings(): Promise<LlamaEmbeddingContext> {
+    this.embeddingContext ??= this.model.createEmbeddingContext({ contextSize: this.contextLength, threads: this.threads });
+    return this.embeddingContext;
+  }
+
+  get idle(): boolean {
+    return this.users === 0;
+  }
+
+  /** Marks a request as using the model; cancels a pending keep-alive expiry. */
+  hold(keepAliveMs: number | null): void {
+    this.users++;
+    this.keepAliveMs = keepAliveMs;
+    this.lastUsed = Date.now();
+    this.clearTimer();
+    this.expiresAt = null;
+  }
+
+  /** Ends a request's use. When the model goes idle, the keep-alive decides: `onExpire` now (0), later (ms) or never (null). */
+  release(onExpire: () => void): void {
+    this.users--;
+    this.lastUsed = Date.now();
+    if (this.users > 0) return;
+    const ms = this.keepAliveMs;
+    if (ms === null) return;
+    if (ms <= 0) {
+      onExpire();
+      return;
+    }
+    this.expiresAt = Date.now() + ms;
+    this.timer = setTimeout(onExpire, ms);
+    this.timer.unref();
+  }
+
+  clearTimer(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  async dispose(): Promise<void> {
+    this.clearTimer();
+    const emb = this.embeddingContext;
+    if (emb) await (await emb.catch(() => undefined))?.dispose();
+    await this.context.dispose();
+    await this.model.dispose();
+  }
+}

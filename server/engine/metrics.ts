@@ -1,0 +1,25 @@
+// What the engine reports for monitoring. The HTTP layer implements this sink with prom-client; every callback is
+// optional so tests and the CLI can pass nothing. The model name comes first so it can become a label.
+
+export interface EngineMetricsSink {
+  /** A model finished loading. */
+  onLoad?(model: string, seconds: number): void;
+  onUnload?(model: string): void;
+  /** A generation finished: prompt tokens and generated tokens. */
+  onTokens?(model: string, promptTokens: number, generatedTokens: number): void;
+  /** Time from request arrival to the first generated token. */
+  onFirstToken?(model: string, seconds: number): void;
+  /**
+   * One llama_decode call. `batchTokens` = tokens in the batch, `generatingTokens` = single-token (generation) items in it,
+   * `activeSequences` = sequences of that model generating at the time. Batch fill = generatingTokens / activeSequences.
+   */
+  onDecode?(model: string, batchTokens: number, generatingTokens: number, activeSequences: number): void;
+  /** Requests waiting for a free sequence of the model. */
+  onQueueDepth?(model: string, depth: number): void;
+  /** Sequences of the model busy with a request. */
+  onBusySequences?(model: string, busy: number): void;
+  /** A request was refused because the queue was full. */
+  onRejected?(model: string): void;
+}
+
+export const noMetrics: EngineMetricsSink = {};

@@ -1,0 +1,164 @@
+// Which models are loaded: load on first use, reload when num_ctx changes (once idle), keep-alive expiry, and
+// least-recently-used eviction of idle models when maxLoadedModels would be exceeded (waiting when none is idle).
+import type { Llama } from "node-llama-cpp";
+import { AppError, isAppError } from "../common/errors.ts";
+import type { Logger } from "../common/logger.ts";
+import { LoadedModel } from "./loaded-model.ts";
+import type { EngineMetricsSink } from "./metrics.ts";
+import { clientClosed } from "./sequence-pool.ts";
+import type { ModelSpec } from "./types.ts";
+
+export interface RegistryOptions {
+  llama: Llama;
+  logger: Logger;
+  metrics: EngineMetricsSink;
+  threads: number;
+  numParallel: number;
+  maxQueue: number;
+  maxLoadedModels: number;
+  contextLength: number;
+  decodeWaitMs: number | undefined;
+  decodeSyncDisabled: boolean;
+}
+
+export const shuttingDown = (): AppError => new AppError("SHUTTING_DOWN", "the server is shutting down");
+
+export class ModelRegistry {
+  readonly models = new Map<string, LoadedModel>();
+  private readonly loading = new Map<string, Promise<LoadedModel>>();
+  private readonly unloads = new Map<LoadedModel, Promise<void>>();
+  private listeners: Array<() => void> = [];
+  private readonly o: RegistryOptions;
+  closed = false;
+
+  constructor(o: RegistryOptions) {
+    this.o = o;
+  }
+
+  /**
+   * The loaded model, held for one request (call `release` when done). `numCtx` undefined accepts whatever context the
+   * loaded model has; a different value reloads it once idle.
+   */
+  async acquire(spec: ModelSpec, numCtx: number | undefined, keepAliveMs: number | null, signal?: AbortSignal): Promise<{ loaded: LoadedModel; loadDurationNs: number }> {
+    for (;;) {
+      if (this.closed) throw shuttingDown();
+      if (signal?.aborted) throw clientClosed();
+      const existing = this.models.get(spec.name);
+      if (existing) {
+        const fits = !existing.unloading && existing.spec.digest === spec.digest && (numCtx === undefined || existing.requestedContextLength === numCtx);
+        if (fits) {
+          existing.hold(keepAliveMs);
+          return { loaded: existing, loadDurationNs: 0 };
+        }
+        await this.unload(existing);
+        continue;
+      }
+      const pending = this.loading.get(spec.name);
+      if (pending) {
+        await pending.catch(() => undefined);
+        continue;
+      }
+      if (this.models.size + this.loading.size >= this.o.maxLoadedModels) {
+        const victim = this.leastRecentlyUsedIdle();
+        if (victim) await this.unload(victim);
+        else await this.changed(signal);
+        continue;
+      }
+      const loaded = await this.load(spec, numCtx);
+      loaded.hold(keepAliveMs);
+      return { loaded, loadDurationNs: loaded.loadDurationNs };
+    }
+  }
+
+  /** Ends a request's hold; applies keep-alive when the model goes idle. */
+  release(loaded: LoadedModel): void {
+    loaded.release(() => void this.unload(loaded));
+    if (loaded.idle) this.notify();
+  }
+
+  /** Unloads once the model's running requests are done. Idempotent. */
+  unload(loaded: LoadedModel): Promise<void> {
+    let p = this.unloads.get(loaded);
+    if (!p) {
+      loaded.unloading = true;
+      p = (async () => {
+        while (!loaded.idle) await this.changed();
+        loaded.clearTimer();
+        this.models.delete(loaded.spec.name);
+        try {
+          await loaded.dispose();
+        } catch (e) {
+          this.o.logger.warn({ err: e, model: loaded.spec.name }, "error while unloading model");
+        }
+        this.unloads.delete(loaded);
+        this.o.metrics.onUnload?.(loaded.spec.name);
+        this.o.logger.info({ model: loaded.spec.name }, "model unloaded");
+        this.notify();
+      })();
+      this.unloads.set(loaded, p);
+    }
+    return p;
+  }
+
+  /** Resolves on the next change (a model went idle, loaded, or unloaded); rejects when `signal` aborts. */
+  changed(signal?: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = (): void => {
+        this.listeners = this.listeners.filter((l) => l !== done);
+        reject(clientClosed());
+      };
+      const done = (): void => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.listeners.push(done);
+    });
+  }
+
+  notify(): void {
+    const ls = this.listeners;
+    this.listeners = [];
+    for (const l of ls) l();
+  }
+
+  private async load(spec: ModelSpec, numCtx: number | undefined): Promise<LoadedModel> {
+    const requested = numCtx ?? this.o.contextLength;
+    const p = (async () => {
+      const started = Date.now();
+      try {
+        const loaded = await LoadedModel.load({
+          llama: this.o.llama, spec, requestedContextLength: requested, parallel: this.o.numParallel, maxQueue: this.o.maxQueue,
+          threads: this.o.threads, metrics: this.o.metrics, decodeWaitMs: this.o.decodeWaitMs, decodeSyncDisabled: this.o.decodeSyncDisabled,
+        });
+        this.models.set(spec.name, loaded);
+        this.o.logger.info({ model: spec.name, contextLength: loaded.contextLength, parallel: loaded.parallel, ms: Date.now() - started }, "model loaded");
+        return loaded;
+      } catch (e) {
+        if (isAppError(e)) throw e;
+        this.o.logger.error({ err: e, model: spec.name }, "model load failed");
+        throw new AppError("MODEL_LOAD_FAILED", `failed to load model "${spec.name}": ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+      }
+    })();
+    this.loading.set(spec.name, p);
+    try {
+      return await p;
+    } finally {
+      this.loading.delete(spec.name);
+      this.notify();
+    }
+  }
+
+  private leastRecentlyUsedIdle(): LoadedModel | undefined {
+    let best: LoadedModel | undefined;
+    for (const m of this.models.values()) {
+      if (m.idle && !m.unloading && (!best || m.lastUsed < best.lastUsed)) best = m;
+    }
+    return best;
+  }
+
+  /** Unloading models count until gone. */
+  get busyUnloading(): number {
+    return this.unloads.size;
+  }
+}

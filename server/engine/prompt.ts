@@ -1,0 +1,99 @@
+// Turns a PromptInput into tokens. Chat goes through the model's TEMPLATE override (Go template, rendered by the injected
+// renderer) or the GGUF chat template (node-llama-cpp chat wrapper, resolved once per loaded model). Raw prompts are
+// tokenized verbatim.
+import type { ChatHistoryItem, ChatWrapper, LlamaModel, Token } from "node-llama-cpp";
+import { AppError } from "../common/errors.ts";
+import type { ChatMessage, ModelSpec, PromptInput } from "./types.ts";
+
+/** Ollama's template data. */
+export interface TemplateData {
+  System: string;
+  Prompt: string;
+  Response: string;
+  Messages: Array<{ Role: string; Content: string }>;
+}
+
+export type RenderTemplate = (template: string, data: TemplateData) => string;
+
+export interface BuiltPrompt {
+  tokens: Token[];
+  /** Plain-text stop triggers of the chat wrapper (in addition to end-of-generation tokens). */
+  stopStrings: string[];
+}
+
+export interface PromptContext {
+  model: LlamaModel;
+  spec: ModelSpec;
+  chatWrapper: ChatWrapper;
+  renderTemplate: RenderTemplate | undefined;
+}
+
+export function buildPrompt(ctx: PromptContext, input: PromptInput): BuiltPrompt {
+  if (input.kind === "chat") {
+    const history = withDefaultSystem([...ctx.spec.messages, ...input.messages], ctx.spec.system);
+    if (ctx.spec.template !== undefined) return renderToTokens(ctx, ctx.spec.template, templateData(history));
+    return fromChatWrapper(ctx, history);
+  }
+  if (input.raw) return { tokens: withBos(ctx.model, ctx.model.tokenize(input.prompt, true)), stopStrings: [] };
+  const history = withDefaultSystem(
+    [...(input.system !== undefined ? [{ role: "system" as const, content: input.system }] : []), { role: "user", content: input.prompt }],
+    ctx.spec.system,
+  );
+  const template = input.template ?? ctx.spec.template;
+  if (template !== undefined) return renderToTokens(ctx, template, templateData(history));
+  return fromChatWrapper(ctx, history);
+}
+
+/** The model's SYSTEM applies when the conversation has no system message of its own. */
+export function withDefaultSystem(history: ChatMessage[], system: string | undefined): ChatMessage[] {
+  if (system === undefined || system === "" || history.some((m) => m.role === "system")) return history;
+  return [{ role: "system", content: system }, ...history];
+}
+
+/** .System = the system messages, .Prompt = the last user message, .Messages = the whole history. */
+export function templateData(history: ChatMessage[]): TemplateData {
+  const lastUser = history.findLast((m) => m.role === "user");
+  return {
+    System: history.filter((m) => m.role === "system").map((m) => m.content).join("\n"),
+    Prompt: lastUser?.content ?? "",
+    Response: "",
+    Messages: history.map((m) => ({ Role: m.role, Content: m.content })),
+  };
+}
+
+function renderToTokens(ctx: PromptContext, template: string, data: TemplateData): BuiltPrompt {
+  if (!ctx.renderTemplate) throw new AppError("TEMPLATE_ERROR", "TEMPLATE overrides are not supported: no template renderer configured");
+  const text = ctx.renderTemplate(template, data);
+  return { tokens: withBos(ctx.model, ctx.model.tokenize(text, true)), stopStrings: [] };
+}
+
+function fromChatWrapper(ctx: PromptContext, history: ChatMessage[]): BuiltPrompt {
+  const chatHistory: ChatHistoryItem[] = history.map(toHistoryItem);
+  // The last item is the (empty) model turn to be completed.
+  chatHistory.push({ type: "model", response: [] });
+  const state = ctx.chatWrapper.generateContextState({ chatHistory });
+  const stopStrings = state.stopGenerationTriggers
+    .filter((t) => t.values.every((v) => typeof v === "string"))
+    .map((t) => t.values.join(""))
+    .filter((s) => s.length > 0);
+  return { tokens: state.contextText.tokenize(ctx.model.tokenizer), stopStrings };
+}
+
+function toHistoryItem(m: ChatMessage): ChatHistoryItem {
+  switch (m.role) {
+    case "system":
+      return { type: "system", text: m.content };
+    case "assistant":
+      return { type: "model", response: [m.content] };
+    default:
+      // Tool results have no slot of their own in generic chat wrappers; they are shown to the model as user turns.
+      return { type: "user", text: m.content };
+  }
+}
+
+/** Adds BOS when the model wants one and the text did not already start with it. */
+function withBos(model: LlamaModel, tokens: Token[]): Token[] {
+  const bos = model.tokens.bos;
+  if (bos === null || !model.tokens.shouldPrependBosToken || tokens[0] === bos) return tokens;
+  return [bos, ...tokens];
+}
