@@ -1,0 +1,63 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import type { BatchItem } from "node-llama-cpp";
+import { DecodeSync, fairShare } from "../../../server/engine/decode-sync.ts";
+
+const item = (n: number): BatchItem => ({ tokens: Array(n).fill(1), logits: [], evaluationPriority: 5 }) as unknown as BatchItem;
+
+test("fairShare gives every single-token item a slot and the rest to long prompts", () => {
+  const items = [item(1), item(100), item(1), item(300)];
+  const plan = fairShare(items, 256);
+  assert.equal(plan.length, 4);
+  assert.deepEqual(plan.map((p) => p.processAmount), [1, 100, 1, 154]);
+  assert.ok(plan.reduce((n, p) => n + p.processAmount, 0) <= 256);
+});
+
+test("fairShare never exceeds the batch size", () => {
+  const plan = fairShare([item(10), item(10), item(10)], 2);
+  assert.ok(plan.reduce((n, p) => n + p.processAmount, 0) <= 2);
+});
+
+test("the gate holds early sequences until the last one of the step has its token", async () => {
+  const sync = new DecodeSync({ maxWaitMs: 10_000 });
+  for (let i = 0; i < 3; i++) { sync.enter(); sync.beforeDecode(); }
+  sync.afterDecode();
+  let released = false;
+  const g = sync.gate()!.then(() => { released = true; });
+  sync.afterDecode();
+  await new Promise((r) => setImmediate(r));
+  assert.equal(released, false);
+  sync.afterDecode();
+  await g;
+  assert.equal(released, true);
+});
+
+test("the gate wait is bounded", async () => {
+  const sync = new DecodeSync({ maxWaitMs: 5 });
+  sync.enter(); sync.enter(); sync.beforeDecode(); sync.beforeDecode();
+  sync.afterDecode();
+  await sync.gate();
+  assert.equal(sync.stats.gateTimeouts, 1);
+});
+
+test("dispatch waits until every active sequence queued, bounded", async () => {
+  const sync = new DecodeSync({ maxWaitMs: 10_000 });
+  sync.enter(); sync.enter(); sync.beforeDecode();
+  let dispatched = false;
+  sync.dispatchSchedule(() => { dispatched = true; });
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+  assert.equal(dispatched, false);
+  sync.beforeDecode();
+  await new Promise((r) => setTimeout(r, 5));
+  assert.equal(dispatched, true);
+});
+
+test("the prioritisation strategy counts decode steps and reports batch fill", () => {
+  const sync = new DecodeSync({});
+  const seen: number[][] = [];
+  sync.onDecode = (batch, gen, active) => seen.push([batch, gen, active]);
+  sync.enter(); sync.enter();
+  sync.prioritize({ items: [item(1), item(1)], size: 512 });
+  assert.deepEqual(seen, [[2, 2, 2]]);
+  assert.equal(sync.stats.decodes, 1);
+});
