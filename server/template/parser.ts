@@ -137,9 +137,7 @@ class Parser {
       const cmd = this.parseCommand(context);
       cmds.push(cmd);
       const t = this.next();
-      if (t.kind === close) {
-        return { pos: start, end: t.end, decl, isAssign, cmds };
-      }
+      if (t.kind === close) return { pos: start, end: cmd.end, decl, isAssign, cmds };
       if (t.kind !== "pipe") this.fail(t.pos, `unexpected ${describe(t)} in ${context}`);
     }
   }
@@ -220,7 +218,8 @@ class Parser {
       case "nil": return { type: "nil", ...span };
       case "leftParen": {
         const pipe = this.parsePipeline("paren", "rightParen");
-        return { type: "pipe", pos: t.pos, end: pipe.end, pipe };
+        const closeParen = this.tokens[this.i - 1]!;
+        return { type: "pipe", pos: t.pos, end: closeParen.end, pipe };
       }
       default:
         return this.fail(t.pos, `unexpected ${describe(t)} in operand`);
