@@ -9,7 +9,7 @@ import { writeBenchModel, type BenchShapeName } from "./gguf/bench.ts";
 import { writeTinyModel } from "./gguf/tiny.ts";
 
 // Bump when a generator's output changes, so stale cached files are not reused.
-const GENERATOR_VERSION = 2;
+const GENERATOR_VERSION = 3;
 
 const gantryCache = (): string => process.env.GANTRY_CACHE || path.join(os.homedir(), ".cache", "gantry");
 export const cacheDir = (): string => path.join(gantryCache(), "test-models");
