@@ -7,7 +7,7 @@
 //             | '"""' raw text, may span lines '"""'
 // Keywords, parameter names and roles are case-insensitive.
 import { ModelfileSyntaxError } from "./errors.ts";
-import { parseParameterValue } from "./parameters.ts";
+import { isParameterName, parseParameterValue } from "./parameters.ts";
 import { COMMAND_NAMES, MESSAGE_ROLES } from "./types.ts";
 import type { Command, CommandName, MessageRole, Modelfile } from "./types.ts";
 
@@ -128,8 +128,7 @@ export function parseModelfile(text: string): Modelfile {
       case "paramName":
         if (isBlank(ch)) {
           key = buf.toLowerCase();
-          const known = parseParameterValue(key, "");
-          if (!known.ok && known.message.startsWith("unknown")) fail(known.message);
+          if (!isParameterName(key)) fail(`unknown parameter ${JSON.stringify(buf)}`);
           buf = "";
           state = "beforeValue";
         } else if (isNewline(ch) || ch === EOF) fail(missingArgs(name));

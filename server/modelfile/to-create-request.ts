@@ -1,6 +1,7 @@
 // Conversions between a Modelfile and Ollama's API bodies: the POST /api/create body `gantry create` sends,
 // and the reverse for `gantry show --modelfile`, built from what /api/show returns.
 import { AppError } from "../common/errors.ts";
+import { ModelfileSyntaxError } from "./errors.ts";
 import { REPEATABLE_PARAMETERS, parseParameterValue } from "./parameters.ts";
 import type { Command, MessageRole, Modelfile, ParameterValue } from "./types.ts";
 
@@ -66,7 +67,7 @@ export function toCreateRequest(mf: Modelfile, opts: CreateRequestOptions): Crea
     }
   }
 
-  if (from === undefined) throw new AppError("MODELFILE_SYNTAX", "no FROM line");
+  if (from === undefined) throw new ModelfileSyntaxError(null, "no FROM line");
   return {
     from,
     ...body,

@@ -28,8 +28,8 @@ class Executor {
     this.vars = [{ name: "$", value: data }];
   }
 
-  run(data: unknown): string {
-    this.walk(data, this.tpl.root);
+  run(): string {
+    this.walk(this.vars[0]!.value, this.tpl.root);
     return this.out;
   }
 
@@ -216,7 +216,7 @@ function rangeEntries(value: unknown, declCount: number): [unknown, unknown][] {
 
 /** Renders a parsed template (see parseTemplate) with `data` as dot and `$`. */
 export function executeTemplate(tpl: Template, data: unknown): string {
-  return new Executor(tpl, data).run(data);
+  return new Executor(tpl, data).run();
 }
 
 /** Parses and renders in one step; prefer parseTemplate + executeTemplate when a template is rendered often. */

@@ -6,6 +6,7 @@ import { formatModelfile } from "../../../server/modelfile/format.ts";
 import { parseModelfile } from "../../../server/modelfile/parse.ts";
 import { isLocalPath, modelfileFromShow, toCreateRequest } from "../../../server/modelfile/to-create-request.ts";
 import { AppError } from "../../../server/common/errors.ts";
+import { ModelfileSyntaxError } from "../../../server/modelfile/errors.ts";
 
 const fixture = (name: string) => readFileSync(new URL(`../../fixtures/modelfiles/${name}`, import.meta.url), "utf8");
 
@@ -70,6 +71,11 @@ describe("toCreateRequest", () => {
 
   it("omits everything the Modelfile does not set", () => {
     assert.deepEqual(toCreateRequest(parseModelfile("FROM llama3"), { resolvePath }), { from: "llama3" });
+  });
+
+  it("refuses a hand-built Modelfile without FROM", () => {
+    assert.throws(() => toCreateRequest({ commands: [{ name: "system", args: "x" }] }, { resolvePath }),
+      (e: unknown) => e instanceof ModelfileSyntaxError && e.message === "no FROM line" && e.line === null);
   });
 });
 
