@@ -14,6 +14,13 @@ class LoopSignal {
   }
 }
 
+/**
+ * Templates arrive from users (Modelfile TEMPLATE, the `template` request field), so execution is bounded:
+ * `{{ range 1000000000 }}` or nested ranges must fail fast instead of stalling the server. Real chat templates
+ * stay orders of magnitude below both limits.
+ */
+export const RENDER_LIMITS = { maxSteps: 5_000_000, maxOutputChars: 16 * 1024 * 1024 } as const;
+
 /** Marks "no value piped in", distinct from a piped undefined. */
 const NO_FINAL: unique symbol = Symbol("no final value");
 type Final = unknown;
@@ -22,6 +29,7 @@ class Executor {
   private readonly tpl: Template;
   private readonly vars: { name: string; value: unknown }[];
   private out = "";
+  private steps = 0;
 
   constructor(tpl: Template, data: unknown) {
     this.tpl = tpl;
@@ -48,16 +56,24 @@ class Executor {
     }
   }
 
+  private write(node: Node, text: string): void {
+    this.out += text;
+    if (this.out.length > RENDER_LIMITS.maxOutputChars) {
+      this.fail(node, `output exceeds ${RENDER_LIMITS.maxOutputChars} characters`);
+    }
+  }
+
   private walk(dot: unknown, nodes: readonly Node[]): void {
     for (const node of nodes) {
+      if (++this.steps > RENDER_LIMITS.maxSteps) this.fail(node, `execution exceeds ${RENDER_LIMITS.maxSteps} steps`);
       switch (node.type) {
         case "text":
-          this.out += node.text;
+          this.write(node, node.text);
           break;
         case "action": {
           const value = this.evalPipeline(dot, node.pipe);
           // Declarations print nothing; absent values print nothing (not Go's "<no value>").
-          if (node.pipe.decl.length === 0 && value !== undefined && value !== null) this.out += formatValue(value);
+          if (node.pipe.decl.length === 0 && value !== undefined && value !== null) this.write(node, formatValue(value));
           break;
         }
         case "if":
@@ -89,7 +105,10 @@ class Executor {
     if (!node.pipe.isAssign) for (const name of decl) this.vars.push({ name, value: undefined });
     const entries = this.at(node.pipe, () => rangeEntries(value, decl.length));
     const bodyMark = this.vars.length;
+    let iterations = 0;
     for (const [key, elem] of entries) {
+      iterations++;
+      if (++this.steps > RENDER_LIMITS.maxSteps) this.fail(node, `execution exceeds ${RENDER_LIMITS.maxSteps} steps`);
       // One variable gets the element; two get key/index then element.
       if (decl.length === 1) this.setVar(decl[0]!, elem, node);
       if (decl.length === 2) {
@@ -105,7 +124,7 @@ class Executor {
         this.vars.length = bodyMark;
       }
     }
-    if (entries.length === 0 && node.elseList) this.walk(dot, node.elseList);
+    if (iterations === 0 && node.elseList) this.walk(dot, node.elseList);
     this.vars.length = mark;
   }
 
@@ -201,15 +220,19 @@ function fieldPath(value: unknown, path: readonly string[]): unknown {
   return path.reduce(getField, value);
 }
 
-/** [key, element] pairs of a range: slices by index, maps by sorted key (as Go does), integers 0..n-1. */
-function rangeEntries(value: unknown, declCount: number): [unknown, unknown][] {
+function* countTo(n: number): Generator<[number, number]> {
+  for (let i = 0; i < n; i++) yield [i, i];
+}
+
+/** [key, element] pairs of a range: slices by index, maps by sorted key (as Go does), integers 0..n-1 (lazily). */
+function rangeEntries(value: unknown, declCount: number): Iterable<[unknown, unknown]> {
   if (value === null || value === undefined) return [];
   if (Array.isArray(value)) return value.map((v, i) => [i, v]);
   if (value instanceof Map) return [...value.entries()].sort(([a], [b]) => (String(a) < String(b) ? -1 : 1));
   if (isMapLike(value)) return Object.keys(value).sort().map((k) => [k, value[k]]);
   if (typeof value === "number" && Number.isInteger(value)) {
     if (declCount > 1) throw new EvalError("can't use two variables to range over an integer");
-    return Array.from({ length: Math.max(0, value) }, (_, i) => [i, i]);
+    return countTo(value);
   }
   throw new EvalError(`range can't iterate over ${kindOf(value)} ${formatValue(value)}`);
 }

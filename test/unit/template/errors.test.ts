@@ -71,3 +71,16 @@ describe("template execution errors", () => {
     });
   }
 });
+
+describe("template execution limits", () => {
+  it("stops a range that would run for too long", () => {
+    assert.throws(() => renderTemplate("{{ range 1000000000000 }}{{ end }}", {}),
+      (e: unknown) => e instanceof TemplateError && /execution exceeds \d+ steps/.test(e.message) && e.col === 1);
+  });
+
+  it("stops output that grows too large", () => {
+    const big = "x".repeat(1 << 20);
+    assert.throws(() => renderTemplate("{{ range .L }}{{ $.Big }}{{ end }}", { Big: big, L: Array.from({ length: 64 }, () => 0) }),
+      (e: unknown) => e instanceof TemplateError && /output exceeds \d+ characters/.test(e.message));
+  });
+});
