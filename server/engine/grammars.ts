@@ -1,6 +1,7 @@
 // JSON output grammars, cached per schema text (building a grammar from a schema is not free).
 import type { Llama, LlamaGrammar } from "node-llama-cpp";
 import { AppError } from "../common/errors.ts";
+import { schemaProblem } from "./json-schema-check.ts";
 import type { OutputFormat } from "./types.ts";
 
 export class GrammarCache {
@@ -14,6 +15,10 @@ export class GrammarCache {
   /** The grammar for `format`; an invalid JSON schema is a BAD_REQUEST. */
   async get(format: OutputFormat | undefined): Promise<LlamaGrammar | undefined> {
     if (format === undefined) return undefined;
+    if (format !== "json") {
+      const problem = schemaProblem(format.schema);
+      if (problem) throw new AppError("BAD_REQUEST", `invalid JSON schema in "format": ${problem}`, { param: "format" });
+    }
     const key = format === "json" ? "json" : JSON.stringify(format.schema);
     let p = this.cache.get(key);
     if (!p) {

@@ -1,0 +1,116 @@
+// Generation on the tiny random model through the real node-llama-cpp runtime.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { isAppError } from "../../../server/common/errors.ts";
+import type { Engine } from "../../../server/engine/types.ts";
+import { smollm2Path, tinyModelPath } from "../../support/models.ts";
+import { chat, collect, makeEngine, request, specFor } from "./helpers.ts";
+
+let engine: Engine;
+let endless: ReturnType<typeof specFor>;
+let normal: ReturnType<typeof specFor>;
+
+before(async () => {
+  engine = await makeEngine({ renderTemplate: (tpl, d) => tpl.replace("{{ .System }}", d.System).replace("{{ .Prompt }}", d.Prompt) });
+  endless = specFor(await tinyModelPath({ controlLogit: -8 }), "endless");
+  normal = specFor(await tinyModelPath(), "normal");
+});
+after(() => engine.shutdown());
+
+test("chat generates text and reports Ollama-style stats", async () => {
+  const r = await collect(engine.generate(request(endless, chat("hello there"), { num_predict: 12 })));
+  assert.ok(r.text.length > 0);
+  assert.equal(r.stats.evalCount, 12);
+  assert.equal(r.stats.doneReason, "length");
+  assert.ok(r.stats.promptEvalCount > 5);
+  assert.ok(r.stats.totalDurationNs >= r.stats.promptEvalDurationNs + r.stats.evalDurationNs);
+  assert.ok(r.stats.evalDurationNs > 0 && r.stats.promptEvalDurationNs > 0);
+  assert.ok(engine.isLoaded("endless"));
+});
+
+test("a model that emits end-of-generation stops with reason stop", async () => {
+  const r = await collect(engine.generate(request(normal, chat("hi"), { num_predict: 400, seed: 1 })));
+  assert.equal(r.stats.doneReason, "stop");
+  assert.ok(r.stats.evalCount < 400);
+});
+
+test("raw prompts are tokenized verbatim (BOS + text)", async () => {
+  const prompt = "raw text, no template";
+  const r = await collect(engine.generate(request(endless, { kind: "prompt", prompt, raw: true }, { num_predict: 3 })));
+  assert.equal(r.stats.promptEvalCount, (await engine.countTokens(endless, prompt)) + 1);
+  assert.equal(r.stats.evalCount, 3);
+});
+
+test("a prompt without template goes through the chat template as a user turn", async () => {
+  const viaPrompt = await collect(engine.generate(request(endless, { kind: "prompt", prompt: "same words", system: "sys" }, { num_predict: 2 })));
+  const viaChat = await collect(engine.generate(request(endless, { kind: "chat", messages: [{ role: "system", content: "sys" }, { role: "user", content: "same words" }] }, { num_predict: 2 })));
+  assert.equal(viaPrompt.stats.promptEvalCount, viaChat.stats.promptEvalCount);
+  const raw = await engine.countTokens(endless, "same words");
+  assert.ok(viaPrompt.stats.promptEvalCount > raw + 5, "ChatML framing adds tokens");
+});
+
+test("a TEMPLATE override is rendered with the injected renderer (chat and prompt)", async () => {
+  const templated = specFor(endless.modelPath, "templated", { template: "{{ .System }}|{{ .Prompt }}", system: "SYS" });
+  const r = await collect(engine.generate(request(templated, chat("question"), { num_predict: 2 })));
+  assert.equal(r.stats.promptEvalCount, (await engine.countTokens(templated, "SYS|question")) + 1);
+  const p = await collect(engine.generate(request(endless, { kind: "prompt", prompt: "Q", template: "{{ .System }}>>{{ .Prompt }}" }, { num_predict: 2 })));
+  assert.equal(p.stats.promptEvalCount, (await engine.countTokens(endless, ">>Q")) + 1);
+});
+
+test("seed + temperature 0 is repeatable", async () => {
+  const opts = { num_predict: 24, temperature: 0, seed: 7 };
+  const a = await collect(engine.generate(request(endless, chat("repeat me"), opts)));
+  const b = await collect(engine.generate(request(endless, chat("repeat me"), opts)));
+  assert.equal(a.text, b.text);
+  assert.ok(a.text.length > 0);
+});
+
+test("stop strings end generation and are excluded from the output", async () => {
+  const opts = { num_predict: 40, temperature: 0 };
+  const full = await collect(engine.generate(request(endless, chat("stop test"), opts)));
+  const ascii = /[a-z]{2}/.exec(full.text.slice(5));
+  assert.ok(ascii, `need two ascii letters in ${JSON.stringify(full.text)}`);
+  const stop = ascii[0];
+  const expected = full.text.slice(0, full.text.indexOf(stop));
+  const r = await collect(engine.generate(request(endless, chat("stop test"), { ...opts, stop: [stop] })));
+  assert.equal(r.text, expected);
+  assert.equal(r.stats.doneReason, "stop");
+  assert.ok(!r.text.includes(stop));
+});
+
+test("streamed chunks never contain partial UTF-8 (no U+FFFD from split characters)", async () => {
+  const r = await collect(engine.generate(request(endless, chat("unicode"), { num_predict: 60, seed: 3 })));
+  // The random model may emit invalid byte sequences; what must never happen is a chunk ending mid-character
+  // that the next chunk completes: the concatenation must decode the same as the chunks did.
+  for (let i = 0; i + 1 < r.chunks.length; i++) {
+    assert.ok(!(r.chunks[i]!.endsWith("\uFFFD") && !r.chunks[i + 1]!.startsWith("\uFFFD") && (r.chunks[i]! + r.chunks[i + 1]!).normalize() !== r.chunks[i]! + r.chunks[i + 1]!));
+  }
+  assert.equal(r.stats.evalCount, 60);
+});
+
+test("a prompt longer than the context fails before streaming with the token counts", async () => {
+  const it = engine.generate(request(endless, { kind: "prompt", prompt: "a ".repeat(600), raw: true }, { num_predict: 4 }))[Symbol.asyncIterator]();
+  await assert.rejects(it.next(), (e) => isAppError(e) && e.code === "CONTEXT_OVERFLOW" && /prompt is too long: \d+ tokens, context length is 512/.test(e.message));
+});
+
+test("format json produces parseable JSON", async () => {
+  // A real model: the random tiny ones never close a JSON string.
+  const smol = specFor(await smollm2Path(), "smollm2");
+  const r = await collect(engine.generate(request(smol, chat("Describe a cat as a JSON object with name and age."), { num_predict: 200, temperature: 0 }, { format: "json" })));
+  assert.equal(r.stats.doneReason, "stop", `did not finish: ${r.text}`);
+  assert.doesNotThrow(() => JSON.parse(r.text), r.text);
+});
+
+test("a JSON schema constrains the output to that schema", async () => {
+  const schema = { type: "object", properties: { color: { enum: ["red", "green"] }, ok: { type: "boolean" } }, required: ["color", "ok"] };
+  const r = await collect(engine.generate(request(endless, chat("schema"), { num_predict: 200, seed: 2 }, { format: { schema } })));
+  const v = JSON.parse(r.text) as Record<string, unknown>;
+  assert.ok(["red", "green"].includes(v.color as string), r.text);
+  assert.equal(typeof v.ok, "boolean");
+  assert.deepEqual(Object.keys(v).sort(), ["color", "ok"]);
+});
+
+test("an invalid JSON schema is a bad request", async () => {
+  const it = engine.generate(request(endless, chat("x"), { num_predict: 2 }, { format: { schema: { type: "no-such-type" } } }))[Symbol.asyncIterator]();
+  await assert.rejects(it.next(), (e) => isAppError(e) && e.code === "BAD_REQUEST");
+});
