@@ -74,11 +74,9 @@ export async function writeBenchModel(file: string, opts: BenchModelOptions): Pr
   const rng = makeRng(opts.seed ?? 7);
   const controlLogit = opts.controlLogit ?? -1000;
   const vocab = benchVocab(s.nVocab, rng);
-  const zeros = (n: number) => new Float32Array(n);
   // Layers never write to dim 0 (row 0 of the output projections is zero), so the residual stream keeps the
   // embedding's constant bias value there up to output.weight, whose control rows read only that dim.
-  const noWriteToDim0 = (inFeatures: number, std: number) =>
-    withRowOverrides(WEIGHT_TYPE, q8(rng, std), (row) => (row === 0 ? zeros(inFeatures) : undefined));
+  const noWriteToDim0 = (std: number) => withRowOverrides(WEIGHT_TYPE, q8(rng, std), (row) => (row === 0 ? [] : undefined));
   const controlRow = new Float32Array(s.nEmbd);
   controlRow[0] = controlLogit;
 
@@ -88,10 +86,10 @@ export async function writeBenchModel(file: string, opts: BenchModelOptions): Pr
     attn_q: () => q8(rng, 0.02),
     attn_k: () => q8(rng, 0.02),
     attn_v: () => q8(rng, 0.02),
-    attn_output: () => noWriteToDim0(s.nEmbd, 0.02),
+    attn_output: () => noWriteToDim0(0.02),
     ffn_gate: () => q8(rng, 0.02),
     ffn_up: () => q8(rng, 0.02),
-    ffn_down: () => noWriteToDim0(s.nFf, 0.02),
+    ffn_down: () => noWriteToDim0(0.02),
     output: () => withRowOverrides(WEIGHT_TYPE, q8(rng, 0.05), (row) => (vocab.isControl(row) ? controlRow : undefined)),
   };
   const tensors: TensorSpec[] = llamaTensorShapes(s, vocab.size).map((t) => ({

@@ -250,7 +250,7 @@ export function fillQ8_0Random(rng: Rng, scale: number): TensorFill {
 
 /**
  * Wraps a fill so chosen rows get exact values instead (encoded in the tensor's type): `rowValues(row)` returns the
- * row's values, or undefined to keep the base fill's output. The base fill still runs first, so a seeded PRNG advances
+ * row's values (missing trailing values are 0, so [] is a zero row), or undefined to keep the base fill's output. The base fill still runs first, so a seeded PRNG advances
  * exactly as without overrides.
  */
 export function withRowOverrides(type: GgmlType, base: TensorFill, rowValues: (row: number) => ArrayLike<number> | undefined): TensorFill {
