@@ -19,11 +19,10 @@ class LoopSignal {
  * `{{ range 1000000000 }}` or nested ranges must fail fast instead of stalling the server. Real chat templates
  * stay orders of magnitude below both limits.
  */
-export const RENDER_LIMITS = { maxSteps: 5_000_000, maxOutputChars: 16 * 1024 * 1024 } as const;
+export const RENDER_LIMITS = { maxSteps: 1_000_000, maxOutputChars: 16 * 1024 * 1024 } as const;
 
 /** Marks "no value piped in", distinct from a piped undefined. */
 const NO_FINAL: unique symbol = Symbol("no final value");
-type Final = unknown;
 
 class Executor {
   private readonly tpl: Template;
@@ -145,7 +144,7 @@ class Executor {
 
   /** Runs the commands of a pipeline, each one's result piped in as the last argument of the next. */
   private evalCommands(dot: unknown, pipe: PipeNode): unknown {
-    let value: Final = NO_FINAL;
+    let value: unknown = NO_FINAL;
     for (const cmd of pipe.cmds) value = this.evalCommand(dot, cmd, value);
     return value;
   }
@@ -159,7 +158,7 @@ class Executor {
     return value;
   }
 
-  private evalCommand(dot: unknown, cmd: CommandNode, final: Final): unknown {
+  private evalCommand(dot: unknown, cmd: CommandNode, final: unknown): unknown {
     const [first, ...rest] = cmd.args as [ArgNode, ...ArgNode[]];
     if (first.type === "identifier") return this.callFunction(dot, first, rest, final);
     if (rest.length > 0 || final !== NO_FINAL) {
@@ -169,7 +168,7 @@ class Executor {
     return this.evalArg(dot, first);
   }
 
-  private callFunction(dot: unknown, fn: Extract<ArgNode, { type: "identifier" }>, argNodes: ArgNode[], final: Final): unknown {
+  private callFunction(dot: unknown, fn: Extract<ArgNode, { type: "identifier" }>, argNodes: ArgNode[], final: unknown): unknown {
     const node = { pos: fn.pos, end: argNodes.at(-1)?.end ?? fn.end };
     // and/or evaluate arguments left to right and stop at the first that decides the result, returning that value.
     if (fn.name === "and" || fn.name === "or") {
