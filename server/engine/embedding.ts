@@ -10,15 +10,20 @@ export function l2Normalize(v: readonly number[]): number[] {
 }
 
 export async function embedTexts(loaded: LoadedModel, inputs: string[], truncate: boolean): Promise<{ embeddings: number[][]; promptTokens: number }> {
-  const limit = loaded.contextLength;
-  const tokenized: Token[][] = inputs.map((text) => {
-    const tokens = loaded.model.tokenize(text, true);
-    if (tokens.length <= limit) return tokens;
-    if (!truncate) throw contextOverflow(tokens.length, limit);
-    return tokens.slice(0, limit);
-  });
   const ctx = await loaded.embeddings();
+  // node-llama-cpp adds BOS/EOS as the vocabulary wants and needs one free slot after the input.
+  const fit = (tokens: Token[]): Token[] => {
+    const total = ctx.calculateInputLength(tokens);
+    if (total < loaded.contextLength) return tokens;
+    if (!truncate) throw contextOverflow(total, loaded.contextLength);
+    return tokens.slice(0, tokens.length - (total - loaded.contextLength + 1));
+  };
+  const prepared = inputs.map((text) => fit(loaded.model.tokenize(text, false)));
   const embeddings: number[][] = [];
-  for (const tokens of tokenized) embeddings.push(l2Normalize((await ctx.getEmbeddingFor(tokens)).vector));
-  return { embeddings, promptTokens: tokenized.reduce((n, t) => n + t.length, 0) };
+  let promptTokens = 0;
+  for (const tokens of prepared) {
+    promptTokens += ctx.calculateInputLength(tokens);
+    embeddings.push(l2Normalize((await ctx.getEmbeddingFor(tokens)).vector));
+  }
+  return { embeddings, promptTokens };
 }

@@ -1,0 +1,175 @@
+// Admission, sequence pool, abort, keep-alive, LRU eviction and num_ctx reloads on the real runtime (tiny models).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { isAppError } from "../../../server/common/errors.ts";
+import { tinyModelPath } from "../../support/models.ts";
+import { chat, collect, eventually, makeEngine, request, specFor } from "./helpers.ts";
+
+const endless = async (name = "endless", seed?: number) => specFor(await tinyModelPath({ controlLogit: -8, ...(seed !== undefined ? { seed } : {}) }), name);
+
+/** Resolves with the first text chunk of a stream while the stream keeps being consumed. */
+function startStream(events: AsyncIterable<import("../../../server/engine/types.ts").GenerationEvent>) {
+  let first!: () => void;
+  const firstText = new Promise<void>((r) => { first = r; });
+  const done = collect(events, () => first());
+  done.catch(() => first());
+  return { firstText, done };
+}
+
+test("queue full: numParallel 1, maxQueue 0 answers SERVER_BUSY with Retry-After", async () => {
+  const engine = await makeEngine({ numParallel: 1, maxQueue: 0 });
+  try {
+    const model = await endless();
+    const ac = new AbortController();
+    const a = startStream(engine.generate(request(model, chat("long"), { num_predict: 400 }, { signal: ac.signal })));
+    await a.firstText;
+    const it = engine.generate(request(model, chat("second"), { num_predict: 2 }))[Symbol.asyncIterator]();
+    await assert.rejects(it.next(), (e) => isAppError(e) && e.code === "SERVER_BUSY" && e.status === 503 && e.headers["Retry-After"] === "1");
+    assert.equal(engine.running()[0]?.busySequences, 1);
+    ac.abort();
+    assert.equal((await a.done).stats.doneReason, "abort");
+  } finally {
+    await engine.shutdown();
+  }
+});
+
+test("abort frees the sequence: a waiting request proceeds, the aborted one stops early", async () => {
+  const engine = await makeEngine({ numParallel: 1, maxQueue: 4 });
+  try {
+    const model = await endless();
+    const ac = new AbortController();
+    const a = startStream(engine.generate(request(model, chat("long one"), { num_predict: -1 }, { signal: ac.signal })));
+    await a.firstText;
+    const b = startStream(engine.generate(request(model, chat("waiting"), { num_predict: 3 })));
+    await eventually(() => engine.running()[0]?.queued === 1, "second request queued");
+    ac.abort();
+    const aborted = await a.done;
+    assert.equal(aborted.stats.doneReason, "abort");
+    // Without the abort it would run to the end of the 512-token context.
+    assert.ok(aborted.stats.evalCount < 100, `aborted stream kept going: ${aborted.stats.evalCount}`);
+    const waited = await b.done;
+    assert.equal(waited.stats.evalCount, 3);
+    assert.equal(engine.running()[0]?.busySequences, 0);
+  } finally {
+    await engine.shutdown();
+  }
+});
+
+test("an aborted request still waiting in the queue leaves it", async () => {
+  const engine = await makeEngine({ numParallel: 1, maxQueue: 4 });
+  try {
+    const model = await endless();
+    const holder = new AbortController();
+    const a = startStream(engine.generate(request(model, chat("hold"), { num_predict: -1 }, { signal: holder.signal })));
+    await a.firstText;
+    const ac = new AbortController();
+    const it = engine.generate(request(model, chat("queued"), { num_predict: 3 }, { signal: ac.signal }))[Symbol.asyncIterator]();
+    const next = it.next();
+    await eventually(() => engine.running()[0]?.queued === 1, "queued");
+    ac.abort();
+    await assert.rejects(next, (e) => isAppError(e) && e.code === "CLIENT_CLOSED");
+    assert.equal(engine.running()[0]?.queued, 0);
+    holder.abort();
+    await a.done;
+  } finally {
+    await engine.shutdown();
+  }
+});
+
+test("keep_alive 0 unloads the model after the request", async () => {
+  const engine = await makeEngine();
+  try {
+    const model = await endless();
+    await collect(engine.generate(request(model, chat("once"), { num_predict: 2 }, { keepAliveMs: 0 })));
+    await eventually(() => engine.running().length === 0, "model unloaded");
+    assert.equal(engine.isLoaded(model.name), false);
+  } finally {
+    await engine.shutdown();
+  }
+});
+
+test("keep_alive: a duration sets expiresAt, null keeps the model forever, unload() drops it", async () => {
+  const engine = await makeEngine();
+  try {
+    const model = await endless();
+    await collect(engine.generate(request(model, chat("x"), { num_predict: 1 }, { keepAliveMs: 60_000 })));
+    const exp = engine.running()[0]!.expiresAt;
+    assert.ok(exp !== null && Date.parse(exp) > Date.now() + 30_000);
+    await engine.load(model, { keepAliveMs: null });
+    assert.equal(engine.running()[0]!.expiresAt, null);
+    assert.equal(await engine.unload(model.name), true);
+    assert.equal(engine.running().length, 0);
+    assert.equal(await engine.unload(model.name), false);
+  } finally {
+    await engine.shutdown();
+  }
+});
+
+test("maxLoadedModels 1: loading another model evicts the idle one; a busy one is waited for", async () => {
+  const engine = await makeEngine({ maxLoadedModels: 1 });
+  try {
+    const a = await endless("model-a", 1);
+    const b = await endless("model-b", 2);
+    await collect(engine.generate(request(a, chat("a"), { num_predict: 2 })));
+    assert.deepEqual(engine.running().map((m) => m.name), ["model-a"]);
+    await collect(engine.generate(request(b, chat("b"), { num_predict: 2 })));
+    assert.deepEqual(engine.running().map((m) => m.name), ["model-b"]);
+
+    // b is busy: a request for a waits until b is idle, then evicts it.
+    const busy = startStream(engine.generate(request(b, chat("busy"), { num_predict: 30 })));
+    await busy.firstText;
+    const forA = collect(engine.generate(request(a, chat("a again"), { num_predict: 2 })));
+    const finishedB = await busy.done;
+    assert.equal(finishedB.stats.evalCount, 30, "the running request was not cut short by the eviction");
+    const ra = await forA;
+    assert.ok(ra.stats.loadDurationNs > 0, "model-a was loaded again");
+    assert.deepEqual(engine.running().map((m) => m.name), ["model-a"]);
+  } finally {
+    await engine.shutdown();
+  }
+});
+
+test("a different num_ctx reloads the model with that context length", async () => {
+  const engine = await makeEngine();
+  try {
+    const model = await endless();
+    await collect(engine.generate(request(model, chat("c"), { num_predict: 1, num_ctx: 256 })));
+    assert.equal(engine.running()[0]!.contextLength, 256);
+    const r = await collect(engine.generate(request(model, chat("c"), { num_predict: 1, num_ctx: 128 })));
+    assert.equal(engine.running()[0]!.contextLength, 128);
+    assert.ok(r.stats.loadDurationNs > 0);
+    // Without num_ctx the loaded model is used as it is.
+    const same = await collect(engine.generate(request(model, chat("c"), { num_predict: 1 })));
+    assert.equal(same.stats.loadDurationNs, 0);
+    // num_ctx beyond the trained context (512) is capped.
+    await engine.load(model, { numCtx: 4096 });
+    assert.equal(engine.running()[0]!.contextLength, 512);
+  } finally {
+    await engine.shutdown();
+  }
+});
+
+test("8 concurrent streams on numParallel 4 all complete, decoding in shared batches", async () => {
+  const fills: number[] = [];
+  const engine = await makeEngine({ numParallel: 4, maxQueue: 8, metrics: { onDecode: (_m, _b, generating) => fills.push(generating) } });
+  try {
+    const model = await endless();
+    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => collect(engine.generate(request(model, chat(`stream ${i}`), { num_predict: 16, seed: i })))));
+    for (const r of results) {
+      assert.equal(r.stats.evalCount, 16);
+      assert.equal(r.stats.doneReason, "length");
+    }
+    assert.equal(Math.max(...fills), 4, "some decode steps carried all four sequences");
+    assert.equal(engine.running()[0]!.busySequences, 0);
+  } finally {
+    await engine.shutdown();
+  }
+});
+
+test("shutdown refuses new work", async () => {
+  const engine = await makeEngine();
+  const model = await endless();
+  await engine.shutdown();
+  const it = engine.generate(request(model, chat("late"), { num_predict: 1 }))[Symbol.asyncIterator]();
+  await assert.rejects(it.next(), (e) => isAppError(e) && e.code === "SHUTTING_DOWN");
+});
