@@ -33,7 +33,7 @@ export interface StartOptions {
 }
 
 /** What <dir>/cluster.json records, enough for another process to reuse or stop the cluster. */
-export interface ClusterRecord { dir: string; kubeconfig: string; apiUrl: string; caFile: string; binDir: string; startedAt: string }
+export interface ClusterRecord { dir: string; kubeconfig: string; apiUrl: string; caFile: string; binDir: string; repo: string; startedAt: string }
 
 export const gantryCache = (): string => process.env.GANTRY_CACHE ?? path.join(os.homedir(), ".cache", "gantry");
 const repoRoot = path.resolve(import.meta.dirname, "../..");
@@ -68,10 +68,13 @@ export function readClusterRecord(dir: string): ClusterRecord | undefined {
   return fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, "utf8")) as ClusterRecord : undefined;
 }
 
-/** Healthy = the apiserver answers /readyz and every recorded process is still alive. */
+/**
+ * Healthy = started from this checkout (its process runtime runs this checkout's `gantry`), the apiserver answers
+ * /readyz and every recorded process is still alive.
+ */
 export async function clusterHealthy(dir: string): Promise<boolean> {
   const rec = readClusterRecord(dir);
-  if (!rec) return false;
+  if (!rec || rec.repo !== repoRoot) return false;
   const procs = readRecorded(dir);
   return procs.length > 0 && procs.every((p) => isOurs(p.pid, dir)) && await apiserverReady(rec);
 }
@@ -101,7 +104,7 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
     const apiUrl = `https://127.0.0.1:${apiPort}`;
     const kubeconfig = path.join(dir, "admin.kubeconfig");
     fs.writeFileSync(kubeconfig, kubeconfigYaml(pki, apiUrl), { mode: 0o600 });
-    const rec: ClusterRecord = { dir, kubeconfig, apiUrl, caFile: pki.caCrt, binDir, startedAt: new Date().toISOString() };
+    const rec: ClusterRecord = { dir, kubeconfig, apiUrl, caFile: pki.caCrt, binDir, repo: repoRoot, startedAt: new Date().toISOString() };
 
     const etcdUrl = `http://127.0.0.1:${etcdPort}`, etcdPeer = `http://127.0.0.1:${etcdPeerPort}`;
     startRecorded(dir, "etcd", bin("etcd"), ["--name=gantry-test", `--data-dir=${path.join(dir, "etcd")}`,

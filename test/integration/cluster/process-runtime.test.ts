@@ -1,0 +1,156 @@
+// The process runtime on the real test control plane: opted-in pods run as local processes, each at its own pod IP,
+// with claim directories that outlive container restarts and the pod itself.
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { after, before, test } from "node:test";
+import type { KubeConfig, V1Container, V1Pod } from "@kubernetes/client-node";
+import { CoreV1Api } from "@kubernetes/client-node";
+import type { ControlPlane } from "../../cluster/control-plane.ts";
+import { PROCESS_RUNTIME_LABEL } from "../../cluster/kwok-config.ts";
+import { claimDir } from "../../cluster/runtime/volumes.ts";
+import { createTestNamespace, ensureTestCluster, kubeConfigFor } from "../../cluster/test-cluster.ts";
+import { tinyModelPath } from "../../support/models.ts";
+
+let cp: ControlPlane, kc: KubeConfig, ns: string, core: CoreV1Api;
+const SERVER = path.resolve(import.meta.dirname, "../../cluster/fixtures/http-server.ts");
+
+before(async () => {
+  cp = await ensureTestCluster();
+  kc = kubeConfigFor(cp);
+  core = kc.makeApiClient(CoreV1Api);
+  ns = await createTestNamespace(kc, "runtime");
+});
+
+after(async () => {
+  await core.deleteNamespace({ name: ns }).catch(() => undefined);
+});
+
+async function eventually<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+async function createClaim(name: string): Promise<void> {
+  await core.createNamespacedPersistentVolumeClaim({ namespace: ns, body: { metadata: { name },
+    spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } } } });
+}
+
+async function createPod(name: string, containers: V1Container[], claim: string, extra: Partial<V1Pod["spec"]> = {}): Promise<void> {
+  await core.createNamespacedPod({ namespace: ns, body: {
+    metadata: { name, labels: { [PROCESS_RUNTIME_LABEL]: "true" } },
+    spec: { tolerations: [{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }], terminationGracePeriodSeconds: 5,
+      containers, volumes: [{ name: "data", persistentVolumeClaim: { claimName: claim } }], ...extra },
+  } });
+}
+
+const readPod = (name: string): Promise<V1Pod> => core.readNamespacedPod({ name, namespace: ns });
+const isReady = (p: V1Pod): boolean => Boolean(p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
+const readyPod = (name: string, timeoutMs?: number): Promise<V1Pod> =>
+  eventually(`pod ${name} Ready`, async () => { const p = await readPod(name); return isReady(p) ? p : undefined; }, timeoutMs);
+
+function serverContainer(readiness = false): V1Container {
+  return {
+    name: "server", image: "gantry.invalid/test-server:1", command: ["node", SERVER], args: ["8080", "/data"],
+    env: [{ name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }],
+    ports: [{ name: "http", containerPort: 8080 }],
+    volumeMounts: [{ name: "data", mountPath: "/data" }],
+    ...(readiness ? { readinessProbe: { httpGet: { path: "/ready", port: "http" }, periodSeconds: 1, failureThreshold: 1 } } : {}),
+  };
+}
+
+test("a pod's process answers at its pod IP, is restarted when killed, and keeps its claim's files", async () => {
+  await createClaim("web-data");
+  await createPod("web", [serverContainer()], "web-data");
+  const pod = await readyPod("web");
+  const ip = pod.status?.podIP ?? "";
+  assert.match(ip, /^10\.244\.\d+\.\d+$/);
+  assert.equal(pod.status?.phase, "Running");
+  // No readinessProbe: like a kubelet, Ready as soon as the process started, so wait for it to listen.
+  const answer = (): Promise<{ pod: string; pid: number }> => eventually("the server to answer", async () => (await fetch(`http://${ip}:8080/`)).json() as Promise<{ pod: string; pid: number }>);
+  const first = await answer();
+  assert.equal(first.pod, "web");
+
+  const put = await fetch(`http://${ip}:8080/files/note.txt`, { method: "PUT", body: "kept across restarts" });
+  assert.equal(put.status, 200);
+  assert.equal(fs.readFileSync(path.join(claimDir(cp.dir, ns, "web-data"), "note.txt"), "utf8"), "kept across restarts");
+
+  process.kill(first.pid, "SIGKILL");
+  const restarted = await eventually("restartCount 1 and Ready", async () => {
+    const p = await readPod("web");
+    return p.status?.containerStatuses?.[0]?.restartCount === 1 && isReady(p) ? p : undefined;
+  });
+  assert.equal(restarted.status?.containerStatuses?.[0]?.lastState?.terminated?.exitCode, 137);
+  assert.equal(restarted.status?.podIP, ip);
+  const second = await answer();
+  assert.notEqual(second.pid, first.pid);
+  assert.equal(await (await fetch(`http://${ip}:8080/files/note.txt`)).text(), "kept across restarts");
+
+  await core.deleteNamespacedPod({ name: "web", namespace: ns });
+  await eventually("the pod object to be gone", () => readPod("web").then(() => undefined, () => true));
+  await assert.rejects(fetch(`http://${ip}:8080/`, { signal: AbortSignal.timeout(2000) }));
+  assert.throws(() => process.kill(second.pid, 0), /ESRCH/);
+  assert.equal(fs.readFileSync(path.join(claimDir(cp.dir, ns, "web-data"), "note.txt"), "utf8"), "kept across restarts");
+});
+
+test("the readinessProbe gates the Ready condition", async () => {
+  await createClaim("gate-data");
+  await createPod("gated", [serverContainer(true)], "gate-data");
+  const running = await eventually("the container running", async () => {
+    const p = await readPod("gated");
+    return p.status?.containerStatuses?.[0]?.state?.running ? p : undefined;
+  });
+  const ip = running.status?.podIP ?? "";
+  await eventually("the server answering", async () => ((await fetch(`http://${ip}:8080/ready`)).status === 503 ? true : undefined));
+  await new Promise((r) => setTimeout(r, 2500));
+  const unready = await readPod("gated");
+  assert.equal(isReady(unready), false);
+  assert.equal(unready.status?.containerStatuses?.[0]?.ready, false);
+
+  fs.writeFileSync(path.join(claimDir(cp.dir, ns, "gate-data"), "ready"), "");
+  const ready = await readyPod("gated");
+  assert.equal(ready.status?.containerStatuses?.[0]?.ready, true);
+  fs.rmSync(path.join(claimDir(cp.dir, ns, "gate-data"), "ready"));
+  await eventually("Ready to turn False again", async () => (isReady(await readPod("gated")) ? undefined : true));
+});
+
+test("init containers run in order before the containers; a failing one is restarted with backoff", async () => {
+  await createClaim("init-data");
+  const step = (name: string, script: string): V1Container =>
+    ({ name, image: "busybox.invalid", command: ["sh", "-c", script], volumeMounts: [{ name: "data", mountPath: "/data" }] });
+  await createPod("ordered", [serverContainer()], "init-data", { initContainers: [step("first", "echo first >> /data/order"), step("second", "echo second >> /data/order")] });
+  await readyPod("ordered");
+  assert.equal(fs.readFileSync(path.join(claimDir(cp.dir, ns, "init-data"), "order"), "utf8"), "first\nsecond\n");
+
+  await createPod("failing", [serverContainer()], "init-data", { initContainers: [step("broken", "exit 3")] });
+  const crashing = await eventually("the init container to be restarted", async () => {
+    const p = await readPod("failing");
+    return (p.status?.initContainerStatuses?.[0]?.restartCount ?? 0) >= 1 ? p : undefined;
+  });
+  assert.equal(crashing.status?.phase, "Pending");
+  assert.equal(crashing.status?.initContainerStatuses?.[0]?.lastState?.terminated?.exitCode, 3);
+  assert.equal(crashing.status?.containerStatuses?.[0]?.state?.running, undefined);
+});
+
+test("a pod running `gantry serve` on the tiny model answers HTTP at its pod IP", async () => {
+  await createClaim("models");
+  fs.mkdirSync(claimDir(cp.dir, ns, "models"), { recursive: true });
+  fs.copyFileSync(await tinyModelPath(), path.join(claimDir(cp.dir, ns, "models"), "tiny.gguf"));
+  await createPod("serve", [{
+    name: "gantry", image: "gantry.invalid/gantry:dev", args: ["serve", "--model", "/models/tiny.gguf"],
+    env: [{ name: "GANTRY_HOST", value: "0.0.0.0:11434" }, { name: "GANTRY_MODELS", value: "/models/store" }],
+    volumeMounts: [{ name: "data", mountPath: "/models" }],
+    readinessProbe: { httpGet: { path: "/health", port: 11434 }, periodSeconds: 1 },
+  }], "models");
+  const pod = await readyPod("serve", 120_000);
+  const base = `http://${pod.status?.podIP}:11434`;
+  const health = await fetch(`${base}/health`);
+  assert.equal(health.status, 200);
+  const version = await (await fetch(`${base}/api/version`)).json() as { version: string };
+  assert.match(version.version, /^\d+\.\d+\.\d+/);
+});
