@@ -2,13 +2,14 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { isAppError } from "../../../server/common/errors.ts";
+import type { GenerationEvent } from "../../../server/engine/types.ts";
 import { tinyModelPath } from "../../support/models.ts";
 import { chat, collect, eventually, makeEngine, request, specFor } from "./helpers.ts";
 
 const endless = async (name = "endless", seed?: number) => specFor(await tinyModelPath({ controlLogit: -8, ...(seed !== undefined ? { seed } : {}) }), name);
 
 /** Resolves with the first text chunk of a stream while the stream keeps being consumed. */
-function startStream(events: AsyncIterable<import("../../../server/engine/types.ts").GenerationEvent>) {
+function startStream(events: AsyncIterable<GenerationEvent>) {
   let first!: () => void;
   const firstText = new Promise<void>((r) => { first = r; });
   const done = collect(events, () => first());
