@@ -45,6 +45,16 @@ async function writeStatus(pod: V1Pod, status: Record<string, unknown>): Promise
   }
 }
 
+function event(pod: V1Pod, type: "Normal" | "Warning", reason: string, message: string): void {
+  const at = new Date();
+  core.createNamespacedEvent({ namespace: pod.metadata?.namespace ?? "default", body: {
+    metadata: { generateName: `${pod.metadata?.name}.` },
+    involvedObject: { apiVersion: "v1", kind: "Pod", name: pod.metadata?.name, namespace: pod.metadata?.namespace, uid: pod.metadata?.uid },
+    type, reason, message, count: 1, firstTimestamp: at, lastTimestamp: at,
+    source: { component: "kubelet", host: pod.spec?.nodeName },
+  } }).catch((err: unknown) => log(`event ${reason} for ${keyOf(pod)}: ${String(err)}`));
+}
+
 async function nodeIp(name: string): Promise<string | undefined> {
   const node: V1Node | undefined = await core.readNode({ name }).catch(() => undefined);
   if (node?.metadata?.annotations?.["kwok.x-k8s.io/node"] !== "fake") return undefined;
@@ -78,7 +88,7 @@ async function onPod(pod: V1Pod): Promise<void> {
   if (!nodeName || pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed") return;
   const hostIp = await nodeIp(nodeName);
   if (hostIp === undefined || runners.has(key)) return;
-  const r = new PodRunner(pod, hostIp, { core, clusterDir, netId, index: nextIndex++, shimPath, writeStatus, log });
+  const r = new PodRunner(pod, hostIp, { core, clusterDir, netId, index: nextIndex++, shimPath, writeStatus, event, log });
   runners.set(key, r);
   log(`starting ${key} on ${nodeName}`);
   void r.run();

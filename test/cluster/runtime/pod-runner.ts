@@ -22,6 +22,8 @@ export interface RunnerDeps {
   index: number;
   shimPath: string;
   writeStatus(pod: V1Pod, status: Record<string, unknown>): Promise<void>;
+  /** Records a kubelet-style Event on the pod (Started, BackOff, Unhealthy, Killing, Failed); never throws. */
+  event(pod: V1Pod, type: "Normal" | "Warning", reason: string, message: string): void;
   log(msg: string): void;
 }
 
@@ -75,6 +77,7 @@ export class PodRunner {
     } catch (err) {
       this.deps.log(`${this.key}: ${String(err)}`);
       this.rec.message = String(err instanceof Error ? err.message : err);
+      this.deps.event(this.pod, "Warning", "Failed", this.rec.message);
       for (const c of [...this.rec.init, ...this.rec.containers]) {
         if (c.state.kind === "waiting") c.state = { kind: "waiting", reason: "CreateContainerConfigError", message: this.rec.message };
       }
@@ -130,7 +133,9 @@ export class PodRunner {
 
   private async backOff(rec: ContainerRecord, backoffMs: number): Promise<number> {
     rec.lastState = rec.state;
-    rec.state = { kind: "waiting", reason: "CrashLoopBackOff", message: `back-off ${Math.round(backoffMs / 1000)}s restarting failed container=${rec.name} pod=${this.pod.metadata?.name}` };
+    const message = `back-off ${Math.round(backoffMs / 1000)}s restarting failed container=${rec.name} pod=${this.pod.metadata?.name}`;
+    rec.state = { kind: "waiting", reason: "CrashLoopBackOff", message };
+    this.deps.event(this.pod, "Warning", "BackOff", message);
     this.notify();
     await this.sleep(backoffMs);
     if (!this.stopping) rec.restartCount++;
@@ -176,10 +181,23 @@ export class PodRunner {
     rec.started = true;
     rec.ready = probes && !spec.readinessProbe;
     if (probes) this.rec.phase = "Running";
+    this.deps.event(this.pod, "Normal", "Started", `Started container ${spec.name}`);
     this.notify();
     let alive = true;
-    if (probes && spec.readinessProbe) void this.probeLoop(spec, spec.readinessProbe, () => alive, (ok) => { rec.ready = ok; this.notify(); });
-    if (probes && spec.livenessProbe) void this.probeLoop(spec, spec.livenessProbe, () => alive, (ok) => { if (!ok) proc.signal("SIGKILL"); });
+    if (probes && spec.readinessProbe) {
+      void this.probeLoop(spec, spec.readinessProbe, () => alive, (ok) => {
+        if (!ok) this.deps.event(this.pod, "Warning", "Unhealthy", `Readiness probe failed for container ${spec.name}`);
+        rec.ready = ok;
+        this.notify();
+      });
+    }
+    if (probes && spec.livenessProbe) {
+      void this.probeLoop(spec, spec.livenessProbe, () => alive, (ok) => {
+        if (ok) return;
+        this.deps.event(this.pod, "Normal", "Killing", `Container ${spec.name} failed liveness probe, will be restarted`);
+        proc.signal("SIGKILL");
+      });
+    }
     const exit = await proc.exited;
     alive = false;
     this.procs.delete(spec.name);
@@ -212,6 +230,7 @@ export class PodRunner {
     this.stopping = true;
     this.wake?.();
     const running = [...this.procs.values()];
+    for (const name of this.procs.keys()) this.deps.event(this.pod, "Normal", "Killing", `Stopping container ${name}`);
     for (const p of running) p.signal("SIGTERM");
     const all = Promise.all(running.map((p) => p.exited));
     const timedOut = await Promise.race([all.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), graceSeconds * 1000))]);

@@ -49,6 +49,8 @@ async function createPod(name: string, containers: V1Container[], claim: string,
   } });
 }
 
+const eventReasons = async (pod: string): Promise<string[]> =>
+  (await core.listNamespacedEvent({ namespace: ns, fieldSelector: `involvedObject.name=${pod}` })).items.map((e) => e.reason ?? "");
 const readPod = (name: string): Promise<V1Pod> => core.readNamespacedPod({ name, namespace: ns });
 const isReady = (p: V1Pod): boolean => Boolean(p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
 const readyPod = (name: string, timeoutMs?: number): Promise<V1Pod> =>
@@ -90,6 +92,9 @@ test("a pod's process answers at its pod IP, is restarted when killed, and keeps
   const second = await answer();
   assert.notEqual(second.pid, first.pid);
   assert.equal(await (await fetch(`http://${ip}:8080/files/note.txt`)).text(), "kept across restarts");
+  const reasons = await eventReasons("web");
+  assert.ok(reasons.filter((r) => r === "Started").length >= 2, `events: ${reasons.join(", ")}`);
+  assert.ok(reasons.includes("BackOff"), `events: ${reasons.join(", ")}`);
 
   await core.deleteNamespacedPod({ name: "web", namespace: ns });
   await eventually("the pod object to be gone", () => readPod("web").then(() => undefined, () => true));
