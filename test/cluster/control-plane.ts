@@ -166,6 +166,7 @@ async function cli(cmd: string | undefined): Promise<void> {
   const { ensureTestCluster, stopTestCluster, currentCluster } = await import("./test-cluster.ts");
   if (cmd === "up") {
     const cp = await ensureTestCluster();
+    console.log(`export PATH="${cp.binDir}:$PATH"`);
     console.log(`export KUBECONFIG=${cp.kubeconfig}`);
   } else if (cmd === "down") {
     console.log(await stopTestCluster() ? "test cluster stopped" : "no test cluster was running");
