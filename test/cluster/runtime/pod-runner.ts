@@ -44,7 +44,8 @@ export class PodRunner {
   private volumes = new Map<string, string>();
   private readonly procs = new Map<string, ContainerProcess>();
   private stopping = false;
-  private wake?: () => void;
+  /** Wakes every container sleeping in backoff when the pod is stopped. */
+  private readonly wakers = new Set<() => void>();
   private lastConditions: Condition[] = [];
   private lastWritten = "";
   private writing?: Promise<void>;
@@ -144,8 +145,9 @@ export class PodRunner {
 
   private sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const t = setTimeout(resolve, ms);
-      this.wake = () => { clearTimeout(t); resolve(); };
+      const wake = (): void => { clearTimeout(t); this.wakers.delete(wake); resolve(); };
+      const t = setTimeout(wake, ms);
+      this.wakers.add(wake);
     });
   }
 
@@ -173,6 +175,7 @@ export class PodRunner {
     const net = this.net as PodNetwork;
     const ls = await this.launchSpec(spec);
     const argv = argvOf(spec).map((a) => expandRefs(a, ls.env));
+    if (this.stopping) return 0;
     const logFile = path.join(podDir(this.deps.clusterDir, this.pod), `${spec.name}.log`);
     const startedAt = now();
     const proc = launch({ netns: net.netns, ...ls, argv, logFile });
@@ -228,7 +231,7 @@ export class PodRunner {
   /** Graceful stop: SIGTERM, up to graceSeconds, SIGKILL; then the pod network and per-pod volumes go away. */
   async terminate(graceSeconds: number): Promise<void> {
     this.stopping = true;
-    this.wake?.();
+    for (const wake of [...this.wakers]) wake();
     const running = [...this.procs.values()];
     for (const name of this.procs.keys()) this.deps.event(this.pod, "Normal", "Killing", `Stopping container ${name}`);
     for (const p of running) p.signal("SIGTERM");
