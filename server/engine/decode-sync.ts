@@ -32,6 +32,8 @@ export class DecodeSync {
   private active = 0;
   /** Sequences that queued a token and wait for its result. */
   private awaiting = 0;
+  /** Sequences handing text to their consumer: a slow client must not hold the others' decode back. */
+  private suspended = 0;
   private parked: Array<() => void> = [];
   private parkTimer: NodeJS.Timeout | undefined;
   readonly stats: DecodeStats = { decodes: 0, gateTimeouts: 0, dispatchTimeouts: 0, batchTokens: 0, generatingTokens: 0 };
@@ -62,6 +64,15 @@ export class DecodeSync {
     this.awaiting++;
   }
 
+  /** Around handing text to the consumer (a `yield`). */
+  suspend(): void {
+    this.suspended++;
+  }
+
+  resume(): void {
+    this.suspended--;
+  }
+
   /** Call when the token (or an error) arrived. */
   afterDecode(): void {
     if (this.dispatchedAt !== undefined) {
@@ -79,7 +90,8 @@ export class DecodeSync {
    * that check and the next one.
    */
   gate(): Promise<void> | undefined {
-    if (this.opts.disabled) return undefined;
+    // Alone, there is nobody to wait for.
+    if (this.opts.disabled || (this.active <= 1 && this.parked.length === 0)) return undefined;
     const parked = new Promise<void>((resolve) => this.parked.push(resolve));
     if (this.awaiting === 0) this.scheduleRelease();
     else this.parkTimer ??= setTimeout(() => { this.stats.gateTimeouts++; this.releaseAll(); }, this.waitBound());
@@ -92,9 +104,13 @@ export class DecodeSync {
       setImmediate(dispatch);
       return;
     }
+    if (this.active <= 1) {
+      dispatch();
+      return;
+    }
     const deadline = performance.now() + this.waitBound();
     const check = (): void => {
-      if (this.awaiting >= this.active) dispatch();
+      if (this.awaiting >= this.active - this.suspended) dispatch();
       else if (performance.now() >= deadline) { this.stats.dispatchTimeouts++; dispatch(); }
       else setImmediate(check);
     };

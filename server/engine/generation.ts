@@ -96,7 +96,14 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
       evalCount++;
       history.push(token);
       const piece = stops.push(text.push(token));
-      if (piece.emit) yield { type: "text", text: piece.emit };
+      if (piece.emit) {
+        sync.suspend();
+        try {
+          yield { type: "text", text: piece.emit };
+        } finally {
+          sync.resume();
+        }
+      }
       if (piece.stopped) break;
       if (job.signal.aborted) { reason = "abort"; break; }
       if (sampling.maxTokens !== undefined && evalCount >= sampling.maxTokens) { reason = "length"; break; }

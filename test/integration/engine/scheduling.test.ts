@@ -174,3 +174,16 @@ test("shutdown refuses new work", async () => {
   const it = engine.generate(request(model, chat("late"), { num_predict: 1 }))[Symbol.asyncIterator]();
   await assert.rejects(it.next(), (e) => isAppError(e) && e.code === "SHUTTING_DOWN");
 });
+
+test("shutdown lets running streams finish until the deadline, then aborts them", async () => {
+  const engine = await makeEngine({ numParallel: 2 });
+  const model = await endless();
+  const short = startStream(engine.generate(request(model, chat("short"), { num_predict: 5 })));
+  const endlessRun = startStream(engine.generate(request(model, chat("endless"), { num_predict: -1 })));
+  await Promise.all([short.firstText, endlessRun.firstText]);
+  await engine.shutdown({ deadlineMs: 300 });
+  assert.equal((await short.done).stats.doneReason, "length");
+  const cut = await endlessRun.done;
+  assert.ok(cut.stats.doneReason === "abort" || cut.stats.doneReason === "length");
+  assert.equal(engine.running().length, 0);
+});

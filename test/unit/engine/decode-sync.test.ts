@@ -61,3 +61,14 @@ test("the prioritisation strategy counts decode steps and reports batch fill", (
   assert.deepEqual(seen, [[2, 2, 2]]);
   assert.equal(sync.stats.decodes, 1);
 });
+
+test("a sequence whose consumer is slow does not hold back the dispatch of the others", async () => {
+  const sync = new DecodeSync({ maxWaitMs: 10_000 });
+  sync.enter(); sync.enter();
+  sync.suspend(); // the second sequence is handing text to a stalled client
+  sync.beforeDecode();
+  let dispatched = false;
+  sync.dispatchSchedule(() => { dispatched = true; });
+  await new Promise((r) => setTimeout(r, 5));
+  assert.equal(dispatched, true);
+});
