@@ -1,7 +1,7 @@
 // Content-addressed blob files: blobs/sha256-<hex>. Writes go to a temp file in blobs/ while hashing, are verified,
 // fsynced and then linked into place only if absent, so a blob file, once visible, is always complete and correct.
 import { createHash, randomBytes } from "node:crypto";
-import { createReadStream } from "node:fs";
+import { createReadStream, createWriteStream } from "node:fs";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { Readable } from "node:stream";
@@ -72,21 +72,15 @@ export class BlobStore {
     const hash = createHash("sha256");
     let size = 0;
     try {
-      const file = await fs.open(temp, "wx");
-      try {
-        const input = typeof source === "string" || source instanceof Uint8Array ? Readable.from([Buffer.from(source)]) : source;
-        await pipeline(input, async function* (chunks: AsyncIterable<Uint8Array | string>) {
-          for await (const chunk of chunks) {
-            const buf = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
-            hash.update(buf);
-            size += buf.length;
-            yield buf;
-          }
-        }, file.createWriteStream({ autoClose: false }));
-        await file.sync();
-      } finally {
-        await file.close();
-      }
+      const input = typeof source === "string" || source instanceof Uint8Array ? Readable.from([Buffer.from(source)]) : source;
+      await pipeline(input, async function* (chunks: AsyncIterable<Uint8Array | string>) {
+        for await (const chunk of chunks) {
+          const buf = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+          hash.update(buf);
+          size += buf.length;
+          yield buf;
+        }
+      }, createWriteStream(temp, { flags: "wx", flush: true })); // flush: fsync before close
       const digest = digestOf(hash.digest("hex"));
       if (expected && digest !== expected) {
         throw new AppError("STORE_DIGEST_MISMATCH", `digest mismatch: expected ${expected}, got ${digest}`, { param: "digest" });
@@ -116,6 +110,19 @@ export class BlobStore {
       if (!isErrno(e, "EXDEV", "EPERM", "EACCES", "ENOTSUP", "EOPNOTSUPP", "EMLINK")) throw e;
     }
     return this.put(createReadStream(file), hashed.digest);
+  }
+
+  /**
+   * Moves into place a file whose sha256 the caller has already verified (a finished hub download), by hard link or
+   * rename: no copy, no second hash. The file is gone afterwards. Returns whether this call created the blob.
+   */
+  async adoptVerified(file: string, digest: Digest): Promise<boolean> {
+    await fs.mkdir(this.dir, { recursive: true });
+    try {
+      return await this.linkIntoPlace(file, digest);
+    } finally {
+      await fs.rm(file, { force: true });
+    }
   }
 
   /** Removes a blob; false when it was not there. */
