@@ -187,3 +187,32 @@ test("shutdown lets running streams finish until the deadline, then aborts them"
   assert.ok(cut.stats.doneReason === "abort" || cut.stats.doneReason === "length");
   assert.equal(engine.running().length, 0);
 });
+
+test("maxLoadedModels 2: the least recently used idle model is the one evicted", async () => {
+  const engine = await makeEngine({ maxLoadedModels: 2 });
+  try {
+    const [a, b, c] = [await endless("lru-a", 11), await endless("lru-b", 12), await endless("lru-c", 13)];
+    await engine.load(a, {});
+    await engine.load(b, {});
+    await collect(engine.generate(request(a, chat("touch a"), { num_predict: 1 })));
+    await engine.load(c, {});
+    assert.deepEqual(engine.running().map((m) => m.name).sort(), ["lru-a", "lru-c"]);
+  } finally {
+    await engine.shutdown();
+  }
+});
+
+test("a model file that cannot be loaded fails with MODEL_LOAD_FAILED before streaming", async () => {
+  const engine = await makeEngine();
+  try {
+    const broken = specFor("/nonexistent/model.gguf", "broken");
+    const it = engine.generate(request(broken, chat("x"), { num_predict: 1 }))[Symbol.asyncIterator]();
+    await assert.rejects(it.next(), (e) => isAppError(e) && e.code === "MODEL_LOAD_FAILED" && e.message.includes("broken"));
+    assert.equal(engine.isLoaded("broken"), false);
+    // The engine stays usable.
+    const ok = await collect(engine.generate(request(await endless(), chat("fine"), { num_predict: 2 })));
+    assert.equal(ok.stats.evalCount, 2);
+  } finally {
+    await engine.shutdown();
+  }
+});
