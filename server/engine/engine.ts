@@ -3,7 +3,7 @@
 import type { Logger } from "../common/logger.ts";
 import { AppError } from "../common/errors.ts";
 import { embedTexts } from "./embedding.ts";
-import { contextOverflow, runGeneration } from "./generation.ts";
+import { commonPrefixLength, contextOverflow, runGeneration } from "./generation.ts";
 import { GrammarCache } from "./grammars.ts";
 import { llamaRuntime } from "./llama-runtime.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
@@ -59,7 +59,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
       const prompt = buildPrompt({ model: loaded.model, spec: loaded.spec, chatWrapper: loaded.chatWrapper, renderTemplate: opts.renderTemplate }, req.input);
       if (prompt.tokens.length >= loaded.contextLength) throw contextOverflow(prompt.tokens.length, loaded.contextLength);
       const grammar = await grammars.get(req.format);
-      const sequence = await loaded.pool.acquire(signal, (s) => commonPrefix(s.contextTokens, prompt.tokens));
+      const sequence = await loaded.pool.acquire(signal, (s) => commonPrefixLength(s.contextTokens, prompt.tokens));
       try {
         yield* runGeneration({ loaded, sequence, promptTokens: prompt.tokens, stopStrings: prompt.stopStrings, sampling, grammar, signal, metrics, startedNs, loadDurationNs });
       } finally {
@@ -136,11 +136,4 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
       await Promise.all([...registry.models.values()].map((m) => registry.unload(m)));
     },
   };
-}
-
-function commonPrefix(a: readonly number[], b: readonly number[]): number {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  while (i < n && a[i] === b[i]) i++;
-  return i;
 }

@@ -156,9 +156,4 @@ export class ModelRegistry {
     }
     return best;
   }
-
-  /** Unloading models count until gone. */
-  get busyUnloading(): number {
-    return this.unloads.size;
-  }
 }

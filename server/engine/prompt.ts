@@ -2,7 +2,7 @@
 // renderer) or the GGUF chat template (node-llama-cpp chat wrapper, resolved once per loaded model). Raw prompts are
 // tokenized verbatim.
 import type { ChatHistoryItem, ChatWrapper, LlamaModel, Token } from "node-llama-cpp";
-import { AppError } from "../common/errors.ts";
+import { AppError, isAppError } from "../common/errors.ts";
 import type { ChatMessage, ModelSpec, PromptInput } from "./types.ts";
 
 /** Ollama's template data. */
@@ -29,6 +29,9 @@ export interface PromptContext {
 }
 
 export function buildPrompt(ctx: PromptContext, input: PromptInput): BuiltPrompt {
+  const hasImages = input.kind === "chat" ? input.messages.some((m) => (m.images?.length ?? 0) > 0) : (input.images?.length ?? 0) > 0;
+  // node-llama-cpp has no image input; silently dropping images would make the model answer about nothing.
+  if (hasImages) throw new AppError("BAD_REQUEST", `model "${ctx.spec.name}" does not support images`, { param: "images" });
   if (input.kind === "chat") {
     const history = withDefaultSystem([...ctx.spec.messages, ...input.messages], ctx.spec.system);
     if (ctx.spec.template !== undefined) return renderToTokens(ctx, ctx.spec.template, templateData(history));
@@ -63,7 +66,13 @@ export function templateData(history: ChatMessage[]): TemplateData {
 
 function renderToTokens(ctx: PromptContext, template: string, data: TemplateData): BuiltPrompt {
   if (!ctx.renderTemplate) throw new AppError("TEMPLATE_ERROR", "TEMPLATE overrides are not supported: no template renderer configured");
-  const text = ctx.renderTemplate(template, data);
+  let text: string;
+  try {
+    text = ctx.renderTemplate(template, data);
+  } catch (e) {
+    if (isAppError(e)) throw e;
+    throw new AppError("TEMPLATE_ERROR", `template error: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+  }
   return { tokens: withBos(ctx.model, ctx.model.tokenize(text, true)), stopStrings: [] };
 }
 

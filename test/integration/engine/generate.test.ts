@@ -114,3 +114,16 @@ test("an invalid JSON schema is a bad request", async () => {
   const it = engine.generate(request(endless, chat("x"), { num_predict: 2 }, { format: { schema: { type: "no-such-type" } } }))[Symbol.asyncIterator]();
   await assert.rejects(it.next(), (e) => isAppError(e) && e.code === "BAD_REQUEST");
 });
+
+test("images and broken templates are refused before streaming", async () => {
+  const img = engine.generate(request(endless, { kind: "chat", messages: [{ role: "user", content: "see", images: [new Uint8Array([1, 2])] }] }))[Symbol.asyncIterator]();
+  await assert.rejects(img.next(), (e) => isAppError(e) && e.code === "BAD_REQUEST" && /does not support images/.test(e.message));
+  const broken = specFor(endless.modelPath, "broken-template", { template: "{{ .Nope" });
+  const failing = await makeEngine({ renderTemplate: () => { throw new Error("unclosed action"); } });
+  try {
+    const it = failing.generate(request(broken, chat("x")))[Symbol.asyncIterator]();
+    await assert.rejects(it.next(), (e) => isAppError(e) && e.code === "TEMPLATE_ERROR" && e.message.includes("unclosed action"));
+  } finally {
+    await failing.shutdown();
+  }
+});
