@@ -2,21 +2,20 @@
 // (GANTRY_MODELS): blobs/sha256-<hex> and manifests/<host>/<namespace>/<model>/<tag>.
 import fs from "node:fs/promises";
 import path from "node:path";
-import { modelNotFound } from "../common/errors.ts";
+import { AppError, modelNotFound } from "../common/errors.ts";
 import type { Logger } from "../common/logger.ts";
 import { silentLogger } from "../common/logger.ts";
 import type { ModelSpec } from "../engine/types.ts";
 import { assertGguf, GgufSummaryCache, readGgufSummary } from "../gguf/metadata.ts";
 import type { CreateRequest, ShowResponse } from "../api/store-schemas.ts";
 import { BlobStore, hashFile } from "./blobs.ts";
-import { createModel, type ProgressListener } from "./create.ts";
+import { createModel, isPathRef, type ProgressListener } from "./create.ts";
 import type { Digest } from "./digest.ts";
 import { decodeLayers, toSamplingOptions, type DecodedLayers } from "./layers.ts";
 import { ManifestStore, ModelConfigSchema, referencedDigests, type StoredManifest } from "./manifests.ts";
 import { formatModelName, parseModelName } from "./names.ts";
 import { formatParameters, modelCapabilities, renderModelfile } from "./show-format.ts";
 import type { ModelDetails, ModelResolver, ModelSummary } from "./types.ts";
-
 
 export class ModelStore implements ModelResolver {
   readonly root: string;
@@ -146,7 +145,15 @@ export class ModelStore implements ModelResolver {
   }
 
   private async read(name: string): Promise<StoredManifest> {
-    const stored = await this.manifests.read(parseModelName(name));
+    let parsed;
+    try {
+      parsed = parseModelName(name);
+    } catch (e) {
+      // "./missing.gguf" is a file that is not there rather than a malformed model name.
+      if (isPathRef(name)) throw new AppError("MODEL_NOT_FOUND", `model file "${name}" not found on the server`, { param: "model" });
+      throw e;
+    }
+    const stored = await this.manifests.read(parsed);
     if (!stored) throw modelNotFound(name);
     return stored;
   }

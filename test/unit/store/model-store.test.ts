@@ -1,0 +1,178 @@
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { test } from "node:test";
+import type { Progress } from "../../../server/api/store-schemas.ts";
+import { AppError, type ErrorCode } from "../../../server/common/errors.ts";
+import { parseDigest } from "../../../server/store/digest.ts";
+import { ModelStore } from "../../../server/store/model-store.ts";
+import { tinyModelPath } from "../../support/models.ts";
+
+const fileDigest = async (file: string) => parseDigest(`sha256:${createHash("sha256").update(await fs.readFile(file)).digest("hex")}`);
+const newStore = async () => new ModelStore({ root: await fs.mkdtemp(path.join(os.tmpdir(), "gantry-store-")) });
+const code = (c: ErrorCode) => (e: unknown) => e instanceof AppError && e.code === c;
+
+async function createCollecting(store: ModelStore, req: Parameters<ModelStore["create"]>[0]): Promise<string[]> {
+  const statuses: string[] = [];
+  await store.create(req, (p: Progress) => statuses.push(p.status));
+  return statuses;
+}
+
+test("create from a GGUF path imports it as a blob and resolves to it", async () => {
+  const store = await newStore();
+  const gguf = await tinyModelPath();
+  const digest = await fileDigest(gguf);
+  const statuses = await createCollecting(store, { model: "tiny:v1", from: gguf });
+  assert.deepEqual(statuses, ["parsing GGUF", `creating new layer ${digest}`, "writing manifest", "success"]);
+
+  const spec = await store.resolve("tiny:v1");
+  assert.equal(spec.name, "tiny:v1");
+  assert.equal(spec.digest, digest);
+  assert.equal(spec.modelPath, store.blobs.path(digest));
+  assert.equal(await fileDigest(spec.modelPath), digest, "the stored blob is the same bytes");
+  assert.equal(spec.size, (await fs.stat(gguf)).size);
+  assert.deepEqual(spec.parameters, {});
+  assert.deepEqual(spec.messages, []);
+  assert.equal(spec.template, undefined);
+
+  const again = await createCollecting(store, { model: "TINY:v1", from: gguf });
+  assert.ok(again.includes(`using existing layer ${digest}`));
+  const list = await store.list();
+  assert.equal(list.length, 1, "a differently-cased name is the same model");
+  assert.equal(list[0]!.details.family, "llama");
+  assert.equal(list[0]!.details.quantization_level, "F32");
+  assert.equal(list[0]!.details.format, "gguf");
+  assert.match(list[0]!.details.parameter_size, /^\d+(\.\d+)?[KMB]$/);
+});
+
+test("create with overrides stores template, system, parameters, messages and license layers", async () => {
+  const store = await newStore();
+  const gguf = await tinyModelPath();
+  await store.create({ model: "base", from: gguf, parameters: { temperature: 0.5, stop: "<|im_end|>" } });
+  await store.create({
+    model: "alice/derived:chat",
+    from: "base",
+    template: "{{ .System }} {{ .Prompt }}",
+    system: "You are terse.",
+    parameters: { top_k: 20, stop: ["<|im_end|>", "<|im_start|>"] },
+    messages: [{ role: "user", content: "hi" }, { role: "assistant", content: "hello" }],
+    license: ["MIT", "Apache-2.0"],
+  });
+  const spec = await store.resolve("alice/derived:chat");
+  assert.equal(spec.name, "alice/derived:chat");
+  assert.equal(spec.template, "{{ .System }} {{ .Prompt }}");
+  assert.equal(spec.system, "You are terse.");
+  assert.deepEqual(spec.parameters, { temperature: 0.5, top_k: 20, stop: ["<|im_end|>", "<|im_start|>"] }, "merged over the base's parameters");
+  assert.deepEqual(spec.messages, [{ role: "user", content: "hi" }, { role: "assistant", content: "hello" }]);
+  assert.equal(spec.digest, (await store.resolve("base")).digest, "shares the base's weights");
+
+  const base = await store.resolve("base");
+  assert.deepEqual(base.parameters, { temperature: 0.5, stop: ["<|im_end|>"] }, "a single stop string becomes a list");
+
+  const shown = await store.show("alice/derived:chat");
+  assert.equal(shown.license, "MIT\nApache-2.0");
+  assert.equal(shown.system, "You are terse.");
+  assert.equal(shown.template, "{{ .System }} {{ .Prompt }}");
+  assert.equal(shown.parameters, [
+    `stop                           "<|im_end|>"`,
+    `stop                           "<|im_start|>"`,
+    `temperature                    0.5`,
+    `top_k                          20`,
+  ].join("\n"));
+  assert.match(shown.modelfile, /^FROM .*sha256-[0-9a-f]{64}$/m);
+  assert.match(shown.modelfile, /^SYSTEM """You are terse\."""$/m);
+  assert.match(shown.modelfile, /^PARAMETER top_k 20$/m);
+  assert.match(shown.modelfile, /^MESSAGE assistant hello$/m);
+  assert.deepEqual(shown.messages, [{ role: "user", content: "hi" }, { role: "assistant", content: "hello" }]);
+});
+
+test("create from uploaded files: the model GGUF and an mmproj projector", async () => {
+  const store = await newStore();
+  const model = await store.blobs.importFile(await tinyModelPath());
+  const projector = await store.blobs.importFile(await tinyModelPath({ seed: 7 }));
+  const statuses = await createCollecting(store, { model: "vision", files: { "model.gguf": model.digest, "mmproj-model-f16.gguf": projector.digest } });
+  assert.deepEqual(statuses.filter((s) => s.includes("layer")), [`using existing layer ${model.digest}`, `using existing layer ${projector.digest}`]);
+  const spec = await store.resolve("vision");
+  assert.equal(spec.digest, model.digest);
+  assert.equal(spec.projector, store.blobs.path(projector.digest));
+  assert.deepEqual((await store.show("vision")).capabilities, ["completion", "vision"]);
+});
+
+test("create rejects bad requests before writing anything", async () => {
+  const store = await newStore();
+  const notGguf = await store.blobs.put(Buffer.from("definitely not a gguf"));
+  const missing = parseDigest(`sha256:${"0".repeat(64)}`);
+  const textFile = path.join(store.root, "weights.gguf");
+  await fs.writeFile(textFile, "PK\u0003\u0004 zip, not gguf");
+  await assert.rejects(store.create({ model: "x", files: { "m.gguf": notGguf.digest } }), code("MODEL_INVALID_FILE"));
+  await assert.rejects(store.create({ model: "x", files: { "m.gguf": missing } }), code("BLOB_NOT_FOUND"));
+  await assert.rejects(store.create({ model: "x", files: { "m.gguf": "sha256:../../etc" } }), code("STORE_INVALID_DIGEST"));
+  await assert.rejects(store.create({ model: "x", files: { "model.safetensors": notGguf.digest } }), code("UNSUPPORTED_FIELD"));
+  await assert.rejects(store.create({ model: "x", from: textFile }), code("MODEL_INVALID_FILE"));
+  await assert.rejects(store.create({ model: "x", from: "/nonexistent/model.gguf" }), code("BAD_REQUEST"));
+  await assert.rejects(store.create({ model: "x", from: "no-such-model" }), code("MODEL_NOT_FOUND"));
+  await assert.rejects(store.create({ model: "x" }), code("BAD_REQUEST"));
+  await assert.rejects(store.create({ model: "bad name!", from: await tinyModelPath() }), code("MODEL_INVALID_NAME"));
+  await assert.rejects(store.create({ model: "x", from: "base", quantize: "q4_K_M" }), code("UNSUPPORTED_FIELD"));
+  assert.deepEqual(await store.list(), []);
+});
+
+test("delete removes the manifest and only the blobs no other model uses", async () => {
+  const store = await newStore();
+  const gguf = await tinyModelPath();
+  const modelDigest = await fileDigest(gguf);
+  await store.create({ model: "base", from: gguf });
+  await store.create({ model: "derived", from: "base", system: "only in derived" });
+  const before = await Promise.all((await store.blobs.list()).map((b) => fs.readFile(store.blobs.path(b.digest), "utf8")));
+  assert.ok(before.includes("only in derived"));
+
+  await store.delete("derived");
+  await assert.rejects(store.resolve("derived"), code("MODEL_NOT_FOUND"));
+  const afterFirst = (await store.blobs.list()).map((b) => b.digest);
+  assert.ok(afterFirst.includes(modelDigest), "weights still used by base");
+  const texts = await Promise.all(afterFirst.map((d) => fs.readFile(store.blobs.path(d), "utf8")));
+  assert.ok(!texts.includes("only in derived"), "the system layer only derived used is gone");
+
+  await store.delete("base");
+  assert.deepEqual(await store.blobs.list(), [], "nothing is left once no model references the blobs");
+  await assert.rejects(store.delete("base"), code("MODEL_NOT_FOUND"));
+});
+
+test("copy gives a second name that survives deleting the first", async () => {
+  const store = await newStore();
+  await store.create({ model: "orig:1", from: await tinyModelPath() });
+  await store.copy("orig:1", "team/alias:stable");
+  assert.deepEqual((await store.list()).map((m) => m.name).sort(), ["orig:1", "team/alias:stable"]);
+  const [a, b] = [await store.resolve("orig:1"), await store.resolve("team/alias:stable")];
+  assert.equal(a.digest, b.digest);
+  await store.delete("orig:1");
+  const alias = await store.resolve("team/alias:stable");
+  assert.equal(await fileDigest(alias.modelPath), alias.digest, "shared blobs were kept");
+  await assert.rejects(store.copy("orig:1", "x"), code("MODEL_NOT_FOUND"));
+  await assert.rejects(store.copy("team/alias:stable", "bad//name"), code("MODEL_INVALID_NAME"));
+});
+
+test("resolve of a .gguf path gives an ad-hoc spec without importing the file", async () => {
+  const store = await newStore();
+  const gguf = await tinyModelPath();
+  const spec = await store.resolve(gguf);
+  assert.equal(spec.modelPath, gguf);
+  assert.equal(spec.name, gguf);
+  assert.equal(spec.digest, await fileDigest(gguf));
+  assert.equal(spec.size, (await fs.stat(gguf)).size);
+  assert.deepEqual(await store.blobs.list(), []);
+  assert.deepEqual((await store.show(gguf)).details.family, "llama");
+  await assert.rejects(store.resolve("./missing/model.gguf"), code("MODEL_NOT_FOUND"));
+  await assert.rejects(store.resolve("unknown-model"), code("MODEL_NOT_FOUND"));
+  await assert.rejects(store.resolve("in valid"), code("MODEL_INVALID_NAME"));
+});
+
+test("prune removes uploads no model references", async () => {
+  const store = await newStore();
+  await store.create({ model: "m", from: await tinyModelPath() });
+  const orphan = await store.blobs.put(Buffer.from("uploaded but never used"));
+  assert.deepEqual(await store.prune(), [orphan.digest]);
+  assert.ok(await store.resolve("m"));
+});
