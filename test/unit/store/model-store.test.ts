@@ -4,7 +4,7 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
-import type { Progress } from "../../../server/api/store-schemas.ts";
+import { CreateRequestSchema, type Progress } from "../../../server/api/store-schemas.ts";
 import { AppError, type ErrorCode } from "../../../server/common/errors.ts";
 import { parseDigest } from "../../../server/store/digest.ts";
 import { ModelStore } from "../../../server/store/model-store.ts";
@@ -50,7 +50,8 @@ test("create from a GGUF path imports it as a blob and resolves to it", async ()
 test("create with overrides stores template, system, parameters, messages and license layers", async () => {
   const store = await newStore();
   const gguf = await tinyModelPath();
-  await store.create({ model: "base", from: gguf, parameters: { temperature: 0.5, stop: "<|im_end|>" } });
+  // Through the wire schema, as the route does: a single stop string becomes a list.
+  await store.create(CreateRequestSchema.parse({ model: "base", from: gguf, parameters: { temperature: 0.5, stop: "<|im_end|>" } }));
   await store.create({
     model: "alice/derived:chat",
     from: "base",
