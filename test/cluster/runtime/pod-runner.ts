@@ -13,7 +13,7 @@ import { createPodNetwork, deletePodNetwork } from "./pod-network.ts";
 import type { Condition, ContainerRecord, PodRecord } from "./pod-status.ts";
 import { apiTime, podStatus } from "./pod-status.ts";
 import { probeOnce } from "./probes.ts";
-import { containerMounts, mountsFileText, podDir, prepareVolumes } from "./volumes.ts";
+import { containerMounts, containerPidFile, mountsFileText, podDir, prepareVolumes } from "./volumes.ts";
 
 export interface RunnerDeps {
   core: CoreV1Api;
@@ -26,6 +26,8 @@ export interface RunnerDeps {
   event(pod: V1Pod, type: "Normal" | "Warning", reason: string, message: string): void;
   log(msg: string): void;
 }
+
+type LaunchBase = { mountsFile: string; env: Record<string, string>; workingDir: string };
 
 const BACKOFF_START_MS = Number(process.env.GANTRY_RUNTIME_BACKOFF_SECONDS ?? 1) * 1000;
 const BACKOFF_MAX_MS = 30_000, BACKOFF_RESET_MS = 60_000;
@@ -151,11 +153,13 @@ export class PodRunner {
     });
   }
 
-  private async launchSpec(spec: V1Container): Promise<{ mountsFile: string; env: Record<string, string>; workingDir: string }> {
+  private async launchSpec(spec: V1Container): Promise<LaunchBase> {
     const dir = podDir(this.deps.clusterDir, this.pod);
     fs.mkdirSync(dir, { recursive: true });
+    // Written atomically: a container (re)starting must never read a half-written file and run without its mounts.
     const mountsFile = path.join(dir, `${spec.name}.mounts`);
-    fs.writeFileSync(mountsFile, mountsFileText(containerMounts(spec, this.volumes)));
+    fs.writeFileSync(`${mountsFile}.tmp`, mountsFileText(containerMounts(spec, this.volumes)));
+    fs.renameSync(`${mountsFile}.tmp`, mountsFile);
     const ns = this.pod.metadata?.namespace ?? "default";
     const data = {
       configMap: async (name: string) => (await this.deps.core.readNamespacedConfigMap({ name, namespace: ns }).catch(() => undefined))?.data ?? undefined,
@@ -180,6 +184,7 @@ export class PodRunner {
     const startedAt = now();
     const proc = launch({ netns: net.netns, ...ls, argv, logFile });
     this.procs.set(spec.name, proc);
+    fs.writeFileSync(containerPidFile(this.deps.clusterDir, this.pod, spec.name), String(proc.pid));
     rec.state = { kind: "running", startedAt };
     rec.started = true;
     rec.ready = probes && !spec.readinessProbe;
@@ -188,14 +193,14 @@ export class PodRunner {
     this.notify();
     let alive = true;
     if (probes && spec.readinessProbe) {
-      void this.probeLoop(spec, spec.readinessProbe, () => alive, (ok) => {
+      void this.probeLoop(spec, ls, spec.readinessProbe, () => alive, (ok) => {
         if (!ok) this.deps.event(this.pod, "Warning", "Unhealthy", `Readiness probe failed for container ${spec.name}`);
         rec.ready = ok;
         this.notify();
       });
     }
     if (probes && spec.livenessProbe) {
-      void this.probeLoop(spec, spec.livenessProbe, () => alive, (ok) => {
+      void this.probeLoop(spec, ls, spec.livenessProbe, () => alive, (ok) => {
         if (ok) return;
         this.deps.event(this.pod, "Normal", "Killing", `Container ${spec.name} failed liveness probe, will be restarted`);
         proc.signal("SIGKILL");
@@ -212,14 +217,13 @@ export class PodRunner {
   }
 
   /** Calls onChange(true/false) when the probe crosses its success/failure threshold; stops when alive() is false. */
-  private async probeLoop(spec: V1Container, probe: V1Probe, alive: () => boolean, onChange: (ok: boolean) => void): Promise<void> {
+  private async probeLoop(spec: V1Container, ls: LaunchBase, probe: V1Probe, alive: () => boolean, onChange: (ok: boolean) => void): Promise<void> {
     const period = (probe.periodSeconds ?? 10) * 1000;
     let state: boolean | undefined, ok = 0, bad = 0;
     await new Promise((r) => setTimeout(r, (probe.initialDelaySeconds ?? 0) * 1000));
     while (alive() && !this.stopping) {
-      const launchSpec = await this.launchSpec(spec);
       const success = await probeOnce(probe, { podIp: this.rec.podIp ?? "", container: spec,
-        exec: (command, timeoutMs) => execInPod({ netns: this.net?.netns ?? "", ...launchSpec, argv: command }, timeoutMs) });
+        exec: (command, timeoutMs) => execInPod({ netns: this.net?.netns ?? "", ...ls, argv: command }, timeoutMs) });
       if (!alive()) return;
       if (success) { ok++; bad = 0; } else { bad++; ok = 0; }
       if (success && ok >= (probe.successThreshold ?? 1) && state !== true) { state = true; onChange(true); }

@@ -12,6 +12,8 @@ export interface Mount { source: string; target: string; readOnly: boolean }
 
 export const claimDir = (clusterDir: string, namespace: string, claim: string): string => path.join(clusterDir, "volumes", namespace, claim);
 export const podDir = (clusterDir: string, pod: V1Pod): string => path.join(clusterDir, "pods", `${pod.metadata?.namespace}_${pod.metadata?.name}`);
+/** The host pid of a container's current process (tests kill it to exercise restarts). */
+export const containerPidFile = (clusterDir: string, pod: V1Pod, container: string): string => path.join(podDir(clusterDir, pod), `${container}.pid`);
 
 function writeFiles(dir: string, files: Record<string, string | Buffer>, items?: { key: string; path: string }[]): void {
   fs.mkdirSync(dir, { recursive: true });

@@ -6,9 +6,10 @@ import path from "node:path";
 import { after, before, test } from "node:test";
 import type { KubeConfig, V1Container, V1Pod } from "@kubernetes/client-node";
 import { CoreV1Api } from "@kubernetes/client-node";
+import { Ollama } from "ollama";
 import type { ControlPlane } from "../../cluster/control-plane.ts";
 import { PROCESS_RUNTIME_LABEL } from "../../cluster/kwok-config.ts";
-import { claimDir } from "../../cluster/runtime/volumes.ts";
+import { claimDir, containerPidFile } from "../../cluster/runtime/volumes.ts";
 import { createTestNamespace, ensureTestCluster, kubeConfigFor } from "../../cluster/test-cluster.ts";
 import { tinyModelPath } from "../../support/models.ts";
 
@@ -142,10 +143,11 @@ test("init containers run in order before the containers; a failing one is resta
   assert.equal(crashing.status?.containerStatuses?.[0]?.state?.running, undefined);
 });
 
-test("a pod running `gantry serve` on the tiny model answers HTTP at its pod IP", async () => {
+test("a pod running `gantry serve` on the tiny model from its claim answers at its pod IP, and again after a restart", async () => {
+  const models = claimDir(cp.dir, ns, "models");
   await createClaim("models");
-  fs.mkdirSync(claimDir(cp.dir, ns, "models"), { recursive: true });
-  fs.copyFileSync(await tinyModelPath(), path.join(claimDir(cp.dir, ns, "models"), "tiny.gguf"));
+  fs.mkdirSync(models, { recursive: true });
+  fs.copyFileSync(await tinyModelPath(), path.join(models, "tiny.gguf"));
   await createPod("serve", [{
     name: "gantry", image: "gantry.invalid/gantry:dev", args: ["serve", "--model", "/models/tiny.gguf"],
     env: [{ name: "GANTRY_HOST", value: "0.0.0.0:11434" }, { name: "GANTRY_MODELS", value: "/models/store" }],
@@ -154,8 +156,26 @@ test("a pod running `gantry serve` on the tiny model answers HTTP at its pod IP"
   }], "models");
   const pod = await readyPod("serve", 120_000);
   const base = `http://${pod.status?.podIP}:11434`;
-  const health = await fetch(`${base}/health`);
-  assert.equal(health.status, 200);
-  const version = await (await fetch(`${base}/api/version`)).json() as { version: string };
-  assert.match(version.version, /^\d+\.\d+\.\d+/);
+  const client = new Ollama({ host: base });
+
+  const servesTheModel = async (): Promise<void> => {
+    assert.equal((await fetch(`${base}/health`)).status, 200);
+    const version = await (await fetch(`${base}/api/version`)).json() as { version: string };
+    assert.match(version.version, /^\d+\.\d+\.\d+/);
+    const loaded = await client.ps();
+    assert.deepEqual(loaded.models.map((m) => m.name), ["/models/tiny.gguf"]);
+    const out = await client.generate({ model: "/models/tiny.gguf", prompt: "hello", stream: false, options: { num_predict: 4 } });
+    assert.equal(out.done, true);
+    assert.equal(out.eval_count, 4);
+  };
+  await servesTheModel();
+
+  const pid = Number(fs.readFileSync(containerPidFile(cp.dir, pod, "gantry"), "utf8"));
+  process.kill(pid, "SIGKILL");
+  await eventually("the gantry container restarted and Ready", async () => {
+    const p = await readPod("serve");
+    return p.status?.containerStatuses?.[0]?.restartCount === 1 && isReady(p) ? p : undefined;
+  }, 120_000);
+  await servesTheModel();
+  assert.ok(fs.existsSync(path.join(models, "tiny.gguf")));
 });
