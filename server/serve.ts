@@ -12,6 +12,7 @@ import { blobRoutes } from "./http/routes/blobs.ts";
 import { createRoutes } from "./http/routes/create.ts";
 import { modelRoutes } from "./http/routes/models.ts";
 import { ModelStore } from "./store/model-store.ts";
+import { cachedRenderer } from "./template/index.ts";
 import { VERSION } from "./version.ts";
 
 export interface RunningServer {
@@ -24,7 +25,7 @@ export interface RunningServer {
 }
 
 export async function startServer(config: ServerConfig, logger: Logger, opts: { preload?: string[] } = {}): Promise<RunningServer> {
-  const store = new ModelStore(config.GANTRY_MODELS, { logger });
+  const store = new ModelStore({ root: config.GANTRY_MODELS, logger });
   const metrics = new ServerMetrics();
   const engine = await createEngine({
     logger,
@@ -35,11 +36,12 @@ export async function startServer(config: ServerConfig, logger: Logger, opts: { 
     contextLength: config.GANTRY_CONTEXT_LENGTH,
     defaultKeepAliveMs: parseKeepAlive(config.GANTRY_KEEP_ALIVE),
     metrics: metrics.engineSink(),
+    renderTemplate: cachedRenderer(),
   });
   const readiness: ReadinessState = { loading: null, shuttingDown: false, failed: null };
   const app = createServerApp(
     { logger, engine, store, metrics, version: VERSION, readiness, config: { bodyLimit: config.GANTRY_BODY_LIMIT, origins: config.GANTRY_ORIGINS } },
-    { raw: [blobRoutes({ store, logger })], json: [createRoutes({ store, logger }), modelRoutes({ store, logger, engine })] },
+    { raw: [blobRoutes({ store, logger })], json: [createRoutes({ store, logger }), modelRoutes({ store, logger })] },
   );
   const { host, port } = parseHostPort(config.GANTRY_HOST);
   const server = await new Promise<Server>((resolve, reject) => {

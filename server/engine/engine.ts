@@ -56,7 +56,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
     const signal = AbortSignal.any([req.signal, shutdownController.signal]);
     const { loaded, loadDurationNs } = await registry.acquire(req.model, sampling.numCtx, keepAliveOf(req.keepAliveMs), signal);
     try {
-      const prompt = buildPrompt({ model: loaded.model, spec: loaded.spec, chatWrapper: loaded.chatWrapper, renderTemplate: opts.renderTemplate }, req.input);
+      const prompt = buildPrompt({ model: loaded.model, spec: req.model, chatWrapper: loaded.chatWrapper, renderTemplate: opts.renderTemplate }, req.input);
       if (prompt.tokens.length >= loaded.contextLength) throw contextOverflow(prompt.tokens.length, loaded.contextLength);
       const grammar = await grammars.get(req.format);
       const sequence = await loaded.pool.acquire(signal, (s) => commonPrefixLength(s.contextTokens, prompt.tokens));
@@ -87,7 +87,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
     load: (model, o) => withModel(model, o.keepAliveMs, o.numCtx, o.signal, async ({ loadDurationNs }) => ({ loadDurationNs })),
 
     async unload(name) {
-      const loaded = registry.models.get(name);
+      const loaded = registry.byName(name);
       if (!loaded) return false;
       await registry.unload(loaded);
       return true;
@@ -119,7 +119,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
     },
 
     isLoaded: (name) => {
-      const m = registry.models.get(name);
+      const m = registry.byName(name);
       return m !== undefined && !m.unloading;
     },
 

@@ -21,6 +21,8 @@ export interface LoadOptions {
 
 export class LoadedModel {
   readonly spec: ModelSpec;
+  /** Every model name that has used these weights (aliases share one loaded model). */
+  readonly names = new Set<string>();
   readonly model: LlamaModel;
   readonly context: LlamaContext;
   readonly chatWrapper: ChatWrapper;

@@ -43,17 +43,18 @@ export class ModelRegistry {
     for (;;) {
       if (this.closed) throw shuttingDown();
       if (signal?.aborted) throw clientClosed();
-      const existing = this.models.get(spec.name);
+      const existing = this.models.get(weightsKey(spec));
       if (existing) {
-        const fits = !existing.unloading && existing.spec.digest === spec.digest && (numCtx === undefined || existing.requestedContextLength === numCtx);
+        const fits = !existing.unloading && (numCtx === undefined || existing.requestedContextLength === numCtx);
         if (fits) {
+          existing.names.add(spec.name);
           existing.hold(keepAliveMs);
           return { loaded: existing, loadDurationNs: 0 };
         }
         await this.unload(existing);
         continue;
       }
-      const pending = this.loading.get(spec.name);
+      const pending = this.loading.get(weightsKey(spec));
       if (pending) {
         await pending.catch(() => undefined);
         continue;
@@ -84,7 +85,7 @@ export class ModelRegistry {
       p = (async () => {
         while (!loaded.idle) await this.changed();
         loaded.clearTimer();
-        this.models.delete(loaded.spec.name);
+        this.models.delete(weightsKey(loaded.spec));
         try {
           await loaded.dispose();
         } catch (e) {
@@ -131,7 +132,8 @@ export class ModelRegistry {
           llama: this.o.llama, spec, requestedContextLength: requested, parallel: this.o.numParallel, maxQueue: this.o.maxQueue,
           threads: this.o.threads, metrics: this.o.metrics, decodeWaitMs: this.o.decodeWaitMs, decodeSyncDisabled: this.o.decodeSyncDisabled,
         });
-        this.models.set(spec.name, loaded);
+        loaded.names.add(spec.name);
+        this.models.set(weightsKey(spec), loaded);
         this.o.logger.info({ model: spec.name, contextLength: loaded.contextLength, parallel: loaded.parallel, ms: Date.now() - started }, "model loaded");
         return loaded;
       } catch (e) {
@@ -140,13 +142,19 @@ export class ModelRegistry {
         throw new AppError("MODEL_LOAD_FAILED", `failed to load model "${spec.name}": ${e instanceof Error ? e.message : String(e)}`, { cause: e });
       }
     })();
-    this.loading.set(spec.name, p);
+    this.loading.set(weightsKey(spec), p);
     try {
       return await p;
     } finally {
-      this.loading.delete(spec.name);
+      this.loading.delete(weightsKey(spec));
       this.notify();
     }
+  }
+
+  /** The loaded model that a request under this name (or any alias of the same weights) is using. */
+  byName(name: string): LoadedModel | undefined {
+    for (const m of this.models.values()) if (m.names.has(name)) return m;
+    return undefined;
   }
 
   private leastRecentlyUsedIdle(): LoadedModel | undefined {
@@ -156,4 +164,12 @@ export class ModelRegistry {
     }
     return best;
   }
+}
+
+/**
+ * Loaded models are keyed by their weights, not their names: aliases (cp, create FROM another model, a GGUF path and
+ * its imported name) share one context. Prompt formatting always uses the request's own ModelSpec.
+ */
+export function weightsKey(spec: ModelSpec): string {
+  return [spec.digest, ...spec.adapters, spec.projector ?? ""].join("|");
 }

@@ -75,23 +75,27 @@ export async function startGeneration(engine: Engine, plan: GenerationPlan, sign
 export async function drain(deps: Pick<ServerDeps, "metrics">, started: StartedGeneration, model: string, t0: bigint, onText: (text: string) => void): Promise<GenerationStats> {
   let ev: GenerationEvent = started.first;
   let sawText = false;
-  for (;;) {
-    if (ev.type === "text") {
+  try {
+    for (;;) {
+      if (ev.type === "done") {
+        const s = ev.stats;
+        deps.metrics.promptTokens.inc({ model }, s.promptEvalCount);
+        deps.metrics.generatedTokens.inc({ model }, s.evalCount);
+        if (s.evalCount > 0 && s.evalDurationNs > 0) deps.metrics.tokensPerSecond.observe({ model }, s.evalCount / (s.evalDurationNs / 1e9));
+        return s;
+      }
       if (!sawText && ev.text.length > 0) {
         sawText = true;
         deps.metrics.ttft.observe({ model }, Number(process.hrtime.bigint() - t0) / 1e9);
       }
       onText(ev.text);
-    } else {
-      const s = ev.stats;
-      deps.metrics.promptTokens.inc({ model }, s.promptEvalCount);
-      deps.metrics.generatedTokens.inc({ model }, s.evalCount);
-      if (s.evalCount > 0 && s.evalDurationNs > 0) deps.metrics.tokensPerSecond.observe({ model }, s.evalCount / (s.evalDurationNs / 1e9));
-      return s;
+      const r = await started.rest.next();
+      if (r.done) throw new AppError("INTERNAL", "generation ended without final stats");
+      ev = r.value;
     }
-    const r = await started.rest.next();
-    if (r.done) throw new AppError("INTERNAL", "generation ended without final stats");
-    ev = r.value;
+  } finally {
+    // Closing the engine's generator runs its cleanup: the sequence goes back to the pool at once.
+    await started.rest.return?.();
   }
 }
 

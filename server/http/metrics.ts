@@ -1,6 +1,7 @@
 // Prometheus metrics of the model server (prom-client, one registry per server instance).
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { RequestHandler } from "express";
+import type { EngineMetricsSink } from "../engine/metrics.ts";
 
 export class ServerMetrics {
   readonly registry = new Registry();
@@ -20,6 +21,21 @@ export class ServerMetrics {
 
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: "gantry_process_" });
+  }
+
+  /** The engine's monitoring callbacks, recorded into this registry. Token counts and TTFT are recorded by the HTTP layer. */
+  engineSink(): EngineMetricsSink {
+    let loaded = 0;
+    return {
+      onLoad: (model, seconds) => { this.loadSeconds.observe({ model }, seconds); this.loadedModels.set(++loaded); },
+      onUnload: () => { this.loadedModels.set(loaded = Math.max(0, loaded - 1)); },
+      onDecode: (model, _batchTokens, generating, active) => {
+        this.decodeSteps.inc({ model });
+        if (active > 0 && generating > 0) this.batchFill.observe({ model }, Math.min(1, generating / active));
+      },
+      onQueueDepth: (model, depth) => { this.queueDepth.set({ model }, depth); },
+      onBusySequences: (model, busy) => { this.busySequences.set({ model }, busy); },
+    };
   }
 
   /** Express middleware counting requests by matched route (not raw path, to bound cardinality). */

@@ -4,3 +4,4 @@ export { TemplateError } from "./errors.ts";
 export { parseTemplate } from "./parser.ts";
 export { executeTemplate, renderTemplate } from "./render.ts";
 export { templateIdentifiers } from "./identifiers.ts";
+export { cachedRenderer } from "./cache.ts";

@@ -32,7 +32,7 @@ const cases: Case[] = [
   // /api/generate
   { name: "generate: invalid JSON", path: "/api/generate", raw: "{\"model\": \"tiny\",", status: 400, mentions: "json" },
   { name: "generate: body is an array", path: "/api/generate", raw: "[]", status: 400, mentions: "object" },
-  { name: "generate: empty body", path: "/api/generate", raw: "", status: 400, mentions: "object" },
+  { name: "generate: empty body", path: "/api/generate", raw: "", status: 400, mentions: "model" },
   { name: "generate: missing model", path: "/api/generate", body: { prompt: "hi" }, status: 400, mentions: "model" },
   { name: "generate: model is a number", path: "/api/generate", body: { model: 5, prompt: "hi" }, status: 400, mentions: "model" },
   { name: "generate: unknown model", path: "/api/generate", body: gen({ model: "no-such-model" }), status: 404, mentions: "no-such-model" },

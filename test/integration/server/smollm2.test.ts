@@ -3,7 +3,9 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { Ollama } from "ollama";
 import OpenAI from "openai";
-import { startTestServer, type TestServer } from "../../support/server.ts";
+import { createHash } from "node:crypto";
+import fs from "node:fs";
+import { createModel, startTestServer, type TestServer } from "../../support/server.ts";
 import { smollm2Path } from "../../support/models.ts";
 
 let srv: TestServer;
@@ -17,7 +19,16 @@ before(async () => {
   srv = await startTestServer({ args: ["--model", gguf] });
   ollama = new Ollama({ host: srv.url });
   openai = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: "placeholder" });
-  for await (const p of await ollama.create({ model: "smollm2:135m", from: gguf, stream: true })) void p;
+  // As a remote client does it: upload the GGUF as a blob, then create from `files` with the ollama client.
+  const digest = `sha256:${createHash("sha256").update(fs.readFileSync(gguf)).digest("hex")}`;
+  assert.equal((await fetch(`${srv.url}/api/blobs/${digest}`, { method: "HEAD" })).status, 404);
+  const up = await fetch(`${srv.url}/api/blobs/${digest}`, { method: "POST", body: fs.readFileSync(gguf) });
+  assert.equal(up.status, 201);
+  const statuses: string[] = [];
+  for await (const p of await ollama.create({ model: "smollm2:135m", files: { "SmolLM2-135M-Instruct.Q4_1.gguf": digest }, stream: true })) statuses.push(p.status);
+  assert.equal(statuses.at(-1), "success");
+  // And from a GGUF path on the server (curl's way: the ollama client refuses local paths).
+  await createModel(srv.url, "smollm2-copy", gguf);
 });
 after(async () => { await srv?.stop(); });
 
@@ -27,6 +38,8 @@ test("create from a GGUF path on the server, then list, show and ps see it", asy
   const list = await ollama.list();
   const m = list.models.find((x) => x.name === "smollm2:135m");
   assert.ok(m, `smollm2:135m listed: ${JSON.stringify(list.models.map((x) => x.name))}`);
+  assert.ok(list.models.some((x) => x.name === "smollm2-copy:latest"));
+  assert.equal(list.models.find((x) => x.name === "smollm2-copy:latest")?.size, m.size, "both names share the same blob");
   assert.equal(m.details.format, "gguf");
   assert.equal(m.details.quantization_level, "Q4_1");
   assert.equal(m.details.family, "llama");
@@ -69,8 +82,11 @@ test("openai client: chat completion and streaming", async () => {
 });
 
 test("generate with a system prompt", async () => {
-  const r = await ollama.generate({ model: "smollm2:135m", system: "You are a geography teacher.", prompt: "Name the capital of France in one word.", options: { temperature: 0, num_predict: 20 } });
+  const r = await ollama.generate({ model: "smollm2:135m", system: "You are a helpful assistant.", prompt: "What is the capital of France?", options: { temperature: 0, num_predict: 30 } });
   assert.match(r.response, /Paris/);
+  // raw: the prompt goes to the model verbatim, here already in the model's ChatML format.
+  const raw = await ollama.generate({ model: "smollm2:135m", raw: true, prompt: "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n", options: { temperature: 0, num_predict: 30 } });
+  assert.match(raw.response, /Paris/);
 });
 
 test("embeddings through both clients", async () => {
