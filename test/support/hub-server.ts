@@ -264,7 +264,11 @@ export class HubServer {
       log.bytes += chunk.length;
       const ok = chunk.length ? res.write(chunk) : true;
       if (log.bytes >= limit) break;
-      if (!ok) await new Promise<void>((resolve) => { res.once("drain", resolve); res.once("close", resolve); });
+      if (!ok) await new Promise<void>((resolve) => {
+        const done = () => { res.off("drain", done); res.off("close", done); resolve(); };
+        res.on("drain", done);
+        res.on("close", done);
+      });
     }
     if (log.bytes < limit) return void res.end();
     if (fault?.cutAfterBytes !== undefined) {

@@ -1,0 +1,282 @@
+// Resumable, verified downloads of one file into a partial file.
+//
+// - The partial file and its sidecar (sidecar.ts) survive interruptions: a new attempt, or a new process, resumes each
+//   part with `Range: bytes=<n>-<end>`; a 206 must carry the matching Content-Range, a 200 to a single-part resume
+//   means the server ignored the range and the part starts over.
+// - A connection that delivers no bytes for `stallMs` is aborted and retried with exponential backoff; attempts are
+//   bounded per part and counted only while no progress is made. Reported progress never goes backwards.
+// - Files above `parallelThreshold` are fetched as several ranges at once, each written at its offset (pwrite).
+// - The sha256 is computed incrementally when the file was written front to back in this process, else by reading
+//   the finished file; a mismatch deletes the partial data and its sidecar. Callers move the file into place only
+//   after this returns, so nothing unverified ever appears under a final name.
+import { createHash, type Hash } from "node:crypto";
+import { createReadStream } from "node:fs";
+import fs from "node:fs/promises";
+import { setTimeout as sleep } from "node:timers/promises";
+import { AppError } from "../common/errors.ts";
+import type { Logger } from "../common/logger.ts";
+import { silentLogger } from "../common/logger.ts";
+import { isRetryableStatus } from "./client.ts";
+import { completedBytes, planParts, readSidecar, writeSidecar, type Part, type Sidecar } from "./sidecar.ts";
+
+export interface DownloadTuning {
+  /** No bytes for this long aborts the connection and retries (default 30 s). */
+  stallMs: number;
+  /** Consecutive failed attempts of a part, without progress, before giving up (default 6). */
+  maxAttempts: number;
+  /** First retry delay, doubled per failure up to 10 s (default 500 ms). */
+  backoffMs: number;
+  /** Files larger than this are fetched in parallel parts (default 64 MiB). */
+  parallelThreshold: number;
+  /** Parts of a parallel download (default 4). */
+  maxParts: number;
+}
+
+export const DEFAULT_TUNING: DownloadTuning = { stallMs: 30_000, maxAttempts: 6, backoffMs: 500, parallelThreshold: 64 << 20, maxParts: 4 };
+
+export interface DownloadRequest {
+  url: string;
+  headers?: Record<string, string>;
+  /** Expected sha256, 64 lower-case hex digits. */
+  sha256: string;
+  /** Expected size in bytes. */
+  size: number;
+  /** Where the data is written; its sidecar is `${partialPath}.json`. */
+  partialPath: string;
+  /** File name for messages. */
+  label: string;
+  /** Error for a non-retryable HTTP status (401, 403, 404…). */
+  statusError: (status: number) => AppError;
+  tuning?: Partial<DownloadTuning>;
+  signal?: AbortSignal;
+  onProgress?: (completed: number, total: number) => void;
+  logger?: Logger;
+}
+
+export const sidecarPath = (partialPath: string): string => `${partialPath}.json`;
+
+class RetryableError extends Error {}
+/** The server answered a ranged request with the whole file: parallel parts are impossible, start over as one. */
+class RangeIgnoredError extends Error {}
+
+const STALLED = "stalled";
+
+/** Downloads and verifies; on return the partial file holds exactly the expected content. */
+export async function downloadVerified(req: DownloadRequest): Promise<void> {
+  const tuning = { ...DEFAULT_TUNING, ...req.tuning };
+  const log = req.logger ?? silentLogger;
+  const sidecarFile = sidecarPath(req.partialPath);
+  const digest = `sha256:${req.sha256}`;
+  const saved = await readSidecar(sidecarFile, { digest, total: req.size });
+  const fresh = (parts: number): Sidecar => ({ version: 1, url: req.url, digest, total: req.size, parts: planParts(req.size, parts) });
+  const wantedParts = req.size > tuning.parallelThreshold ? tuning.maxParts : 1;
+  const partialExists = await fs.stat(req.partialPath).then(() => true, () => false);
+  let state = saved && partialExists ? saved : fresh(wantedParts);
+  if (state === saved && completedBytes(state.parts) > 0) log.info({ file: req.label, completed: completedBytes(state.parts), total: req.size }, "resuming partial download");
+
+  let reported = 0;
+  const report = () => {
+    const completed = completedBytes(state.parts);
+    if (completed > reported) reported = completed;
+    req.onProgress?.(reported, req.size);
+  };
+  report();
+
+  for (;;) {
+    const file = await fs.open(req.partialPath, completedBytes(state.parts) > 0 ? "r+" : "w+");
+    const run = new Download(req, tuning, state, file, log, report);
+    try {
+      const hash = await run.all();
+      const actual = hash ?? (await hashFile(req.partialPath, req.signal));
+      if (actual !== req.sha256) {
+        await run.stop();
+        await fs.rm(req.partialPath, { force: true });
+        await fs.rm(sidecarFile, { force: true });
+        throw new AppError("STORE_DIGEST_MISMATCH", `sha256 mismatch for ${req.label}: the hub lists sha256:${req.sha256}, the downloaded data is sha256:${actual}; the partial download was deleted, pull again`);
+      }
+      return;
+    } catch (e) {
+      if (!(e instanceof RangeIgnoredError)) throw e;
+      log.warn({ file: req.label }, "server ignores Range requests; downloading as one part");
+      state = fresh(1);
+    } finally {
+      await run.stop();
+      await file.close();
+    }
+  }
+}
+
+async function hashFile(file: string, signal?: AbortSignal): Promise<string> {
+  const hash = createHash("sha256");
+  for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20, ...(signal ? { signal } : {}) })) hash.update(chunk as Buffer);
+  return hash.digest("hex");
+}
+
+/** One run over the parts of a download. */
+class Download {
+  private readonly req: DownloadRequest;
+  private readonly tuning: DownloadTuning;
+  private readonly state: Sidecar;
+  private readonly file: fs.FileHandle;
+  private readonly log: Logger;
+  private readonly report: () => void;
+  /** Aborts every part when one fails for good (or the caller aborts). */
+  private readonly stopAll = new AbortController();
+  private dirty = false;
+  private saver: NodeJS.Timeout | undefined;
+  /** Sidecar writes, one after another. */
+  private saving: Promise<void> = Promise.resolve();
+  /** Incremental sha256 while a single part is written front to back. */
+  private seq: { hash: Hash; upTo: number } | null = null;
+
+  constructor(req: DownloadRequest, tuning: DownloadTuning, state: Sidecar, file: fs.FileHandle, log: Logger, report: () => void) {
+    this.req = req;
+    this.tuning = tuning;
+    this.state = state;
+    this.file = file;
+    this.log = log;
+    this.report = report;
+  }
+
+  /** Runs every unfinished part; resolves with the sha256 when it could be computed on the way. */
+  async all(): Promise<string | null> {
+    const onAbort = () => this.stopAll.abort(this.req.signal!.reason);
+    this.req.signal?.addEventListener("abort", onAbort, { once: true });
+    if (this.req.signal?.aborted) onAbort();
+    await writeSidecar(sidecarPath(this.req.partialPath), this.state);
+    this.saver = setInterval(() => void this.save(), 500);
+    try {
+      if (this.state.parts.length === 1) await this.seedHash(this.state.parts[0]!);
+      const pending = this.state.parts.filter((p) => p.done < p.end - p.start).map((p, i) => this.runPart(p, i));
+      const results = await Promise.allSettled(pending);
+      const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
+      if (failed) throw this.req.signal?.aborted ? this.req.signal.reason : failed.reason;
+      return this.seq && this.seq.upTo === this.state.total ? this.seq.hash.digest("hex") : null;
+    } finally {
+      this.req.signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.saver);
+    await this.save();
+  }
+
+  private save(): Promise<void> {
+    this.saving = this.saving.then(async () => {
+      if (!this.dirty) return;
+      this.dirty = false;
+      await writeSidecar(sidecarPath(this.req.partialPath), this.state).catch((e: unknown) => this.log.warn({ err: e }, "cannot write download sidecar"));
+    });
+    return this.saving;
+  }
+
+  // A resumed single-part download hashes what is already on disk, so the rest can be hashed as it arrives.
+  private async seedHash(part: Part): Promise<void> {
+    const hash = createHash("sha256");
+    if (part.done > 0) {
+      for await (const chunk of createReadStream(this.req.partialPath, { start: 0, end: part.done - 1, highWaterMark: 1 << 20 })) hash.update(chunk as Buffer);
+    }
+    this.seq = { hash, upTo: part.done };
+  }
+
+  private async runPart(part: Part, index: number): Promise<void> {
+    let failures = 0;
+    while (part.done < part.end - part.start) {
+      const before = part.done;
+      try {
+        await this.fetchInto(part);
+        if (part.done < part.end - part.start) throw new RetryableError("connection closed before the part was complete");
+      } catch (e) {
+        const aborted = this.stopAll.signal.aborted;
+        if (aborted || !(e instanceof RetryableError)) {
+          if (!aborted) this.stopAll.abort(e);
+          throw e;
+        }
+        failures = part.done > before ? 1 : failures + 1;
+        if (failures >= this.tuning.maxAttempts) {
+          const err = new AppError("UPSTREAM_FAILED", `download of ${this.req.label} failed after ${failures} attempts without progress: ${e.message}`);
+          this.stopAll.abort(err);
+          throw err;
+        }
+        const delay = Math.min(10_000, this.tuning.backoffMs * 2 ** (failures - 1));
+        this.log.warn({ file: this.req.label, part: index, completed: part.done, reason: e.message, retryInMs: delay }, "download part interrupted; retrying");
+        await sleep(delay, undefined, { signal: this.stopAll.signal }).catch(() => {});
+      }
+    }
+  }
+
+  /** One HTTP request for the rest of a part; writes what arrives, returns when the body ends. */
+  private async fetchInto(part: Part): Promise<void> {
+    const single = this.state.parts.length === 1;
+    const from = part.start + part.done;
+    const headers: Record<string, string> = { ...this.req.headers };
+    const ranged = !(single && from === 0);
+    if (ranged) headers.Range = `bytes=${from}-${part.end - 1}`;
+    const conn = new AbortController();
+    const cancel = () => conn.abort(this.stopAll.signal.reason);
+    this.stopAll.signal.addEventListener("abort", cancel, { once: true });
+    let timer = setTimeout(() => conn.abort(STALLED), this.tuning.stallMs);
+    const alive = () => { clearTimeout(timer); timer = setTimeout(() => conn.abort(STALLED), this.tuning.stallMs); };
+    try {
+      let res: Response;
+      try {
+        res = await fetch(this.req.url, { headers, signal: conn.signal, redirect: "follow" });
+      } catch (e) {
+        throw this.classify(e, conn.signal);
+      }
+      alive();
+      let pos = from;
+      if (res.status === 200 && ranged) {
+        if (!single) { await res.body?.cancel(); throw new RangeIgnoredError(); }
+        part.done = 0; // the server sent the whole file: start over
+        pos = 0;
+        this.seq = { hash: createHash("sha256"), upTo: 0 };
+        this.dirty = true;
+      } else if (res.status === 206) {
+        const m = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(res.headers.get("content-range") ?? "");
+        if (!m || Number(m[1]) !== from || (m[3] !== "*" && Number(m[3]) !== this.state.total)) {
+          await res.body?.cancel();
+          throw new AppError("UPSTREAM_FAILED", `the hub answered a range request for ${this.req.label} with Content-Range "${res.headers.get("content-range")}" (wanted bytes ${from}-${part.end - 1}/${this.state.total})`);
+        }
+      } else if (res.status !== 200) {
+        await res.body?.cancel();
+        if (isRetryableStatus(res.status)) throw new RetryableError(`HTTP ${res.status}`);
+        throw this.req.statusError(res.status);
+      }
+      if (!res.body) throw new RetryableError("response without a body");
+      const etag = res.headers.get("x-linked-etag") ?? res.headers.get("etag");
+      if (etag && !this.state.etag) this.state.etag = etag;
+      const end = part.end;
+      try {
+        for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
+          alive();
+          const n = Math.min(chunk.length, end - pos);
+          if (n <= 0) break;
+          await this.file.write(chunk, 0, n, pos);
+          if (this.seq) {
+            if (this.seq.upTo === pos) { this.seq.hash.update(n === chunk.length ? chunk : chunk.subarray(0, n)); this.seq.upTo += n; }
+            else this.seq = null;
+          }
+          pos += n;
+          part.done = pos - part.start;
+          this.dirty = true;
+          this.report();
+        }
+      } catch (e) {
+        throw this.classify(e, conn.signal);
+      }
+    } finally {
+      clearTimeout(timer);
+      this.stopAll.signal.removeEventListener("abort", cancel);
+    }
+  }
+
+  private classify(e: unknown, conn: AbortSignal): unknown {
+    if (this.stopAll.signal.aborted) return this.stopAll.signal.reason;
+    if (conn.aborted && conn.reason === STALLED) return new RetryableError(`no data for ${this.tuning.stallMs} ms (stalled)`);
+    if (e instanceof AppError) return e;
+    const err = e as Error & { cause?: { code?: string; message?: string } };
+    return new RetryableError(err.cause?.code ?? err.cause?.message ?? err.message);
+  }
+}
