@@ -1,7 +1,7 @@
 // GGUF metadata for /api/show and the store's config blob, read from the file header only (no weights loaded).
 import fs from "node:fs/promises";
-import { readGgufFileInfo } from "node-llama-cpp";
 import { AppError } from "../common/errors.ts";
+import { readGgufHeader } from "./reader.ts";
 
 export const GGUF_MAGIC = "GGUF";
 
@@ -18,7 +18,7 @@ export const BULKY_KEYS = ["tokenizer.ggml.tokens", "tokenizer.ggml.scores", "to
 
 export interface GgufSummary {
   architecture: string;
-  /** Flattened key/value metadata ("llama.context_length": 512, …) plus general.parameter_count. */
+  /** The GGUF key/values under their dotted keys ("llama.context_length": 512, …), plus general.parameter_count. */
   modelInfo: Record<string, unknown>;
   parameterCount: number;
   /** e.g. "135M", "1.7B" (Ollama's format). */
@@ -63,34 +63,17 @@ export function humanParameterCount(n: number): string {
 export const quantizationName = (fileType: unknown): string =>
   typeof fileType === "number" ? (FILE_TYPES[fileType] ?? `type ${fileType}`) : "unknown";
 
-const toPlain = (v: unknown): unknown => (typeof v === "bigint" ? Number(v) : Array.isArray(v) ? v.map(toPlain) : v);
-
-/** Nested metadata ({general: {architecture}}) → Ollama's dotted keys ({"general.architecture"}). */
-export function flattenMetadata(obj: Record<string, unknown>, prefix = "", out: Record<string, unknown> = {}): Record<string, unknown> {
-  for (const [k, v] of Object.entries(obj)) {
-    const key = prefix ? `${prefix}.${k}` : k;
-    if (v !== null && typeof v === "object" && !Array.isArray(v) && !ArrayBuffer.isView(v)) flattenMetadata(v as Record<string, unknown>, key, out);
-    else out[key] = toPlain(ArrayBuffer.isView(v) ? Array.from(v as unknown as ArrayLike<number>) : v);
-  }
-  return out;
-}
-
 /** Reads a GGUF header. `verbose` keeps the vocabulary arrays in modelInfo; otherwise they are null. */
 export async function readGgufSummary(file: string, opts: { verbose?: boolean } = {}): Promise<GgufSummary> {
-  let info;
-  try {
-    info = await readGgufFileInfo(file, { readTensorInfo: true, logWarnings: false, spliceSplitFiles: false });
-  } catch (e) {
-    throw new AppError("MODEL_INVALID_FILE", `cannot read GGUF metadata: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
-  }
-  const modelInfo = flattenMetadata(info.metadata as unknown as Record<string, unknown>);
+  const header = await readGgufHeader(file);
+  const modelInfo: Record<string, unknown> = Object.fromEntries(header.metadata);
   const architecture = typeof modelInfo["general.architecture"] === "string" ? modelInfo["general.architecture"] : "unknown";
   let parameterCount = typeof modelInfo["general.parameter_count"] === "number" ? modelInfo["general.parameter_count"] : 0;
   if (!parameterCount) {
-    for (const t of info.tensorInfo ?? []) parameterCount += t.dimensions.reduce<number>((a, d) => a * Number(d), 1);
+    for (const t of header.tensors) parameterCount += t.dims.reduce((a, d) => a * d, 1);
     modelInfo["general.parameter_count"] = parameterCount;
   }
-  if (!opts.verbose) for (const key of BULKY_KEYS) if (key in modelInfo) modelInfo[key] = null;
+  if (!opts.verbose) for (const key of BULKY_KEYS) if (Object.hasOwn(modelInfo, key)) modelInfo[key] = null;
   const chatTemplate = modelInfo["tokenizer.chat_template"];
   return {
     architecture,
@@ -99,7 +82,7 @@ export async function readGgufSummary(file: string, opts: { verbose?: boolean } 
     parameterSize: humanParameterCount(parameterCount),
     quantizationLevel: quantizationName(modelInfo["general.file_type"]),
     ...(typeof chatTemplate === "string" ? { chatTemplate } : {}),
-    isEmbedding: `${architecture}.pooling_type` in modelInfo,
+    isEmbedding: Object.hasOwn(modelInfo, `${architecture}.pooling_type`),
   };
 }
 

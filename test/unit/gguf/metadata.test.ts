@@ -5,7 +5,7 @@ import path from "node:path";
 import { test } from "node:test";
 import { AppError } from "../../../server/common/errors.ts";
 import {
-  assertGguf, flattenMetadata, GgufSummaryCache, hasGgufMagic, humanParameterCount, quantizationName, readGgufSummary,
+  assertGguf, GgufSummaryCache, hasGgufMagic, humanParameterCount, quantizationName, readGgufSummary,
 } from "../../../server/gguf/metadata.ts";
 import { metaValue, readGgufInfo } from "../../support/gguf/reader.ts";
 import { GGML_TYPE, kv } from "../../support/gguf/types.ts";
@@ -23,11 +23,6 @@ test("parameter counts are formatted like Ollama's", () => {
 test("file types map to quantization names", () => {
   const cases: [unknown, string][] = [[0, "F32"], [1, "F16"], [3, "Q4_1"], [7, "Q8_0"], [15, "Q4_K_M"], [18, "Q6_K"], [32, "BF16"], [undefined, "unknown"], [999, "type 999"]];
   for (const [ft, name] of cases) assert.equal(quantizationName(ft), name, String(ft));
-});
-
-test("nested metadata flattens to dotted keys", () => {
-  assert.deepEqual(flattenMetadata({ general: { architecture: "llama", size: 5n }, llama: { attention: { head_count: 4 } }, list: [1n, 2n] }),
-    { "general.architecture": "llama", "general.size": 5, "llama.attention.head_count": 4, list: [1, 2] });
 });
 
 test("the tiny model's header gives architecture, sizes, quantization and template", async () => {
