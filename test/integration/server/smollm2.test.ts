@@ -25,7 +25,9 @@ before(async () => {
   const up = await fetch(`${srv.url}/api/blobs/${digest}`, { method: "POST", body: fs.readFileSync(gguf) });
   assert.equal(up.status, 201);
   const statuses: string[] = [];
-  for await (const p of await ollama.create({ model: "smollm2:135m", files: { "SmolLM2-135M-Instruct.Q4_1.gguf": digest }, stream: true })) statuses.push(p.status);
+  // ollama-js passes `files` through although its CreateRequest type does not declare it (Ollama's API has it).
+  const req = { model: "smollm2:135m", files: { "SmolLM2-135M-Instruct.Q4_1.gguf": digest }, stream: true as const };
+  for await (const p of await ollama.create(req as typeof req & { from?: string })) statuses.push(p.status);
   assert.equal(statuses.at(-1), "success");
   // And from a GGUF path on the server (curl's way: the ollama client refuses local paths).
   await createModel(srv.url, "smollm2-copy", gguf);
@@ -45,7 +47,7 @@ test("create from a GGUF path on the server, then list, show and ps see it", asy
   assert.equal(m.details.family, "llama");
   const show = await ollama.show({ model: "smollm2:135m" });
   assert.ok(show.capabilities.includes("completion"));
-  assert.equal(show.model_info["general.architecture"], "llama");
+  assert.equal((show.model_info as unknown as Record<string, unknown>)["general.architecture"], "llama");
   assert.ok(show.template.includes("im_start"), "the GGUF's chat template is shown");
   const models = await openai.models.list();
   assert.ok(models.data.some((x) => x.id === "smollm2:135m"));
@@ -83,10 +85,17 @@ test("openai client: chat completion and streaming", async () => {
 
 test("generate with a system prompt", async () => {
   const r = await ollama.generate({ model: "smollm2:135m", system: "You are a helpful assistant.", prompt: "What is the capital of France?", options: { temperature: 0, num_predict: 30 } });
-  assert.match(r.response, /Paris/);
+  assert.match(r.response ?? "", /Paris/);
   // raw: the prompt goes to the model verbatim, here already in the model's ChatML format.
   const raw = await ollama.generate({ model: "smollm2:135m", raw: true, prompt: "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n", options: { temperature: 0, num_predict: 30 } });
-  assert.match(raw.response, /Paris/);
+  assert.match(raw.response ?? "", /Paris/);
+});
+
+test("format json: the answer is one JSON value", async () => {
+  const r = await ollama.generate({ model: "smollm2:135m", prompt: "Describe Paris as a JSON object with keys name and country.", format: "json", options: { temperature: 0, num_predict: 120 } });
+  assert.equal(r.done_reason, "stop", `finished by itself: ${r.response ?? ""}`);
+  const value: unknown = JSON.parse(r.response ?? "");
+  assert.equal(typeof value, "object");
 });
 
 test("embeddings through both clients", async () => {
