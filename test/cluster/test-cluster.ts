@@ -20,6 +20,17 @@ export function currentCluster(): ClusterRecord | undefined {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** The lock's owner died (a lock without a pid yet is just being taken, unless it is old). */
+function lockOwnerGone(lock: string): boolean {
+  let owner = 0, ageMs = 0;
+  try {
+    ageMs = Date.now() - fs.statSync(lock).mtimeMs;
+    owner = Number(fs.readFileSync(path.join(lock, "pid"), "utf8"));
+  } catch { /* no pid file yet, or the lock just went away */ }
+  if (!owner) return ageMs > 10_000;
+  try { process.kill(owner, 0); return false; } catch { return true; }
+}
+
 /** A lock dir holding the owner's pid, so parallel test files start one cluster, not several. */
 async function withLock<T>(fn: () => Promise<T>): Promise<T> {
   const lock = path.join(clusterRoot(), "lock");
@@ -30,10 +41,7 @@ async function withLock<T>(fn: () => Promise<T>): Promise<T> {
       fs.writeFileSync(path.join(lock, "pid"), String(process.pid));
       break;
     } catch {
-      const owner = Number(fs.readFileSync(path.join(lock, "pid"), { encoding: "utf8", flag: "a+" }) || 0);
-      let alive = false;
-      try { process.kill(owner, 0); alive = owner > 0; } catch { /* dead owner */ }
-      if (!alive) fs.rmSync(lock, { recursive: true, force: true });
+      if (lockOwnerGone(lock)) fs.rmSync(lock, { recursive: true, force: true });
       else await sleep(500);
     }
   }

@@ -1,4 +1,4 @@
-// Starting one container as a local process: inside the pod's network namespace, in a private mount namespace with
+// Starting one container as a local process: inside the pod's network namespace, in private mount and UTS namespaces with
 // the container's volume mounts (container-exec.sh), with its environment, and with stdout+stderr appended to its log.
 import { spawn, execFileSync } from "node:child_process";
 import { constants } from "node:os";
@@ -12,7 +12,10 @@ const tools = { ip: which("ip"), unshare: which("unshare") };
 export interface ProcessExit { exitCode: number; signal?: string }
 export interface ContainerProcess { pid: number; exited: Promise<ProcessExit>; signal(sig: NodeJS.Signals): void }
 
-export interface LaunchSpec { netns: string; mountsFile: string; workingDir: string; argv: string[]; env: Record<string, string>; logFile: string }
+export interface LaunchSpec { netns: string; mountsFile: string; workingDir: string; hostname: string; argv: string[]; env: Record<string, string>; logFile: string }
+
+const wrapperArgs = (spec: Omit<LaunchSpec, "logFile">): string[] => ["netns", "exec", spec.netns, tools.unshare, "--mount", "--uts",
+  "--propagation", "private", EXEC_SH, spec.mountsFile, spec.workingDir, spec.hostname, ...spec.argv];
 
 /** Exit code as a kubelet reports it: the process's own, or 128 + signal number when a signal ended it. */
 const exitCodeOf = (code: number | null, signal: NodeJS.Signals | null): number =>
@@ -21,8 +24,7 @@ const exitCodeOf = (code: number | null, signal: NodeJS.Signals | null): number 
 export function launch(spec: LaunchSpec): ContainerProcess {
   fs.mkdirSync(path.dirname(spec.logFile), { recursive: true });
   const out = fs.openSync(spec.logFile, "a");
-  const child = spawn(tools.ip, ["netns", "exec", spec.netns, tools.unshare, "--mount", "--propagation", "private",
-    EXEC_SH, spec.mountsFile, spec.workingDir, ...spec.argv], { env: spec.env, stdio: ["ignore", out, out] });
+  const child = spawn(tools.ip, wrapperArgs(spec), { env: spec.env, stdio: ["ignore", out, out] });
   fs.closeSync(out);
   const exited = new Promise<ProcessExit>((resolve) => {
     child.once("error", () => resolve({ exitCode: 128 }));
@@ -37,8 +39,7 @@ export function launch(spec: LaunchSpec): ContainerProcess {
 
 /** Runs a command to completion inside the pod (exec probes). Resolves to its exit code; kills it on timeout. */
 export async function execInPod(spec: Omit<LaunchSpec, "logFile">, timeoutMs: number): Promise<number> {
-  const child = spawn(tools.ip, ["netns", "exec", spec.netns, tools.unshare, "--mount", "--propagation", "private",
-    EXEC_SH, spec.mountsFile, spec.workingDir, ...spec.argv], { env: spec.env, stdio: "ignore" });
+  const child = spawn(tools.ip, wrapperArgs(spec), { env: spec.env, stdio: "ignore" });
   const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
   return new Promise<number>((resolve) => {
     child.once("error", () => resolve(128));

@@ -27,7 +27,7 @@ export interface RunnerDeps {
   log(msg: string): void;
 }
 
-type LaunchBase = { mountsFile: string; env: Record<string, string>; workingDir: string };
+type LaunchBase = { mountsFile: string; env: Record<string, string>; workingDir: string; hostname: string };
 
 const BACKOFF_START_MS = Number(process.env.GANTRY_RUNTIME_BACKOFF_SECONDS ?? 1) * 1000;
 const BACKOFF_MAX_MS = 30_000, BACKOFF_RESET_MS = 60_000;
@@ -171,7 +171,7 @@ export class PodRunner {
     const base = { PATH: `${this.deps.shimPath}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`,
       HOME: "/root", HOSTNAME: this.pod.metadata?.name ?? "" };
     const env = await containerEnv(spec, this.pod, this.rec.podIp ?? "", data, base);
-    return { mountsFile, env, workingDir: spec.workingDir ?? "/" };
+    return { mountsFile, env, workingDir: spec.workingDir ?? "/", hostname: this.pod.spec?.hostname ?? this.pod.metadata?.name ?? "pod" };
   }
 
   /** Starts the container once and resolves with its exit code when it ends. */

@@ -75,9 +75,11 @@ test("a pod's process answers at its pod IP, is restarted when killed, and keeps
   assert.match(ip, /^10\.244\.\d+\.\d+$/);
   assert.equal(pod.status?.phase, "Running");
   // No readinessProbe: like a kubelet, Ready as soon as the process started, so wait for it to listen.
-  const answer = (): Promise<{ pod: string; pid: number }> => eventually("the server to answer", async () => (await fetch(`http://${ip}:8080/`)).json() as Promise<{ pod: string; pid: number }>);
+  type Answer = { pod: string; pid: number; hostname: string };
+  const answer = (): Promise<Answer> => eventually("the server to answer", async () => (await fetch(`http://${ip}:8080/`)).json() as Promise<Answer>);
   const first = await answer();
   assert.equal(first.pod, "web");
+  assert.equal(first.hostname, "web");
 
   const put = await fetch(`http://${ip}:8080/files/note.txt`, { method: "PUT", body: "kept across restarts" });
   assert.equal(put.status, 200);
