@@ -1,57 +1,70 @@
 #!/usr/bin/env node
-// The `gantry` command: one binary, every process is a subcommand.
-import { ConfigError, describeEnv, parseEnv } from "../common/config.ts";
-import { createLogger } from "../common/logger.ts";
+// The `gantry` command: one binary, every process is a subcommand. Model commands are clients of the HTTP API at
+// GANTRY_HOST; failures print one line `Error: <message>` on stderr and exit 1, never a stack trace.
+import { GantryClient } from "../api/client.ts";
+import { ConfigError, describeEnv } from "../common/config.ts";
 import { ServerConfigSchema } from "../config.ts";
-import { startServer } from "../serve.ts";
 import { VERSION } from "../version.ts";
+import type { CliContext, Command } from "./context.ts";
+import { cpCommand } from "./commands/cp.ts";
+import { createCommand } from "./commands/create.ts";
+import { listCommand } from "./commands/list.ts";
+import { psCommand } from "./commands/ps.ts";
+import { pullCommand } from "./commands/pull.ts";
+import { rmCommand } from "./commands/rm.ts";
+import { runCommand } from "./commands/run.ts";
+import { serveCommand } from "./commands/serve.ts";
+import { showCommand } from "./commands/show.ts";
+import { stopCommand } from "./commands/stop.ts";
+import { versionCommand } from "./commands/version.ts";
+import { ensureServer, serverUrl } from "./server-launch.ts";
 
-const HELP = `gantry ${VERSION} — serve GGUF chat models (Ollama- and OpenAI-compatible)
+const COMMANDS: readonly Command[] = [
+  serveCommand, runCommand, pullCommand, createCommand, showCommand, listCommand, psCommand, stopCommand, cpCommand, rmCommand, versionCommand,
+];
+
+export function helpText(): string {
+  const width = Math.max(...COMMANDS.map((c) => c.usage.length));
+  return `gantry ${VERSION} — serve GGUF chat models (Ollama- and OpenAI-compatible)
 
 Usage:
-  gantry serve [--model <ref>]...   Start the model server (preloads each --model and keeps it loaded)
-  gantry --version                  Print the version
+${COMMANDS.map((c) => `  ${c.usage.padEnd(width + 2)}${c.summary}`).join("\n")}
+  ${"gantry --help".padEnd(width + 2)}Show this help
 
 Environment variables:
 ${describeEnv(ServerConfigSchema).join("\n")}
 `;
-
-function fail(message: string): never {
-  process.stderr.write(`Error: ${message}\n`);
-  process.exit(1);
 }
 
-async function serve(args: string[]): Promise<void> {
-  const preload: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    if (a === "--model" || a === "-m") { const v = args[++i]; if (!v) fail("--model needs a model reference"); preload.push(v); }
-    else if (a.startsWith("--model=")) preload.push(a.slice("--model=".length));
-    else if (a === "--help" || a === "-h") { process.stdout.write(HELP); return; }
-    else fail(`unknown flag for serve: ${a}`);
-  }
-  const config = parseEnv(ServerConfigSchema);
-  const logger = createLogger({ level: config.GANTRY_LOG_LEVEL, name: "gantry-serve" });
-  const running = await startServer(config, logger, { preload });
-  const stop = (signal: string) => {
-    logger.info({ signal }, "received signal");
-    void running.close().then(() => process.exit(0), (e: unknown) => { logger.error({ err: e }, "shutdown failed"); process.exit(1); });
+const findCommand = (name: string): Command | undefined => COMMANDS.find((c) => c.name === name || c.aliases?.includes(name));
+
+function context(): CliContext {
+  const env = process.env;
+  const client = new GantryClient(serverUrl(env.GANTRY_HOST));
+  const say = (line: string) => { process.stderr.write(`${line}\n`); };
+  return {
+    client, env, cwd: process.cwd(), stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, say,
+    ensureServer: () => ensureServer(client, { env, say }),
   };
-  process.once("SIGTERM", () => stop("SIGTERM"));
-  process.once("SIGINT", () => stop("SIGINT"));
 }
 
 async function main(argv: string[]): Promise<void> {
-  const [cmd, ...rest] = argv;
-  switch (cmd) {
-    case "serve": return serve(rest);
-    case "--version": case "-v": case "version": process.stdout.write(`gantry version ${VERSION}\n`); return;
-    case undefined: case "--help": case "-h": case "help": process.stdout.write(HELP); return;
-    default: fail(`unknown command "${cmd}" (see gantry --help)`);
-  }
+  const [name, ...rest] = argv;
+  if (name === undefined || name === "--help" || name === "-h" || name === "help") { process.stdout.write(helpText()); return; }
+  const command = findCommand(name);
+  if (!command) throw new Error(`unknown command "${name}" (see gantry --help)`);
+  if (rest.includes("--help") || rest.includes("-h")) { process.stdout.write(`Usage: ${command.usage}\n  ${command.summary}\n`); return; }
+  await command.run(rest, context());
+}
+
+/** One line: the first line of the message (a ConfigError lists every invalid variable on one line). */
+function errorLine(e: unknown): string {
+  if (e instanceof ConfigError) return `invalid configuration: ${e.issues.join("; ")}`;
+  const msg = e instanceof Error ? e.message : String(e);
+  return msg.split("\n").map((l) => l.trim()).filter(Boolean).join(" ");
 }
 
 main(process.argv.slice(2)).catch((e: unknown) => {
-  if (e instanceof ConfigError) fail(e.message);
-  fail(e instanceof Error ? e.message : String(e));
+  process.stderr.write(`Error: ${errorLine(e)}\n`);
+  process.exitCode = 1;
 });

@@ -1,0 +1,43 @@
+// Command-line arguments: a thin, strict wrapper over node:util parseArgs whose errors read as one line.
+import { parseArgs as nodeParseArgs } from "node:util";
+
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "UsageError";
+  }
+}
+
+export interface FlagSpec {
+  type: "boolean" | "string";
+  short?: string;
+  multiple?: boolean;
+}
+
+export interface ParsedArgs {
+  positionals: string[];
+  flags: Record<string, string | boolean | string[] | boolean[] | undefined>;
+}
+
+/** Parses `argv` against `flags`; unknown flags and missing values are UsageErrors naming the command. */
+export function parseArgs(command: string, argv: readonly string[], flags: Record<string, FlagSpec>): ParsedArgs {
+  try {
+    const { values, positionals } = nodeParseArgs({ args: [...argv], options: flags, allowPositionals: true, strict: true });
+    return { positionals, flags: values as ParsedArgs["flags"] };
+  } catch (e) {
+    const msg = e instanceof Error ? e.message : String(e);
+    // Node appends a hint about "--" to unknown-option errors; the first sentence is the useful part.
+    const first = /^(.*?')\. /.exec(msg)?.[1] ?? msg.split("\n")[0]!;
+    throw new UsageError(`${command}: ${first.replace(/^Option '(.*?)' argument missing$/, "flag $1 needs a value")}`);
+  }
+}
+
+/** Exactly `n` positionals (names used in the message), else a UsageError with the usage line. */
+export function expectPositionals(positionals: readonly string[], names: readonly string[], usage: string): string[] {
+  if (positionals.length < names.length) throw new UsageError(`missing ${names.slice(positionals.length).join(" and ")} (usage: ${usage})`);
+  if (positionals.length > names.length) throw new UsageError(`unexpected argument "${positionals[names.length]}" (usage: ${usage})`);
+  return [...positionals];
+}
+
+export const stringFlag = (v: ParsedArgs["flags"][string]): string | undefined => (typeof v === "string" ? v : undefined);
+export const boolFlag = (v: ParsedArgs["flags"][string]): boolean => v === true;

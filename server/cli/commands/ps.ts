@@ -1,0 +1,26 @@
+import type { RunningModel } from "../../api/client.ts";
+import { parseArgs, UsageError } from "../args.ts";
+import type { Command } from "../context.ts";
+import { formatBytes, formatTable, relativeTime, shortId } from "../format.ts";
+
+/** UNTIL column: "Forever" for keep_alive < 0, "Stopping..." once expired, else "4 minutes from now". */
+export function untilText(m: Pick<RunningModel, "expires_at">, now: Date): string {
+  const t = new Date(m.expires_at);
+  if (Number.isNaN(t.getTime()) || t.getUTCFullYear() >= 9000) return "Forever";
+  if (t.getTime() <= now.getTime()) return "Stopping...";
+  return relativeTime(t, now);
+}
+
+export const psCommand: Command = {
+  name: "ps",
+  usage: "gantry ps",
+  summary: "List running (loaded) models",
+  async run(args, ctx) {
+    const { positionals } = parseArgs("ps", args, {});
+    if (positionals.length > 0) throw new UsageError(`ps takes no arguments (usage: ${this.usage})`);
+    const { models } = await ctx.client.ps();
+    const now = new Date();
+    const rows = models.map((m) => [m.name, shortId(m.digest), formatBytes(m.size), "100% CPU", String(m.context_length), untilText(m, now)]);
+    ctx.stdout.write(formatTable(["NAME", "ID", "SIZE", "PROCESSOR", "CONTEXT", "UNTIL"], rows));
+  },
+};

@@ -1,0 +1,26 @@
+import { parseEnv } from "../../common/config.ts";
+import { createLogger } from "../../common/logger.ts";
+import { ServerConfigSchema } from "../../config.ts";
+import { startServer } from "../../serve.ts";
+import { parseArgs, stringFlag } from "../args.ts";
+import type { Command } from "../context.ts";
+
+export const serveCommand: Command = {
+  name: "serve",
+  usage: "gantry serve [--model <ref>]...",
+  summary: "Start the model server (preloads each --model and keeps it loaded)",
+  async run(args) {
+    const { positionals, flags } = parseArgs("serve", args, { model: { type: "string", short: "m", multiple: true } });
+    if (positionals.length > 0) throw new Error(`serve: unexpected argument "${positionals[0]}"`);
+    const preload = Array.isArray(flags.model) ? flags.model.map(String) : stringFlag(flags.model) ? [stringFlag(flags.model)!] : [];
+    const config = parseEnv(ServerConfigSchema);
+    const logger = createLogger({ level: config.GANTRY_LOG_LEVEL, name: "gantry-serve" });
+    const running = await startServer(config, logger, { preload });
+    const stop = (signal: string) => {
+      logger.info({ signal }, "received signal");
+      void running.close().then(() => process.exit(0), (e: unknown) => { logger.error({ err: e }, "shutdown failed"); process.exit(1); });
+    };
+    process.once("SIGTERM", () => stop("SIGTERM"));
+    process.once("SIGINT", () => stop("SIGINT"));
+  },
+};

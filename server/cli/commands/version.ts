@@ -1,0 +1,18 @@
+import type { Command } from "../context.ts";
+import { VERSION } from "../../version.ts";
+
+export const versionCommand: Command = {
+  name: "--version",
+  aliases: ["-v", "version"],
+  usage: "gantry --version",
+  summary: "Print the client version and, if a server answers, its version",
+  async run(_args, ctx) {
+    ctx.stdout.write(`gantry version ${VERSION}\n`);
+    try {
+      const { version } = await ctx.client.version();
+      ctx.stdout.write(`server version ${version} (${ctx.client.baseUrl})\n`);
+    } catch {
+      ctx.stderr.write(`no server answers at ${ctx.client.baseUrl}\n`);
+    }
+  },
+};

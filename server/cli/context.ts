@@ -1,0 +1,27 @@
+// What every command receives: the API client, the environment and the process's streams (injectable for tests).
+import type { GantryClient } from "../api/client.ts";
+
+export interface CliStreams {
+  stdin: NodeJS.ReadableStream & { isTTY?: boolean };
+  stdout: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
+  stderr: NodeJS.WritableStream & { isTTY?: boolean };
+}
+
+export interface CliContext extends CliStreams {
+  client: GantryClient;
+  env: Record<string, string | undefined>;
+  cwd: string;
+  /** Starts a background server when none answers (run, pull, create). */
+  ensureServer(): Promise<void>;
+  /** A line on stderr (progress and notices never mix with a command's real output). */
+  say(line: string): void;
+}
+
+export interface Command {
+  name: string;
+  aliases?: readonly string[];
+  /** One line for --help. */
+  usage: string;
+  summary: string;
+  run(args: string[], ctx: CliContext): Promise<void>;
+}

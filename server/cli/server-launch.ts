@@ -1,0 +1,71 @@
+// Where the CLI finds its server (GANTRY_HOST), and starting one in the background when none answers — as `ollama run`
+// does on a laptop. Only a server on this machine is ever started; a remote address that does not answer is an error.
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { ServerUnreachableError, type GantryClient } from "../api/client.ts";
+import { parseHostPort } from "../config.ts";
+
+const DEFAULT_HOST = "127.0.0.1:11434";
+const GANTRY_CLI = path.join(import.meta.dirname, "gantry.ts");
+
+/** The base URL the CLI talks to. A wildcard listen address (0.0.0.0, ::) is reached through loopback. */
+export function serverUrl(gantryHost: string | undefined): string {
+  const value = gantryHost?.trim() || DEFAULT_HOST;
+  const scheme = /^https:\/\//i.test(value) ? "https" : "http";
+  const { host, port } = parseHostPort(value);
+  const connectHost = host === "0.0.0.0" ? "127.0.0.1" : host === "::" ? "::1" : host;
+  return `${scheme}://${connectHost.includes(":") ? `[${connectHost}]` : connectHost}:${port}`;
+}
+
+export const isLoopback = (url: string): boolean => {
+  const host = new URL(url).hostname.replace(/^\[|\]$/g, "");
+  return host === "localhost" || host === "::1" || host.startsWith("127.");
+};
+
+/** The server's log file: next to the model store when GANTRY_MODELS is set, else ~/.gantry/logs/server.log. */
+export function serverLogPath(env: Record<string, string | undefined>): string {
+  const models = env.GANTRY_MODELS?.trim();
+  const dir = models ? path.join(path.dirname(path.resolve(models)), "logs") : path.join(os.homedir(), ".gantry", "logs");
+  return path.join(dir, "server.log");
+}
+
+async function answers(client: GantryClient): Promise<boolean> {
+  try { await client.version(); return true; } catch (e) {
+    if (e instanceof ServerUnreachableError) return false;
+    return true; // something answered, even if with an error
+  }
+}
+
+export interface LaunchOptions {
+  env: Record<string, string | undefined>;
+  say: (line: string) => void;
+  timeoutMs?: number;
+}
+
+/** Returns once a server answers at client.baseUrl, starting a detached `gantry serve` first if needed. */
+export async function ensureServer(client: GantryClient, opts: LaunchOptions): Promise<void> {
+  if (await answers(client)) return;
+  if (!isLoopback(client.baseUrl)) throw new ServerUnreachableError(client.baseUrl, null);
+  const log = serverLogPath(opts.env);
+  fs.mkdirSync(path.dirname(log), { recursive: true });
+  const fd = fs.openSync(log, "a");
+  const child = spawn(process.execPath, [GANTRY_CLI, "serve"], {
+    detached: true,
+    stdio: ["ignore", fd, fd],
+    env: { ...opts.env } as NodeJS.ProcessEnv,
+  });
+  fs.closeSync(fd);
+  let exited: number | null = null;
+  child.once("exit", (code) => { exited = code ?? 1; });
+  child.unref();
+  opts.say(`started gantry server in the background (pid ${child.pid}, log ${log})`);
+  const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
+  while (Date.now() < deadline) {
+    if (exited !== null) throw new Error(`the background server exited with code ${exited}; see ${log}`);
+    if (await answers(client)) return;
+    await new Promise((r) => setTimeout(r, 150));
+  }
+  throw new Error(`the background server did not answer within ${Math.round((opts.timeoutMs ?? 60_000) / 1000)}s; see ${log}`);
+}
