@@ -1,0 +1,27 @@
+// `npm run bench [section...]`: runs the benchmarks and prints their tables. Sections: serving (default: all).
+// Benchmarks measure; they never assert. Compare ratios measured side by side in one run, not absolute numbers.
+import { benchModelPath, smollm2Path } from "../support/models.ts";
+import { benchServing } from "./serving.ts";
+import { printTable } from "./table.ts";
+
+const all = ["serving"] as const;
+type Section = (typeof all)[number];
+const wanted = new Set<Section>((process.argv.slice(2).filter((a) => (all as readonly string[]).includes(a)) as Section[]));
+const run = (s: Section) => wanted.size === 0 || wanted.has(s);
+
+console.log(`gantry benchmarks — ${new Date().toISOString()} — node ${process.version}, ${(await import("node:os")).cpus().length} CPUs`);
+
+if (run("serving")) {
+  const rows = await benchServing([
+    { label: "bench-250m", path: await benchModelPath("250m") },
+    { label: "smollm2-135m", path: await smollm2Path() },
+  ]);
+  printTable("Serving: aggregate generated tokens/s, HTTP (gantry serve) vs in-process engine, 64 tokens per request, median of 3 interleaved rounds",
+    ["model", "concurrency", "in-process tok/s", "HTTP tok/s", "HTTP ÷ in-process", "TTFT p50 in-process ms", "TTFT p50 HTTP ms"],
+    rows.map((r) => [r.model, String(r.concurrency), r.inProcessTps, r.httpTps, r.ratio, r.inProcessTtftMs, r.httpTtftMs]));
+  const scaling = ["bench-250m", "smollm2-135m"].map((m) => {
+    const c1 = rows.find((r) => r.model === m && r.concurrency === 1), c4 = rows.find((r) => r.model === m && r.concurrency === 4);
+    return [m, c1 && c4 ? c4.httpTps / c1.httpTps : Number.NaN, c1 && c4 ? c4.inProcessTps / c1.inProcessTps : Number.NaN];
+  });
+  printTable("Batching: aggregate tokens/s at concurrency 4 ÷ concurrency 1", ["model", "HTTP c4 ÷ c1", "in-process c4 ÷ c1"], scaling as Array<Array<string | number>>);
+}

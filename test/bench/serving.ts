@@ -1,0 +1,50 @@
+// Serving benchmark: aggregate generated tokens/s through `gantry serve`'s HTTP API against the same work done
+// in-process on the engine (no HTTP), side by side, interleaved over rounds, at concurrency 1, 4 and 8; TTFT p50.
+import { runInProcess } from "./in-process.ts";
+import { runHttpLoad } from "./http-load.ts";
+import { median } from "./table.ts";
+import { createModel, startTestServer } from "../support/server.ts";
+
+export interface ServingRow {
+  model: string;
+  concurrency: number;
+  inProcessTps: number;
+  httpTps: number;
+  ratio: number;
+  inProcessTtftMs: number;
+  httpTtftMs: number;
+}
+
+export async function benchServing(models: Array<{ label: string; path: string }>, opts: { concurrencies?: number[]; maxTokens?: number; rounds?: number } = {}): Promise<ServingRow[]> {
+  const concurrencies = opts.concurrencies ?? [1, 4, 8];
+  const maxTokens = opts.maxTokens ?? 64;
+  const rounds = opts.rounds ?? 3;
+  const parallel = Math.max(...concurrencies);
+  const rows: ServingRow[] = [];
+  const srv = await startTestServer({ env: { GANTRY_NUM_PARALLEL: String(parallel), GANTRY_CONTEXT_LENGTH: "2048", GANTRY_KEEP_ALIVE: "-1", GANTRY_LOG_LEVEL: "warn" } });
+  try {
+    for (const m of models) {
+      await createModel(srv.url, m.label, m.path);
+      // Warm both sides once (load, page cache).
+      await runHttpLoad(srv.url, m.label, { concurrency: 1, maxTokens: 4, prompt: "warm up" });
+      await runInProcess(m.path, { concurrency: 1, maxTokens: 4, prompt: "warm up", engineOptions: { numParallel: parallel } });
+      for (const c of concurrencies) {
+        const inProc: number[] = [], http: number[] = [], ttftIn: number[] = [], ttftHttp: number[] = [];
+        for (let r = 0; r < rounds; r++) {
+          const a = await runInProcess(m.path, { concurrency: c, maxTokens, prompt: "Tell me a long story about the sea", engineOptions: { numParallel: parallel } });
+          inProc.push(a.tokens / a.seconds);
+          ttftIn.push(...a.ttftMs);
+          const b = await runHttpLoad(srv.url, m.label, { concurrency: c, maxTokens, prompt: "Tell me a long story about the sea" });
+          http.push(b.tokens / b.seconds);
+          ttftHttp.push(...b.ttftMs);
+        }
+        const row = { model: m.label, concurrency: c, inProcessTps: median(inProc), httpTps: median(http), ratio: median(http) / median(inProc), inProcessTtftMs: median(ttftIn), httpTtftMs: median(ttftHttp) };
+        rows.push(row);
+        process.stderr.write(`serving ${m.label} c=${c}: in-process ${row.inProcessTps.toFixed(1)} tok/s, HTTP ${row.httpTps.toFixed(1)} tok/s\n`);
+      }
+    }
+  } finally {
+    await srv.stop();
+  }
+  return rows;
+}

@@ -1,0 +1,24 @@
+// Plain-text tables for benchmark output.
+export function printTable(title: string, header: string[], rows: Array<Array<string | number>>): void {
+  const cells = rows.map((r) => r.map((c) => (typeof c === "number" ? fmt(c) : c)));
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((r) => r[i]!.length)));
+  const line = (r: string[]) => "| " + r.map((c, i) => c.padEnd(widths[i]!)).join(" | ") + " |";
+  console.log(`\n${title}`);
+  console.log(line(header));
+  console.log("|" + widths.map((w) => "-".repeat(w + 2)).join("|") + "|");
+  for (const r of cells) console.log(line(r));
+}
+
+function fmt(n: number): string {
+  if (!Number.isFinite(n)) return "-";
+  if (Math.abs(n) >= 100) return n.toFixed(0);
+  if (Math.abs(n) >= 10) return n.toFixed(1);
+  return n.toFixed(2);
+}
+
+export const median = (xs: number[]): number => {
+  if (!xs.length) return Number.NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
