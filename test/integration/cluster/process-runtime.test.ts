@@ -103,6 +103,7 @@ test("a pod's process answers at its pod IP, is restarted when killed, and keeps
   await eventually("the pod object to be gone", () => readPod("web").then(() => undefined, () => true));
   await assert.rejects(fetch(`http://${ip}:8080/`, { signal: AbortSignal.timeout(2000) }));
   assert.throws(() => process.kill(second.pid, 0), /ESRCH/);
+  assert.equal(fs.readFileSync(path.join(claimDir(cp.dir, ns, "web-data"), "terminated-web"), "utf8"), String(second.pid), "stopped with SIGTERM first");
   assert.equal(fs.readFileSync(path.join(claimDir(cp.dir, ns, "web-data"), "note.txt"), "utf8"), "kept across restarts");
 });
 
@@ -143,6 +144,28 @@ test("init containers run in order before the containers; a failing one is resta
   assert.equal(crashing.status?.phase, "Pending");
   assert.equal(crashing.status?.initContainerStatuses?.[0]?.lastState?.terminated?.exitCode, 3);
   assert.equal(crashing.status?.containerStatuses?.[0]?.state?.running, undefined);
+});
+
+test("restartPolicy decides what happens when containers exit: Never ends in Succeeded or Failed, OnFailure retries", async () => {
+  await createClaim("jobs-data");
+  const run = (name: string, script: string): V1Container => ({ name, image: "busybox.invalid", command: ["sh", "-c", script] });
+  await createPod("succeeds", [run("main", "exit 0")], "jobs-data", { restartPolicy: "Never" });
+  await createPod("fails", [run("main", "exit 2")], "jobs-data", { restartPolicy: "Never" });
+  await createPod("retries", [run("main", "exit 4")], "jobs-data", { restartPolicy: "OnFailure" });
+  const phase = (name: string, want: string): Promise<V1Pod> =>
+    eventually(`${name} ${want}`, async () => { const p = await readPod(name); return p.status?.phase === want ? p : undefined; });
+  const succeeded = await phase("succeeds", "Succeeded");
+  assert.equal(succeeded.status?.containerStatuses?.[0]?.state?.terminated?.exitCode, 0);
+  assert.equal(succeeded.status?.containerStatuses?.[0]?.state?.terminated?.reason, "Completed");
+  const failed = await phase("fails", "Failed");
+  assert.equal(failed.status?.containerStatuses?.[0]?.state?.terminated?.exitCode, 2);
+  assert.equal(failed.status?.containerStatuses?.[0]?.restartCount, 0);
+  const retried = await eventually("retries to be restarted", async () => {
+    const p = await readPod("retries");
+    return (p.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1 ? p : undefined;
+  });
+  assert.equal(retried.status?.containerStatuses?.[0]?.lastState?.terminated?.exitCode, 4);
+  assert.notEqual(retried.status?.phase, "Succeeded");
 });
 
 test("a pod running `gantry serve` on the tiny model from its claim answers at its pod IP, and again after a restart", async () => {
