@@ -6,7 +6,7 @@ import { AppError, modelNotFound } from "../common/errors.ts";
 import type { Logger } from "../common/logger.ts";
 import { silentLogger } from "../common/logger.ts";
 import type { ModelSpec } from "../engine/types.ts";
-import { assertGguf, GgufSummaryCache, readGgufSummary } from "../gguf/metadata.ts";
+import { assertGguf, GgufSummaryCache, readGgufSummary, type GgufSummary } from "../gguf/metadata.ts";
 import type { CreateRequest, ShowResponse } from "../api/store-schemas.ts";
 import { BlobStore, hashFile } from "./blobs.ts";
 import { createModel, isPathRef, type ProgressListener } from "./create.ts";
@@ -35,12 +35,9 @@ export class ModelStore implements ModelResolver {
 
   /** A stored model by name, or a path ending in ".gguf" to a file on this machine (used as it is, not imported). */
   async resolve(ref: string): Promise<ModelSpec> {
-    const file = await this.adHocFile(ref);
-    if (file) return this.resolveFile(file);
-    const stored = await this.read(ref);
-    const layers = await decodeLayers(this.blobs, stored.manifest.layers);
+    const { displayName, layers } = await this.locate(ref);
     return {
-      name: formatModelName(stored.name),
+      name: displayName,
       digest: layers.model.digest,
       modelPath: layers.model.path,
       ...(layers.template !== undefined ? { template: layers.template } : {}),
@@ -108,16 +105,10 @@ export class ModelStore implements ModelResolver {
 
   /** POST /api/show data. */
   async show(name: string, opts: { verbose?: boolean } = {}): Promise<ShowResponse> {
-    const file = await this.adHocFile(name);
-    const stored = file ? null : await this.read(name);
-    const layers: DecodedLayers = stored
-      ? await decodeLayers(this.blobs, stored.manifest.layers)
-      : await this.adHocLayers(file!);
+    const { displayName, layers, modifiedAt } = await this.locate(name);
     const summary = opts.verbose ? await readGgufSummary(layers.model.path, { verbose: true }) : await this.gguf.get(layers.model.digest, layers.model.path);
     const template = layers.template ?? summary.chatTemplate;
-    const displayName = stored ? formatModelName(stored.name) : file!;
     const parameters = formatParameters(layers.parameters);
-    const modifiedAt = stored ? stored.modifiedAt : (await fs.stat(file!)).mtime;
     return {
       ...(layers.licenses.length ? { license: layers.licenses.join("\n") } : {}),
       modelfile: renderModelfile({
@@ -129,14 +120,7 @@ export class ModelStore implements ModelResolver {
       ...(parameters ? { parameters } : {}),
       ...(template !== undefined ? { template } : {}),
       ...(layers.system !== undefined ? { system: layers.system } : {}),
-      details: {
-        parent_model: "",
-        format: "gguf",
-        family: summary.architecture,
-        families: [summary.architecture],
-        parameter_size: summary.parameterSize,
-        quantization_level: summary.quantizationLevel,
-      },
+      details: detailsOf(summary),
       model_info: summary.modelInfo,
       capabilities: modelCapabilities({ isEmbedding: summary.isEmbedding, ...(template !== undefined ? { template } : {}), hasProjector: !!layers.projector }),
       modified_at: modifiedAt.toISOString(),
@@ -168,11 +152,7 @@ export class ModelStore implements ModelResolver {
       };
     } catch {
       const layers = await decodeLayers(this.blobs, m.manifest.layers);
-      const s = await this.gguf.get(layers.model.digest, layers.model.path);
-      return {
-        parent_model: "", format: "gguf", family: s.architecture, families: [s.architecture],
-        parameter_size: s.parameterSize, quantization_level: s.quantizationLevel,
-      };
+      return detailsOf(await this.gguf.get(layers.model.digest, layers.model.path));
     }
   }
 
@@ -195,16 +175,24 @@ export class ModelStore implements ModelResolver {
     return digest;
   }
 
-  private async adHocLayers(file: string): Promise<DecodedLayers> {
+  // A model by name, or an existing ".gguf" file as a model with nothing but weights.
+  private async locate(ref: string): Promise<{ displayName: string; layers: DecodedLayers; modifiedAt: Date }> {
+    const file = await this.adHocFile(ref);
+    if (!file) {
+      const stored = await this.read(ref);
+      return { displayName: formatModelName(stored.name), layers: await decodeLayers(this.blobs, stored.manifest.layers), modifiedAt: stored.modifiedAt };
+    }
     await assertGguf(file, `"${file}"`);
-    const digest = await this.fileDigest(file);
-    const size = (await fs.stat(file)).size;
-    return { model: { digest, path: file }, adapters: [], parameters: {}, messages: [], licenses: [], size };
-  }
-
-  private async resolveFile(file: string): Promise<ModelSpec> {
-    const layers = await this.adHocLayers(file);
-    return { name: file, digest: layers.model.digest, modelPath: file, parameters: {}, messages: [], adapters: [], size: layers.size };
+    const [digest, stat] = await Promise.all([this.fileDigest(file), fs.stat(file)]);
+    return {
+      displayName: file,
+      layers: { model: { digest, path: file }, adapters: [], parameters: {}, messages: [], licenses: [], size: stat.size },
+      modifiedAt: stat.mtime,
+    };
   }
 }
 
+const detailsOf = (s: GgufSummary): ModelDetails => ({
+  parent_model: "", format: "gguf", family: s.architecture, families: [s.architecture],
+  parameter_size: s.parameterSize, quantization_level: s.quantizationLevel,
+});
