@@ -1,0 +1,87 @@
+// Operability as a pod or a laptop user sees it: /health while a model loads, a failed preload, graceful SIGTERM,
+// the Prometheus metrics, CORS.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createModel, startTestServer } from "../../support/server.ts";
+import { benchModelPath, tinyModelPath } from "../../support/models.ts";
+
+test("/health answers 503 while the --model loads, then 200", async () => {
+  const srv = await startTestServer({ args: ["--model", await benchModelPath("250m")], waitReady: false });
+  try {
+    const seen: Array<{ status: number; body: { status: string } }> = [];
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const r = await fetch(`${srv.url}/health`);
+      seen.push({ status: r.status, body: await r.json() as { status: string } });
+      if (r.status === 200) break;
+      assert.ok(Date.now() < deadline, "model never became ready");
+      await new Promise((res) => setTimeout(res, 5));
+    }
+    assert.equal(seen[0]!.status, 503, "first answer while loading");
+    assert.equal(seen[0]!.body.status, "loading");
+    assert.deepEqual(seen.at(-1)!.body, { status: "ok" });
+  } finally {
+    await srv.stop();
+  }
+});
+
+test("/health stays 503 with the reason when the --model cannot be loaded", async () => {
+  const srv = await startTestServer({ args: ["--model", "no-such-model:1b"], waitReady: false });
+  try {
+    let r: Response;
+    const deadline = Date.now() + 30_000;
+    while ((r = await fetch(`${srv.url}/health`)) && (await r.clone().json() as { status: string }).status === "loading") {
+      assert.ok(Date.now() < deadline);
+      await new Promise((res) => setTimeout(res, 20));
+    }
+    assert.equal(r.status, 503);
+    const body = await r.json() as { status: string; error: string };
+    assert.equal(body.status, "failed");
+    assert.match(body.error, /no-such-model/);
+  } finally {
+    await srv.stop();
+  }
+});
+
+test("SIGTERM lets a running stream finish, then the process exits 0", async () => {
+  const srv = await startTestServer();
+  await createModel(srv.url, "babbler", await tinyModelPath({ controlLogit: -8 }));
+  const res = await fetch(`${srv.url}/api/generate`, { method: "POST", body: JSON.stringify({ model: "babbler", prompt: "go", options: { num_predict: 40 } }) });
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let text = (await reader.read()).value ?? "";
+  srv.proc.kill("SIGTERM");
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += value;
+  }
+  const last = JSON.parse(text.trim().split("\n").at(-1)!) as { done: boolean; eval_count: number };
+  assert.equal(last.done, true);
+  assert.equal(last.eval_count, 40, "the request in flight was completed");
+  assert.equal(await srv.stop(), 0);
+  await assert.rejects(fetch(`${srv.url}/health`), "no longer listening");
+});
+
+test("metrics and CORS", async () => {
+  const srv = await startTestServer();
+  try {
+    await createModel(srv.url, "tiny", await tinyModelPath());
+    await fetch(`${srv.url}/api/generate`, { method: "POST", body: JSON.stringify({ model: "tiny", prompt: "hi", stream: false, options: { num_predict: 5 } }) });
+    const metrics = await (await fetch(`${srv.url}/metrics`)).text();
+    for (const name of ["gantry_http_requests_total", "gantry_prompt_tokens_total", "gantry_generated_tokens_total", "gantry_time_to_first_token_seconds",
+      "gantry_tokens_per_second", "gantry_queue_depth", "gantry_busy_sequences", "gantry_loaded_models", "gantry_model_load_seconds", "gantry_decode_steps_total",
+      "gantry_batch_fill_ratio", "gantry_in_flight_requests"]) {
+      assert.match(metrics, new RegExp(`^# TYPE ${name} `, "m"), name);
+    }
+    assert.match(metrics, /^gantry_generated_tokens_total\{model="tiny:latest"\} 5$/m);
+    assert.match(metrics, /^gantry_http_requests_total\{route="\/api\/generate",method="POST",status="200"\} 1$/m);
+    const local = await fetch(`${srv.url}/api/tags`, { headers: { Origin: "http://localhost:3000" } });
+    assert.equal(local.headers.get("access-control-allow-origin"), "http://localhost:3000");
+    const evil = await fetch(`${srv.url}/api/tags`, { headers: { Origin: "https://evil.example" } });
+    assert.equal(evil.headers.get("access-control-allow-origin"), null);
+    const preflight = await fetch(`${srv.url}/v1/chat/completions`, { method: "OPTIONS", headers: { Origin: "http://127.0.0.1:5173", "Access-Control-Request-Method": "POST" } });
+    assert.equal(preflight.status, 204);
+  } finally {
+    await srv.stop();
+  }
+});
