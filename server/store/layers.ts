@@ -13,7 +13,10 @@ export interface BlobRef {
 }
 
 export interface DecodedLayers {
+  /** The model GGUF; for a split model, its first part. */
   model: BlobRef;
+  /** Every part of a split model, in order (just `model` otherwise). */
+  modelParts: BlobRef[];
   projector?: BlobRef;
   adapters: BlobRef[];
   template?: string;
@@ -51,12 +54,12 @@ async function fileRef(blobs: BlobStore, d: Descriptor): Promise<BlobRef> {
 }
 
 export async function decodeLayers(blobs: BlobStore, layers: readonly Descriptor[]): Promise<DecodedLayers> {
-  let model: BlobRef | undefined;
-  const out: Omit<DecodedLayers, "model"> = { adapters: [], parameters: {}, messages: [], licenses: [], size: 0 };
+  const modelParts: BlobRef[] = [];
+  const out: Omit<DecodedLayers, "model" | "modelParts"> = { adapters: [], parameters: {}, messages: [], licenses: [], size: 0 };
   for (const layer of layers) {
     out.size += layer.size;
     switch (layerKind(layer)) {
-      case "model": model ??= await fileRef(blobs, layer); break;
+      case "model": modelParts.push(await fileRef(blobs, layer)); break;
       case "projector": out.projector = await fileRef(blobs, layer); break;
       case "adapter": out.adapters.push(await fileRef(blobs, layer)); break;
       case "template": out.template = await readText(blobs, layer); break;
@@ -67,8 +70,9 @@ export async function decodeLayers(blobs: BlobStore, layers: readonly Descriptor
       case null: break; // unknown media types (newer Ollama layers) are carried along but not interpreted
     }
   }
+  const model = modelParts[0];
   if (!model) throw new AppError("INTERNAL", "manifest has no model layer");
-  return { model, ...out };
+  return { model, modelParts, ...out };
 }
 
 /** The engine's options subset of the stored parameters. */

@@ -6,13 +6,14 @@ import { AppError, modelNotFound } from "../common/errors.ts";
 import type { Logger } from "../common/logger.ts";
 import { silentLogger } from "../common/logger.ts";
 import type { ModelSpec } from "../engine/types.ts";
+import { linkSplitParts, splitModelDir } from "../hub/splits.ts";
 import { assertGguf, GgufSummaryCache, readGgufSummary, type GgufSummary } from "../gguf/metadata.ts";
 import type { CreateRequest, ShowResponse } from "../api/store-schemas.ts";
 import { BlobStore, hashFile } from "./blobs.ts";
 import { createModel, isPathRef, type ProgressListener } from "./create.ts";
 import type { Digest } from "./digest.ts";
 import { decodeLayers, toSamplingOptions, type DecodedLayers } from "./layers.ts";
-import { ManifestStore, ModelConfigSchema, referencedDigests, type StoredManifest } from "./manifests.ts";
+import { layersOf, ManifestStore, ModelConfigSchema, referencedDigests, type StoredManifest } from "./manifests.ts";
 import { formatModelName, parseModelName } from "./names.ts";
 import { formatParameters, modelCapabilities, renderModelfile } from "./show-format.ts";
 import type { ModelDetails, ModelResolver, ModelSummary } from "./types.ts";
@@ -36,10 +37,14 @@ export class ModelStore implements ModelResolver {
   /** A stored model by name, or a path ending in ".gguf" to a file on this machine (used as it is, not imported). */
   async resolve(ref: string): Promise<ModelSpec> {
     const { displayName, layers } = await this.locate(ref);
+    // llama.cpp finds the other parts of a split model only next to the first, under the split naming pattern.
+    const modelPath = layers.modelParts.length > 1
+      ? await linkSplitParts(this.root, this.blobs, layers.modelParts.map((p) => p.digest))
+      : layers.model.path;
     return {
       name: displayName,
       digest: layers.model.digest,
-      modelPath: layers.model.path,
+      modelPath,
       ...(layers.template !== undefined ? { template: layers.template } : {}),
       ...(layers.system !== undefined ? { system: layers.system } : {}),
       parameters: toSamplingOptions(layers.parameters),
@@ -83,6 +88,8 @@ export class ModelStore implements ModelResolver {
     for (const digest of new Set(referencedDigests(stored.manifest))) {
       if (!stillUsed.has(digest)) await this.blobs.remove(digest);
     }
+    const parts = layersOf(stored.manifest, "model").map((l) => l.digest);
+    if (parts.length > 1 && !stillUsed.has(parts[0]!)) await fs.rm(splitModelDir(this.root, parts), { recursive: true, force: true });
     this.logger.info({ model: formatModelName(stored.name) }, "model deleted");
   }
 
@@ -186,7 +193,7 @@ export class ModelStore implements ModelResolver {
     const [digest, stat] = await Promise.all([this.fileDigest(file), fs.stat(file)]);
     return {
       displayName: file,
-      layers: { model: { digest, path: file }, adapters: [], parameters: {}, messages: [], licenses: [], size: stat.size },
+      layers: { model: { digest, path: file }, modelParts: [{ digest, path: file }], adapters: [], parameters: {}, messages: [], licenses: [], size: stat.size },
       modifiedAt: stat.mtime,
     };
   }

@@ -7,6 +7,7 @@ import { test } from "node:test";
 import { CreateRequestSchema, type Progress } from "../../../server/api/store-schemas.ts";
 import { AppError, type ErrorCode } from "../../../server/common/errors.ts";
 import { parseDigest } from "../../../server/store/digest.ts";
+import { parseModelName } from "../../../server/store/names.ts";
 import { ModelStore } from "../../../server/store/model-store.ts";
 import { tinyModelPath } from "../../support/models.ts";
 
@@ -176,4 +177,27 @@ test("prune removes uploads no model references", async () => {
   const orphan = await store.blobs.put(Buffer.from("uploaded but never used"));
   assert.deepEqual(await store.prune(), [orphan.digest]);
   assert.ok(await store.resolve("m"));
+});
+
+test("a split model resolves to its first part, linked next to the others under llama.cpp's split names", async () => {
+  const store = await newStore();
+  const parts = [];
+  for (const seed of [1, 2, 3]) parts.push(await store.blobs.importFile(await tinyModelPath({ seed })));
+  const base = await store.blobs.importFile(await tinyModelPath());
+  await store.create({ model: "whole", files: { "m.gguf": base.digest } });
+  // A pulled split model: several model layers in part order (what the hub puller writes).
+  const whole = (await store.manifests.read(parseModelName("whole")))!.manifest;
+  await store.manifests.write(parseModelName("split"), {
+    ...whole,
+    layers: parts.map((p) => ({ mediaType: "application/vnd.ollama.image.model", digest: p.digest, size: p.size })),
+  });
+  const spec = await store.resolve("split");
+  assert.equal(spec.digest, parts[0]!.digest);
+  assert.match(path.basename(spec.modelPath), /^model-00001-of-00003\.gguf$/);
+  const dir = path.dirname(spec.modelPath);
+  for (const [i, p] of parts.entries()) {
+    assert.equal(await fileDigest(path.join(dir, `model-0000${i + 1}-of-00003.gguf`)), p.digest, `part ${i + 1}`);
+  }
+  await store.delete("split");
+  await assert.rejects(fs.stat(dir), { code: "ENOENT" }, "the links go with the model");
 });
