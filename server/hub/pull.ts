@@ -106,16 +106,26 @@ export async function pullModel(refText: string, opts: PullOptions): Promise<Pul
   return { name: formatModelName(name), layers };
 }
 
-/** Progress lines of one layer, at most one per interval apart from the first and the last. */
+/**
+ * Progress lines of one layer: at most one per interval, the first and the last always, and a suppressed value is
+ * sent when the interval is over (so a stalled download shows where it stopped, not where it was 200 ms before).
+ */
 function layerProgress(opts: PullOptions, digest: Digest, total: number): (completed: number) => void {
   const interval = opts.progressIntervalMs ?? 200;
-  let last = -Infinity, lastCompleted = -1;
-  return (completed) => {
-    const now = Date.now();
-    if (completed === lastCompleted || (completed < total && lastCompleted >= 0 && now - last < interval)) return;
-    last = now;
-    lastCompleted = completed;
+  let last = -Infinity, sent = -1, pending = -1;
+  let timer: NodeJS.Timeout | undefined;
+  const send = (completed: number) => {
+    clearTimeout(timer);
+    timer = undefined;
+    last = Date.now();
+    sent = completed;
     opts.onProgress?.({ status: `pulling ${digest.slice(7, 19)}`, digest, total, completed });
+  };
+  return (completed) => {
+    if (completed === sent) return;
+    if (completed >= total || sent < 0 || Date.now() - last >= interval) return send(completed);
+    pending = completed;
+    timer ??= setTimeout(() => send(pending), last + interval - Date.now()).unref();
   };
 }
 
