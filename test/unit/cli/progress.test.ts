@@ -54,7 +54,7 @@ test("on a non-terminal each status is printed once and a download twice (start 
   const lines = text().trimEnd().split("\n");
   assert.equal(lines.length, 6, text());
   assert.equal(lines[0], "pulling manifest");
-  assert.match(lines[1]!, /^pulling 6340dc3229b0:   0% /);
+  assert.ok(lines[1]!.startsWith("pulling 6340dc3229b0:   0% "), lines[1]);
   assert.match(lines[2]!, /^pulling 6340dc3229b0: 100% .* 100 B$/);
   assert.deepEqual(lines.slice(3), ["verifying sha256 digest", "writing manifest", "success"]);
   assert.ok(!text().includes("\x1b"), "no escape codes outside a terminal");
@@ -72,8 +72,8 @@ test("on a terminal bars are redrawn in place and updates are throttled", () => 
   display.update({ status: `pulling ${DIGEST}`, digest: DIGEST, total: 1000, completed: 500 });
   const frame = text().slice(before);
   assert.ok(frame.startsWith("\x1b[2A\r"), `moves up over the two drawn lines: ${JSON.stringify(frame.slice(0, 10))}`);
-  assert.match(frame, /pulling 6340dc3229b0:  50% .* 500 B\/1 KB  495 B\/s  2s/); // 500 bytes in 1010 ms
+  assert.ok(frame.includes("pulling 6340dc3229b0:  50% ") && frame.includes(" 500 B/1 KB  495 B/s  2s"), frame); // 500 bytes in 1010 ms
   display.update({ status: "success" });
   display.finish();
-  assert.match(text(), /\x1b\[2Ksuccess\n$/);
+  assert.ok(text().endsWith("\x1b[2Ksuccess\n"), JSON.stringify(text().slice(-40)));
 });
