@@ -52,7 +52,10 @@ function event(pod: V1Pod, type: "Normal" | "Warning", reason: string, message: 
     involvedObject: { apiVersion: "v1", kind: "Pod", name: pod.metadata?.name, namespace: pod.metadata?.namespace, uid: pod.metadata?.uid },
     type, reason, message, count: 1, firstTimestamp: at, lastTimestamp: at,
     source: { component: "kubelet", host: pod.spec?.nodeName },
-  } }).catch((err: unknown) => log(`event ${reason} for ${keyOf(pod)}: ${String(err)}`));
+  } }).catch((err: { code?: number }) => {
+    // 403/404: the namespace is being deleted or is gone, so nobody could read the event anyway.
+    if (err.code !== 403 && err.code !== 404) log(`event ${reason} for ${keyOf(pod)}: ${String(err)}`);
+  });
 }
 
 async function nodeIp(name: string): Promise<string | undefined> {

@@ -30,7 +30,7 @@ export interface RunnerDeps {
 type LaunchBase = { mountsFile: string; env: Record<string, string>; workingDir: string; hostname: string };
 
 const BACKOFF_START_MS = Number(process.env.GANTRY_RUNTIME_BACKOFF_SECONDS ?? 1) * 1000;
-const BACKOFF_MAX_MS = 30_000, BACKOFF_RESET_MS = 60_000;
+const BACKOFF_MAX_MS = 30_000, BACKOFF_RESET_MS = 60_000, CONFIG_RETRY_MS = 1000;
 const now = (): string => apiTime(new Date());
 const newRecord = (c: V1Container): ContainerRecord =>
   ({ name: c.name, image: c.image ?? "", state: { kind: "waiting", reason: "PodInitializing" }, restartCount: 0, ready: false, started: false });
@@ -71,8 +71,8 @@ export class PodRunner {
     try {
       this.net = createPodNetwork(this.deps.netId, this.deps.index);
       this.rec.podIp = this.net.podIp;
-      this.volumes = await prepareVolumes(this.deps.core, this.deps.clusterDir, this.pod, this.net.podIp);
       this.notify();
+      if (!await this.mountVolumes(this.net.podIp)) return;
       if (!await this.runInitContainers()) return;
       this.rec.initialized = true;
       const specs = this.pod.spec?.containers ?? [];
@@ -88,6 +88,23 @@ export class PodRunner {
     }
   }
 
+  /** Like a kubelet, retries until the volumes' ConfigMaps/Secrets exist (FailedMount events meanwhile). */
+  private async mountVolumes(podIp: string): Promise<boolean> {
+    while (!this.stopping) {
+      try {
+        this.volumes = await prepareVolumes(this.deps.core, this.deps.clusterDir, this.pod, podIp);
+        return true;
+      } catch (err) {
+        const message = err instanceof Error ? err.message : String(err);
+        this.deps.event(this.pod, "Warning", "FailedMount", message);
+        for (const c of [...this.rec.init, ...this.rec.containers]) c.state = { kind: "waiting", reason: "ContainerCreating", message };
+        this.notify();
+        await this.sleep(CONFIG_RETRY_MS);
+      }
+    }
+    return false;
+  }
+
   private async runInitContainers(): Promise<boolean> {
     const specs = this.pod.spec?.initContainers ?? [];
     for (const [i, spec] of specs.entries()) {
@@ -97,6 +114,7 @@ export class PodRunner {
         const exit = await this.runOnce(spec, rec, false);
         if (this.stopping) return false;
         if (exit === 0) break;
+        if (exit === null) { await this.sleep(CONFIG_RETRY_MS); continue; }
         if (this.restartPolicy === "Never") {
           this.rec.phase = "Failed";
           this.notify();
@@ -115,6 +133,7 @@ export class PodRunner {
       const started = Date.now();
       const exit = await this.runOnce(spec, rec, true);
       if (this.stopping) return;
+      if (exit === null) { await this.sleep(CONFIG_RETRY_MS); continue; }
       const policy = this.restartPolicy;
       if (policy === "Never" || (policy === "OnFailure" && exit === 0)) {
         this.settlePhase();
@@ -174,10 +193,22 @@ export class PodRunner {
     return { mountsFile, env, workingDir: spec.workingDir ?? "/", hostname: this.pod.spec?.hostname ?? this.pod.metadata?.name ?? "pod" };
   }
 
-  /** Starts the container once and resolves with its exit code when it ends. */
-  private async runOnce(spec: V1Container, rec: ContainerRecord, probes: boolean): Promise<number> {
+  /**
+   * Starts the container once and resolves with its exit code when it ends, or null when it could not be configured
+   * (a missing ConfigMap/Secret key: CreateContainerConfigError, retried by the caller as a kubelet does).
+   */
+  private async runOnce(spec: V1Container, rec: ContainerRecord, probes: boolean): Promise<number | null> {
     const net = this.net as PodNetwork;
-    const ls = await this.launchSpec(spec);
+    let ls: LaunchBase;
+    try {
+      ls = await this.launchSpec(spec);
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      if (rec.state.kind !== "waiting" || rec.state.reason !== "CreateContainerConfigError") this.deps.event(this.pod, "Warning", "Failed", message);
+      rec.state = { kind: "waiting", reason: "CreateContainerConfigError", message };
+      this.notify();
+      return null;
+    }
     const argv = argvOf(spec).map((a) => expandRefs(a, ls.env));
     if (this.stopping) return 0;
     const logFile = path.join(podDir(this.deps.clusterDir, this.pod), `${spec.name}.log`);

@@ -168,6 +168,31 @@ test("restartPolicy decides what happens when containers exit: Never ends in Suc
   assert.notEqual(retried.status?.phase, "Succeeded");
 });
 
+test("ConfigMaps reach containers as env and files; a pod waits for a ConfigMap created after it", async () => {
+  await createClaim("cm-data");
+  await createPod("configured", [{
+    name: "main", image: "busybox.invalid", command: ["sh", "-c", "echo \"$GREETING\" > /data/seen; cat /etc/settings/greeting >> /data/seen; exec sleep 600"],
+    env: [{ name: "GREETING", valueFrom: { configMapKeyRef: { name: "settings", key: "greeting" } } }],
+    volumeMounts: [{ name: "data", mountPath: "/data" }, { name: "settings", mountPath: "/etc/settings", readOnly: true }],
+  }], "cm-data", { volumes: [{ name: "data", persistentVolumeClaim: { claimName: "cm-data" } }, { name: "settings", configMap: { name: "settings" } }] });
+  const waiting = await eventually("the pod to wait for its ConfigMap", async () => {
+    const p = await readPod("configured");
+    return p.status?.containerStatuses?.[0]?.state?.waiting?.reason === "ContainerCreating" ? p : undefined;
+  });
+  assert.equal(waiting.status?.phase, "Pending");
+  assert.ok((await eventReasons("configured")).includes("FailedMount"));
+
+  await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: "settings" }, data: { greeting: "hello from a ConfigMap" } } });
+  const seen = path.join(claimDir(cp.dir, ns, "cm-data"), "seen");
+  const expected = "hello from a ConfigMap\nhello from a ConfigMap"; // env value + newline, then the mounted file
+  const content = await eventually("the container to have read its settings", async () => {
+    const text = fs.existsSync(seen) ? fs.readFileSync(seen, "utf8") : "";
+    return text.length >= expected.length ? text : undefined;
+  });
+  assert.equal(content, expected);
+  assert.equal((await readPod("configured")).status?.phase, "Running");
+});
+
 test("a pod running `gantry serve` on the tiny model from its claim answers at its pod IP, and again after a restart", async () => {
   const models = claimDir(cp.dir, ns, "models");
   await createClaim("models");
