@@ -24,17 +24,20 @@ const exitCodeOf = (code: number | null, signal: NodeJS.Signals | null): number 
 export function launch(spec: LaunchSpec): ContainerProcess {
   fs.mkdirSync(path.dirname(spec.logFile), { recursive: true });
   const out = fs.openSync(spec.logFile, "a");
-  const child = spawn(tools.ip, wrapperArgs(spec), { env: spec.env, stdio: ["ignore", out, out] });
+  // Its own process group (the wrappers exec, so the group id is the container's pid): signals reach the processes
+  // it started too, and whatever it left behind is killed when it exits, as a kubelet does through the cgroup.
+  const child = spawn(tools.ip, wrapperArgs(spec), { env: spec.env, stdio: ["ignore", out, out], detached: true });
   fs.closeSync(out);
+  const pid = child.pid ?? -1;
+  const signalGroup = (sig: NodeJS.Signals): void => { try { process.kill(-pid, sig); } catch { /* already gone */ } };
   const exited = new Promise<ProcessExit>((resolve) => {
     child.once("error", () => resolve({ exitCode: 128 }));
-    child.once("exit", (code, signal) => resolve({ exitCode: exitCodeOf(code, signal), ...(signal ? { signal } : {}) }));
+    child.once("exit", (code, signal) => {
+      signalGroup("SIGKILL");
+      resolve({ exitCode: exitCodeOf(code, signal), ...(signal ? { signal } : {}) });
+    });
   });
-  return {
-    pid: child.pid ?? -1,
-    exited,
-    signal: (sig) => { try { child.kill(sig); } catch { /* already gone */ } },
-  };
+  return { pid, exited, signal: signalGroup };
 }
 
 /** Runs a command to completion inside the pod (exec probes). Resolves to its exit code; kills it on timeout. */

@@ -168,6 +168,18 @@ test("restartPolicy decides what happens when containers exit: Never ends in Suc
   assert.notEqual(retried.status?.phase, "Succeeded");
 });
 
+test("processes a container leaves behind end with it", async () => {
+  await createClaim("orphan-data");
+  await createPod("orphans", [{ name: "main", image: "busybox.invalid", command: ["sh", "-c", "sleep 600 & echo $! > /data/child; exit 3"],
+    volumeMounts: [{ name: "data", mountPath: "/data" }] }], "orphan-data", { restartPolicy: "Never" });
+  await eventually("the pod to fail", async () => ((await readPod("orphans")).status?.phase === "Failed" ? true : undefined));
+  const child = Number(fs.readFileSync(path.join(claimDir(cp.dir, ns, "orphan-data"), "child"), "utf8"));
+  assert.ok(child > 0);
+  await eventually("the background process to be gone", async () => {
+    try { process.kill(child, 0); return undefined; } catch { return true; }
+  }, 10_000);
+});
+
 test("ConfigMaps reach containers as env and files; a pod waits for a ConfigMap created after it", async () => {
   await createClaim("cm-data");
   await createPod("configured", [{
