@@ -49,6 +49,7 @@ export async function ensureBlob(client: GantryClient, file: string, say: (line:
 /** `files`/`adapters` maps of /api/create for local files: base name → digest (uploaded when missing). */
 export async function uploadFiles(client: GantryClient, files: readonly string[], say: (line: string) => void): Promise<Record<string, string>> {
   const map: Record<string, string> = {};
-  for (const file of files) map[path.basename(file)] = await ensureBlob(client, file, say);
+  // The server tells model files by their .gguf name; a blob path (FROM of a `show --modelfile`) has none.
+  for (const file of files) map[path.basename(file).replace(/(?<!\.gguf)$/i, ".gguf")] = await ensureBlob(client, file, say);
   return map;
 }
