@@ -24,8 +24,8 @@ export function runCli(args: readonly string[], opts: CliOptions = {}): Promise<
       stdio: [opts.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
     });
     let stdout = "", stderr = "";
-    proc.stdout.on("data", (d: Buffer) => { stdout += d.toString(); });
-    proc.stderr.on("data", (d: Buffer) => { stderr += d.toString(); });
+    proc.stdout!.on("data", (d: Buffer) => { stdout += d.toString(); });
+    proc.stderr!.on("data", (d: Buffer) => { stderr += d.toString(); });
     if (opts.input !== undefined) proc.stdin!.end(opts.input);
     const timer = setTimeout(() => { proc.kill("SIGKILL"); reject(new Error(`gantry ${args.join(" ")} timed out\nstdout: ${stdout}\nstderr: ${stderr}`)); }, opts.timeoutMs ?? 120_000);
     proc.once("error", reject);
