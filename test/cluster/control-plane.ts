@@ -100,7 +100,8 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
   try {
     const advertise = advertiseAddress();
     const pki = generatePki(path.join(dir, "pki"), advertise ?? "127.0.0.1");
-    const [etcdPort, etcdPeerPort, apiPort, kcmPort, schedPort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
+    const [etcdPort, etcdPeerPort, apiPort, kcmPort, schedPort, kubeletPort] =
+      await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort(), freePort()]);
     const apiUrl = `https://127.0.0.1:${apiPort}`;
     const kubeconfig = path.join(dir, "admin.kubeconfig");
     fs.writeFileSync(kubeconfig, kubeconfigYaml(pki, apiUrl), { mode: 0o600 });
@@ -118,7 +119,9 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
       `--tls-cert-file=${pki.apiserverCrt}`, `--tls-private-key-file=${pki.apiserverKey}`, `--client-ca-file=${pki.caCrt}`,
       "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
       `--service-account-key-file=${pki.saPub}`, `--service-account-signing-key-file=${pki.saKey}`,
-      "--service-cluster-ip-range=10.96.0.0/16", "--authorization-mode=RBAC", "--allow-privileged=true"]);
+      "--service-cluster-ip-range=10.96.0.0/16", "--authorization-mode=RBAC", "--allow-privileged=true",
+      // `kubectl logs` dials the node's InternalIP (127.0.0.1) only, never a host name that would need DNS.
+      "--kubelet-preferred-address-types=InternalIP", `--kubelet-client-certificate=${pki.adminCrt}`, `--kubelet-client-key=${pki.adminKey}`]);
     await waitFor("kube-apiserver /readyz", () => apiserverReady(rec), 120_000, dir);
 
     const kubeArgs = [`--kubeconfig=${kubeconfig}`, `--authentication-kubeconfig=${kubeconfig}`, `--authorization-kubeconfig=${kubeconfig}`,
@@ -137,7 +140,7 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
 
     if (opts.withKwok ?? true) {
       const nodeIp = "127.0.0.1";
-      await createFakeNodes(kc, nodeIp);
+      await createFakeNodes(kc, nodeIp, kubeletPort);
       await createDefaultStorageClass(kc);
       const kwokConfig = path.join(dir, "kwok.yaml");
       fs.writeFileSync(kwokConfig, kwokConfigExcludingProcessRuntime(fs.readFileSync(bin("kwok.yaml"), "utf8")));
@@ -145,7 +148,8 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
         "--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
         "--node-lease-duration-seconds=40", "--cidr=10.244.0.0/17", `--node-ip=${nodeIp}`]);
       startRecorded(dir, "process-runtime", process.execPath, [path.join(import.meta.dirname, "process-runtime.ts"),
-        `--dir=${dir}`, `--kubeconfig=${kubeconfig}`, `--repo=${repoRoot}`]);
+        `--dir=${dir}`, `--kubeconfig=${kubeconfig}`, `--repo=${repoRoot}`, `--kubelet-port=${kubeletPort}`,
+        `--tls-cert=${pki.kubeletCrt}`, `--tls-key=${pki.kubeletKey}`]);
       await waitFor("fake nodes Ready", async () => {
         const nodes = (await core.listNode()).items;
         const ready = nodes.filter((n) => n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"));

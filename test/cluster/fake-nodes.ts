@@ -15,7 +15,8 @@ export const FAKE_NODES: readonly FakeNode[] = [
 ];
 
 /** Status is part of the create on purpose: a Node keeps its status only on POST; later changes need /status. */
-export function nodeManifest(n: FakeNode, nodeIp: string): V1Node {
+/** kubeletPort: where the process runtime serves container logs for `kubectl logs`. */
+export function nodeManifest(n: FakeNode, nodeIp: string, kubeletPort: number): V1Node {
   const resources: Record<string, string> = { cpu: "96", memory: "1Ti", "ephemeral-storage": "1Ti", pods: "110" };
   const labels: Record<string, string> = { type: "kwok", "kubernetes.io/hostname": n.name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64" };
   if (n.gpus > 0) {
@@ -29,15 +30,16 @@ export function nodeManifest(n: FakeNode, nodeIp: string): V1Node {
     status: {
       capacity: resources, allocatable: resources,
       addresses: [{ type: "InternalIP", address: nodeIp }, { type: "Hostname", address: n.name }],
+      daemonEndpoints: { kubeletEndpoint: { Port: kubeletPort } },
       nodeInfo: { architecture: "amd64", operatingSystem: "linux", kubeletVersion: "v1.34.4-kwok", kubeProxyVersion: "",
         bootID: "", containerRuntimeVersion: "gantry-process-runtime", kernelVersion: "", machineID: "", osImage: "", systemUUID: "" },
     },
   };
 }
 
-export async function createFakeNodes(kc: KubeConfig, nodeIp: string): Promise<void> {
+export async function createFakeNodes(kc: KubeConfig, nodeIp: string, kubeletPort: number): Promise<void> {
   const core = kc.makeApiClient(CoreV1Api);
-  for (const n of FAKE_NODES) await core.createNode({ body: nodeManifest(n, nodeIp) });
+  for (const n of FAKE_NODES) await core.createNode({ body: nodeManifest(n, nodeIp, kubeletPort) });
 }
 
 export async function createDefaultStorageClass(kc: KubeConfig): Promise<void> {

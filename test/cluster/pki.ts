@@ -5,7 +5,7 @@ import fs from "node:fs";
 import path from "node:path";
 
 export interface Pki { dir: string; caCrt: string; caKey: string; apiserverCrt: string; apiserverKey: string;
-  adminCrt: string; adminKey: string; saKey: string; saPub: string }
+  adminCrt: string; adminKey: string; kubeletCrt: string; kubeletKey: string; saKey: string; saPub: string }
 
 const openssl = (cwd: string, args: string[]): void => { execFileSync("openssl", args, { cwd, stdio: ["ignore", "ignore", "pipe"] }); };
 
@@ -26,12 +26,14 @@ export function generatePki(dir: string, advertiseIp: string): Pki {
     "DNS:kubernetes.default.svc.cluster.local", "IP:127.0.0.1", "IP:10.96.0.1", `IP:${advertiseIp}`];
   sign(dir, "apiserver", "/CN=kube-apiserver", ["extendedKeyUsage=serverAuth", `subjectAltName=${[...new Set(sans)].join(",")}`]);
   sign(dir, "admin", "/O=system:masters/CN=kubernetes-admin", ["extendedKeyUsage=clientAuth"]);
+  // Serving cert of the process runtime's kubelet log endpoint (the nodes' InternalIP is 127.0.0.1).
+  sign(dir, "kubelet", "/CN=gantry-process-runtime", ["extendedKeyUsage=serverAuth", "subjectAltName=IP:127.0.0.1,DNS:localhost"]);
   openssl(dir, ["genrsa", "-out", "sa.key", "2048"]);
   openssl(dir, ["rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub"]);
   for (const f of fs.readdirSync(dir)) if (f.endsWith(".key")) fs.chmodSync(path.join(dir, f), 0o600);
   const p = (f: string): string => path.join(dir, f);
   return { dir, caCrt: p("ca.crt"), caKey: p("ca.key"), apiserverCrt: p("apiserver.crt"), apiserverKey: p("apiserver.key"),
-    adminCrt: p("admin.crt"), adminKey: p("admin.key"), saKey: p("sa.key"), saPub: p("sa.pub") };
+    adminCrt: p("admin.crt"), adminKey: p("admin.key"), kubeletCrt: p("kubelet.crt"), kubeletKey: p("kubelet.key"), saKey: p("sa.key"), saPub: p("sa.pub") };
 }
 
 export function kubeconfigYaml(pki: Pki, apiUrl: string): string {

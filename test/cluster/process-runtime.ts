@@ -1,7 +1,7 @@
 // The process runtime: the kubelet for pods labelled gantry.dev/process-runtime=true once they are bound to one of the
 // cluster's kwok nodes (kwok's own stages skip those pods). Each pod runs as local processes in its own network and
 // mount namespaces (runtime/pod-runner.ts); it also provisions PersistentVolumes for the default StorageClass.
-// Started by control-plane.ts as a recorded process: node process-runtime.ts --dir=<cluster dir> --kubeconfig=<file> --repo=<root>
+// It also serves the kubelet log endpoint (`kubectl logs`). Started by control-plane.ts as a recorded process.
 import fs from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
@@ -9,12 +9,16 @@ import type { Informer, ObjectCache, KubernetesObject, V1Node, V1PersistentVolum
 import { CoreV1Api, KubeConfig, makeInformer, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { PROCESS_RUNTIME_LABEL } from "./kwok-config.ts";
 import { clusterNetId, deleteClusterPodNetworks } from "./runtime/pod-network.ts";
+import { startLogServer } from "./runtime/log-server.ts";
 import { PodRunner } from "./runtime/pod-runner.ts";
 import { provisionVolume, wantsVolume } from "./runtime/provisioner.ts";
 
-const { values: args } = parseArgs({ options: { dir: { type: "string" }, kubeconfig: { type: "string" }, repo: { type: "string" } } });
+const { values: args } = parseArgs({ options: { dir: { type: "string" }, kubeconfig: { type: "string" }, repo: { type: "string" },
+  "kubelet-port": { type: "string" }, "tls-cert": { type: "string" }, "tls-key": { type: "string" } } });
 const clusterDir = args.dir ?? "", repo = args.repo ?? path.resolve(import.meta.dirname, "../..");
-if (!clusterDir || !args.kubeconfig) throw new Error("usage: process-runtime.ts --dir=<cluster dir> --kubeconfig=<file> [--repo=<root>]");
+if (!clusterDir || !args.kubeconfig) {
+  throw new Error("usage: process-runtime.ts --dir=<cluster dir> --kubeconfig=<file> [--repo=<root>] [--kubelet-port=<n> --tls-cert=<f> --tls-key=<f>]");
+}
 const log = (msg: string): void => { console.error(`${new Date().toISOString()} process-runtime: ${msg}`); };
 
 const kc = new KubeConfig();
@@ -131,6 +135,9 @@ process.on("SIGINT", () => void shutdown());
 // Pods of a previous runtime of this cluster (crash) lost their processes: remove their networks; they start afresh.
 const stale = deleteClusterPodNetworks(netId);
 if (stale) log(`removed ${stale} stale pod network(s)`);
+if (args["kubelet-port"] && args["tls-cert"] && args["tls-key"]) {
+  startLogServer({ port: Number(args["kubelet-port"]), cert: args["tls-cert"], key: args["tls-key"], podsDir: path.join(clusterDir, "pods"), log });
+}
 await keepAlive("pvc", pvcInformer);
 await keepAlive("pod", podInformer);
 fs.writeFileSync(path.join(clusterDir, "runtime.ready"), new Date().toISOString());

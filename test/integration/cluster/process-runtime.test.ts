@@ -1,6 +1,7 @@
 // The process runtime on the real test control plane: opted-in pods run as local processes, each at its own pod IP,
 // with claim directories that outlive container restarts and the pod itself.
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { after, before, test } from "node:test";
@@ -52,6 +53,8 @@ async function createPod(name: string, containers: V1Container[], claim: string,
 
 const eventReasons = async (pod: string): Promise<string[]> =>
   (await core.listNamespacedEvent({ namespace: ns, fieldSelector: `involvedObject.name=${pod}` })).items.map((e) => e.reason ?? "");
+const kubectl = (...args: string[]): string =>
+  execFileSync(path.join(cp.binDir, "kubectl"), ["--kubeconfig", cp.kubeconfig, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 const readPod = (name: string): Promise<V1Pod> => core.readNamespacedPod({ name, namespace: ns });
 const isReady = (p: V1Pod): boolean => Boolean(p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
 const readyPod = (name: string, timeoutMs?: number): Promise<V1Pod> =>
@@ -149,7 +152,7 @@ test("init containers run in order before the containers; a failing one is resta
 test("restartPolicy decides what happens when containers exit: Never ends in Succeeded or Failed, OnFailure retries", async () => {
   await createClaim("jobs-data");
   const run = (name: string, script: string): V1Container => ({ name, image: "busybox.invalid", command: ["sh", "-c", script] });
-  await createPod("succeeds", [run("main", "exit 0")], "jobs-data", { restartPolicy: "Never" });
+  await createPod("succeeds", [run("main", "echo first; echo second; exit 0")], "jobs-data", { restartPolicy: "Never" });
   await createPod("fails", [run("main", "exit 2")], "jobs-data", { restartPolicy: "Never" });
   await createPod("retries", [run("main", "exit 4")], "jobs-data", { restartPolicy: "OnFailure" });
   const phase = (name: string, want: string): Promise<V1Pod> =>
@@ -157,6 +160,8 @@ test("restartPolicy decides what happens when containers exit: Never ends in Suc
   const succeeded = await phase("succeeds", "Succeeded");
   assert.equal(succeeded.status?.containerStatuses?.[0]?.state?.terminated?.exitCode, 0);
   assert.equal(succeeded.status?.containerStatuses?.[0]?.state?.terminated?.reason, "Completed");
+  assert.equal(kubectl("-n", ns, "logs", "succeeds"), "first\nsecond\n", "kubectl logs reads the container's output");
+  assert.equal(kubectl("-n", ns, "logs", "succeeds", "--tail=1"), "second\n");
   const failed = await phase("fails", "Failed");
   assert.equal(failed.status?.containerStatuses?.[0]?.state?.terminated?.exitCode, 2);
   assert.equal(failed.status?.containerStatuses?.[0]?.restartCount, 0);
