@@ -1,0 +1,92 @@
+// The interactive chat of `gantry run <model>` in a real terminal (tmux): answers, history sent with each turn, """
+// multi-line input, /set parameter, /show, /set system, /clear, Ctrl-C cancelling an answer, /bye.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { tinyModelPath } from "../../support/models.ts";
+import { createModel, GANTRY, startTestServer, type TestServer } from "../../support/server.ts";
+import { TmuxSession } from "./tmux.ts";
+
+let server: TestServer;
+let tmux: TmuxSession | null = null;
+
+before(async () => {
+  server = await startTestServer();
+  // The GGUF's own chat template renders the whole conversation; num_predict keeps answers short.
+  await createModel(server.url, "chatty", await tinyModelPath({ controlLogit: -8 }), { parameters: { num_predict: 10 } });
+});
+
+after(async () => {
+  tmux?.kill();
+  await server?.stop();
+});
+
+const count = (s: string, re: RegExp): number => [...s.matchAll(re)].length;
+const promptEvalCounts = (s: string): number[] => [...s.matchAll(/prompt eval count:\s+(\d+)/g)].map((m) => Number(m[1]));
+const evalCounts = (s: string): number[] => [...s.matchAll(/^eval count:\s+(\d+)/gm)].map((m) => Number(m[1]));
+const shellQuote = (s: string) => `'${s.replace(/'/g, "'\\''")}'`;
+
+test("an interactive session in a terminal", async () => {
+  const env = `GANTRY_HOST=127.0.0.1:${server.port} GANTRY_MODELS=${shellQuote(server.modelsDir)}`;
+  tmux = TmuxSession.start(`gantry-repl-${process.pid}`, `env ${env} ${shellQuote(process.execPath)} ${shellQuote(GANTRY)} run chatty --verbose; echo "EXIT=$?"; sleep 600`);
+  const t = tmux;
+  await t.waitFor("the >>> prompt", (s) => s.includes(">>> "));
+
+  // --verbose prints the counts after each answer: the prompt grows with the history and shrinks after /clear.
+  t.type("hello there");
+  let s = await t.waitFor("the first answer", (x) => count(x, /eval rate:/g) === 1);
+  t.type("hello there");
+  s = await t.waitFor("the second answer", (x) => count(x, /eval rate:/g) === 2);
+  const [p1, p2] = promptEvalCounts(s);
+  assert.ok(p2! > p1! + 10, `the second prompt carries the first exchange (${p1} → ${p2})`);
+
+  t.type("/clear");
+  await t.waitFor("the /clear notice", (x) => x.includes("Cleared session context"));
+  t.type("hello there");
+  s = await t.waitFor("an answer after /clear", (x) => count(x, /eval rate:/g) === 3);
+  assert.equal(promptEvalCounts(s)[2], p1, "after /clear the prompt is the first one again");
+
+  // A """ block is one message: one more answer, not two, and the continuation prompt shows while it is open.
+  t.type('"""first line');
+  await t.waitFor("the ... continuation prompt", (x) => x.includes("... "));
+  t.type('second line"""');
+  s = await t.waitFor("the multi-line answer", (x) => count(x, /eval rate:/g) === 4);
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(count(t.screen(), /eval rate:/g), 4, "exactly one answer for the block");
+
+  // /set parameter takes effect on the next answer, and /show parameters lists it next to the model's own.
+  t.type("/set parameter num_predict 3");
+  await t.waitFor("the confirmation", (x) => x.includes("Set parameter 'num_predict' to '3'"));
+  t.type("/show parameters");
+  s = await t.waitFor("the parameters", (x) => x.includes("User defined parameters:"));
+  assert.match(s, /Model defined parameters:\nnum_predict\s+10\n/);
+  assert.match(s, /User defined parameters:\nnum_predict\s+3\n/);
+  t.type("short answer please");
+  s = await t.waitFor("the short answer", (x) => count(x, /eval rate:/g) === 5);
+  assert.equal(evalCounts(s)[4], 3, "the answer stopped after 3 tokens");
+  t.type("/set parameter temperature hot");
+  await t.waitFor("the rejection", (x) => x.includes("Error: invalid value for temperature: expected a number"));
+
+  t.type("/set system You are a pirate.");
+  await t.waitFor("the confirmation", (x) => x.includes("Set system message."));
+  t.type("/show system");
+  await t.waitFor("the system message", (x) => /\/show system\nYou are a pirate\.\n/.test(x));
+  t.type("/show info");
+  await t.waitFor("the model summary", (x) => /architecture\s+llama/.test(x) && /Capabilities\n\s+completion/.test(x));
+  t.type("/?");
+  await t.waitFor("the help", (x) => x.includes("Available Commands:") && x.includes("/bye"));
+
+  // Ctrl-C stops an answer that would go on and on, and the session carries on.
+  t.type("/set parameter num_predict 100000");
+  await t.waitFor("the confirmation", (x) => x.includes("Set parameter 'num_predict' to '100000'"));
+  const before = count(t.screen(), />>> /g);
+  t.type("tell me everything");
+  await new Promise((r) => setTimeout(r, 1500));
+  t.key("C-c");
+  s = await t.waitFor("the prompt after Ctrl-C", (x) => count(x, />>> /g) === before + 1);
+  assert.equal(count(s, /eval rate:/g), 5, "a cancelled answer has no final stats");
+  t.type("/show system");
+  await t.waitFor("a responsive session", (x) => count(x, /You are a pirate\./g) >= 3);
+
+  t.type("/bye");
+  await t.waitFor("the process to exit", (x) => x.includes("EXIT=0"));
+});
