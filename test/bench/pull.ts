@@ -1,0 +1,91 @@
+// Pull throughput from the local hub against `curl -o` downloading the same file from the same hub, side by side in
+// interleaved rounds. Both clients are separate processes; the hub runs here. A pull's time runs from its first
+// progress line ("pulling manifest") to "success", so it includes listing, sha256 verification and the manifest
+// write, and excludes Node's start-up; curl's is its process wall time. Also runnable: `node test/bench/pull.ts`.
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { startHubServer } from "../support/hub-server.ts";
+import { benchModelPath } from "../support/models.ts";
+import { median } from "./table.ts";
+
+export interface Row {
+  name: string;
+  /** Median throughput over the rounds, MB/s (10^6 bytes). */
+  mbPerSec: number;
+  /** Median seconds per download. */
+  seconds: number;
+  /** Throughput relative to curl's median. */
+  vsCurl: number;
+  rounds: number;
+  megabytes: number;
+}
+
+const PULL_CLI = path.resolve(import.meta.dirname, "../support/pull-cli.ts");
+const FILE = "bench-250m-Q8_0.gguf";
+
+/** Seconds of one pull in a child process, timed from its first progress line to "success". */
+function timePull(hubUrl: string, tuning: object): Promise<number> {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "gantry-bench-pull-"));
+  return new Promise<number>((resolve, reject) => {
+    const child = spawn(process.execPath, [PULL_CLI, root, hubUrl, "hf.co/bench/model:Q8_0", JSON.stringify(tuning)], { stdio: ["ignore", "pipe", "inherit"] });
+    let buf = "", t0 = 0, t1 = 0;
+    child.stdout.on("data", (d: Buffer) => {
+      buf += d.toString();
+      let nl;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        const line = JSON.parse(buf.slice(0, nl)) as { status?: string; error?: string };
+        buf = buf.slice(nl + 1);
+        if (line.status === "pulling manifest") t0 = performance.now();
+        if (line.status === "success") t1 = performance.now();
+        if (line.error) reject(new Error(line.error));
+      }
+    });
+    child.once("exit", (code) => (code === 0 && t1 > t0 ? resolve((t1 - t0) / 1000) : reject(new Error(`pull exited with ${code}`))));
+  }).finally(() => fs.rmSync(root, { recursive: true, force: true }));
+}
+
+/** Seconds of `curl -sf -L -o <file> <url>`. */
+function timeCurl(url: string): Promise<number> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gantry-bench-curl-"));
+  const t0 = performance.now();
+  return new Promise<number>((resolve, reject) => {
+    const child = spawn("curl", ["-sf", "-L", "-o", path.join(dir, "model.gguf"), url], { stdio: "inherit" });
+    child.once("error", reject);
+    child.once("exit", (code) => (code === 0 ? resolve((performance.now() - t0) / 1000) : reject(new Error(`curl exited with ${code}`))));
+  }).finally(() => fs.rmSync(dir, { recursive: true, force: true }));
+}
+
+export async function benchPull(opts: { rounds?: number } = {}): Promise<Row[]> {
+  const rounds = opts.rounds ?? 3;
+  const file = await benchModelPath("250m");
+  const bytes = fs.statSync(file).size;
+  const hub = await startHubServer();
+  try {
+    await hub.register({ org: "bench", repo: "model", files: { [FILE]: file } });
+    const clients: Array<{ name: string; run: () => Promise<number> }> = [
+      { name: "curl -o", run: () => timeCurl(`${hub.url}/bench/model/resolve/main/${FILE}`) },
+      { name: "gantry pull (4 parallel parts)", run: () => timePull(hub.url, { maxParts: 4 }) },
+      { name: "gantry pull (1 part)", run: () => timePull(hub.url, { parallelThreshold: Number.MAX_SAFE_INTEGER }) },
+    ];
+    const times = clients.map(() => [] as number[]);
+    for (let r = 0; r < rounds; r++) {
+      for (const [i, c] of clients.entries()) times[i]!.push(await c.run());
+    }
+    const mbps = (s: number) => bytes / 1e6 / s;
+    const curlMbps = mbps(median(times[0]!));
+    return clients.map((c, i) => {
+      const seconds = median(times[i]!);
+      return { name: c.name, mbPerSec: mbps(seconds), seconds, vsCurl: mbps(seconds) / curlMbps, rounds, megabytes: bytes / 1e6 };
+    });
+  } finally {
+    await hub.close();
+  }
+}
+
+if (import.meta.main) {
+  const { printTable } = await import("./table.ts");
+  const rows = await benchPull();
+  printTable("pull throughput (local hub)", ["client", "MB/s", "s", "vs curl", "rounds", "MB"], rows.map((r) => [r.name, r.mbPerSec, r.seconds, r.vsCurl, r.rounds, r.megabytes]));
+}
