@@ -1,6 +1,9 @@
 // The interactive chat of `gantry run <model>` in a real terminal (tmux): answers, history sent with each turn, """
 // multi-line input, /set parameter, /show, /set system, /clear, Ctrl-C cancelling an answer, /bye.
 import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { after, before, test } from "node:test";
 import { tinyModelPath } from "../../support/models.ts";
 import { createModel, GANTRY, startTestServer, type TestServer } from "../../support/server.ts";
@@ -8,6 +11,9 @@ import { TmuxSession } from "./tmux.ts";
 
 let server: TestServer;
 let tmux: TmuxSession | null = null;
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gantry-repl-"));
+const image = path.join(dir, "cat.png");
+fs.writeFileSync(image, Buffer.from("89504e470d0a1a0a0000000d49484452", "hex"));
 
 before(async () => {
   server = await startTestServer();
@@ -18,6 +24,7 @@ before(async () => {
 after(async () => {
   tmux?.kill();
   await server?.stop();
+  fs.rmSync(dir, { recursive: true, force: true });
 });
 
 const count = (s: string, re: RegExp): number => [...s.matchAll(re)].length;
@@ -33,9 +40,9 @@ test("an interactive session in a terminal", async () => {
 
   // --verbose prints the counts after each answer: the prompt grows with the history and shrinks after /clear.
   t.type("hello there");
-  let s = await t.waitFor("the first answer", (x) => count(x, /eval rate:/g) === 1);
+  await t.waitFor("the first answer", (x) => count(x, /eval rate:/g) === 1);
   t.type("hello there");
-  s = await t.waitFor("the second answer", (x) => count(x, /eval rate:/g) === 2);
+  let s = await t.waitFor("the second answer", (x) => count(x, /eval rate:/g) === 2);
   const [p1, p2] = promptEvalCounts(s);
   assert.ok(p2! > p1! + 10, `the second prompt carries the first exchange (${p1} → ${p2})`);
 
@@ -49,7 +56,7 @@ test("an interactive session in a terminal", async () => {
   t.type('"""first line');
   await t.waitFor("the ... continuation prompt", (x) => x.includes("... "));
   t.type('second line"""');
-  s = await t.waitFor("the multi-line answer", (x) => count(x, /eval rate:/g) === 4);
+  await t.waitFor("the multi-line answer", (x) => count(x, /eval rate:/g) === 4);
   await new Promise((r) => setTimeout(r, 300));
   assert.equal(count(t.screen(), /eval rate:/g), 4, "exactly one answer for the block");
 
@@ -72,6 +79,12 @@ test("an interactive session in a terminal", async () => {
   await t.waitFor("the system message", (x) => /\/show system\nYou are a pirate\.\n/.test(x));
   t.type("/show info");
   await t.waitFor("the model summary", (x) => /architecture\s+llama/.test(x) && /Capabilities\n\s+completion/.test(x));
+  // Images (by /image or a path inside the prompt) are read and sent; this model has no vision, so the server's
+  // refusal is shown as one error line and the session goes on.
+  t.type(`/image ${image} what is this?`);
+  await t.waitFor("the image refusal", (x) => x.includes(`Added image '${image}'`) && x.includes(`Error: model "chatty:latest" does not support images`));
+  t.type(`and what is in ${image} ?`);
+  await t.waitFor("the second refusal", (x) => count(x, /does not support images/g) === 2);
   t.type("/?");
   await t.waitFor("the help", (x) => x.includes("Available Commands:") && x.includes("/bye"));
 

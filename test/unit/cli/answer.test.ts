@@ -1,0 +1,25 @@
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { test } from "node:test";
+import { userTurn } from "../../../server/cli/answer.ts";
+
+test("userTurn attaches image files named in the text as base64 and keeps other text", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gantry-turn-"));
+  const png = Buffer.from("89504e470d0a1a0a0000000d49484452", "hex");
+  fs.writeFileSync(path.join(dir, "cat.png"), png);
+  fs.writeFileSync(path.join(dir, "dog.jpg"), Buffer.from("jpeg bytes"));
+  const said: string[] = [];
+  const ctx = { cwd: dir, say: (l: string) => { said.push(l); } };
+
+  assert.deepEqual(userTurn(ctx, "what is in ./cat.png?"), { role: "user", content: "what is in ?", images: [png.toString("base64")] });
+  assert.deepEqual(said, [`Added image '${path.join(dir, "cat.png")}'`]);
+
+  const both = userTurn(ctx, "compare", [path.join(dir, "dog.jpg")]);
+  assert.deepEqual(both.images, [Buffer.from("jpeg bytes").toString("base64")]);
+
+  // No images: the text goes unchanged (spacing included).
+  assert.deepEqual(userTurn(ctx, "  plain   text ./missing.png "), { role: "user", content: "  plain   text ./missing.png " });
+  fs.rmSync(dir, { recursive: true });
+});
