@@ -28,7 +28,7 @@ export function renderBar(s: BarState, barWidth = BAR_WIDTH): string {
 /** The label of a status line: "pulling sha256:abcdef…" shortens to "pulling abcdef012345". */
 export function statusLabel(p: Progress): string {
   if (p.digest && p.status.includes(p.digest)) return p.status.replace(p.digest, shortId(p.digest));
-  if (p.digest && p.total !== undefined) return `${p.status} ${shortId(p.digest)}`;
+  if (p.digest && p.total !== undefined && !p.status.includes(shortId(p.digest))) return `${p.status} ${shortId(p.digest)}`;
   return p.status;
 }
 

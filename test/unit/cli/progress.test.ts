@@ -23,6 +23,7 @@ test("statusLabel shortens digests to 12 hex", () => {
   assert.equal(statusLabel({ status: `pulling ${DIGEST}`, digest: DIGEST, total: 10, completed: 1 }), "pulling 6340dc3229b0");
   assert.equal(statusLabel({ status: "downloading", digest: DIGEST, total: 10 }), "downloading 6340dc3229b0");
   assert.equal(statusLabel({ status: "verifying sha256 digest" }), "verifying sha256 digest");
+  assert.equal(statusLabel({ status: "pulling 6340dc3229b0", digest: DIGEST, total: 10 }), "pulling 6340dc3229b0", "already short");
 });
 
 test("SpeedMeter measures over a sliding window", () => {
