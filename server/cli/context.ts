@@ -23,5 +23,7 @@ export interface Command {
   /** One line for --help. */
   usage: string;
   summary: string;
+  /** More text for `gantry <command> --help`. */
+  details?: () => string;
   run(args: string[], ctx: CliContext): Promise<void>;
 }

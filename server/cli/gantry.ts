@@ -2,8 +2,7 @@
 // The `gantry` command: one binary, every process is a subcommand. Model commands are clients of the HTTP API at
 // GANTRY_HOST; failures print one line `Error: <message>` on stderr and exit 1, never a stack trace.
 import { GantryClient } from "../api/client.ts";
-import { ConfigError, describeEnv } from "../common/config.ts";
-import { ServerConfigSchema } from "../config.ts";
+import { ConfigError } from "../common/config.ts";
 import { VERSION } from "../version.ts";
 import type { CliContext, Command } from "./context.ts";
 import { cpCommand } from "./commands/cp.ts";
@@ -13,7 +12,7 @@ import { psCommand } from "./commands/ps.ts";
 import { pullCommand } from "./commands/pull.ts";
 import { rmCommand } from "./commands/rm.ts";
 import { runCommand } from "./commands/run.ts";
-import { serveCommand } from "./commands/serve.ts";
+import { environmentHelp, serveCommand } from "./commands/serve.ts";
 import { showCommand } from "./commands/show.ts";
 import { stopCommand } from "./commands/stop.ts";
 import { versionCommand } from "./commands/version.ts";
@@ -31,9 +30,7 @@ Usage:
 ${COMMANDS.map((c) => `  ${c.usage.padEnd(width + 2)}${c.summary}`).join("\n")}
   ${"gantry --help".padEnd(width + 2)}Show this help
 
-Environment variables:
-${describeEnv(ServerConfigSchema).join("\n")}
-`;
+${environmentHelp()}`;
 }
 
 const findCommand = (name: string): Command | undefined => COMMANDS.find((c) => c.name === name || c.aliases?.includes(name));
@@ -53,7 +50,10 @@ async function main(argv: string[]): Promise<void> {
   if (name === undefined || name === "--help" || name === "-h" || name === "help") { process.stdout.write(helpText()); return; }
   const command = findCommand(name);
   if (!command) throw new Error(`unknown command "${name}" (see gantry --help)`);
-  if (rest.includes("--help") || rest.includes("-h")) { process.stdout.write(`Usage: ${command.usage}\n  ${command.summary}\n`); return; }
+  if (rest.includes("--help") || rest.includes("-h")) {
+    process.stdout.write(`Usage: ${command.usage}\n  ${command.summary}\n${command.details ? `\n${command.details()}` : ""}`);
+    return;
+  }
   await command.run(rest, context());
 }
 

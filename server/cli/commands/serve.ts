@@ -1,14 +1,18 @@
-import { parseEnv } from "../../common/config.ts";
+import { describeEnv, parseEnv } from "../../common/config.ts";
 import { createLogger } from "../../common/logger.ts";
 import { ServerConfigSchema } from "../../config.ts";
 import { startServer } from "../../serve.ts";
 import { parseArgs, stringFlag } from "../args.ts";
 import type { Command } from "../context.ts";
 
+/** Every variable the server (and the CLI, for GANTRY_HOST) reads, for --help. */
+export const environmentHelp = (): string => `Environment variables:\n${describeEnv(ServerConfigSchema).join("\n")}\n`;
+
 export const serveCommand: Command = {
   name: "serve",
   usage: "gantry serve [--model <ref>]...",
   summary: "Start the model server (preloads each --model and keeps it loaded)",
+  details: environmentHelp,
   async run(args) {
     const { positionals, flags } = parseArgs("serve", args, { model: { type: "string", short: "m", multiple: true } });
     if (positionals.length > 0) throw new Error(`serve: unexpected argument "${positionals[0]}"`);

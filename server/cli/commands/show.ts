@@ -6,8 +6,8 @@ const PARTS = ["modelfile", "template", "parameters", "system", "license"] as co
 
 export const showCommand: Command = {
   name: "show",
-  usage: "gantry show <model> [--modelfile|--template|--parameters|--system|--license]",
-  summary: "Show information about a model",
+  usage: "gantry show <model> [--<part>]",
+  summary: "Show information about a model, or one part: --modelfile, --template, --parameters, --system, --license",
   async run(args, ctx) {
     const { positionals, flags } = parseArgs("show", args, Object.fromEntries(PARTS.map((p) => [p, { type: "boolean" as const }])));
     const [model] = expectPositionals(positionals, ["model"], this.usage);
