@@ -1,5 +1,7 @@
 // The interactive chat of `gantry run <model>` on a terminal: node:readline line editing and history, `"""` blocks,
 // slash commands, Ctrl-C cancels an answer (or the line), Ctrl-D or /bye exits.
+import fs from "node:fs";
+import path from "node:path";
 import readline from "node:readline";
 import type { ShowResponse } from "../api/store-schemas.ts";
 import type { ChatMessage } from "../api/client.ts";
@@ -29,8 +31,28 @@ function showText(topic: ShowTopic, show: ShowResponse, session: ChatSession): s
   }
 }
 
-export async function runRepl(ctx: CliContext, session: ChatSession, show: ShowResponse, opts: { verbose: boolean }): Promise<void> {
-  const rl = readline.createInterface({ input: ctx.stdin, output: ctx.stdout, terminal: ctx.stdin.isTTY === true, historySize: 500, prompt: ">>> " });
+const HISTORY_SIZE = 500;
+
+/** Lines of a history file, newest first (readline's order); a missing or unreadable file is an empty history. */
+function loadHistory(file: string): string[] {
+  try { return fs.readFileSync(file, "utf8").split("\n").filter((l) => l !== "").slice(-HISTORY_SIZE).reverse(); } catch { return []; }
+}
+
+function saveHistory(file: string, newestFirst: readonly string[]): void {
+  try {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, [...newestFirst].reverse().map((l) => `${l}\n`).join(""));
+  } catch { /* history is a convenience: never fail the chat over it */ }
+}
+
+export async function runRepl(ctx: CliContext, session: ChatSession, show: ShowResponse, opts: { verbose: boolean; historyFile?: string }): Promise<void> {
+  const rl = readline.createInterface({
+    input: ctx.stdin, output: ctx.stdout, terminal: ctx.stdin.isTTY === true, prompt: ">>> ",
+    historySize: HISTORY_SIZE, history: opts.historyFile ? loadHistory(opts.historyFile) : [], removeHistoryDuplicates: true,
+  });
+  const historyFile = opts.historyFile;
+  // Multi-line lines are kept one by one in history: recalling them re-types the block line by line.
+  if (historyFile) rl.on("history", (lines: string[]) => saveHistory(historyFile, lines));
   const multiline = new MultilineBuffer();
   let answering: AbortController | null = null;
   rl.on("SIGINT", () => {

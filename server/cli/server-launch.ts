@@ -24,12 +24,17 @@ export const isLoopback = (url: string): boolean => {
   return host === "localhost" || host === "::1" || host.startsWith("127.");
 };
 
-/** The server's log file: next to the model store when GANTRY_MODELS is set, else ~/.gantry/logs/server.log. */
-export function serverLogPath(env: Record<string, string | undefined>): string {
+/** Gantry's own directory: the parent of GANTRY_MODELS when set, else ~/.gantry. */
+export function gantryHome(env: Record<string, string | undefined>): string {
   const models = env.GANTRY_MODELS?.trim();
-  const dir = models ? path.join(path.dirname(path.resolve(models)), "logs") : path.join(os.homedir(), ".gantry", "logs");
-  return path.join(dir, "server.log");
+  return models ? path.dirname(path.resolve(models)) : path.join(os.homedir(), ".gantry");
 }
+
+/** The background server's log file: <gantry home>/logs/server.log. */
+export const serverLogPath = (env: Record<string, string | undefined>): string => path.join(gantryHome(env), "logs", "server.log");
+
+/** The interactive chat's input history: <gantry home>/history. */
+export const historyPath = (env: Record<string, string | undefined>): string => path.join(gantryHome(env), "history");
 
 async function answers(client: GantryClient): Promise<boolean> {
   try { await client.version(); return true; } catch (e) {

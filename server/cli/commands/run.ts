@@ -6,6 +6,7 @@ import { ChatSession } from "../chat-session.ts";
 import type { CliContext, Command } from "../context.ts";
 import { isGgufPath, isHubRef, modelNameForFile, resolveUserPath, uploadFiles } from "../local-model.ts";
 import { runRepl } from "../repl.ts";
+import { historyPath } from "../server-launch.ts";
 import { pullModel } from "../show-progress.ts";
 
 async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
@@ -67,7 +68,7 @@ export const runCommand: Command = {
     const { name, show } = await resolveRunModel(ctx, ref);
     const session = new ChatSession(name, { keepAlive });
 
-    if (prompt === "" && interactive) { await runRepl(ctx, session, show, { verbose }); return; }
+    if (prompt === "" && interactive) { await runRepl(ctx, session, show, { verbose, historyFile: historyPath(ctx.env) }); return; }
     if (prompt === "") {
       // Nothing to ask: load the model, as `ollama run <model> < /dev/null` does.
       for await (const c of ctx.client.generate({ model: name, ...(keepAlive ? { keep_alive: keepAlive } : {}) })) void c;

@@ -1,5 +1,6 @@
 // The interactive chat of `gantry run <model>` in a real terminal (tmux): answers, history sent with each turn, """
-// multi-line input, /set parameter, /show, /set system, /clear, Ctrl-C cancelling an answer, /bye.
+// multi-line input, /set parameter, /show, /set system, /clear, images, Ctrl-C cancelling an answer, /bye, and the
+// input history kept for the next session.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
@@ -16,7 +17,8 @@ const image = path.join(dir, "cat.png");
 fs.writeFileSync(image, Buffer.from("89504e470d0a1a0a0000000d49484452", "hex"));
 
 before(async () => {
-  server = await startTestServer();
+  // The store inside the test's directory, so the history file (next to the store) is the test's own.
+  server = await startTestServer({ modelsDir: path.join(dir, "models") });
   // The GGUF's own chat template renders the whole conversation; num_predict keeps answers short.
   await createModel(server.url, "chatty", await tinyModelPath({ controlLogit: -8 }), { parameters: { num_predict: 10 } });
 });
@@ -34,7 +36,8 @@ const shellQuote = (s: string) => `'${s.replace(/'/g, "'\\''")}'`;
 
 test("an interactive session in a terminal", async () => {
   const env = `GANTRY_HOST=127.0.0.1:${server.port} GANTRY_MODELS=${shellQuote(server.modelsDir)}`;
-  tmux = TmuxSession.start(`gantry-repl-${process.pid}`, `env ${env} ${shellQuote(process.execPath)} ${shellQuote(GANTRY)} run chatty --verbose; echo "EXIT=$?"; sleep 600`);
+  const command = `env ${env} ${shellQuote(process.execPath)} ${shellQuote(GANTRY)} run chatty --verbose; echo "EXIT=$?"; sleep 600`;
+  tmux = TmuxSession.start(`gantry-repl-${process.pid}`, command);
   const t = tmux;
   await t.waitFor("the >>> prompt", (s) => s.includes(">>> "));
 
@@ -102,4 +105,15 @@ test("an interactive session in a terminal", async () => {
 
   t.type("/bye");
   await t.waitFor("the process to exit", (x) => x.includes("EXIT=0"));
+  t.kill();
+
+  // The input history is kept for the next session: the up arrow brings back the last line.
+  const history = fs.readFileSync(path.join(dir, "history"), "utf8").split("\n");
+  for (const line of ["hello there", "/set parameter num_predict 3", "/bye"]) assert.ok(history.includes(line), `${line} in history`);
+  tmux = TmuxSession.start(`gantry-repl2-${process.pid}`, command);
+  await tmux.waitFor("the >>> prompt", (x) => x.includes(">>> "));
+  tmux.key("Up");
+  await tmux.waitFor("the recalled line", (x) => x.includes(">>> /bye"));
+  tmux.key("Enter");
+  await tmux.waitFor("the process to exit", (x) => x.includes("EXIT=0"));
 });

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import os from "node:os";
 import path from "node:path";
 import { test } from "node:test";
-import { isLoopback, serverLogPath, serverUrl } from "../../../server/cli/server-launch.ts";
+import { historyPath, isLoopback, serverLogPath, serverUrl } from "../../../server/cli/server-launch.ts";
 
 test("serverUrl follows GANTRY_HOST as OLLAMA_HOST is read", () => {
   const cases: [string | undefined, string][] = [
@@ -30,4 +30,6 @@ test("only loopback addresses get a server started", () => {
 test("the server log sits next to the model store, or under ~/.gantry", () => {
   assert.equal(serverLogPath({ GANTRY_MODELS: "/data/gantry/models" }), "/data/gantry/logs/server.log");
   assert.equal(serverLogPath({}), path.join(os.homedir(), ".gantry", "logs", "server.log"));
+  assert.equal(historyPath({ GANTRY_MODELS: "/data/gantry/models" }), "/data/gantry/history");
+  assert.equal(historyPath({}), path.join(os.homedir(), ".gantry", "history"));
 });
