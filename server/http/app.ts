@@ -4,6 +4,7 @@ import { AppError } from "../common/errors.ts";
 import type { ServerDeps } from "./deps.ts";
 import { errorMiddleware, sendError } from "./errors.ts";
 import { cors } from "./cors.ts";
+import { requestLog } from "./request-log.ts";
 import { generateRoutes } from "./routes/generate.ts";
 import { chatRoutes } from "./routes/chat.ts";
 import { embedRoutes } from "./routes/embed.ts";
@@ -25,6 +26,7 @@ export function createServerApp(deps: ServerDeps, store: StoreRouters = { raw: [
   app.disable("x-powered-by");
   app.set("etag", false);
   app.use(deps.metrics.middleware());
+  app.use(requestLog(deps.logger));
   app.use(cors(deps.config.origins));
   for (const r of store.raw) app.use(r);
   // Ollama's clients do not always send a JSON content type: parse every body as JSON.

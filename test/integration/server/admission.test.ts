@@ -62,5 +62,7 @@ test("a client disconnect frees its sequence within 1 s and the next request is 
   }
   const res = await fetch(`${srv.url}/api/generate`, { method: "POST", body: JSON.stringify({ model: "babbler", prompt: "hi", stream: false, options: { num_predict: 3 } }) });
   assert.equal(res.status, 200);
+  assert.match(srv.logs(), /"path":"\/api\/generate","status":499/, "the cancelled request is logged as 499");
+  assert.doesNotMatch(srv.logs(), /go on forever/, "prompts are never logged");
   assert.equal((await res.json() as { eval_count: number }).eval_count, 3);
 });

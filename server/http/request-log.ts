@@ -1,0 +1,23 @@
+// One structured log line per request: method, route, status (499 when the client went away first), duration.
+// Never the body (prompts) nor headers (keys). Probes (/health, /metrics) log at debug.
+import type { RequestHandler } from "express";
+import type { Logger } from "../common/logger.ts";
+
+const QUIET = new Set(["/health", "/metrics", "/"]);
+
+export function requestLog(logger: Logger): RequestHandler {
+  return (req, res, next) => {
+    const started = process.hrtime.bigint();
+    let logged = false;
+    const log = (status: number) => {
+      if (logged) return;
+      logged = true;
+      const entry = { method: req.method, path: req.path, status, ms: Math.round(Number(process.hrtime.bigint() - started) / 1e6) };
+      if (QUIET.has(req.path)) logger.debug(entry, "request");
+      else logger.info(entry, status === 499 ? "client closed the connection" : "request");
+    };
+    res.on("finish", () => log(res.statusCode));
+    res.on("close", () => log(res.writableFinished ? res.statusCode : 499));
+    next();
+  };
+}
