@@ -114,6 +114,9 @@ test("an interactive session in a terminal", async () => {
   await tmux.waitFor("the >>> prompt", (x) => x.includes(">>> "));
   tmux.key("Up");
   await tmux.waitFor("the recalled line", (x) => x.includes(">>> /bye"));
-  tmux.key("Enter");
+  // Ctrl-C clears the typed line, and Ctrl-D on an empty line ends the session (it would not with text left).
+  tmux.key("C-c");
+  await tmux.waitFor("the cleared line", (x) => x.trimEnd().split("\n").pop() === ">>>");
+  tmux.key("C-d");
   await tmux.waitFor("the process to exit", (x) => x.includes("EXIT=0"));
 });
