@@ -22,7 +22,7 @@ const COMMANDS: readonly Command[] = [
   serveCommand, runCommand, pullCommand, createCommand, showCommand, listCommand, psCommand, stopCommand, cpCommand, rmCommand, versionCommand,
 ];
 
-export function helpText(): string {
+function helpText(): string {
   const width = Math.max(...COMMANDS.map((c) => c.usage.length));
   return `gantry ${VERSION} — serve GGUF chat models (Ollama- and OpenAI-compatible)
 
@@ -57,12 +57,18 @@ async function main(argv: string[]): Promise<void> {
   await command.run(rest, context());
 }
 
-/** One line: the first line of the message (a ConfigError lists every invalid variable on one line). */
+/** The whole message on one line (a ConfigError lists every invalid variable, separated by ";"). */
 function errorLine(e: unknown): string {
   if (e instanceof ConfigError) return `invalid configuration: ${e.issues.join("; ")}`;
   const msg = e instanceof Error ? e.message : String(e);
   return msg.split("\n").map((l) => l.trim()).filter(Boolean).join(" ");
 }
+
+// `gantry run m "…" | head` closes the pipe early: that ends the command quietly, as for any Unix tool.
+process.stdout.on("error", (e: NodeJS.ErrnoException) => {
+  if (e.code === "EPIPE") process.exit(0);
+  throw e;
+});
 
 main(process.argv.slice(2)).catch((e: unknown) => {
   process.stderr.write(`Error: ${errorLine(e)}\n`);
