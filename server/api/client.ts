@@ -142,7 +142,13 @@ export class GantryClient {
   private async *stream<T>(path: string, json: unknown, signal?: AbortSignal): AsyncGenerator<T> {
     const res = await this.request("POST", path, { json, ...(signal ? { signal } : {}) });
     if (!res.body) return;
-    yield* readNdjson<T>(res.body, res.status);
+    try {
+      yield* readNdjson<T>(res.body, res.status);
+    } catch (e) {
+      if (e instanceof ApiError || signal?.aborted) throw e;
+      // undici reports a dropped connection as "terminated": say what happened instead.
+      throw new Error(`the server at ${this.baseUrl} closed the connection before the response was complete`, { cause: e });
+    }
   }
 
   version(): Promise<{ version: string }> { return this.json("GET", "/api/version"); }

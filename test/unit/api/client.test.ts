@@ -122,3 +122,16 @@ test("an aborted stream rejects with the abort, not as unreachable", async () =>
   ac.abort();
   await assert.rejects(it.next(), (e: unknown) => !(e instanceof ServerUnreachableError) && e instanceof Error && e.name === "AbortError");
 });
+
+test("a connection dropped mid-stream is reported as such", async () => {
+  const client = new GantryClient(base);
+  handler = (req, _b, res) => {
+    res.setHeader("Content-Type", "application/x-ndjson");
+    res.write('{"model":"m","response":"a","done":false}\n');
+    setTimeout(() => req.socket.destroy(), 50);
+  };
+  const seen: string[] = [];
+  await assert.rejects(async () => { for await (const c of client.generate({ model: "m", prompt: "x" })) seen.push(c.response); },
+    /closed the connection before the response was complete/);
+  assert.deepEqual(seen, ["a"]);
+});
