@@ -13,6 +13,8 @@ export class BatchWriter {
   /** Offset where the pending batch starts. */
   private position: number;
   private inflight: Promise<void> = Promise.resolve();
+  /** Batches started and not yet written. */
+  private queued = 0;
   private readonly idleMs: number;
   private idle: NodeJS.Timeout | undefined;
 
@@ -24,11 +26,19 @@ export class BatchWriter {
     this.idleMs = opts.idleMs ?? 100;
   }
 
-  async push(chunk: Uint8Array): Promise<void> {
+  /**
+   * Adds a chunk. Returns null, or — when a batch is full while the previous one is still being written — a promise
+   * to wait for before pushing more (the caller pauses its source: memory stays bounded to about two batches).
+   */
+  push(chunk: Uint8Array): Promise<void> | null {
     this.pending.push(chunk);
     this.pendingBytes += chunk.length;
-    if (this.pendingBytes >= this.batchBytes) await this.startBatch();
-    else this.idle ??= setTimeout(() => { this.idle = undefined; void this.startBatch().catch(() => {}); }, this.idleMs);
+    if (this.pendingBytes >= this.batchBytes) {
+      const previous = this.startBatch();
+      return this.queued > 1 ? previous : null;
+    }
+    this.idle ??= setTimeout(() => { this.idle = undefined; void this.startBatch().catch(() => {}); }, this.idleMs);
+    return null;
   }
 
   /** Writes everything collected; resolves when it is on disk. */
@@ -48,7 +58,8 @@ export class BatchWriter {
     this.pending = [];
     this.pendingBytes = 0;
     this.position = end;
-    this.inflight = previous.then(() => this.writeAll(buffers, at)).then(() => this.onWritten(end));
+    this.queued++;
+    this.inflight = previous.then(() => this.writeAll(buffers, at)).then(() => this.onWritten(end)).finally(() => { this.queued--; });
     this.inflight.catch(() => {}); // reported by the next push() or flush()
     return previous;
   }

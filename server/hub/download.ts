@@ -262,13 +262,24 @@ class Download {
         this.report();
       });
       try {
-        for await (const chunk of res.body as AsyncIterable<Buffer>) {
-          lastData = Date.now();
-          const n = Math.min(chunk.length, end - pos);
-          if (n <= 0) break;
-          pos += n;
-          await writer.push(n === chunk.length ? chunk : chunk.subarray(0, n));
-        }
+        // Flowing mode, paused only while the writer is two batches behind: for-await pauses the socket per chunk.
+        await new Promise<void>((resolve, reject) => {
+          const body = res.body;
+          body.on("data", (chunk: Buffer) => {
+            lastData = Date.now();
+            const n = Math.min(chunk.length, end - pos);
+            if (n <= 0) return;
+            pos += n;
+            const wait = writer.push(n === chunk.length ? chunk : chunk.subarray(0, n));
+            if (wait) {
+              body.pause();
+              wait.then(() => body.resume(), (e: unknown) => body.destroy(e as Error));
+            }
+          });
+          body.once("end", resolve);
+          body.once("error", reject);
+          body.once("close", () => (body.complete ? resolve() : reject(new Error("connection closed mid-body"))));
+        });
         await writer.flush();
       } catch (e) {
         // Keep what arrived: it is written before the error is reported, so a resume starts after it.

@@ -5,7 +5,8 @@
 //   GET|HEAD /<org>/<repo>/resolve/<rev>/<path>                the file; LFS files (*.gguf) redirect to /cdn/… as the
 //                                                              real hub does, with X-Linked-Etag / X-Linked-Size
 // — with Range support, an optional bearer token per repo (401 without), and per-file faults: cut the connection or
-// stall after N bytes of a response (for the next `times` responses), or serve corrupt bytes. Every request is logged
+// stall after N bytes of a response (for the next `times` responses), serve corrupt bytes, or cap the speed of each
+// connection. Every request is logged
 // with its Range header, status and body bytes actually sent, so tests can assert what went over the wire.
 import { createHash } from "node:crypto";
 import fs from "node:fs";
@@ -21,6 +22,8 @@ export interface HubFault {
   corrupt?: boolean;
   /** How many responses the cut/stall applies to (default 1; Infinity = every response). */
   times?: number;
+  /** Cap each response at this many bytes per second (as CDNs cap single connections); persists like `corrupt`. */
+  bytesPerSecond?: number;
 }
 
 export interface HubRepoSpec {
@@ -251,6 +254,7 @@ export class HubServer {
       ? (async function* (buf: Buffer) { for (let o = start; o <= end; o += 1 << 20) yield buf.subarray(o, Math.min(o + (1 << 20), end + 1)); })(file.source)
       : fs.createReadStream(file.source, { start, end, highWaterMark: 1 << 20 });
     let offset = start;
+    const t0 = performance.now();
     for await (const raw of chunks) {
       if (res.destroyed) break;
       let chunk = raw;
@@ -262,9 +266,14 @@ export class HubServer {
       if (chunk.length > room) chunk = chunk.subarray(0, room);
       offset += raw.length;
       log.bytes += chunk.length;
-      const ok = chunk.length ? res.write(chunk) : true;
+      if (chunk.length) res.write(chunk);
       if (log.bytes >= limit) break;
-      if (!ok) await new Promise<void>((resolve) => {
+      if (fault?.bytesPerSecond) {
+        const ahead = (log.bytes / fault.bytesPerSecond) * 1000 - (performance.now() - t0);
+        if (ahead > 0) await new Promise((r) => setTimeout(r, ahead));
+      }
+      // Checked after the pacing sleep: a drain during it must not be waited for again.
+      if (res.writableNeedDrain) await new Promise<void>((resolve) => {
         const done = () => { res.off("drain", done); res.off("close", done); resolve(); };
         res.on("drain", done);
         res.on("close", done);
