@@ -22,6 +22,8 @@ export interface HubFault {
   corrupt?: boolean;
   /** How many responses the cut/stall applies to (default 1; Infinity = every response). */
   times?: number;
+  /** Answer range requests with the whole file (200), as servers without range support do; persists. */
+  ignoreRange?: boolean;
   /** Cap each response at this many bytes per second (as CDNs cap single connections); persists like `corrupt`. */
   bytesPerSecond?: number;
 }
@@ -233,7 +235,8 @@ export class HubServer {
       res.end();
       return;
     }
-    const range = parseRange(req.headers.range, file.size);
+    const fault = this.faults.get(`${org}/${repoName}/${filePath}`);
+    const range = fault?.ignoreRange ? null : parseRange(req.headers.range, file.size);
     if (range === "invalid") return send(416, { error: "Range Not Satisfiable" }, { "Content-Range": `bytes */${file.size}` });
     const start = range?.start ?? 0, end = range?.end ?? file.size - 1;
     log.status = range ? 206 : 200;
@@ -242,7 +245,7 @@ export class HubServer {
       ...(range ? { "Content-Range": `bytes ${start}-${end}/${file.size}` } : {}),
     });
     if (req.method === "HEAD") return void res.end();
-    await this.streamBody(res, log, file, start, end, this.faults.get(`${org}/${repoName}/${filePath}`));
+    await this.streamBody(res, log, file, start, end, fault);
   }
 
   private async streamBody(res: http.ServerResponse, log: HubRequestLog, file: HubFileEntry, start: number, end: number, fault: HubFault | undefined): Promise<void> {

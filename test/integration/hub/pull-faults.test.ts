@@ -62,6 +62,23 @@ describe("hub pulls: interrupted, stalled and corrupt downloads", () => {
     assert.equal(await sha256File((await store.resolve("hf.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF")).modelPath), smolSha);
   });
 
+  it("starts over when a resume is answered with the whole file, and falls back to one part when ranges are ignored", async () => {
+    const size = fs.statSync(tiny).size;
+    for (const tuning of [FAST, { ...FAST, parallelThreshold: 100_000, maxParts: 4 }]) {
+      const store = tempStore();
+      hub.resetLog();
+      hub.fault("acme", "tiny", TINY, { cutAfterBytes: 200_000, ignoreRange: true });
+      try {
+        await pullModel("hf.co/acme/tiny", { store, hubUrl: hub.url, tuning });
+      } finally {
+        hub.fault("acme", "tiny", TINY, null);
+      }
+      assert.ok(hub.downloads(TINY).every((r) => r.status === 200));
+      assert.equal(hub.downloads(TINY).at(-1)!.bytes, size, "the last response carried the whole file");
+      assert.equal(await sha256File((await store.resolve("hf.co/acme/tiny")).modelPath), await sha256File(tiny));
+    }
+  });
+
   it("notices a stalled connection, retries it, and never reports progress going backwards", async () => {
     const store = tempStore();
     hub.resetLog();
