@@ -61,6 +61,7 @@ class RetryableError extends Error {}
 class RangeIgnoredError extends Error {}
 
 const STALLED = "stalled";
+const LOCAL_FS_ERRORS = new Set(["ENOSPC", "EDQUOT", "EROFS", "EACCES", "EPERM", "EIO", "EBADF", "EFBIG"]);
 
 /** Downloads and verifies; on return the partial file holds exactly the expected content. */
 export async function downloadVerified(req: DownloadRequest): Promise<void> {
@@ -298,7 +299,9 @@ class Download {
     if (this.stopAll.signal.aborted) return this.stopAll.signal.reason;
     if (conn.aborted && conn.reason === STALLED) return new RetryableError(`no data for ${this.tuning.stallMs} ms (stalled)`);
     if (e instanceof AppError) return e;
-    const err = e as Error & { cause?: { code?: string; message?: string } };
+    const err = e as Error & { code?: string; cause?: { code?: string; message?: string } };
+    // A full or read-only disk does not heal by retrying: fail at once (the partial file stays for a later resume).
+    if (err.code && LOCAL_FS_ERRORS.has(err.code)) return new AppError("INTERNAL", `cannot write ${this.req.partialPath}: ${err.message}`, { cause: e });
     return new RetryableError(err.cause?.code ?? err.cause?.message ?? err.message);
   }
 }
