@@ -17,7 +17,7 @@ import { formatModelName, parseModelName } from "../store/names.ts";
 import { HubClient, hubStatusError } from "./client.ts";
 import { downloadVerified, sidecarPath, type DownloadTuning } from "./download.ts";
 import { hubModelName, hubRepoLabel, isHubRef, parseHubRef, selectGgufFiles, type HubFile, type HubRef } from "./ref.ts";
-import { SharedDownloads } from "./shared-downloads.ts";
+import { SharedDownloads, type DownloadTask } from "./shared-downloads.ts";
 import { linkSplitParts } from "./splits.ts";
 
 export interface PullOptions {
@@ -110,7 +110,7 @@ export async function pullModel(refText: string, opts: PullOptions): Promise<Pul
  * Progress lines of one layer: at most one per interval, the first and the last always, and a suppressed value is
  * sent when the interval is over (so a stalled download shows where it stopped, not where it was 200 ms before).
  */
-function layerProgress(opts: PullOptions, digest: Digest, total: number): (completed: number) => void {
+function layerProgress(opts: PullOptions, digest: Digest, total: number): ((completed: number) => void) & { cancel(): void } {
   const interval = opts.progressIntervalMs ?? 200;
   let last = -Infinity, sent = -1, pending = -1;
   let timer: NodeJS.Timeout | undefined;
@@ -121,40 +121,50 @@ function layerProgress(opts: PullOptions, digest: Digest, total: number): (compl
     sent = completed;
     opts.onProgress?.({ status: `pulling ${digest.slice(7, 19)}`, digest, total, completed });
   };
-  return (completed) => {
+  const emit = (completed: number) => {
     if (completed === sent) return;
     if (completed >= total || sent < 0 || Date.now() - last >= interval) return send(completed);
     pending = completed;
     timer ??= setTimeout(() => send(pending), last + interval - Date.now()).unref();
   };
+  /** Drops a held-back line (the download failed: nothing may follow the error). */
+  return Object.assign(emit, { cancel: () => clearTimeout(timer) });
 }
 
 async function fetchLayer(opts: PullOptions, client: HubClient, ref: HubRef, layer: LargeLayer, downloads: SharedDownloads, log: Logger): Promise<void> {
-  const { blobs } = opts.store;
   const emit = layerProgress(opts, layer.digest, layer.file.size);
-  if (await blobs.has(layer.digest)) return emit(layer.file.size);
+  if (await opts.store.blobs.has(layer.digest)) return emit(layer.file.size);
   emit(0);
-  await downloads.join(layer.digest, async (task) => {
-    if (await blobs.has(layer.digest)) return;
-    await fs.mkdir(blobs.dir, { recursive: true });
-    const partial = path.join(blobs.dir, `${blobFileName(layer.digest)}-partial`);
-    await downloadVerified({
-      url: client.fileUrl(ref, layer.file.path),
-      headers: client.headers(),
-      sha256: layer.digest.slice(7),
-      size: layer.file.size,
-      partialPath: partial,
-      label: `${layer.file.path} in ${hubRepoLabel(ref)}`,
-      statusError: (status) => hubStatusError(status, ref, layer.file.path),
-      signal: task.signal,
-      onProgress: (completed, total) => task.progress({ completed, total }),
-      logger: log,
-      ...(opts.tuning ? { tuning: opts.tuning } : {}),
-    });
-    await blobs.adoptVerified(partial, layer.digest);
-    await fs.rm(sidecarPath(partial), { force: true });
-  }, { signal: opts.signal, onProgress: (p) => emit(p.completed) });
+  try {
+    await downloads.join(layer.digest, (task) => downloadToStore(opts, client, ref, layer, task, log), { signal: opts.signal, onProgress: (p) => emit(p.completed) });
+  } catch (e) {
+    emit.cancel();
+    throw e;
+  }
   emit(layer.file.size);
+}
+
+/** The shared download of one blob: into blobs/sha256-<hex>-partial, verified, then moved into place. */
+async function downloadToStore(opts: PullOptions, client: HubClient, ref: HubRef, layer: LargeLayer, task: DownloadTask, log: Logger): Promise<void> {
+  const { blobs } = opts.store;
+  if (await blobs.has(layer.digest)) return;
+  await fs.mkdir(blobs.dir, { recursive: true });
+  const partial = path.join(blobs.dir, `${blobFileName(layer.digest)}-partial`);
+  await downloadVerified({
+    url: client.fileUrl(ref, layer.file.path),
+    headers: client.headers(),
+    sha256: layer.digest.slice(7),
+    size: layer.file.size,
+    partialPath: partial,
+    label: `${layer.file.path} in ${hubRepoLabel(ref)}`,
+    statusError: (status) => hubStatusError(status, ref, layer.file.path),
+    signal: task.signal,
+    onProgress: (completed, total) => task.progress({ completed, total }),
+    logger: log,
+    ...(opts.tuning ? { tuning: opts.tuning } : {}),
+  });
+  await blobs.adoptVerified(partial, layer.digest);
+  await fs.rm(sidecarPath(partial), { force: true });
 }
 
 async function fetchTextLayer(opts: PullOptions, client: HubClient, ref: HubRef, kind: "template" | "system" | "params", file: HubFile): Promise<Descriptor> {
