@@ -11,7 +11,8 @@ FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 ENV NODE_LLAMA_CPP_SKIP_DOWNLOAD=true
 COPY package.json package-lock.json ./
-RUN --mount=type=cache,target=/root/.npm npm ci --omit=dev --no-audit --no-fund
+# npm install (lock versions) rather than npm ci: see server/setup/env.sh about optional platform binaries.
+RUN --mount=type=cache,target=/root/.npm npm install --omit=dev --no-audit --no-fund
 
 FROM deps AS pruned
 ARG VARIANT=cpu

@@ -32,8 +32,10 @@ ensure_deps() {
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then return; fi
   log "installing npm dependencies"
   export NODE_LLAMA_CPP_SKIP_DOWNLOAD=true
-  if [ -f package-lock.json ]; then npm ci --no-audit --no-fund --loglevel=error >&2
-  else npm install --no-audit --no-fund --loglevel=error >&2; fi
+  # `npm install`, not `npm ci`: node-llama-cpp lists prebuilt binaries for every platform as optional dependencies,
+  # and a registry that does not serve some of them leaves them out of the lock, which `npm ci` then refuses.
+  # The lock's versions are still the ones installed.
+  npm install --no-audit --no-fund --loglevel=error >&2
   ( (cat package.json; cat package-lock.json 2>/dev/null || true) | sha256sum | cut -c1-64 ) > "$stamp"
 }
 
