@@ -10,6 +10,7 @@ import type { ReadinessState } from "./http/deps.ts";
 import { ServerMetrics } from "./http/metrics.ts";
 import { blobRoutes } from "./http/routes/blobs.ts";
 import { createRoutes } from "./http/routes/create.ts";
+import { pullRoutes } from "./http/routes/pull.ts";
 import { modelRoutes } from "./http/routes/models.ts";
 import { ModelStore } from "./store/model-store.ts";
 import { cachedRenderer } from "./template/index.ts";
@@ -41,7 +42,7 @@ export async function startServer(config: ServerConfig, logger: Logger, opts: { 
   const readiness: ReadinessState = { loading: null, shuttingDown: false, failed: null };
   const app = createServerApp(
     { logger, engine, store, metrics, version: VERSION, readiness, config: { bodyLimit: config.GANTRY_BODY_LIMIT, origins: config.GANTRY_ORIGINS } },
-    { raw: [blobRoutes({ store, logger })], json: [createRoutes({ store, logger }), modelRoutes({ store, logger })] },
+    { raw: [blobRoutes({ store, logger })], json: [createRoutes({ store, logger }), modelRoutes({ store, logger }), pullRoutes({ store, logger, hub: { url: config.GANTRY_HUB_URL, token: config.HF_TOKEN } })] },
   );
   const { host, port } = parseHostPort(config.GANTRY_HOST);
   const server = await new Promise<Server>((resolve, reject) => {
