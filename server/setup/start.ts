@@ -2,6 +2,7 @@
 // missing, start `gantry serve` with it loaded, and print how to call the server.
 import { parseEnv } from "../common/config.ts";
 import { createLogger } from "../common/logger.ts";
+import { exitOnShutdownSignals } from "../common/shutdown.ts";
 import { parseHostPort, ServerConfigSchema } from "../config.ts";
 import { startServer } from "../serve.ts";
 import { ModelStore } from "../store/model-store.ts";
@@ -43,6 +44,4 @@ Gantry is serving ${name} at ${base} (port ${port}). Try:
 
 Press Ctrl-C to stop.
 `);
-const stop = () => { void running.close().then(() => process.exit(0)); };
-process.once("SIGINT", stop);
-process.once("SIGTERM", stop);
+exitOnShutdownSignals(() => running.close(), logger);

@@ -1,5 +1,6 @@
 import { describeEnv, parseEnv } from "../../common/config.ts";
 import { createLogger } from "../../common/logger.ts";
+import { exitOnShutdownSignals } from "../../common/shutdown.ts";
 import { ServerConfigSchema } from "../../config.ts";
 import { startServer } from "../../serve.ts";
 import { parseArgs, stringFlag } from "../args.ts";
@@ -20,11 +21,6 @@ export const serveCommand: Command = {
     const config = parseEnv(ServerConfigSchema);
     const logger = createLogger({ level: config.GANTRY_LOG_LEVEL, name: "gantry-serve" });
     const running = await startServer(config, logger, { preload });
-    const stop = (signal: string) => {
-      logger.info({ signal }, "received signal");
-      void running.close().then(() => process.exit(0), (e: unknown) => { logger.error({ err: e }, "shutdown failed"); process.exit(1); });
-    };
-    process.once("SIGTERM", () => stop("SIGTERM"));
-    process.once("SIGINT", () => stop("SIGINT"));
+    exitOnShutdownSignals(() => running.close(), logger);
   },
 };
