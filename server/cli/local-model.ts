@@ -5,13 +5,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { GantryClient } from "../api/client.ts";
-import { isLocalPath } from "../modelfile/to-create-request.ts";
-import { HF_HOST, parseModelName } from "../store/names.ts";
-
-/** hf.co/<org>/<repo>[:<quant>] (or huggingface.co/…): a model `run` may pull. */
-export function isHubRef(ref: string): boolean {
-  try { return parseModelName(ref).host.toLowerCase() === HF_HOST; } catch { return false; }
-}
+import { isLocalPath } from "../common/model-ref.ts";
 
 /** A model reference that names a local GGUF file (any path ending in .gguf that is not a hub reference). */
 export const isGgufPath = (ref: string): boolean => isLocalPath(ref) && ref.toLowerCase().endsWith(".gguf");

@@ -3,7 +3,8 @@
 // files, and map hub statuses to errors that name the repo and file.
 import { z } from "zod";
 import { AppError } from "../common/errors.ts";
-import { hubRepoLabel, type HubFile, type HubRef } from "./ref.ts";
+import { hubRepoLabel, type HubRef } from "../common/hub-ref.ts";
+import type { HubFile } from "./ref.ts";
 
 export interface HubClientOptions {
   /** GANTRY_HUB_URL, e.g. https://huggingface.co */

@@ -13,10 +13,11 @@ import { readGgufSummary } from "../gguf/metadata.ts";
 import { blobFileName, digestOf, type Digest } from "../store/digest.ts";
 import { CONFIG_MEDIA_TYPE, MANIFEST_MEDIA_TYPE, layerMediaType, type Descriptor, type LayerKind, type ModelConfig } from "../store/manifests.ts";
 import type { ModelStore } from "../store/model-store.ts";
-import { formatModelName, parseModelName } from "../store/names.ts";
+import { formatModelName, parseModelName } from "../common/model-name.ts";
 import { HubClient, hubStatusError } from "./client.ts";
 import { downloadVerified, sidecarPath, type DownloadTuning } from "./download.ts";
-import { hubModelName, hubRepoLabel, isHubRef, parseHubRef, selectGgufFiles, type HubFile, type HubRef } from "./ref.ts";
+import { hubModelName, hubRepoLabel, isHubRef, parseHubRef, type HubRef } from "../common/hub-ref.ts";
+import { selectGgufFiles, type HubFile } from "./ref.ts";
 import { SharedDownloads, type DownloadTask } from "./shared-downloads.ts";
 import { linkSplitParts } from "./splits.ts";
 

@@ -4,6 +4,7 @@ import { AppError } from "../common/errors.ts";
 import { ModelfileSyntaxError } from "./errors.ts";
 import { REPEATABLE_PARAMETERS, parseParameterValue } from "./parameters.ts";
 import type { Command, MessageRole, Modelfile, ParameterValue } from "./types.ts";
+import { isLocalPath } from "../common/model-ref.ts";
 
 export interface CreateMessage {
   role: MessageRole;
@@ -28,16 +29,6 @@ export interface CreateRequestBody {
 export interface CreateRequestOptions {
   /** Makes a path from the Modelfile absolute, relative to the Modelfile's directory (and expands "~"). */
   resolvePath(path: string): string;
-}
-
-const HUB_PREFIXES = ["hf.co/", "huggingface.co/"];
-
-/** Whether a FROM value names a local file rather than a model: "/x", "./x", "../x", "~/x", or "*.gguf". */
-export function isLocalPath(ref: string): boolean {
-  // A hub reference may end in ".gguf" when the full file name is used as the tag.
-  if (HUB_PREFIXES.some((p) => ref.toLowerCase().startsWith(p))) return false;
-  return ref.startsWith("/") || ref.startsWith("./") || ref.startsWith("../") || ref.startsWith("~") ||
-    ref.toLowerCase().endsWith(".gguf");
 }
 
 export function toCreateRequest(mf: Modelfile, opts: CreateRequestOptions): CreateRequestBody {

@@ -12,7 +12,7 @@ import {
   type Descriptor, type LayerKind, type ManifestStore, type ModelConfig,
 } from "./manifests.ts";
 import { decodeLayers } from "./layers.ts";
-import { parseModelName } from "./names.ts";
+import { parseModelName } from "../common/model-name.ts";
 
 export interface CreateContext {
   blobs: BlobStore;

@@ -6,7 +6,7 @@ import path from "node:path";
 import { z } from "zod";
 import { AppError } from "../common/errors.ts";
 import { parseDigest, type Digest } from "./digest.ts";
-import { fromManifestPath, nameKey, toManifestPath, type ModelName } from "./names.ts";
+import { fromManifestPath, nameKey, toManifestPath, type ModelName } from "../common/model-name.ts";
 
 export const MANIFEST_MEDIA_TYPE = "application/vnd.docker.distribution.manifest.v2+json";
 export const CONFIG_MEDIA_TYPE = "application/vnd.docker.container.image.v1+json";

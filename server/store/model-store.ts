@@ -14,7 +14,7 @@ import { createModel, isPathRef, type ProgressListener } from "./create.ts";
 import type { Digest } from "./digest.ts";
 import { decodeLayers, toSamplingOptions, type DecodedLayers } from "./layers.ts";
 import { layersOf, ManifestStore, ModelConfigSchema, referencedDigests, type StoredManifest } from "./manifests.ts";
-import { formatModelName, parseModelName } from "./names.ts";
+import { formatModelName, parseModelName } from "../common/model-name.ts";
 import { formatParameters, modelCapabilities, renderModelfile } from "./show-format.ts";
 import type { ModelDetails, ModelResolver, ModelSummary } from "./types.ts";
 

@@ -1,7 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import type { CreateRequest } from "../../api/client.ts";
-import { isLocalPath, toCreateRequest, type CreateRequestBody } from "../../modelfile/to-create-request.ts";
+import { isLocalPath } from "../../common/model-ref.ts";
+import { toCreateRequest, type CreateRequestBody } from "../../modelfile/to-create-request.ts";
 import { parseModelfile } from "../../modelfile/parse.ts";
 import { expectPositionals, parseArgs, stringFlag, UsageError } from "../args.ts";
 import type { CliContext, Command } from "../context.ts";

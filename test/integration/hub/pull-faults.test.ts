@@ -9,7 +9,7 @@ import { after, before, describe, it } from "node:test";
 import { AppError } from "../../../server/common/errors.ts";
 import { pullModel } from "../../../server/hub/pull.ts";
 import { completedBytes, SidecarSchema } from "../../../server/hub/sidecar.ts";
-import { parseModelName } from "../../../server/store/names.ts";
+import { parseModelName } from "../../../server/common/model-name.ts";
 import { startHubServer, type HubServer } from "../../support/hub-server.ts";
 import { smollm2Path, tinyModelPath } from "../../support/models.ts";
 import { blobFiles, FAST, progressLog, sha256File, tempStore } from "./helpers.ts";

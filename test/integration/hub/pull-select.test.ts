@@ -8,7 +8,7 @@ import { getLlama } from "node-llama-cpp";
 import { pullModel } from "../../../server/hub/pull.ts";
 import { splitModelPath } from "../../../server/hub/splits.ts";
 import { layerKind, layersOf } from "../../../server/store/manifests.ts";
-import { parseModelName } from "../../../server/store/names.ts";
+import { parseModelName } from "../../../server/common/model-name.ts";
 import { startHubServer, type HubServer } from "../../support/hub-server.ts";
 import { tinyModelPath } from "../../support/models.ts";
 import { FAST, progressLog, sha256File, tempStore } from "./helpers.ts";

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { AppError } from "../../../server/common/errors.ts";
-import { hubModelName, isHubRef, parseHubRef, quantOf, selectGgufFiles, splitPart, type HubFile } from "../../../server/hub/ref.ts";
+import { hubModelName, isHubRef, parseHubRef } from "../../../server/common/hub-ref.ts";
+import { quantOf, selectGgufFiles, splitPart, type HubFile } from "../../../server/hub/ref.ts";
 
 describe("parseHubRef", () => {
   const ok: Array<[string, object]> = [

@@ -4,7 +4,8 @@ import { readFileSync } from "node:fs";
 import { posix } from "node:path";
 import { formatModelfile } from "../../../server/modelfile/format.ts";
 import { parseModelfile } from "../../../server/modelfile/parse.ts";
-import { isLocalPath, modelfileFromShow, toCreateRequest } from "../../../server/modelfile/to-create-request.ts";
+import { isLocalPath } from "../../../server/common/model-ref.ts";
+import { modelfileFromShow, toCreateRequest } from "../../../server/modelfile/to-create-request.ts";
 import { AppError } from "../../../server/common/errors.ts";
 import { ModelfileSyntaxError } from "../../../server/modelfile/errors.ts";
 

@@ -8,7 +8,7 @@ import { parseDigest } from "../../../server/store/digest.ts";
 import {
   CONFIG_MEDIA_TYPE, MANIFEST_MEDIA_TYPE, ManifestStore, layerMediaType, layersOf, referencedDigests, type Manifest,
 } from "../../../server/store/manifests.ts";
-import { formatModelName, parseModelName } from "../../../server/store/names.ts";
+import { formatModelName, parseModelName } from "../../../server/common/model-name.ts";
 
 const d = (s: string) => parseDigest(`sha256:${createHash("sha256").update(s).digest("hex")}`);
 const sample = (): Manifest => ({

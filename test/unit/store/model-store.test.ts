@@ -7,7 +7,7 @@ import { test } from "node:test";
 import { CreateRequestSchema, type Progress } from "../../../server/api/store-schemas.ts";
 import { AppError, type ErrorCode } from "../../../server/common/errors.ts";
 import { parseDigest } from "../../../server/store/digest.ts";
-import { parseModelName } from "../../../server/store/names.ts";
+import { parseModelName } from "../../../server/common/model-name.ts";
 import { ModelStore } from "../../../server/store/model-store.ts";
 import { tinyModelPath } from "../../support/models.ts";
 

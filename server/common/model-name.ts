@@ -13,7 +13,7 @@
 // hf.co). No part may contain "..", and no part may start with "." — parts become directories of the manifest path.
 // Names are case-insensitive (as in Ollama): parsing keeps the spelling (hub lookups need it), `nameKey` gives the
 // comparison key. The display name drops the default host and namespace and always shows the tag: "smollm2:135m".
-import { AppError } from "../common/errors.ts";
+import { AppError } from "./errors.ts";
 
 export const DEFAULT_HOST = "gantry.local";
 export const DEFAULT_NAMESPACE = "library";

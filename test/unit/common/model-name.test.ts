@@ -3,7 +3,7 @@ import { test } from "node:test";
 import { AppError } from "../../../server/common/errors.ts";
 import {
   displayName, formatModelName, fromManifestPath, parseModelName, qualifiedModelName, sameModelName, toManifestPath,
-} from "../../../server/store/names.ts";
+} from "../../../server/common/model-name.ts";
 
 test("valid names parse with defaults and display in short form", () => {
   // input → [host, namespace, model, tag, display]
