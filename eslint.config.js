@@ -1,5 +1,5 @@
 // ESLint flat config: typescript-eslint recommended rules plus the design's dependency rule
-// (operator/ imports only server/common/; server/ imports only operator/api/).
+// (operator/ imports only server/common/ and the pure Modelfile parser; server/ imports only operator/api/).
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 import globals from "globals";
@@ -20,12 +20,13 @@ export default tseslint.config(
     files: ["operator/**/*.ts"],
     rules: {
       "no-restricted-imports": ["error", { patterns: [
-        { regex: "^(\\.\\./)+server/(?!common/)", message: "operator/ may import only server/common/" },
+        { regex: "^(\\.\\./)+server/(?!common/|modelfile/)", message: "operator/ may import only server/common/ and the pure server/modelfile/" },
       ] }],
     },
   },
   {
     files: ["server/**/*.ts"],
+    ignores: ["server/cli/commands/operator.ts"], // the CLI composition root starts the operator
     rules: {
       "no-restricted-imports": ["error", { patterns: [
         { regex: "^(\\.\\./)+operator/(?!api/)", message: "server/ may import only operator/api/" },

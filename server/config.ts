@@ -25,16 +25,3 @@ export const ServerConfigSchema = z.object({
 });
 
 export type ServerConfig = z.infer<typeof ServerConfigSchema>;
-
-/** host:port from GANTRY_HOST, accepting "host", "host:port", "http://host:port" (as OLLAMA_HOST does). */
-export function parseHostPort(value: string, defaultPort = 11434): { host: string; port: number } {
-  let v = value.trim();
-  let scheme = "http";
-  const m = /^(https?):\/\/(.*)$/.exec(v);
-  if (m) { scheme = m[1]!; v = m[2]!.replace(/\/+$/, ""); }
-  const ipv6 = /^\[([^\]]+)\](?::(\d+))?$/.exec(v);
-  if (ipv6) return { host: ipv6[1]!, port: ipv6[2] ? Number(ipv6[2]) : defaultPort };
-  const idx = v.lastIndexOf(":");
-  if (idx >= 0 && /^\d+$/.test(v.slice(idx + 1))) return { host: v.slice(0, idx) || "127.0.0.1", port: Number(v.slice(idx + 1)) };
-  return { host: v || "127.0.0.1", port: m ? (scheme === "https" ? 443 : 80) : defaultPort };
-}

@@ -2,7 +2,8 @@
 import type { Server } from "node:http";
 import { parseKeepAlive } from "./common/duration.ts";
 import type { Logger } from "./common/logger.ts";
-import { parseHostPort, type ServerConfig } from "./config.ts";
+import { parseHostPort } from "./common/host-port.ts";
+import type { ServerConfig } from "./config.ts";
 import { createEngine } from "./engine/engine.ts";
 import type { Engine } from "./engine/types.ts";
 import { createServerApp } from "./http/app.ts";
@@ -14,7 +15,7 @@ import { pullRoutes } from "./http/routes/pull.ts";
 import { modelRoutes } from "./http/routes/models.ts";
 import { ModelStore } from "./store/model-store.ts";
 import { cachedRenderer } from "./template/index.ts";
-import { VERSION } from "./version.ts";
+import { VERSION } from "./common/version.ts";
 
 export interface RunningServer {
   server: Server;

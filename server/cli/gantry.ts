@@ -3,11 +3,13 @@
 // GANTRY_HOST; failures print one line `Error: <message>` on stderr and exit 1, never a stack trace.
 import { GantryClient } from "../api/client.ts";
 import { ConfigError } from "../common/config.ts";
-import { VERSION } from "../version.ts";
+import { VERSION } from "../common/version.ts";
 import type { CliContext, Command } from "./context.ts";
 import { cpCommand } from "./commands/cp.ts";
 import { createCommand } from "./commands/create.ts";
 import { listCommand } from "./commands/list.ts";
+import { operatorCommand } from "./commands/operator.ts";
+import { prepareCommand } from "./commands/prepare.ts";
 import { psCommand } from "./commands/ps.ts";
 import { pullCommand } from "./commands/pull.ts";
 import { rmCommand } from "./commands/rm.ts";
@@ -19,7 +21,8 @@ import { versionCommand } from "./commands/version.ts";
 import { ensureServer, serverUrl } from "./server-launch.ts";
 
 const COMMANDS: readonly Command[] = [
-  serveCommand, runCommand, pullCommand, createCommand, showCommand, listCommand, psCommand, stopCommand, cpCommand, rmCommand, versionCommand,
+  serveCommand, runCommand, pullCommand, createCommand, showCommand, listCommand, psCommand, stopCommand, cpCommand, rmCommand, prepareCommand,
+  operatorCommand, versionCommand,
 ];
 
 function helpText(): string {

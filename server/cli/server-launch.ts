@@ -5,7 +5,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { ServerUnreachableError, type GantryClient } from "../api/client.ts";
-import { parseHostPort } from "../config.ts";
+import { parseHostPort } from "../common/host-port.ts";
 
 const DEFAULT_HOST = "127.0.0.1:11434";
 const GANTRY_CLI = path.join(import.meta.dirname, "gantry.ts");

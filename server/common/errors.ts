@@ -81,3 +81,13 @@ export function openaiErrorBody(e: AppError): { error: { message: string; type: 
     },
   };
 }
+
+/** Maps body-parser failures (invalid JSON, body too large) to AppErrors. */
+export function fromBodyParserError(err: unknown): AppError | undefined {
+  const e = err as { type?: string; status?: number; message?: string };
+  if (e?.type === "entity.parse.failed") return new AppError("INVALID_JSON", `invalid JSON body: ${e.message ?? "parse error"}`);
+  if (e?.type === "entity.too.large") return new AppError("PAYLOAD_TOO_LARGE", "request body is larger than the server accepts");
+  if (e?.type === "encoding.unsupported" || e?.type === "charset.unsupported") return new AppError("UNSUPPORTED_MEDIA_TYPE", e.message ?? "unsupported encoding");
+  if (e?.type === "request.aborted") return new AppError("CLIENT_CLOSED", "client closed the request");
+  return undefined;
+}

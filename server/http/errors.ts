@@ -1,19 +1,9 @@
 // The one place where thrown errors become HTTP responses, in the wire shape of the API the route belongs to.
 import type { ErrorRequestHandler, Request, Response } from "express";
-import { AppError, ollamaErrorBody, openaiErrorBody, toAppError } from "../common/errors.ts";
+import { fromBodyParserError, ollamaErrorBody, openaiErrorBody, toAppError, type AppError } from "../common/errors.ts";
 import type { Logger } from "../common/logger.ts";
 
 export type ErrorShape = "ollama" | "openai";
-
-/** Maps body-parser failures (invalid JSON, body too large) to AppErrors. */
-export function fromBodyParserError(err: unknown): AppError | undefined {
-  const e = err as { type?: string; status?: number; message?: string };
-  if (e?.type === "entity.parse.failed") return new AppError("INVALID_JSON", `invalid JSON body: ${e.message ?? "parse error"}`);
-  if (e?.type === "entity.too.large") return new AppError("PAYLOAD_TOO_LARGE", "request body is larger than the server accepts");
-  if (e?.type === "encoding.unsupported" || e?.type === "charset.unsupported") return new AppError("UNSUPPORTED_MEDIA_TYPE", e.message ?? "unsupported encoding");
-  if (e?.type === "request.aborted") return new AppError("CLIENT_CLOSED", "client closed the request");
-  return undefined;
-}
 
 export function errorBody(shape: ErrorShape, e: AppError): unknown {
   return shape === "openai" ? openaiErrorBody(e) : ollamaErrorBody(e);

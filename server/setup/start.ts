@@ -3,7 +3,8 @@
 import { parseEnv } from "../common/config.ts";
 import { createLogger } from "../common/logger.ts";
 import { exitOnShutdownSignals } from "../common/shutdown.ts";
-import { parseHostPort, ServerConfigSchema } from "../config.ts";
+import { parseHostPort } from "../common/host-port.ts";
+import { ServerConfigSchema } from "../config.ts";
 import { startServer } from "../serve.ts";
 import { ModelStore } from "../store/model-store.ts";
 import { DEFAULT_MODEL, ensureDefaultModelFile } from "./default-model.ts";

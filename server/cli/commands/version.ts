@@ -1,5 +1,5 @@
 import type { Command } from "../context.ts";
-import { VERSION } from "../../version.ts";
+import { VERSION } from "../../common/version.ts";
 
 export const versionCommand: Command = {
   name: "--version",

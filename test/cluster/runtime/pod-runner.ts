@@ -27,6 +27,24 @@ export interface RunnerDeps {
   log(msg: string): void;
 }
 
+const terminationLogFile = (dir: string, container: string): string => path.join(dir, `${container}.termination-log`);
+
+/**
+ * What a kubelet reports as a terminated container's message: the termination log (at most 4096 bytes), or with
+ * terminationMessagePolicy FallbackToLogsOnError and a failed, silent exit, the log's last 80 lines (at most 2048 bytes).
+ */
+function terminationMessage(spec: V1Container, dir: string, exitCode: number): string {
+  let text = "";
+  try { text = fs.readFileSync(terminationLogFile(dir, spec.name)).subarray(0, 4096).toString(); } catch { /* none written */ }
+  if (text === "" && exitCode !== 0 && spec.terminationMessagePolicy === "FallbackToLogsOnError") {
+    let log = "";
+    try { log = fs.readFileSync(path.join(dir, `${spec.name}.log`), "utf8"); } catch { /* no output */ }
+    const tail = log.split("\n").slice(-81).join("\n");
+    text = Buffer.from(tail).subarray(-2048).toString();
+  }
+  return text;
+}
+
 type LaunchBase = { mountsFile: string; env: Record<string, string>; workingDir: string; hostname: string };
 
 const BACKOFF_START_MS = Number(process.env.GANTRY_RUNTIME_BACKOFF_SECONDS ?? 1) * 1000;
@@ -177,7 +195,10 @@ export class PodRunner {
     fs.mkdirSync(dir, { recursive: true });
     // Written atomically: a container (re)starting must never read a half-written file and run without its mounts.
     const mountsFile = path.join(dir, `${spec.name}.mounts`);
-    fs.writeFileSync(`${mountsFile}.tmp`, mountsFileText(containerMounts(spec, this.volumes)));
+    // The termination message file, as a kubelet mounts it at terminationMessagePath (default /dev/termination-log).
+    fs.writeFileSync(terminationLogFile(dir, spec.name), "");
+    const terminationLog = { source: terminationLogFile(dir, spec.name), target: spec.terminationMessagePath ?? "/dev/termination-log", readOnly: false };
+    fs.writeFileSync(`${mountsFile}.tmp`, mountsFileText([...containerMounts(spec, this.volumes), terminationLog]));
     fs.renameSync(`${mountsFile}.tmp`, mountsFile);
     const ns = this.pod.metadata?.namespace ?? "default";
     const data = {
@@ -242,7 +263,9 @@ export class PodRunner {
     this.procs.delete(spec.name);
     rec.ready = false;
     rec.started = false;
-    rec.state = { kind: "terminated", exitCode: exit.exitCode, reason: exit.exitCode === 0 ? "Completed" : "Error", startedAt, finishedAt: now() };
+    const message = terminationMessage(spec, path.dirname(logFile), exit.exitCode);
+    rec.state = { kind: "terminated", exitCode: exit.exitCode, reason: exit.exitCode === 0 ? "Completed" : "Error", startedAt, finishedAt: now(),
+      ...(message ? { message } : {}) };
     this.notify();
     return exit.exitCode;
   }

@@ -10,7 +10,7 @@ export const apiTime = (d: Date): string => d.toISOString().replace(/\.\d+Z$/, "
 export type ContainerState =
   | { kind: "waiting"; reason: string; message?: string }
   | { kind: "running"; startedAt: string }
-  | { kind: "terminated"; exitCode: number; reason: string; startedAt: string; finishedAt: string; signal?: number };
+  | { kind: "terminated"; exitCode: number; reason: string; startedAt: string; finishedAt: string; signal?: number; message?: string };
 
 export interface ContainerRecord {
   name: string;
@@ -40,7 +40,7 @@ export function containerState(s: ContainerState): Json {
     case "waiting": return { waiting: { reason: s.reason, ...(s.message ? { message: s.message } : {}) } };
     case "running": return { running: { startedAt: s.startedAt } };
     case "terminated": return { terminated: { exitCode: s.exitCode, reason: s.reason, startedAt: s.startedAt,
-      finishedAt: s.finishedAt, ...(s.signal ? { signal: s.signal } : {}) } };
+      finishedAt: s.finishedAt, ...(s.signal ? { signal: s.signal } : {}), ...(s.message ? { message: s.message } : {}) } };
   }
 }
 

@@ -1,7 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { ConfigError, parseEnv } from "../../../server/common/config.ts";
-import { ServerConfigSchema, parseHostPort } from "../../../server/config.ts";
+import { parseHostPort } from "../../../server/common/host-port.ts";
+import { ServerConfigSchema } from "../../../server/config.ts";
 
 test("defaults apply and empty strings count as unset", () => {
   const c = parseEnv(ServerConfigSchema, { GANTRY_NUM_PARALLEL: "", GANTRY_KEEP_ALIVE: "" });

@@ -1,0 +1,86 @@
+// Autoscaling from the in-flight request counts the gateways report. Replicas follow ceil(in-flight / target) within
+// [minReplicas, maxReplicas]: up at once (a request held at zero replicas wakes the app), down only after the load has
+// stayed lower for scaleDownDelay. Decisions are written through the ModelApp's scale subresource, the same door
+// `kubectl scale` uses; the reconciler carries them to the Deployment.
+//
+// Transport (the interface the gateway implements): every gateway POSTs a full snapshot of its in-flight counts,
+//   POST /v1/load  {"gateway": "<id>", "apps": [{"namespace": "<org>", "name": "<app>", "inFlight": <n>}]}
+// to every operator replica (so a new leader already knows the load). A snapshot replaces the gateway's previous one
+// and counts for reportTtlSeconds; apps missing from it have 0 in flight at that gateway.
+import { z } from "zod";
+import { parseKeepAlive } from "../../server/common/duration.ts";
+
+export const LoadReportSchema = z.object({
+  gateway: z.string().min(1).max(253).describe("Identity of the reporting gateway instance."),
+  apps: z.array(z.object({
+    namespace: z.string().min(1).max(63),
+    name: z.string().min(1).max(63),
+    inFlight: z.int().min(0).max(1_000_000).describe("Requests being served or held for the app right now."),
+  })).max(100_000),
+});
+export type LoadReport = z.infer<typeof LoadReportSchema>;
+
+/** The latest snapshot of every gateway; counts expire after the TTL. */
+export class LoadReports {
+  private readonly snapshots = new Map<string, { at: number; counts: Map<string, number> }>();
+  private readonly ttlMs: number;
+
+  constructor(ttlMs: number) {
+    this.ttlMs = ttlMs;
+  }
+
+  /** Stores a snapshot; returns the keys of apps it reports busy. */
+  record(report: LoadReport, now: number): string[] {
+    const counts = new Map<string, number>();
+    for (const a of report.apps) counts.set(`${a.namespace}/${a.name}`, (counts.get(`${a.namespace}/${a.name}`) ?? 0) + a.inFlight);
+    this.snapshots.set(report.gateway, { at: now, counts });
+    return [...counts].filter(([, n]) => n > 0).map(([k]) => k);
+  }
+
+  /** In-flight requests of an app summed over the gateways whose snapshot is fresh. */
+  inFlight(key: string, now: number): number {
+    let n = 0;
+    for (const [gateway, s] of this.snapshots) {
+      if (now - s.at > this.ttlMs) { this.snapshots.delete(gateway); continue; }
+      n += s.counts.get(key) ?? 0;
+    }
+    return n;
+  }
+}
+
+export interface ScaleInput {
+  inFlight: number;
+  /** In-flight requests one replica should carry. */
+  target: number;
+  min: number;
+  max: number;
+  /** Desired replicas now (spec.replicas, within bounds). */
+  current: number;
+  /** Recent wants, oldest first, within the scale-down window. */
+  history: ReadonlyArray<{ at: number; want: number }>;
+  now: number;
+  scaleDownDelayMs: number;
+}
+
+/** The replicas an app should have, and the history to keep for the next decision. Pure. */
+export function decideReplicas(i: ScaleInput): { replicas: number; history: Array<{ at: number; want: number }> } {
+  const clamp = (n: number) => Math.min(i.max, Math.max(i.min, n));
+  const want = clamp(Math.ceil(i.inFlight / Math.max(1, i.target)));
+  // Nothing observed yet (a new app, a new leader): the current replicas count as wanted just now.
+  const seen = i.history.length > 0 ? i.history : [{ at: i.now, want: i.current }];
+  const history = [...seen.filter((h) => i.now - h.at < i.scaleDownDelayMs), { at: i.now, want }];
+  if (want >= i.current) return { replicas: want, history };
+  // Scale down only to the highest want seen within the delay window (never below the lowest bound).
+  const peak = Math.max(...history.map((h) => h.want));
+  return { replicas: clamp(Math.min(i.current, peak)), history };
+}
+
+/** scaleDownDelay in milliseconds (negative or unparsable: never scale down). */
+export function scaleDownDelayMs(value: string): number {
+  try {
+    const ms = parseKeepAlive(value);
+    return ms === null ? Number.POSITIVE_INFINITY : ms;
+  } catch {
+    return Number.POSITIVE_INFINITY;
+  }
+}

@@ -1,0 +1,179 @@
+// The ModelApp controller: watches feed a key queue, the leader's workers reconcile keys, and the leader's autoscaler
+// turns gateway load reports into replica counts. Every replica keeps warm caches and load reports, so a standby
+// that becomes leader starts at once.
+import type { KubeConfig, KubernetesObject, V1OwnerReference } from "@kubernetes/client-node";
+import type { Logger } from "../../server/common/logger.ts";
+import { API_VERSION, KIND, parseModelAppSpec, type ModelApp } from "../api/v1alpha1/modelapp.ts";
+import type { OperatorConfig } from "../config.ts";
+import { ClusterCaches, type CacheName } from "../kube/caches.ts";
+import { KubeWriter } from "../kube/writer.ts";
+import { APP_LABEL } from "../render/labels.ts";
+import { decideReplicas, LoadReports, scaleDownDelayMs, type LoadReport } from "./autoscaler.ts";
+import { LeaderElector } from "./leader.ts";
+import { OperatorMetrics } from "./metrics.ts";
+import { appKey, parseKey, reconcile, type ReconcileResult } from "./reconcile.ts";
+import { WorkQueue } from "./workqueue.ts";
+
+export interface ControllerOptions {
+  kc: KubeConfig;
+  config: OperatorConfig;
+  logger: Logger;
+  /** This replica's name in the leader lease and in events. */
+  identity: string;
+}
+
+export class Controller {
+  readonly metrics: OperatorMetrics;
+  private readonly cachesHolder: ClusterCaches;
+  private readonly writer: KubeWriter;
+  private readonly queue = new WorkQueue();
+  private readonly loads: LoadReports;
+  private readonly history = new Map<string, Array<{ at: number; want: number }>>();
+  private readonly elector: LeaderElector | undefined;
+  private readonly o: ControllerOptions;
+  private workers: Array<Promise<void>> = [];
+  private autoscaleTimer: NodeJS.Timeout | undefined;
+  private leading = false;
+  private stopping = false;
+
+  constructor(o: ControllerOptions) {
+    this.o = o;
+    this.cachesHolder = new ClusterCaches(o.kc, { ...(o.config.watchNamespace ? { namespace: o.config.watchNamespace } : {}), logger: o.logger });
+    this.metrics = new OperatorMetrics(() => this.cachesHolder.caches.apps.list());
+    this.writer = new KubeWriter(o.kc, { instance: o.identity, count: (verb, resource, code) => this.metrics.kubeRequests.inc({ verb, resource, code: String(code) }) });
+    this.loads = new LoadReports(o.config.autoscaler.reportTtlSeconds * 1000);
+    const le = o.config.leaderElection;
+    this.elector = le.enabled
+      ? new LeaderElector(this.writer, { namespace: le.namespace, name: le.name, identity: o.identity, leaseDurationSeconds: le.leaseDurationSeconds,
+        renewDeadlineSeconds: le.renewDeadlineSeconds, retryPeriodSeconds: le.retryPeriodSeconds }, o.logger)
+      : undefined;
+  }
+
+  get caches() {
+    return this.cachesHolder.caches;
+  }
+
+  get ready(): boolean {
+    return this.cachesHolder.hasSynced;
+  }
+
+  get isLeader(): boolean {
+    return this.leading;
+  }
+
+  /** Starts the watches, then campaigns for leadership (or leads at once without election). */
+  async start(onLostLeadership: () => void): Promise<void> {
+    this.cachesHolder.onChange((kind, obj) => { for (const key of this.keysFor(kind, obj)) this.queue.add(key); this.metrics.queueDepth.set(this.queue.length); });
+    await this.cachesHolder.start();
+    this.o.logger.info({ apps: this.caches.apps.list().length }, "caches synced");
+    if (!this.elector) { this.lead(); return; }
+    this.elector.run(() => this.lead(), () => { this.leading = false; this.metrics.leader.set(0); onLostLeadership(); });
+  }
+
+  /** Which apps to look at again when an object changes. */
+  private keysFor(kind: CacheName, obj: KubernetesObject): string[] {
+    const ns = obj.metadata?.namespace ?? "default";
+    switch (kind) {
+      case "apps": return [appKey(ns, obj.metadata?.name ?? "")];
+      case "pods": {
+        const app = obj.metadata?.labels?.[APP_LABEL];
+        return app ? [appKey(ns, app)] : [];
+      }
+      case "claims": // every app naming the volume renders it
+        return this.caches.apps.list(ns).filter((a) => {
+          const p = parseModelAppSpec(a.spec);
+          return p.ok && p.spec.modelVolume.name === obj.metadata?.name;
+        }).map((a) => appKey(ns, a.metadata.name));
+      default: {
+        const owner = (obj.metadata?.ownerReferences ?? []).find((r: V1OwnerReference) => r.controller && r.apiVersion === API_VERSION && r.kind === KIND);
+        return owner ? [appKey(ns, owner.name)] : [];
+      }
+    }
+  }
+
+  private lead(): void {
+    if (this.leading || this.stopping) return;
+    this.leading = true;
+    this.metrics.leader.set(1);
+    for (const a of this.caches.apps.list()) this.queue.add(appKey(a.metadata.namespace ?? "default", a.metadata.name));
+    this.workers = Array.from({ length: this.o.config.workers }, () => this.work());
+    const every = this.o.config.autoscaler.intervalSeconds * 1000;
+    const loop = () => {
+      this.autoscaleAll().catch((err: unknown) => this.o.logger.error({ err: String(err) }, "autoscaler pass failed"));
+      this.autoscaleTimer = setTimeout(loop, every);
+    };
+    this.autoscaleTimer = setTimeout(loop, every);
+  }
+
+  private async work(): Promise<void> {
+    for (;;) {
+      const key = await this.queue.get();
+      if (key === undefined) return;
+      this.metrics.queueDepth.set(this.queue.length);
+      const end = this.metrics.reconcileDuration.startTimer();
+      let result: ReconcileResult | "error";
+      try {
+        result = await reconcile(key, { caches: this.caches, writer: this.writer, config: this.o.config, logger: this.o.logger, now: () => new Date() });
+        this.queue.forget(key);
+      } catch (err) {
+        result = "error";
+        const retryMs = this.queue.addRateLimited(key);
+        this.o.logger.warn({ app: key, err: String(err), retryMs }, "reconcile failed; retrying");
+      } finally {
+        end();
+        this.queue.done(key);
+      }
+      if (result !== "gone") this.metrics.reconciles.inc({ result });
+    }
+  }
+
+  /** Stores a gateway's load snapshot; apps it reports busy are scaled at once (a held request wakes its app). */
+  recordLoad(report: LoadReport): void {
+    const busy = this.loads.record(report, Date.now());
+    for (const a of report.apps) this.metrics.inFlight.set({ namespace: a.namespace, app: a.name }, a.inFlight);
+    if (!this.leading) return;
+    for (const key of busy) {
+      const { namespace, name } = parseKey(key);
+      const app = this.caches.apps.get(name, namespace);
+      if (app) void this.autoscale(app).catch((err: unknown) => this.o.logger.warn({ app: key, err: String(err) }, "scale failed"));
+    }
+  }
+
+  private async autoscaleAll(): Promise<void> {
+    for (const app of this.caches.apps.list()) await this.autoscale(app).catch((err: unknown) =>
+      this.o.logger.warn({ app: `${app.metadata.namespace}/${app.metadata.name}`, err: String(err) }, "scale failed"));
+  }
+
+  private async autoscale(app: ModelApp): Promise<void> {
+    if (!this.leading || app.metadata.deletionTimestamp) return;
+    const parsed = parseModelAppSpec(app.spec);
+    if (!parsed.ok) return;
+    const { scaling, server } = parsed.spec;
+    if (scaling.minReplicas > scaling.maxReplicas) return;
+    const ns = app.metadata.namespace ?? "default", key = appKey(ns, app.metadata.name), now = Date.now();
+    const current = Math.min(scaling.maxReplicas, Math.max(scaling.minReplicas, parsed.spec.replicas ?? scaling.minReplicas));
+    const { replicas, history } = decideReplicas({
+      inFlight: this.loads.inFlight(key, now), target: scaling.targetConcurrency ?? server.parallel,
+      min: scaling.minReplicas, max: scaling.maxReplicas, current, history: this.history.get(key) ?? [], now,
+      scaleDownDelayMs: scaleDownDelayMs(scaling.scaleDownDelay),
+    });
+    this.history.set(key, history);
+    if (replicas === (parsed.spec.replicas ?? scaling.minReplicas)) return;
+    await this.writer.scale(ns, app.metadata.name, replicas);
+    this.metrics.scaleEvents.inc({ direction: replicas > current ? "up" : "down" });
+    this.o.logger.info({ app: key, from: current, to: replicas }, "scaled");
+    await this.writer.event({ regarding: { apiVersion: API_VERSION, kind: KIND, name: app.metadata.name, namespace: ns, ...(app.metadata.uid ? { uid: app.metadata.uid } : {}) },
+      type: "Normal", reason: replicas > current ? "ScaledUp" : "ScaledDown", message: `replicas ${current} → ${replicas}` }, new Date());
+  }
+
+  /** Stops reconciling, hands back the lease and stops the watches. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    if (this.autoscaleTimer) clearTimeout(this.autoscaleTimer);
+    this.queue.shutDown();
+    await Promise.all(this.workers);
+    await this.elector?.release();
+    this.leading = false;
+    await this.cachesHolder.stop();
+  }
+}

@@ -1,0 +1,164 @@
+// One reconcile of one ModelApp: read it from the cache, render what it needs (pure), apply only what differs from
+// what is live, compute the status (pure), write it once and only when it changed. Objects are garbage collected
+// through owner references, so deletion needs no finalizer. Objects that exist but are not the app's are never
+// adopted: the app reports ResourceExists and a Warning event names them.
+import type { KubernetesObject, V1Deployment, V1OwnerReference } from "@kubernetes/client-node";
+import type { Logger } from "../../server/common/logger.ts";
+import { CONDITION, REASON, findCondition } from "../api/v1alpha1/conditions.ts";
+import { API_VERSION, KIND, parseModelAppSpec, type ModelApp, type ModelAppStatus } from "../api/v1alpha1/modelapp.ts";
+import type { OperatorConfig } from "../config.ts";
+import { canonicalJson } from "../render/hash.ts";
+import { renderApp, type RenderedObject } from "../render/index.ts";
+import { APP_LABEL, MANAGED_BY, SPEC_HASH_ANNOTATION } from "../render/labels.ts";
+import type { VolumeUser } from "../render/pvc.ts";
+import { InvalidSpecError, resolveApp, type ResolvedApp } from "../render/resolve.ts";
+import type { Caches, Cache } from "../kube/caches.ts";
+import type { EventInput, KubeWriter } from "../kube/writer.ts";
+import { covers } from "./compare.ts";
+import { computeStatus } from "./status.ts";
+
+export type ReconcileResult = "success" | "invalid" | "conflict" | "gone";
+
+export interface ReconcileDeps {
+  caches: Caches;
+  writer: Pick<KubeWriter, "apply" | "get" | "applyStatus" | "event">;
+  config: OperatorConfig;
+  logger: Logger;
+  now: () => Date;
+}
+
+const isControlledBy = (obj: KubernetesObject, uid: string | undefined): boolean =>
+  (obj.metadata?.ownerReferences ?? []).some((r: V1OwnerReference) => r.controller === true && r.uid === uid);
+
+const isManaged = (obj: KubernetesObject): boolean => obj.metadata?.labels?.["app.kubernetes.io/managed-by"] === MANAGED_BY;
+
+export const appKey = (namespace: string, name: string): string => `${namespace}/${name}`;
+
+export function parseKey(key: string): { namespace: string; name: string } {
+  const slash = key.indexOf("/");
+  return { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
+}
+
+/** The apps of a namespace that name a model volume, as the PVC renderer needs them. */
+function volumeUsers(apps: Cache<ModelApp>, namespace: string, volume: string): VolumeUser[] {
+  const users: VolumeUser[] = [];
+  for (const a of apps.list(namespace)) {
+    if (a.metadata.deletionTimestamp || !a.metadata.uid) continue;
+    const parsed = parseModelAppSpec(a.spec);
+    if (!parsed.ok || parsed.spec.modelVolume.name !== volume) continue;
+    const created = a.metadata.creationTimestamp;
+    users.push({ name: a.metadata.name, namespace, uid: a.metadata.uid,
+      creationTimestamp: created instanceof Date ? created.toISOString() : String(created ?? ""), volume: parsed.spec.modelVolume });
+  }
+  return users;
+}
+
+function cacheFor(caches: Caches, kind: string): Cache<KubernetesObject> {
+  switch (kind) {
+    case "Deployment": return caches.deployments as Cache<KubernetesObject>;
+    case "Service": return caches.services as Cache<KubernetesObject>;
+    case "ConfigMap": return caches.configMaps as Cache<KubernetesObject>;
+    case "PersistentVolumeClaim": return caches.claims as Cache<KubernetesObject>;
+    default: throw new Error(`no cache for ${kind}`);
+  }
+}
+
+const podHash = (d: KubernetesObject | undefined): string | undefined =>
+  (d as V1Deployment | undefined)?.spec?.template?.metadata?.annotations?.[SPEC_HASH_ANNOTATION];
+
+class Reconciler {
+  private readonly d: ReconcileDeps;
+  private readonly app: ModelApp;
+  private readonly events: EventInput[] = [];
+  conflict: string | undefined;
+
+  constructor(d: ReconcileDeps, app: ModelApp) {
+    this.d = d;
+    this.app = app;
+  }
+
+  private event(type: EventInput["type"], reason: string, message: string): void {
+    const { name, namespace = "default", uid } = this.app.metadata;
+    this.events.push({ regarding: { apiVersion: API_VERSION, kind: KIND, name, namespace, ...(uid ? { uid } : {}) }, type, reason, message });
+  }
+
+  /** The live object (cache first; an API read on a miss, since objects without the operator's labels are not cached). */
+  private async live(obj: RenderedObject): Promise<KubernetesObject | undefined> {
+    const { name, namespace } = obj.metadata;
+    return cacheFor(this.d.caches, obj.kind).get(name, namespace) ?? await this.d.writer.get(obj.kind, namespace, name);
+  }
+
+  async applyVolume(claim: RenderedObject): Promise<void> {
+    const live = await this.live(claim);
+    // A claim the operator did not create (a pre-made volume) is used as it is.
+    if (live && !isManaged(live)) return;
+    if (live && covers(live, claim)) return;
+    await this.d.writer.apply(claim as KubernetesObject & RenderedObject);
+    if (!live) this.event("Normal", "CreatedVolume", `created model volume ${claim.metadata.name}`);
+  }
+
+  async applyOwned(obj: RenderedObject): Promise<void> {
+    const live = await this.live(obj);
+    if (live && !isControlledBy(live, this.app.metadata.uid)) {
+      this.conflict = `${obj.kind} ${obj.metadata.name} already exists and is not managed by this ModelApp; delete or rename it`;
+      return;
+    }
+    if (live && covers(live, obj)) return;
+    await this.d.writer.apply(obj as KubernetesObject & RenderedObject);
+    if (!live) this.event("Normal", "Created", `created ${obj.kind} ${obj.metadata.name}`);
+    else if (obj.kind === "Deployment" && podHash(live) !== podHash(obj)) this.event("Normal", "RollingUpdate", `spec changed: rolling the pods of Deployment ${obj.metadata.name}`);
+  }
+
+  observeAndReport(resolved: ResolvedApp | { invalid: string }): ModelAppStatus {
+    const { name, namespace = "default" } = this.app.metadata;
+    const deployment = this.d.caches.deployments.get(name, namespace);
+    const pods = this.d.caches.pods.list(namespace).filter((p) => p.metadata?.labels?.[APP_LABEL] === name);
+    const status = computeStatus({
+      app: this.app, resolved,
+      observed: { ...(deployment && isControlledBy(deployment, this.app.metadata.uid) ? { deployment } : {}), pods: "invalid" in resolved ? [] : pods,
+        ...(this.conflict ? { conflict: this.conflict } : {}) },
+      gatewayUrl: this.d.config.gatewayUrl, now: this.d.now(),
+    });
+    const before = findCondition(this.app.status?.conditions, CONDITION.Ready), after = findCondition(status.conditions, CONDITION.Ready);
+    if (after && (before?.status !== after.status || before.reason !== after.reason)) {
+      const normal = after.status === "True" || after.reason === REASON.Starting || after.reason === REASON.Pulling;
+      this.event(normal ? "Normal" : "Warning", after.reason, after.message);
+    }
+    return status;
+  }
+
+  async writeStatus(status: ModelAppStatus): Promise<boolean> {
+    if (canonicalJson(this.app.status ?? {}) === canonicalJson(status)) return false;
+    await this.d.writer.applyStatus(this.app.metadata.namespace ?? "default", this.app.metadata.name, status);
+    return true;
+  }
+
+  async flushEvents(): Promise<void> {
+    const now = this.d.now();
+    for (const e of this.events) await this.d.writer.event(e, now);
+  }
+}
+
+export async function reconcile(key: string, d: ReconcileDeps): Promise<ReconcileResult> {
+  const { namespace, name } = parseKey(key);
+  const app = d.caches.apps.get(name, namespace);
+  if (!app || app.metadata.deletionTimestamp) return "gone";
+  const r = new Reconciler(d, app);
+  let resolved: ResolvedApp;
+  try {
+    resolved = resolveApp(app, d.config);
+  } catch (e) {
+    if (!(e instanceof InvalidSpecError)) throw e;
+    d.logger.info({ namespace, name, generation: app.metadata.generation, reason: e.message }, "invalid spec");
+    await r.writeStatus(r.observeAndReport({ invalid: e.message }));
+    await r.flushEvents();
+    return "invalid";
+  }
+  const plan = renderApp(resolved, d.config, volumeUsers(d.caches.apps, namespace, resolved.spec.modelVolume.name));
+  await r.applyVolume(plan.volume);
+  for (const obj of plan.owned) await r.applyOwned(obj);
+  if (r.conflict) d.logger.warn({ namespace, name, conflict: r.conflict }, "not adopting an existing object");
+  if (await r.writeStatus(r.observeAndReport(resolved))) d.logger.debug({ namespace, name, generation: app.metadata.generation }, "status written");
+  await r.flushEvents();
+  return r.conflict ? "conflict" : "success";
+}

@@ -1,0 +1,153 @@
+// A ModelApp's status, computed from what the cluster shows: its Deployment and pods. Pure (the clock is passed in),
+// deterministic (no durations or timestamps in messages), so an unchanged world gives an equal status and no write.
+import type { V1Deployment, V1Pod } from "@kubernetes/client-node";
+import { CONDITION, REASON, findCondition, setCondition, type ConditionInput } from "../api/v1alpha1/conditions.ts";
+import type { ModelApp, ModelAppStatus } from "../api/v1alpha1/modelapp.ts";
+import { PREPARE_CONTAINER, SERVER_CONTAINER } from "../render/deployment.ts";
+import { selectorString } from "../render/labels.ts";
+import type { ResolvedApp } from "../render/resolve.ts";
+
+export interface Observed {
+  deployment?: V1Deployment;
+  pods: readonly V1Pod[];
+  /** An object the app needs exists and belongs to someone else: the operator never adopts it. */
+  conflict?: string;
+}
+
+/** The prepare step's JSON report (its termination message). */
+type PrepareReport = { model?: string; digest?: string; error?: string; code?: string };
+
+function parseReport(message: string | undefined): PrepareReport | undefined {
+  if (!message) return undefined;
+  try {
+    const r = JSON.parse(message) as unknown;
+    if (r && typeof r === "object") return r as PrepareReport;
+  } catch { /* a log tail, not a report */ }
+  return { error: message.trim().split("\n").filter(Boolean).at(-1) ?? message.trim() };
+}
+
+interface ModelObservation {
+  cached?: { digest?: string };
+  failed?: { reason: typeof REASON.ModelNotFound | typeof REASON.PullFailed; message: string };
+  pulling?: boolean;
+}
+
+function observeModel(pods: readonly V1Pod[]): ModelObservation {
+  const seen: ModelObservation = {};
+  for (const pod of pods) {
+    const init = pod.status?.initContainerStatuses?.find((c) => c.name === PREPARE_CONTAINER);
+    const done = init?.state?.terminated;
+    if (done?.exitCode === 0) {
+      seen.cached = { ...(parseReport(done.message)?.digest ? { digest: parseReport(done.message)!.digest } : {}) };
+      continue;
+    }
+    const server = pod.status?.containerStatuses?.find((c) => c.name === SERVER_CONTAINER);
+    if (server?.ready) { seen.cached ??= {}; continue; }
+    const failure = done ?? init?.lastState?.terminated;
+    if (failure && failure.exitCode !== 0) {
+      const report = parseReport(failure.message);
+      const message = report?.error ?? `the model could not be prepared (exit code ${failure.exitCode})`;
+      seen.failed = { reason: report?.code === "MODEL_NOT_FOUND" ? REASON.ModelNotFound : REASON.PullFailed, message };
+    } else if (init?.state?.running) {
+      seen.pulling = true;
+    }
+  }
+  return seen;
+}
+
+function scheduling(app: ResolvedApp, pods: readonly V1Pod[]): ConditionInput {
+  if (pods.length === 0) {
+    return app.replicas === 0
+      ? { type: CONDITION.Scheduled, status: "Unknown", reason: REASON.NoReplicas, message: "scaled to zero: no pods to schedule" }
+      : { type: CONDITION.Scheduled, status: "Unknown", reason: REASON.Pending, message: "waiting for pods" };
+  }
+  const stuck = pods.map((p) => p.status?.conditions?.find((c) => c.type === "PodScheduled" && c.status === "False")).find(Boolean);
+  if (stuck) {
+    const gpu = app.profile.gpuResource;
+    const insufficientGpu = gpu !== undefined && (stuck.message ?? "").includes(`Insufficient ${gpu}`);
+    return { type: CONDITION.Scheduled, status: "False", reason: insufficientGpu ? REASON.InsufficientGPU : REASON.Unschedulable,
+      message: insufficientGpu ? `no node has ${app.gpus} free ${gpu} for a replica: ${stuck.message}` : stuck.message ?? "pod cannot be scheduled" };
+  }
+  const nodes = [...new Set(pods.map((p) => p.spec?.nodeName).filter((n): n is string => Boolean(n)))].sort();
+  if (nodes.length === 0) return { type: CONDITION.Scheduled, status: "Unknown", reason: REASON.Pending, message: "waiting for the scheduler" };
+  return { type: CONDITION.Scheduled, status: "True", reason: REASON.Scheduled, message: `pods run on ${nodes.join(", ")}` };
+}
+
+function serverFailure(pods: readonly V1Pod[]): string | undefined {
+  for (const pod of pods) {
+    const server = pod.status?.containerStatuses?.find((c) => c.name === SERVER_CONTAINER);
+    const waiting = server?.state?.waiting;
+    if (waiting?.reason === "CrashLoopBackOff" || waiting?.reason === "CreateContainerConfigError" || waiting?.reason === "ImagePullBackOff" || waiting?.reason === "ErrImagePull") {
+      const last = server?.lastState?.terminated?.message?.trim().split("\n").filter(Boolean).at(-1);
+      return `${waiting.reason}${last ? `: ${last}` : waiting.message ? `: ${waiting.message}` : ""}`;
+    }
+  }
+  return undefined;
+}
+
+const readyCondition = (status: ConditionInput["status"], reason: ConditionInput["reason"], message: string): ConditionInput =>
+  ({ type: CONDITION.Ready, status, reason, message });
+
+export interface StatusInput {
+  app: ModelApp;
+  /** The resolved app, or the reason its spec cannot work. */
+  resolved: ResolvedApp | { invalid: string };
+  observed: Observed;
+  gatewayUrl: string;
+  now: Date;
+}
+
+export function computeStatus({ app, resolved, observed, gatewayUrl, now }: StatusInput): ModelAppStatus {
+  const prev = app.status ?? {};
+  const generation = app.metadata.generation;
+  const name = app.metadata.name, namespace = app.metadata.namespace ?? "default";
+  const base: ModelAppStatus = {
+    observedGeneration: generation,
+    replicas: observed.deployment?.status?.replicas ?? 0,
+    readyReplicas: observed.deployment?.status?.readyReplicas ?? 0,
+    selector: selectorString({ name }),
+    url: `${gatewayUrl.replace(/\/+$/, "")}/${namespace}/${name}`,
+  };
+  let conditions = prev.conditions ?? [];
+  const set = (c: ConditionInput) => { conditions = setCondition(conditions, c, generation, now); };
+
+  if ("invalid" in resolved) {
+    set(readyCondition("False", REASON.InvalidSpec, resolved.invalid));
+    set({ type: CONDITION.ModelCached, status: "Unknown", reason: REASON.InvalidSpec, message: "the spec is invalid" });
+    set({ type: CONDITION.Scheduled, status: "Unknown", reason: REASON.InvalidSpec, message: "the spec is invalid" });
+    return { ...base, conditions };
+  }
+
+  // Model: what pods show now; else what was known about the same model (pods come and go, the volume stays).
+  const model = observeModel(observed.pods);
+  const sameModel = prev.modelRef === resolved.spec.model;
+  const volume = resolved.spec.modelVolume.name;
+  let digest = sameModel ? prev.model : undefined;
+  if (model.cached) {
+    digest = model.cached.digest ?? digest;
+    set({ type: CONDITION.ModelCached, status: "True", reason: REASON.Cached, message: `${resolved.spec.model} is in volume ${volume}` });
+  } else if (model.failed) {
+    set({ type: CONDITION.ModelCached, status: "False", reason: model.failed.reason, message: model.failed.message });
+  } else if (model.pulling) {
+    set({ type: CONDITION.ModelCached, status: "False", reason: REASON.Pulling, message: `pulling ${resolved.spec.model} into volume ${volume}` });
+  } else if (!sameModel || [undefined, REASON.InvalidSpec].includes(findCondition(conditions, CONDITION.ModelCached)?.reason as never)) {
+    set({ type: CONDITION.ModelCached, status: "Unknown", reason: REASON.Pending, message: `${resolved.spec.model} is pulled when a replica starts` });
+  }
+  const cachedCond = findCondition(conditions, CONDITION.ModelCached)!;
+
+  const sched = scheduling(resolved, observed.pods);
+  set(sched);
+
+  const ready = base.readyReplicas ?? 0;
+  const failure = serverFailure(observed.pods);
+  if (observed.conflict) set(readyCondition("False", REASON.ResourceExists, observed.conflict));
+  else if (ready > 0) set(readyCondition("True", REASON.Serving, `${ready} of ${resolved.replicas} replicas ready`));
+  else if (cachedCond.status === "False" && cachedCond.reason !== REASON.Pulling) set(readyCondition("False", cachedCond.reason as ConditionInput["reason"], cachedCond.message));
+  else if (resolved.replicas === 0) set(readyCondition("True", REASON.ScaledToZero, "scaled to zero: the next request through the gateway starts a replica"));
+  else if (sched.status === "False") set(readyCondition("False", sched.reason, sched.message));
+  else if (cachedCond.reason === REASON.Pulling) set(readyCondition("False", REASON.Pulling, cachedCond.message));
+  else if (failure) set(readyCondition("False", REASON.ServerFailed, failure));
+  else set(readyCondition("False", REASON.Starting, "waiting for a replica to load the model"));
+
+  return { ...base, ...(digest ? { model: digest } : {}), modelRef: resolved.spec.model, conditions };
+}

@@ -1,0 +1,32 @@
+// The operator's HTTP surface: /healthz (the process serves), /readyz (caches synced), /metrics (Prometheus) and the
+// gateways' load reports (POST /v1/load, see controller/autoscaler.ts). Errors are {"error": "..."} with a 4xx.
+import express, { type ErrorRequestHandler } from "express";
+import { AppError, fromBodyParserError, ollamaErrorBody, toAppError } from "../server/common/errors.ts";
+import type { Logger } from "../server/common/logger.ts";
+import { parseBody } from "../server/common/validate.ts";
+import { LoadReportSchema } from "./controller/autoscaler.ts";
+import type { Controller } from "./controller/controller.ts";
+
+export function createOperatorApp(controller: Pick<Controller, "ready" | "isLeader" | "metrics" | "recordLoad">, logger: Logger): express.Express {
+  const app = express();
+  app.disable("x-powered-by");
+  app.get("/healthz", (_req, res) => { res.json({ status: "ok" }); });
+  app.get("/readyz", (_req, res) => {
+    res.status(controller.ready ? 200 : 503).json({ status: controller.ready ? "ok" : "syncing", leader: controller.isLeader });
+  });
+  app.get("/metrics", async (_req, res) => {
+    res.type(controller.metrics.registry.contentType).send(await controller.metrics.registry.metrics());
+  });
+  app.post("/v1/load", express.json({ limit: "4mb", type: () => true }), (req, res) => {
+    controller.recordLoad(parseBody(LoadReportSchema, req.body));
+    res.status(204).end();
+  });
+  app.use((req, _res, next) => { next(new AppError("NOT_FOUND", `${req.method} ${req.path} does not exist`)); });
+  const onError: ErrorRequestHandler = (err, req, res, _next) => {
+    const e = fromBodyParserError(err) ?? toAppError(err);
+    if (e.status >= 500) logger.error({ err: e.cause ?? e, route: req.path }, "request failed");
+    res.status(e.status).json(ollamaErrorBody(e));
+  };
+  app.use(onError);
+  return app;
+}

@@ -1,0 +1,148 @@
+// The app's Deployment: `gantry serve` pods with the model volume. Pure and deterministic (same input, same bytes).
+//
+// Pod: an init container `prepare` runs `gantry prepare <model>`: it pulls a hub model into the volume (resumable, so a
+// restarted pod continues a cut download), or checks that a named model is there, applies the Modelfile overrides,
+// and writes a JSON report to its termination message ({model, digest} or {error, code}) for the operator's status.
+// The `server` container runs `gantry serve --model <model>` with the model kept loaded; readiness follows /health
+// (503 while the model loads), and a startup probe allows half an hour for big models to load.
+import type { OperatorConfig } from "../config.ts";
+import { appLabels, controllerRef, selectorLabels, SPEC_HASH_ANNOTATION } from "./labels.ts";
+import { modelfileConfigMapName } from "./modelfile-configmap.ts";
+import { quantityString, quantityValue } from "./quantity.ts";
+import { stableHash } from "./hash.ts";
+import type { ResolvedApp } from "./resolve.ts";
+
+export const MODELS_PATH = "/models";
+export const MODELFILE_DIR = "/etc/gantry";
+export const PREPARE_CONTAINER = "prepare";
+export const SERVER_CONTAINER = "server";
+/** The non-root user of the image (distroless "nonroot"). */
+export const RUN_AS_USER = 65532;
+
+type EnvVar = { name: string; value?: string; valueFrom?: unknown };
+
+const sortedEnv = (env: Record<string, string>): EnvVar[] =>
+  Object.keys(env).sort().map((name) => ({ name, value: env[name]! }));
+
+function serverEnv(app: ResolvedApp, config: Pick<OperatorConfig, "serverPort">): EnvVar[] {
+  const { server } = app.spec;
+  const cpu = app.spec.resources.cpu ?? app.profile.cpu;
+  const cpus = cpu === undefined ? undefined : quantityValue(cpu);
+  const own: Record<string, string> = {
+    ...app.profile.env,
+    GANTRY_HOST: `0.0.0.0:${config.serverPort}`,
+    GANTRY_MODELS: MODELS_PATH,
+    GANTRY_KEEP_ALIVE: server.keepAlive,
+    GANTRY_NUM_PARALLEL: String(server.parallel),
+    GANTRY_CONTEXT_LENGTH: String(server.contextLength),
+    // Inference threads follow the CPU request, so replicas never oversubscribe their share of a node.
+    ...(cpus !== undefined && cpus >= 1 ? { GANTRY_THREADS: String(Math.floor(cpus)) } : {}),
+  };
+  const user = app.spec.env ?? [];
+  const userNames = new Set(user.map((e) => e.name));
+  return [...sortedEnv(own).filter((e) => !userNames.has(e.name)), ...user.map((e) => ({ ...e }))];
+}
+
+function resources(app: ResolvedApp) {
+  const cpu = app.spec.resources.cpu ?? app.profile.cpu;
+  const memory = app.spec.resources.memory ?? app.profile.memory;
+  const requests: Record<string, string> = {}, limits: Record<string, string> = {};
+  if (cpu !== undefined) requests.cpu = quantityString(cpu);
+  if (memory !== undefined) requests.memory = limits.memory = quantityString(memory);
+  if (app.gpus > 0 && app.profile.gpuResource) requests[app.profile.gpuResource] = limits[app.profile.gpuResource] = String(app.gpus);
+  return { ...(Object.keys(requests).length ? { requests } : {}), ...(Object.keys(limits).length ? { limits } : {}) };
+}
+
+const containerSecurity = { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } };
+
+function prepareContainer(app: ResolvedApp, image: string, config: Pick<OperatorConfig, "hubUrl" | "imagePullPolicy">) {
+  const args = ["prepare", app.spec.model];
+  if (app.modelfile) args.push("--modelfile", `${MODELFILE_DIR}/Modelfile`, "--as", app.servedModel);
+  args.push("--report", "/dev/termination-log");
+  const env: EnvVar[] = [
+    ...sortedEnv({ GANTRY_MODELS: MODELS_PATH, ...(config.hubUrl ? { GANTRY_HUB_URL: config.hubUrl } : {}) }),
+    // The user's environment (HF_TOKEN for private repositories, proxies) applies to the pull too.
+    ...(app.spec.env ?? []).filter((e) => e.name !== "GANTRY_MODELS").map((e) => ({ ...e })),
+  ];
+  return {
+    name: PREPARE_CONTAINER,
+    image,
+    ...(config.imagePullPolicy ? { imagePullPolicy: config.imagePullPolicy } : {}),
+    args,
+    env,
+    volumeMounts: [
+      { name: "models", mountPath: MODELS_PATH },
+      ...(app.modelfile ? [{ name: "modelfile", mountPath: MODELFILE_DIR, readOnly: true }] : []),
+    ],
+    terminationMessagePolicy: "FallbackToLogsOnError",
+    securityContext: containerSecurity,
+  };
+}
+
+function serverContainer(app: ResolvedApp, image: string, config: Pick<OperatorConfig, "serverPort" | "imagePullPolicy">) {
+  const probe = (periodSeconds: number, failureThreshold: number) => ({
+    httpGet: { path: "/health", port: "http" }, periodSeconds, timeoutSeconds: 5, failureThreshold,
+  });
+  return {
+    name: SERVER_CONTAINER,
+    image,
+    ...(config.imagePullPolicy ? { imagePullPolicy: config.imagePullPolicy } : {}),
+    args: ["serve", "--model", app.servedModel],
+    env: serverEnv(app, config),
+    ports: [{ name: "http", containerPort: config.serverPort, protocol: "TCP" }],
+    readinessProbe: probe(5, 3),
+    startupProbe: probe(10, 180),
+    resources: resources(app),
+    volumeMounts: [{ name: "models", mountPath: MODELS_PATH }],
+    terminationMessagePolicy: "FallbackToLogsOnError",
+    securityContext: containerSecurity,
+  };
+}
+
+function podSpec(app: ResolvedApp, config: OperatorConfig) {
+  const image = app.spec.image ?? app.profile.image ?? config.image;
+  const nodeSelector = { ...app.profile.nodeSelector, ...app.spec.nodeSelector };
+  const tolerations = [...app.profile.tolerations, ...(app.spec.tolerations ?? [])];
+  return {
+    ...(app.profile.runtimeClassName ? { runtimeClassName: app.profile.runtimeClassName } : {}),
+    ...(Object.keys(nodeSelector).length ? { nodeSelector: Object.fromEntries(Object.entries(nodeSelector).sort(([a], [b]) => (a < b ? -1 : 1))) } : {}),
+    ...(tolerations.length ? { tolerations } : {}),
+    enableServiceLinks: false,
+    automountServiceAccountToken: false,
+    terminationGracePeriodSeconds: 30,
+    securityContext: { runAsNonRoot: true, runAsUser: RUN_AS_USER, runAsGroup: RUN_AS_USER, fsGroup: RUN_AS_USER, seccompProfile: { type: "RuntimeDefault" } },
+    initContainers: [prepareContainer(app, image, config)],
+    containers: [serverContainer(app, image, config)],
+    volumes: [
+      { name: "models", persistentVolumeClaim: { claimName: app.spec.modelVolume.name } },
+      ...(app.modelfile ? [{ name: "modelfile", configMap: { name: modelfileConfigMapName(app) } }] : []),
+    ],
+  };
+}
+
+export function renderDeployment(app: ResolvedApp, config: OperatorConfig) {
+  const spec = podSpec(app, config);
+  const podLabels = { ...config.podLabels, ...appLabels(app, "model-server") };
+  const specHash = stableHash({ labels: podLabels, annotations: config.podAnnotations, spec });
+  // A volume only one node can mount cannot hold an old and a new pod on different nodes: replace, don't surge.
+  const singleAttach = app.spec.modelVolume.accessMode === "ReadWriteOnce" || app.spec.modelVolume.accessMode === "ReadWriteOncePod";
+  return {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: {
+      name: app.name,
+      namespace: app.namespace,
+      labels: appLabels(app, "model-server"),
+      ownerReferences: [controllerRef(app)],
+    },
+    spec: {
+      replicas: app.replicas,
+      selector: { matchLabels: selectorLabels(app) },
+      strategy: singleAttach ? { type: "Recreate" } : { type: "RollingUpdate", rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
+      template: {
+        metadata: { labels: podLabels, annotations: { ...config.podAnnotations, [SPEC_HASH_ANNOTATION]: specHash } },
+        spec,
+      },
+    },
+  };
+}

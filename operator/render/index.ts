@@ -1,0 +1,30 @@
+// Everything an app needs, rendered from its resolved spec: the plan the reconciler applies. Pure.
+import type { OperatorConfig } from "../config.ts";
+import type { OwnerReference } from "./labels.ts";
+import { renderDeployment } from "./deployment.ts";
+import { renderModelfileConfigMap } from "./modelfile-configmap.ts";
+import { renderModelVolume, type VolumeUser } from "./pvc.ts";
+import type { ResolvedApp } from "./resolve.ts";
+import { renderService } from "./service.ts";
+
+export type RenderedObject = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace: string; labels?: Record<string, string>; ownerReferences?: OwnerReference[] };
+  [key: string]: unknown;
+};
+
+export interface AppPlan {
+  /** The model volume's claim, owned by every app sharing it (applied only when the operator created the claim). */
+  volume: RenderedObject;
+  /** Objects the app controls, in apply order (the ConfigMap before the Deployment that mounts it). */
+  owned: RenderedObject[];
+}
+
+export function renderApp(app: ResolvedApp, config: OperatorConfig, volumeUsers: readonly VolumeUser[]): AppPlan {
+  const configMap = renderModelfileConfigMap(app);
+  return {
+    volume: renderModelVolume(volumeUsers),
+    owned: [...(configMap ? [configMap] : []), renderDeployment(app, config), renderService(app, config)],
+  };
+}

@@ -1,0 +1,52 @@
+// `gantry prepare <model>`: puts a model into the local store (GANTRY_MODELS) without a server — the init step of a
+// ModelApp's pods. A hub model is pulled (resumable: a restarted pod continues a cut download); a named model must
+// already be in the store. An optional Modelfile (FROM <model> plus overrides) is applied as --as <name>. With
+// --report <file> (the pod's termination log) it writes one JSON line: {"model", "digest"} or {"error", "code"}.
+import fs from "node:fs";
+import { isHubRef } from "../../common/hub-ref.ts";
+import { parseEnv } from "../../common/config.ts";
+import { isAppError } from "../../common/errors.ts";
+import { ServerConfigSchema } from "../../config.ts";
+import { pullModel } from "../../hub/pull.ts";
+import { ModelStore } from "../../store/model-store.ts";
+import { expectPositionals, parseArgs, stringFlag, UsageError } from "../args.ts";
+import type { Command } from "../context.ts";
+import { ProgressDisplay } from "../progress.ts";
+import { readModelfile } from "./create.ts";
+
+export const prepareCommand: Command = {
+  name: "prepare",
+  usage: "gantry prepare <model> [--modelfile <file> --as <name>] [--report <file>]",
+  summary: "Put a model into GANTRY_MODELS without a server (pulls hub models; used by pods' init step)",
+  async run(args, ctx) {
+    const { positionals, flags } = parseArgs("prepare", args, { modelfile: { type: "string" }, as: { type: "string" }, report: { type: "string" } });
+    const [model] = expectPositionals(positionals, ["model"], this.usage);
+    const modelfile = stringFlag(flags.modelfile), as = stringFlag(flags.as), reportFile = stringFlag(flags.report);
+    if (Boolean(modelfile) !== Boolean(as)) throw new UsageError("prepare: --modelfile and --as go together");
+    const report = (r: Record<string, string>) => { if (reportFile) fs.writeFileSync(reportFile, `${JSON.stringify(r)}\n`); };
+    try {
+      const config = parseEnv(ServerConfigSchema, ctx.env);
+      const store = new ModelStore({ root: config.GANTRY_MODELS });
+      const display = new ProgressDisplay({ write: (t) => ctx.stderr.write(t), isTTY: ctx.stderr.isTTY === true });
+      let name: string;
+      try {
+        name = isHubRef(model!)
+          ? (await pullModel(model!, { store, hubUrl: config.GANTRY_HUB_URL, token: config.HF_TOKEN, onProgress: (p) => display.update(p) })).name
+          : (await store.resolve(model!)).name;
+        if (modelfile && as) {
+          const { from: _from, adapters: _adapters, requires: _requires, parameters, ...rest } = readModelfile(modelfile);
+          await store.create({ model: as, from: name, ...rest, ...(parameters ? { parameters: parameters as never } : {}) }, (p) => display.update(p));
+          name = as;
+        }
+      } finally {
+        display.finish();
+      }
+      const { name: served, digest } = await store.resolve(name);
+      report({ model: served, digest });
+      ctx.say(`${served} is ready (${digest})`);
+    } catch (e) {
+      report({ error: e instanceof Error ? e.message : String(e), code: isAppError(e) ? e.code : "INTERNAL" });
+      throw e;
+    }
+  },
+};
