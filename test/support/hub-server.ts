@@ -95,6 +95,7 @@ function parseRange(header: string | undefined, size: number): { start: number; 
 
 export class HubServer {
   readonly url: string;
+  readonly port: number;
   readonly requests: HubRequestLog[] = [];
   private readonly server: http.Server;
   private readonly repos = new Map<string, Repo>();
@@ -103,7 +104,8 @@ export class HubServer {
 
   constructor(server: http.Server) {
     this.server = server;
-    this.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    this.port = (server.address() as AddressInfo).port;
+    this.url = `http://127.0.0.1:${this.port}`;
     server.on("connection", (s) => { this.sockets.add(s); s.on("close", () => this.sockets.delete(s)); });
     server.on("request", (req, res) => void this.handle(req, res));
   }
@@ -292,9 +294,10 @@ export class HubServer {
   }
 }
 
-export async function startHubServer(): Promise<HubServer> {
+/** Starts the hub on an ephemeral port of `host` (0.0.0.0 lets the test cluster's pods reach it; `url` stays loopback). */
+export async function startHubServer(opts: { host?: string } = {}): Promise<HubServer> {
   const server = http.createServer();
   server.keepAliveTimeout = 60_000;
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  await new Promise<void>((resolve) => server.listen(0, opts.host ?? "127.0.0.1", () => resolve()));
   return new HubServer(server);
 }

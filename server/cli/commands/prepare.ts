@@ -1,9 +1,9 @@
 // `gantry prepare <model>`: puts a model into the local store (GANTRY_MODELS) without a server — the init step of a
-// ModelApp's pods. A hub model is pulled (resumable: a restarted pod continues a cut download); a named model must
-// already be in the store. An optional Modelfile (FROM <model> plus overrides) is applied as --as <name>. With
+// ModelApp's pods. A hub model is pulled unless the store has it (resumable: a restarted pod continues a cut download);
+// a named model must already be in the store. An optional Modelfile (FROM <model> plus overrides) is applied as --as <name>. With
 // --report <file> (the pod's termination log) it writes one JSON line: {"model", "digest"} or {"error", "code"}.
 import fs from "node:fs";
-import { isHubRef } from "../../common/hub-ref.ts";
+import { hubModelName, isHubRef, parseHubRef } from "../../common/hub-ref.ts";
 import { parseEnv } from "../../common/config.ts";
 import { isAppError } from "../../common/errors.ts";
 import { ServerConfigSchema } from "../../config.ts";
@@ -30,9 +30,14 @@ export const prepareCommand: Command = {
       const display = new ProgressDisplay({ write: (t) => ctx.stderr.write(t), isTTY: ctx.stderr.isTTY === true });
       let name: string;
       try {
-        name = isHubRef(model!)
-          ? (await pullModel(model!, { store, hubUrl: config.GANTRY_HUB_URL, token: config.HF_TOKEN, onProgress: (p) => display.update(p) })).name
-          : (await store.resolve(model!)).name;
+        // A model already in the volume is used as it is: a restarted pod needs neither the hub nor the network.
+        const stored = await store.resolve(isHubRef(model!) ? hubModelName(parseHubRef(model!)) : model!).catch((e: unknown) => {
+          if (isHubRef(model!) && isAppError(e) && e.code === "MODEL_NOT_FOUND") return undefined;
+          throw e;
+        });
+        name = stored ? stored.name
+          : (await pullModel(model!, { store, hubUrl: config.GANTRY_HUB_URL, token: config.HF_TOKEN, onProgress: (p) => display.update(p) })).name;
+        if (stored) ctx.say(`${name} is already in ${config.GANTRY_MODELS}`);
         if (modelfile && as) {
           const { from: _from, adapters: _adapters, requires: _requires, parameters, ...rest } = readModelfile(modelfile);
           await store.create({ model: as, from: name, ...rest, ...(parameters ? { parameters: parameters as never } : {}) }, (p) => display.update(p));

@@ -1,0 +1,90 @@
+// Runs `gantry operator` as a real process against the test control plane, the way a user runs it next to a cluster:
+// its own config file, the cluster's kubeconfig, a free port for /healthz, /readyz, /metrics and /v1/load.
+import { spawn, execFileSync, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { stringify } from "yaml";
+import type { ControlPlane } from "../cluster/control-plane.ts";
+import { freePort, GANTRY, REPO } from "./server.ts";
+
+export interface TestOperator {
+  url: string;
+  proc: ChildProcess;
+  logs(): string;
+  /** Prometheus text of /metrics. */
+  metrics(): Promise<string>;
+  /** Sum of a counter or gauge's samples whose labels match. */
+  metric(name: string, labels?: Record<string, string>): Promise<number>;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export const CRD_FILE = path.join(REPO, "crds", "modelapps.gantry.dev.yaml");
+
+export function kubectl(cp: Pick<ControlPlane, "binDir" | "kubeconfig">, args: readonly string[], input?: string): string {
+  return execFileSync(path.join(cp.binDir, "kubectl"), ["--kubeconfig", cp.kubeconfig, ...args],
+    { encoding: "utf8", stdio: ["pipe", "pipe", "pipe"], ...(input !== undefined ? { input } : {}) });
+}
+
+/** kubectl that returns its failure (status and stderr) instead of throwing. */
+export function kubectlResult(cp: Pick<ControlPlane, "binDir" | "kubeconfig">, args: readonly string[], input?: string): { ok: boolean; out: string } {
+  try {
+    return { ok: true, out: kubectl(cp, args, input) };
+  } catch (e) {
+    const err = e as { stdout?: string; stderr?: string };
+    return { ok: false, out: `${err.stdout ?? ""}${err.stderr ?? ""}` };
+  }
+}
+
+/** Installs (or updates) the ModelApp CRD from crds/ and waits until it is served. */
+export function installCrd(cp: Pick<ControlPlane, "binDir" | "kubeconfig">): void {
+  kubectl(cp, ["apply", "--server-side", "--force-conflicts", "-f", CRD_FILE]);
+  kubectl(cp, ["wait", "--for=condition=Established", "--timeout=60s", "crd/modelapps.gantry.dev"]);
+}
+
+export function sumMetric(text: string, name: string, labels: Record<string, string> = {}): number {
+  let sum = 0;
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(name) || line.startsWith("#")) continue;
+    const m = /^([a-zA-Z_:][\w:]*)(\{(.*)\})? (\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const have = Object.fromEntries([...(m[3] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((x) => [x[1], x[2]]));
+    if (Object.entries(labels).every(([k, v]) => have[k] === v)) sum += Number(m[4]);
+  }
+  return sum;
+}
+
+export async function startTestOperator(cp: Pick<ControlPlane, "kubeconfig">, config: Record<string, unknown>, opts: { env?: Record<string, string> } = {}): Promise<TestOperator> {
+  const port = await freePort();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gantry-operator-"));
+  const configFile = path.join(dir, "config.yaml");
+  fs.writeFileSync(configFile, stringify({ listen: `127.0.0.1:${port}`, ...config }));
+  let out = "";
+  const proc = spawn(process.execPath, [GANTRY, "operator", "--config", configFile, "--kubeconfig", cp.kubeconfig], {
+    env: { ...process.env, GANTRY_LOG_LEVEL: "debug", ...opts.env }, stdio: ["ignore", "pipe", "pipe"],
+  });
+  proc.stdout!.on("data", (d: Buffer) => { out += d.toString(); });
+  proc.stderr!.on("data", (d: Buffer) => { out += d.toString(); });
+  const exited = new Promise<number | null>((resolve) => proc.once("exit", (code) => resolve(code)));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`gantry operator exited with ${proc.exitCode}:\n${out}`);
+    const ready = await fetch(`${url}/readyz`).then((r) => r.status === 200, () => false);
+    if (ready) break;
+    if (Date.now() > deadline) { proc.kill("SIGKILL"); throw new Error(`gantry operator did not become ready:\n${out}`); }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const metrics = async () => (await fetch(`${url}/metrics`)).text();
+  return {
+    url, proc, logs: () => out, metrics,
+    metric: async (name, labels) => sumMetric(await metrics(), name, labels),
+    stop: async (signal = "SIGTERM") => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+      const t = setTimeout(() => proc.kill("SIGKILL"), 20_000);
+      const code = await exited;
+      clearTimeout(t);
+      return code;
+    },
+  };
+}
