@@ -1,7 +1,7 @@
 // Turns a PromptInput into tokens. Chat goes through the model's TEMPLATE override (Go template, rendered by the injected
 // renderer) or the GGUF chat template (node-llama-cpp chat wrapper, resolved once per loaded model). Raw prompts are
 // tokenized verbatim.
-import type { ChatHistoryItem, ChatWrapper, LlamaModel, Token } from "node-llama-cpp";
+import { JinjaTemplateChatWrapper, type ChatHistoryItem, type ChatWrapper, type LlamaModel, type Token } from "node-llama-cpp";
 import { AppError, isAppError } from "../common/errors.ts";
 import type { ChatMessage, ModelSpec, PromptInput } from "./types.ts";
 
@@ -85,7 +85,18 @@ function fromChatWrapper(ctx: PromptContext, history: ChatMessage[]): BuiltPromp
     .filter((t) => t.values.every((v) => typeof v === "string"))
     .map((t) => t.values.join(""))
     .filter((s) => s.length > 0);
-  return { tokens: state.contextText.tokenize(ctx.model.tokenizer), stopStrings };
+  return { tokens: withoutUnwantedBos(ctx, state.contextText.tokenize(ctx.model.tokenizer)), stopStrings };
+}
+
+/**
+ * node-llama-cpp's built-in wrappers (ChatML, Llama 3…) always open with BOS, but a model whose GGUF says not to add one
+ * (add_bos_token false: SmolLM2, Qwen…) must not get it — for SmolLM2, whose BOS is <|im_start|>, the prompt would
+ * start with two. llama.cpp adds BOS only when the model asks; a Jinja template that writes bos_token keeps it.
+ */
+function withoutUnwantedBos(ctx: PromptContext, tokens: Token[]): Token[] {
+  const bos = ctx.model.tokens.bos;
+  if (ctx.chatWrapper instanceof JinjaTemplateChatWrapper || ctx.model.tokens.shouldPrependBosToken || bos === null || tokens[0] !== bos) return tokens;
+  return tokens.slice(1);
 }
 
 function toHistoryItem(m: ChatMessage): ChatHistoryItem {

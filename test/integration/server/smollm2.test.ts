@@ -89,6 +89,11 @@ test("generate with a system prompt", async () => {
   // raw: the prompt goes to the model verbatim, here already in the model's ChatML format.
   const raw = await ollama.generate({ model: "smollm2:135m", raw: true, prompt: "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n", options: { temperature: 0, num_predict: 30 } });
   assert.match(raw.response ?? "", /Paris/);
+  // The chat template renders exactly the ChatML text llama.cpp would (SmolLM2 adds no BOS: its BOS is <|im_start|>).
+  const rendered = "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n";
+  const same = await ollama.generate({ model: "smollm2:135m", raw: true, prompt: rendered, options: { temperature: 0, num_predict: 30 } });
+  assert.equal(r.prompt_eval_count, same.prompt_eval_count);
+  assert.equal(r.response, same.response);
 });
 
 test("format json: the answer is one JSON value", async () => {
