@@ -245,16 +245,16 @@ export class PodRunner {
     this.notify();
     let alive = true;
     if (probes && spec.readinessProbe) {
-      void this.probeLoop(spec, ls, spec.readinessProbe, () => alive, (ok) => {
-        if (!ok) this.deps.event(this.pod, "Warning", "Unhealthy", `Readiness probe failed for container ${spec.name}`);
+      void this.probeLoop(spec, ls, spec.readinessProbe, () => alive, (ok, why) => {
+        if (!ok) this.deps.event(this.pod, "Warning", "Unhealthy", `Readiness probe failed: ${why}`);
         rec.ready = ok;
         this.notify();
       });
     }
     if (probes && spec.livenessProbe) {
-      void this.probeLoop(spec, ls, spec.livenessProbe, () => alive, (ok) => {
+      void this.probeLoop(spec, ls, spec.livenessProbe, () => alive, (ok, why) => {
         if (ok) return;
-        this.deps.event(this.pod, "Normal", "Killing", `Container ${spec.name} failed liveness probe, will be restarted`);
+        this.deps.event(this.pod, "Normal", "Killing", `Container ${spec.name} failed liveness probe (${why}), will be restarted`);
         proc.signal("SIGKILL");
       });
     }
@@ -271,17 +271,18 @@ export class PodRunner {
   }
 
   /** Calls onChange(true/false) when the probe crosses its success/failure threshold; stops when alive() is false. */
-  private async probeLoop(spec: V1Container, ls: LaunchBase, probe: V1Probe, alive: () => boolean, onChange: (ok: boolean) => void): Promise<void> {
+  private async probeLoop(spec: V1Container, ls: LaunchBase, probe: V1Probe, alive: () => boolean, onChange: (ok: boolean, why: string) => void): Promise<void> {
     const period = (probe.periodSeconds ?? 10) * 1000;
     let state: boolean | undefined, ok = 0, bad = 0;
     await new Promise((r) => setTimeout(r, (probe.initialDelaySeconds ?? 0) * 1000));
     while (alive() && !this.stopping) {
-      const success = await probeOnce(probe, { podIp: this.rec.podIp ?? "", container: spec,
+      const result = await probeOnce(probe, { podIp: this.rec.podIp ?? "", container: spec,
         exec: (command, timeoutMs) => execInPod({ netns: this.net?.netns ?? "", ...ls, argv: command }, timeoutMs) });
       if (!alive()) return;
+      const success = result === true;
       if (success) { ok++; bad = 0; } else { bad++; ok = 0; }
-      if (success && ok >= (probe.successThreshold ?? 1) && state !== true) { state = true; onChange(true); }
-      if (!success && bad >= (probe.failureThreshold ?? 3) && state !== false) { state = false; onChange(false); }
+      if (success && ok >= (probe.successThreshold ?? 1) && state !== true) { state = true; this.deps.log(`${this.key}/${spec.name}: probe succeeded`); onChange(true, ""); }
+      if (!success && bad >= (probe.failureThreshold ?? 3) && state !== false) { state = false; this.deps.log(`${this.key}/${spec.name}: probe failed: ${result}`); onChange(false, result); }
       await new Promise((r) => setTimeout(r, period));
     }
   }
@@ -306,21 +307,27 @@ export class PodRunner {
     if (this.stopping && this.rec.phase !== "Failed") return;
     this.dirty = true;
     if (this.writing) return;
-    this.writing = (async () => {
-      while (this.dirty) {
-        this.dirty = false;
-        const status = podStatus(this.rec, this.lastConditions, now());
-        const text = JSON.stringify(status);
-        if (text === this.lastWritten) continue;
-        try {
-          await this.deps.writeStatus(this.pod, status);
-          this.lastWritten = text;
-          this.lastConditions = status.conditions as Condition[];
-        } catch (err) {
-          this.deps.log(`${this.key}: status write failed: ${String(err)}`);
-        }
-      }
+    // Cleared in finally, never inside flush: a flush that finds nothing to write finishes synchronously, and clearing
+    // there would happen before this assignment, leaving `writing` set for good and every later status unwritten.
+    this.writing = this.flushStatus().finally(() => {
       this.writing = undefined;
-    })();
+      if (this.dirty) this.notify();
+    });
+  }
+
+  private async flushStatus(): Promise<void> {
+    while (this.dirty) {
+      this.dirty = false;
+      const status = podStatus(this.rec, this.lastConditions, now());
+      const text = JSON.stringify(status);
+      if (text === this.lastWritten) continue;
+      try {
+        await this.deps.writeStatus(this.pod, status);
+        this.lastWritten = text;
+        this.lastConditions = status.conditions as Condition[];
+      } catch (err) {
+        this.deps.log(`${this.key}: status write failed: ${String(err)}`);
+      }
+    }
   }
 }

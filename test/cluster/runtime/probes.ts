@@ -23,22 +23,29 @@ function tcpOpen(host: string, port: number, timeoutMs: number): Promise<boolean
   });
 }
 
-export async function probeOnce(probe: V1Probe, target: ProbeTarget): Promise<boolean> {
+/** One attempt: true on success, else why it failed (for the runtime's log and the Unhealthy event). */
+export async function probeOnce(probe: V1Probe, target: ProbeTarget): Promise<true | string> {
   const timeoutMs = (probe.timeoutSeconds ?? 1) * 1000;
   try {
     if (probe.httpGet) {
       const port = resolvePort(probe.httpGet.port as number | string, target.container);
       const headers = Object.fromEntries((probe.httpGet.httpHeaders ?? []).map((h) => [h.name, h.value]));
       const pathPart = probe.httpGet.path ?? "/";
-      const res = await fetch(`http://${target.podIp}:${port}${pathPart.startsWith("/") ? pathPart : `/${pathPart}`}`,
-        { headers, signal: AbortSignal.timeout(timeoutMs), redirect: "manual" });
-      await res.body?.cancel();
-      return res.status >= 200 && res.status < 400;
+      const url = `http://${target.podIp}:${port}${pathPart.startsWith("/") ? pathPart : `/${pathPart}`}`;
+      const res = await fetch(url, { headers, signal: AbortSignal.timeout(timeoutMs), redirect: "manual" });
+      await res.body?.cancel().catch(() => undefined);
+      return res.status >= 200 && res.status < 400 ? true : `HTTP probe failed with statuscode: ${res.status}`;
     }
-    if (probe.tcpSocket) return await tcpOpen(target.podIp, resolvePort(probe.tcpSocket.port as number | string, target.container), timeoutMs);
-    if (probe.exec?.command?.length) return (await target.exec(probe.exec.command, timeoutMs)) === 0;
-  } catch {
-    return false;
+    if (probe.tcpSocket) {
+      const port = resolvePort(probe.tcpSocket.port as number | string, target.container);
+      return await tcpOpen(target.podIp, port, timeoutMs) ? true : `dial tcp ${target.podIp}:${port}: connect failed`;
+    }
+    if (probe.exec?.command?.length) {
+      const code = await target.exec(probe.exec.command, timeoutMs);
+      return code === 0 ? true : `command exited with ${code}`;
+    }
+  } catch (err) {
+    return `probe error: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`;
   }
-  return false;
+  return "probe has no handler";
 }
