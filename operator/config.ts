@@ -33,7 +33,7 @@ export const OperatorConfigSchema = z.object({
   gatewayUrl: z.string().url().default("http://gantry-gateway.gantry-system.svc").describe("The gateway's base URL; an app's URL is <gatewayUrl>/<namespace>/<name>."),
   hubUrl: z.string().url().optional().describe("GANTRY_HUB_URL for the pods' model pulls (the public hub when unset)."),
   resourceProfiles: z.record(z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/), ResourceProfileSchema).default({})
-    .describe("Resource profiles, merged over the defaults cpu and nvidia-gpu."),
+    .describe("Resource profiles added to the defaults cpu and nvidia-gpu; a profile of the same name replaces a default whole."),
   podLabels: z.record(z.string(), z.string()).default({}).describe("Extra labels on every server pod."),
   podAnnotations: z.record(z.string(), z.string()).default({}).describe("Extra annotations on every server pod."),
   serverPort: z.int().min(1).max(65535).default(11434),

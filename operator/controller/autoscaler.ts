@@ -62,17 +62,21 @@ export interface ScaleInput {
   scaleDownDelayMs: number;
 }
 
-/** The replicas an app should have, and the history to keep for the next decision. Pure. */
+/**
+ * The replicas an app should have, and the history to keep for the next decision. Pure.
+ * The history is the window's running maximum (a monotonic queue): an entry matters only while no later entry wants
+ * as much, so it holds at most one entry per distinct replica count, however long scaleDownDelay is.
+ */
 export function decideReplicas(i: ScaleInput): { replicas: number; history: Array<{ at: number; want: number }> } {
   const clamp = (n: number) => Math.min(i.max, Math.max(i.min, n));
   const want = clamp(Math.ceil(i.inFlight / Math.max(1, i.target)));
   // Nothing observed yet (a new app, a new leader): the current replicas count as wanted just now.
   const seen = i.history.length > 0 ? i.history : [{ at: i.now, want: i.current }];
-  const history = [...seen.filter((h) => i.now - h.at < i.scaleDownDelayMs), { at: i.now, want }];
+  const history = seen.filter((h) => i.now - h.at < i.scaleDownDelayMs && h.want > want);
+  history.push({ at: i.now, want });
   if (want >= i.current) return { replicas: want, history };
-  // Scale down only to the highest want seen within the delay window (never below the lowest bound).
-  const peak = Math.max(...history.map((h) => h.want));
-  return { replicas: clamp(Math.min(i.current, peak)), history };
+  // Scale down only to the highest want seen within the delay window (the queue's head).
+  return { replicas: clamp(Math.min(i.current, history[0]!.want)), history };
 }
 
 /** scaleDownDelay in milliseconds (negative or unparsable: never scale down). */

@@ -8,7 +8,8 @@
 
 import { sameQuantity } from "../render/quantity.ts";
 
-const KEYS = ["name", "uid"] as const;
+/** List keys, in order of preference: owner references carry both, and uid is their identity. */
+const KEYS = ["uid", "name"] as const;
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 

@@ -115,7 +115,8 @@ export function computeStatus({ app, resolved, observed, gatewayUrl, now }: Stat
     set(readyCondition("False", REASON.InvalidSpec, resolved.invalid));
     set({ type: CONDITION.ModelCached, status: "Unknown", reason: REASON.InvalidSpec, message: "the spec is invalid" });
     set({ type: CONDITION.Scheduled, status: "Unknown", reason: REASON.InvalidSpec, message: "the spec is invalid" });
-    return { ...base, conditions };
+    // What the volume holds does not change with a bad spec: keep the model's digest for when the spec is fixed.
+    return { ...base, ...(prev.model ? { model: prev.model } : {}), ...(prev.modelRef ? { modelRef: prev.modelRef } : {}), conditions };
   }
 
   // Model: what pods show now; else what was known about the same model (pods come and go, the volume stays).
@@ -130,8 +131,11 @@ export function computeStatus({ app, resolved, observed, gatewayUrl, now }: Stat
     set({ type: CONDITION.ModelCached, status: "False", reason: model.failed.reason, message: model.failed.message });
   } else if (model.pulling) {
     set({ type: CONDITION.ModelCached, status: "False", reason: REASON.Pulling, message: `pulling ${resolved.spec.model} into volume ${volume}` });
-  } else if (!sameModel || [undefined, REASON.InvalidSpec].includes(findCondition(conditions, CONDITION.ModelCached)?.reason as never)) {
-    set({ type: CONDITION.ModelCached, status: "Unknown", reason: REASON.Pending, message: `${resolved.spec.model} is pulled when a replica starts` });
+  } else {
+    // No pod says anything now (scaled to zero): what was known about the same model still holds.
+    const known = sameModel ? findCondition(conditions, CONDITION.ModelCached) : undefined;
+    if (known && known.reason !== REASON.InvalidSpec) set({ ...known, type: CONDITION.ModelCached, reason: known.reason as ConditionInput["reason"] });
+    else set({ type: CONDITION.ModelCached, status: "Unknown", reason: REASON.Pending, message: `${resolved.spec.model} is pulled when a replica starts` });
   }
   const cachedCond = findCondition(conditions, CONDITION.ModelCached)!;
 

@@ -12,7 +12,7 @@ export class WorkQueue {
   private readonly dirty = new Set<string>();
   private readonly processing = new Set<string>();
   private readonly failures = new Map<string, number>();
-  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly timers = new Map<string, { at: number; timer: NodeJS.Timeout }>();
   private readonly waiters: Array<(key: string | undefined) => void> = [];
   private readonly baseDelayMs: number;
   private readonly maxDelayMs: number;
@@ -37,14 +37,17 @@ export class WorkQueue {
     this.queue.push(key);
   }
 
-  /** Adds the key after a delay (one pending timer per key: the earliest wins). */
+  /** Adds the key after a delay (one pending timer per key: the earliest deadline wins). */
   addAfter(key: string, delayMs: number): void {
     if (this.shuttingDown) return;
     if (delayMs <= 0) { this.add(key); return; }
-    if (this.timers.has(key)) return;
-    const t = setTimeout(() => { this.timers.delete(key); this.add(key); }, delayMs);
-    t.unref();
-    this.timers.set(key, t);
+    const at = Date.now() + delayMs;
+    const pending = this.timers.get(key);
+    if (pending && pending.at <= at) return;
+    if (pending) clearTimeout(pending.timer);
+    const timer = setTimeout(() => { this.timers.delete(key); this.add(key); }, delayMs);
+    timer.unref();
+    this.timers.set(key, { at, timer });
   }
 
   /** Adds the key after its backoff, which doubles with each consecutive failure. */
@@ -88,7 +91,7 @@ export class WorkQueue {
 
   shutDown(): void {
     this.shuttingDown = true;
-    for (const t of this.timers.values()) clearTimeout(t);
+    for (const t of this.timers.values()) clearTimeout(t.timer);
     this.timers.clear();
     for (const w of this.waiters.splice(0)) w(undefined);
   }

@@ -21,8 +21,11 @@ export const RUN_AS_USER = 65532;
 
 type EnvVar = { name: string; value?: string; valueFrom?: unknown };
 
-const sortedEnv = (env: Record<string, string>): EnvVar[] =>
-  Object.keys(env).sort().map((name) => ({ name, value: env[name]! }));
+/** The operator's variables (sorted) followed by the user's; a user variable replaces the operator's of that name. */
+function mergeEnv(own: Record<string, string>, user: readonly EnvVar[]): EnvVar[] {
+  const userNames = new Set(user.map((e) => e.name));
+  return [...Object.keys(own).sort().filter((name) => !userNames.has(name)).map((name) => ({ name, value: own[name]! })), ...user.map((e) => ({ ...e }))];
+}
 
 function serverEnv(app: ResolvedApp, config: Pick<OperatorConfig, "serverPort">): EnvVar[] {
   const { server } = app.spec;
@@ -38,9 +41,7 @@ function serverEnv(app: ResolvedApp, config: Pick<OperatorConfig, "serverPort">)
     // Inference threads follow the CPU request, so replicas never oversubscribe their share of a node.
     ...(cpus !== undefined && cpus >= 1 ? { GANTRY_THREADS: String(Math.floor(cpus)) } : {}),
   };
-  const user = app.spec.env ?? [];
-  const userNames = new Set(user.map((e) => e.name));
-  return [...sortedEnv(own).filter((e) => !userNames.has(e.name)), ...user.map((e) => ({ ...e }))];
+  return mergeEnv(own, app.spec.env ?? []);
 }
 
 function resources(app: ResolvedApp) {
@@ -59,11 +60,10 @@ function prepareContainer(app: ResolvedApp, image: string, config: Pick<Operator
   const args = ["prepare", app.spec.model];
   if (app.modelfile) args.push("--modelfile", `${MODELFILE_DIR}/Modelfile`, "--as", app.servedModel);
   args.push("--report", "/dev/termination-log");
-  const env: EnvVar[] = [
-    ...sortedEnv({ GANTRY_MODELS: MODELS_PATH, ...(config.hubUrl ? { GANTRY_HUB_URL: config.hubUrl } : {}) }),
-    // The user's environment (HF_TOKEN for private repositories, proxies) applies to the pull too.
-    ...(app.spec.env ?? []).filter((e) => e.name !== "GANTRY_MODELS").map((e) => ({ ...e })),
-  ];
+  // The user's environment (HF_TOKEN for private repositories, proxies, another hub) applies to the pull too; the
+  // model volume's mount point does not move.
+  const env = mergeEnv({ GANTRY_MODELS: MODELS_PATH, ...(config.hubUrl ? { GANTRY_HUB_URL: config.hubUrl } : {}) },
+    (app.spec.env ?? []).filter((e) => e.name !== "GANTRY_MODELS"));
   return {
     name: PREPARE_CONTAINER,
     image,

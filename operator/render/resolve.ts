@@ -5,6 +5,7 @@ import { isAppError } from "../../server/common/errors.ts";
 import { formatModelName } from "../../server/common/model-name.ts";
 import { hubModelName } from "../../server/common/hub-ref.ts";
 import { parseModelRef } from "../../server/common/model-ref.ts";
+import { ModelfileSyntaxError } from "../../server/modelfile/errors.ts";
 import { parseModelfile } from "../../server/modelfile/parse.ts";
 import { parseModelAppSpec, type ModelApp, type ModelAppSpec } from "../api/v1alpha1/modelapp.ts";
 import type { OperatorConfig, ResourceProfile } from "../config.ts";
@@ -40,8 +41,10 @@ function checkModelfile(model: string, text: string): string {
   try {
     commands = parseModelfile(full).commands;
   } catch (e) {
-    // Line numbers of the overrides: the FROM we put in front is line 1.
-    const msg = (e as Error).message.replace(/line (\d+)/g, (_, n: string) => `line ${Number(n) - 1}`);
+    // Line numbers of the overrides: the FROM put in front is line 1, so the user's line N is the parser's N+1.
+    const msg = e instanceof ModelfileSyntaxError && e.line !== null
+      ? e.message.replace(/^line \d+/, `line ${e.line - 1}`)
+      : (e as Error).message;
     throw new InvalidSpecError(`spec.modelfile: ${msg}`);
   }
   const extra = commands.slice(1).find((c) => !ALLOWED_OVERRIDES.has(c.name));

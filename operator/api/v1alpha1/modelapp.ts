@@ -23,13 +23,13 @@ export const CRD_NAME = `${PLURAL}.${GROUP}`;
 export const MAX_NAME_LENGTH = 53;
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const QUANTITY = /^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$/;
+const QUANTITY = /^\+?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$/;
 /** A Go-style duration ("30s", "5m", "1h30m"), a number of seconds, or a negative value (forever, where allowed). */
 export const DURATION = /^-?(\d+(\.\d+)?|(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+)$/;
 
 const dnsLabel = (what: string) => z.string().min(1).max(63).regex(DNS_LABEL).describe(what);
 
-/** A resource quantity ("500m", "2", "16Gi"), written as a string or an integer, as Kubernetes accepts it. */
+/** A non-negative resource quantity ("500m", "2", "16Gi"), written as a string or an integer, as Kubernetes accepts it. */
 export const QuantitySchema = z.union([z.int().nonnegative(), z.string().regex(QUANTITY)])
   .meta({ "x-kubernetes-int-or-string": true });
 export type Quantity = z.infer<typeof QuantitySchema>;
