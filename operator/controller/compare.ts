@@ -43,3 +43,12 @@ export function covers(live: unknown, desired: unknown, path: readonly string[] 
   }
   return live === desired;
 }
+
+/**
+ * Whether applying `desired` would change nothing on `live`. apiVersion and kind are not compared: objects from a
+ * list (an informer's first sync) carry neither.
+ */
+export function isApplied(live: unknown, desired: Record<string, unknown>): boolean {
+  const { apiVersion: _apiVersion, kind: _kind, ...rest } = desired;
+  return covers(live, rest);
+}

@@ -14,7 +14,7 @@ import type { VolumeUser } from "../render/pvc.ts";
 import { InvalidSpecError, resolveApp, type ResolvedApp } from "../render/resolve.ts";
 import type { Caches, Cache } from "../kube/caches.ts";
 import type { EventInput, KubeWriter } from "../kube/writer.ts";
-import { covers } from "./compare.ts";
+import { isApplied } from "./compare.ts";
 import { computeStatus } from "./status.ts";
 
 export type ReconcileResult = "success" | "invalid" | "conflict" | "gone";
@@ -92,7 +92,7 @@ class Reconciler {
     const live = await this.live(claim);
     // A claim the operator did not create (a pre-made volume) is used as it is.
     if (live && !isManaged(live)) return;
-    if (live && covers(live, claim)) return;
+    if (live && isApplied(live, claim)) return;
     await this.d.writer.apply(claim as KubernetesObject & RenderedObject);
     if (!live) this.event("Normal", "CreatedVolume", `created model volume ${claim.metadata.name}`);
   }
@@ -103,7 +103,7 @@ class Reconciler {
       this.conflict = `${obj.kind} ${obj.metadata.name} already exists and is not managed by this ModelApp; delete or rename it`;
       return;
     }
-    if (live && covers(live, obj)) return;
+    if (live && isApplied(live, obj)) return;
     await this.d.writer.apply(obj as KubernetesObject & RenderedObject);
     if (!live) this.event("Normal", "Created", `created ${obj.kind} ${obj.metadata.name}`);
     else if (obj.kind === "Deployment" && podHash(live) !== podHash(obj)) this.event("Normal", "RollingUpdate", `spec changed: rolling the pods of Deployment ${obj.metadata.name}`);

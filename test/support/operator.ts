@@ -16,6 +16,8 @@ export interface TestOperator {
   metrics(): Promise<string>;
   /** Sum of a counter or gauge's samples whose labels match. */
   metric(name: string, labels?: Record<string, string>): Promise<number>;
+  /** API writes so far (every request but reads), leaving out leader-lease renewals. */
+  writes(): Promise<number>;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
@@ -42,17 +44,25 @@ export function installCrd(cp: Pick<ControlPlane, "binDir" | "kubeconfig">): voi
   kubectl(cp, ["wait", "--for=condition=Established", "--timeout=60s", "crd/modelapps.gantry.dev"]);
 }
 
-export function sumMetric(text: string, name: string, labels: Record<string, string> = {}): number {
+/** Sum of the samples of a metric whose labels satisfy `keep` (Prometheus text format). */
+export function sumMetricWhere(text: string, name: string, keep: (labels: Record<string, string>) => boolean): number {
   let sum = 0;
   for (const line of text.split("\n")) {
     if (!line.startsWith(name) || line.startsWith("#")) continue;
     const m = /^([a-zA-Z_:][\w:]*)(\{(.*)\})? (\S+)$/.exec(line);
     if (!m || m[1] !== name) continue;
-    const have = Object.fromEntries([...(m[3] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((x) => [x[1], x[2]]));
-    if (Object.entries(labels).every(([k, v]) => have[k] === v)) sum += Number(m[4]);
+    const labels = Object.fromEntries([...(m[3] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((x) => [x[1]!, x[2]!]));
+    if (keep(labels)) sum += Number(m[4]);
   }
   return sum;
 }
+
+export const sumMetric = (text: string, name: string, labels: Record<string, string> = {}): number =>
+  sumMetricWhere(text, name, (have) => Object.entries(labels).every(([k, v]) => have[k] === v));
+
+/** Writes the operator sent (all but reads), leaving out leader-lease renewals. */
+export const operatorWrites = (text: string): number =>
+  sumMetricWhere(text, "gantry_operator_kube_requests_total", (l) => l.verb !== "get" && l.resource !== "leases");
 
 export async function startTestOperator(cp: Pick<ControlPlane, "kubeconfig">, config: Record<string, unknown>, opts: { env?: Record<string, string> } = {}): Promise<TestOperator> {
   const port = await freePort();
@@ -79,6 +89,7 @@ export async function startTestOperator(cp: Pick<ControlPlane, "kubeconfig">, co
   return {
     url, proc, logs: () => out, metrics,
     metric: async (name, labels) => sumMetric(await metrics(), name, labels),
+    writes: async () => operatorWrites(await metrics()),
     stop: async (signal = "SIGTERM") => {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
       const t = setTimeout(() => proc.kill("SIGKILL"), 20_000);
