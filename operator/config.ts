@@ -38,7 +38,7 @@ export const OperatorConfigSchema = z.object({
   podAnnotations: z.record(z.string(), z.string()).default({}).describe("Extra annotations on every server pod."),
   serverPort: z.int().min(1).max(65535).default(11434),
   watchNamespace: z.string().optional().describe("Reconcile only this namespace (all namespaces when unset)."),
-  workers: z.int().min(1).max(64).default(4).describe("Reconciles running at once (never two for the same app)."),
+  workers: z.int().min(1).max(64).default(8).describe("Reconciles running at once (never two for the same app)."),
   listen: z.string().default("0.0.0.0:8080").describe("Address of /healthz, /readyz, /metrics and the load-report API."),
   leaderElection: z.object({
     enabled: z.boolean().default(true),

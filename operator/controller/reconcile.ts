@@ -70,6 +70,8 @@ class Reconciler {
   private readonly d: ReconcileDeps;
   private readonly app: ModelApp;
   private readonly events: EventInput[] = [];
+  /** Objects this reconcile created, for one Created event. */
+  private readonly created: string[] = [];
   conflict: string | undefined;
 
   constructor(d: ReconcileDeps, app: ModelApp) {
@@ -94,7 +96,7 @@ class Reconciler {
     if (live && !isManaged(live)) return;
     if (live && isApplied(live, claim)) return;
     await this.d.writer.apply(claim as KubernetesObject & RenderedObject);
-    if (!live) this.event("Normal", "CreatedVolume", `created model volume ${claim.metadata.name}`);
+    if (!live) this.created.push(`model volume ${claim.metadata.name}`);
   }
 
   async applyOwned(obj: RenderedObject): Promise<void> {
@@ -105,7 +107,7 @@ class Reconciler {
     }
     if (live && isApplied(live, obj)) return;
     await this.d.writer.apply(obj as KubernetesObject & RenderedObject);
-    if (!live) this.event("Normal", "Created", `created ${obj.kind} ${obj.metadata.name}`);
+    if (!live) this.created.push(`${obj.kind} ${obj.metadata.name}`);
     else if (obj.kind === "Deployment" && podHash(live) !== podHash(obj)) this.event("Normal", "RollingUpdate", `spec changed: rolling the pods of Deployment ${obj.metadata.name}`);
   }
 
@@ -134,8 +136,9 @@ class Reconciler {
   }
 
   async flushEvents(): Promise<void> {
+    if (this.created.length) this.event("Normal", "Created", `created ${this.created.join(", ")}`);
     const now = this.d.now();
-    for (const e of this.events) await this.d.writer.event(e, now);
+    await Promise.all(this.events.map((e) => this.d.writer.event(e, now)));
   }
 }
 
@@ -155,8 +158,10 @@ export async function reconcile(key: string, d: ReconcileDeps): Promise<Reconcil
     return "invalid";
   }
   const plan = renderApp(resolved, d.config, volumeUsers(d.caches.apps, namespace, resolved.spec.modelVolume.name));
-  await r.applyVolume(plan.volume);
-  for (const obj of plan.owned) await r.applyOwned(obj);
+  // Two waves of independent requests: what the pods mount (volume, Modelfile ConfigMap), then the Deployment and Service.
+  const mounted = plan.owned.filter((o) => o.kind === "ConfigMap"), rest = plan.owned.filter((o) => o.kind !== "ConfigMap");
+  await Promise.all([r.applyVolume(plan.volume), ...mounted.map((o) => r.applyOwned(o))]);
+  await Promise.all(rest.map((o) => r.applyOwned(o)));
   if (r.conflict) d.logger.warn({ namespace, name, conflict: r.conflict }, "not adopting an existing object");
   if (await r.writeStatus(r.observeAndReport(resolved))) d.logger.debug({ namespace, name, generation: app.metadata.generation }, "status written");
   await r.flushEvents();

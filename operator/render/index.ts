@@ -17,7 +17,7 @@ export type RenderedObject = {
 export interface AppPlan {
   /** The model volume's claim, owned by every app sharing it (applied only when the operator created the claim). */
   volume: RenderedObject;
-  /** Objects the app controls, in apply order (the ConfigMap before the Deployment that mounts it). */
+  /** Objects the app controls (the ConfigMap is applied before the Deployment that mounts it). */
   owned: RenderedObject[];
 }
 

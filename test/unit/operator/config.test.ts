@@ -29,7 +29,7 @@ test("an empty config has the defaults and both default profiles", () => {
     assert.equal(c.image, `ghcr.io/gantry-dev/gantry:${VERSION}`);
     assert.equal(c.gatewayUrl, "http://gantry-gateway.gantry-system.svc");
     assert.equal(c.serverPort, 11434);
-    assert.equal(c.workers, 4);
+    assert.equal(c.workers, 8);
     assert.equal(c.listen, "0.0.0.0:8080");
     assert.equal(c.watchNamespace, undefined);
     assert.equal(c.leaderElection.enabled, true);
