@@ -1,10 +1,14 @@
-// `npm run bench [section...]`: runs the benchmarks and prints their tables. Sections: serving (default: all).
+// `npm run bench [section...]`: runs the benchmarks and prints their tables. Sections: serving, pull, cli, operator
+// (default: all).
 // Benchmarks measure; they never assert. Compare ratios measured side by side in one run, not absolute numbers.
 import { benchModelPath, smollm2Path } from "../support/models.ts";
+import { benchCli } from "./cli.ts";
+import { benchOperator, printOperatorTable } from "./operator.ts";
+import { benchPull } from "./pull.ts";
 import { benchServing } from "./serving.ts";
 import { printTable } from "./table.ts";
 
-const all = ["serving"] as const;
+const all = ["serving", "pull", "cli", "operator"] as const;
 type Section = (typeof all)[number];
 const wanted = new Set<Section>((process.argv.slice(2).filter((a) => (all as readonly string[]).includes(a)) as Section[]));
 const run = (s: Section) => wanted.size === 0 || wanted.has(s);
@@ -25,3 +29,17 @@ if (run("serving")) {
   });
   printTable("Batching: aggregate tokens/s at concurrency 4 ÷ concurrency 1", ["model", "HTTP c4 ÷ c1", "in-process c4 ÷ c1"], scaling as Array<Array<string | number>>);
 }
+
+if (run("pull")) {
+  const rows = await benchPull();
+  printTable("Pull: throughput from the local hub (250 MB GGUF), gantry pull against curl -o, median of interleaved rounds",
+    ["client, link", "MB/s", "s", "÷ curl", "rounds", "MB"], rows.map((r) => [r.name, r.mbPerSec, r.seconds, r.vsCurl, r.rounds, r.megabytes]));
+}
+
+if (run("cli")) {
+  const rows = await benchCli();
+  printTable("CLI: time to first token with the server already up (smollm2:135m, 32 tokens), median of interleaved rounds",
+    ["client", "TTFT ms", "total ms", "rounds"], rows.map((r) => [r.client, r.ttftMs, r.totalMs, r.rounds]));
+}
+
+if (run("operator")) printOperatorTable(await benchOperator());

@@ -1,6 +1,5 @@
 // `gantry operator`: runs the ModelApp operator. The CLI is the composition root of every gantry process, so this is
 // the one place under server/ that reaches into operator/ beyond its API (allowed in eslint.config.js).
-import { runOperator } from "../../../operator/main.ts";
 import { parseArgs, stringFlag, UsageError } from "../args.ts";
 import type { Command } from "../context.ts";
 
@@ -14,6 +13,7 @@ export const operatorCommand: Command = {
     const { positionals, flags } = parseArgs("operator", args, { config: { type: "string", short: "c" }, kubeconfig: { type: "string" } });
     if (positionals.length > 0) throw new UsageError(`operator: unexpected argument "${positionals[0]}"`);
     const configFile = stringFlag(flags.config), kubeconfig = stringFlag(flags.kubeconfig);
+    const { runOperator } = await import("../../../operator/main.ts"); // client-node is slow to load: only here
     await runOperator({ ...(configFile ? { configFile } : {}), ...(kubeconfig ? { kubeconfig } : {}), env: ctx.env });
   },
 };

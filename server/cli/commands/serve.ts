@@ -2,7 +2,6 @@ import { describeEnv, parseEnv } from "../../common/config.ts";
 import { createLogger } from "../../common/logger.ts";
 import { exitOnShutdownSignals } from "../../common/shutdown.ts";
 import { ServerConfigSchema } from "../../config.ts";
-import { startServer } from "../../serve.ts";
 import { parseArgs, stringFlag } from "../args.ts";
 import type { Command } from "../context.ts";
 
@@ -20,6 +19,8 @@ export const serveCommand: Command = {
     const preload = Array.isArray(flags.model) ? flags.model.map(String) : stringFlag(flags.model) ? [stringFlag(flags.model)!] : [];
     const config = parseEnv(ServerConfigSchema);
     const logger = createLogger({ level: config.GANTRY_LOG_LEVEL, name: "gantry-serve" });
+    // Loaded on use: the engine (node-llama-cpp) and HTTP stack would slow every other command's start.
+    const { startServer } = await import("../../serve.ts");
     const running = await startServer(config, logger, { preload });
     exitOnShutdownSignals(() => running.close(), logger);
   },
