@@ -68,7 +68,7 @@ export async function startTestOperator(cp: Pick<ControlPlane, "kubeconfig">, co
   const port = await freePort();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gantry-operator-"));
   const configFile = path.join(dir, "config.yaml");
-  fs.writeFileSync(configFile, stringify({ listen: `127.0.0.1:${port}`, ...config }));
+  fs.writeFileSync(configFile, stringify({ ...config, listen: `127.0.0.1:${port}` }));
   let out = "";
   const proc = spawn(process.execPath, [GANTRY, "operator", "--config", configFile, "--kubeconfig", cp.kubeconfig], {
     env: { ...process.env, GANTRY_LOG_LEVEL: "debug", ...opts.env }, stdio: ["ignore", "pipe", "pipe"],
