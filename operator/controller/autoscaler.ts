@@ -39,12 +39,17 @@ export class LoadReports {
 
   /** In-flight requests of an app summed over the gateways whose snapshot is fresh. */
   inFlight(key: string, now: number): number {
-    let n = 0;
+    return this.totals(now).get(key) ?? 0;
+  }
+
+  /** In-flight requests of every reported app, summed over the fresh snapshots (stale ones are dropped). */
+  totals(now: number): Map<string, number> {
+    const sum = new Map<string, number>();
     for (const [gateway, s] of this.snapshots) {
       if (now - s.at > this.ttlMs) { this.snapshots.delete(gateway); continue; }
-      n += s.counts.get(key) ?? 0;
+      for (const [key, n] of s.counts) sum.set(key, (sum.get(key) ?? 0) + n);
     }
-    return n;
+    return sum;
   }
 }
 

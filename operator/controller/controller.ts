@@ -39,9 +39,9 @@ export class Controller {
   constructor(o: ControllerOptions) {
     this.o = o;
     this.cachesHolder = new ClusterCaches(o.kc, { ...(o.config.watchNamespace ? { namespace: o.config.watchNamespace } : {}), logger: o.logger });
-    this.metrics = new OperatorMetrics(() => this.cachesHolder.caches.apps.list());
-    this.writer = new KubeWriter(o.kc, { instance: o.identity, count: (verb, resource, code) => this.metrics.kubeRequests.inc({ verb, resource, code: String(code) }) });
     this.loads = new LoadReports(o.config.autoscaler.reportTtlSeconds * 1000);
+    this.metrics = new OperatorMetrics(() => this.cachesHolder.caches.apps.list(), { inFlight: () => this.loads.totals(Date.now()) });
+    this.writer = new KubeWriter(o.kc, { instance: o.identity, count: (verb, resource, code) => this.metrics.kubeRequests.inc({ verb, resource, code: String(code) }) });
     const le = o.config.leaderElection;
     this.elector = le.enabled
       ? new LeaderElector(this.writer, { namespace: le.namespace, name: le.name, identity: o.identity, leaseDurationSeconds: le.leaseDurationSeconds,
@@ -130,7 +130,6 @@ export class Controller {
   /** Stores a gateway's load snapshot; apps it reports busy are scaled at once (a held request wakes its app). */
   recordLoad(report: LoadReport): void {
     const busy = this.loads.record(report, Date.now());
-    for (const a of report.apps) this.metrics.inFlight.set({ namespace: a.namespace, app: a.name }, a.inFlight);
     if (!this.leading) return;
     for (const key of busy) {
       const { namespace, name } = parseKey(key);
@@ -140,7 +139,10 @@ export class Controller {
   }
 
   private async autoscaleAll(): Promise<void> {
-    for (const app of this.caches.apps.list()) await this.autoscale(app).catch((err: unknown) =>
+    const apps = this.caches.apps.list();
+    const live = new Set(apps.map((a) => appKey(a.metadata.namespace ?? "default", a.metadata.name)));
+    for (const key of this.history.keys()) if (!live.has(key)) this.history.delete(key);
+    for (const app of apps) await this.autoscale(app).catch((err: unknown) =>
       this.o.logger.warn({ app: `${app.metadata.namespace}/${app.metadata.name}`, err: String(err) }, "scale failed"));
   }
 

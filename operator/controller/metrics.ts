@@ -10,9 +10,20 @@ export class OperatorMetrics {
   readonly kubeRequests = new Counter({ name: "gantry_operator_kube_requests_total", help: "Requests to the API server outside watches, by verb, resource and status code", labelNames: ["verb", "resource", "code"], registers: [this.registry] });
   readonly leader = new Gauge({ name: "gantry_operator_leader", help: "1 while this instance holds the leader lease", registers: [this.registry] });
   readonly scaleEvents = new Counter({ name: "gantry_operator_autoscaler_scales_total", help: "Replica changes made by the autoscaler", labelNames: ["direction"], registers: [this.registry] });
-  readonly inFlight = new Gauge({ name: "gantry_operator_app_in_flight_requests", help: "In-flight requests the gateways report per app", labelNames: ["namespace", "app"], registers: [this.registry] });
 
-  constructor(listApps: () => readonly ModelApp[], opts: { defaultMetrics?: boolean } = {}) {
+  constructor(listApps: () => readonly ModelApp[], opts: { defaultMetrics?: boolean; inFlight?: () => Map<string, number> } = {}) {
+    const inFlight = opts.inFlight;
+    new Gauge({
+      name: "gantry_operator_app_in_flight_requests", help: "In-flight requests the gateways report per app (summed over gateways)",
+      labelNames: ["namespace", "app"], registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [key, n] of inFlight?.() ?? []) {
+          const slash = key.indexOf("/");
+          this.set({ namespace: key.slice(0, slash), app: key.slice(slash + 1) }, n);
+        }
+      },
+    });
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: "gantry_operator_process_" });
     new Gauge({
       name: "gantry_operator_apps", help: "ModelApps by condition type and status", labelNames: ["condition", "status"], registers: [this.registry],

@@ -48,6 +48,7 @@ test("a request held by the gateway wakes the app from zero; load from two gatew
 
   await report("gw-a", 3);
   await report("gw-b", 2); // 5 in flight / 2 per replica → 3
+  assert.equal(await op.metric("gantry_operator_app_in_flight_requests", { namespace: ns, app: "burst" }), 5, "summed over the gateways");
   await waitReplicas(3);
   await report("gw-a", 40); // capped at maxReplicas
   await new Promise((r) => setTimeout(r, 1500));
