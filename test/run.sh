@@ -9,9 +9,9 @@ T0=$(date +%s)
 step() { echo "== $* ($(( $(date +%s) - T0 ))s)"; }
 
 step "typecheck"
-npx tsc -p tsconfig.json
+node_modules/.bin/tsc -p tsconfig.json
 step "lint"
-npx eslint .
+node_modules/.bin/eslint .
 if [ -f operator/api/v1alpha1/gen-crds.ts ]; then
   step "crds/ up to date"
   node operator/api/v1alpha1/gen-crds.ts --check
