@@ -64,7 +64,8 @@ export const sumMetric = (text: string, name: string, labels: Record<string, str
 export const operatorWrites = (text: string): number =>
   sumMetricWhere(text, "gantry_operator_kube_requests_total", (l) => l.verb !== "get" && l.resource !== "leases");
 
-export async function startTestOperator(cp: Pick<ControlPlane, "kubeconfig">, config: Record<string, unknown>, opts: { env?: Record<string, string> } = {}): Promise<TestOperator> {
+export async function startTestOperator(cp: Pick<ControlPlane, "kubeconfig">, config: Record<string, unknown>,
+  opts: { env?: Record<string, string>; waitReady?: boolean } = {}): Promise<TestOperator> {
   const port = await freePort();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gantry-operator-"));
   const configFile = path.join(dir, "config.yaml");
@@ -80,7 +81,7 @@ export async function startTestOperator(cp: Pick<ControlPlane, "kubeconfig">, co
   const deadline = Date.now() + 60_000;
   for (;;) {
     if (proc.exitCode !== null) throw new Error(`gantry operator exited with ${proc.exitCode}:\n${out}`);
-    const ready = await fetch(`${url}/readyz`).then((r) => r.status === 200, () => false);
+    const ready = await fetch(`${url}/readyz`).then((r) => r.status === 200 || (opts.waitReady === false && r.status === 503), () => false);
     if (ready) break;
     if (Date.now() > deadline) { proc.kill("SIGKILL"); throw new Error(`gantry operator did not become ready:\n${out}`); }
     await new Promise((r) => setTimeout(r, 100));
