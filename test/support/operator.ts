@@ -1,12 +1,12 @@
 // Runs `gantry operator` as a real process against the test control plane, the way a user runs it next to a cluster:
 // its own config file, the cluster's kubeconfig, a free port for /healthz, /readyz, /metrics and /v1/load.
-import { spawn, execFileSync, type ChildProcess } from "node:child_process";
+import { execFileSync, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { stringify } from "yaml";
 import type { ControlPlane } from "../cluster/control-plane.ts";
-import { freePort, GANTRY, REPO } from "./server.ts";
+import { freePort, REPO, spawnGantry } from "./server.ts";
 
 export interface TestOperator {
   url: string;
@@ -70,33 +70,13 @@ export async function startTestOperator(cp: Pick<ControlPlane, "kubeconfig">, co
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gantry-operator-"));
   const configFile = path.join(dir, "config.yaml");
   fs.writeFileSync(configFile, stringify({ ...config, listen: `127.0.0.1:${port}` }));
-  let out = "";
-  const proc = spawn(process.execPath, [GANTRY, "operator", "--config", configFile, "--kubeconfig", cp.kubeconfig], {
-    env: { ...process.env, GANTRY_LOG_LEVEL: "debug", ...opts.env }, stdio: ["ignore", "pipe", "pipe"],
-  });
-  proc.stdout!.on("data", (d: Buffer) => { out += d.toString(); });
-  proc.stderr!.on("data", (d: Buffer) => { out += d.toString(); });
-  const exited = new Promise<number | null>((resolve) => proc.once("exit", (code) => resolve(code)));
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (proc.exitCode !== null) throw new Error(`gantry operator exited with ${proc.exitCode}:\n${out}`);
-    const ready = await fetch(`${url}/readyz`).then((r) => r.status === 200 || (opts.waitReady === false && r.status === 503), () => false);
-    if (ready) break;
-    if (Date.now() > deadline) { proc.kill("SIGKILL"); throw new Error(`gantry operator did not become ready:\n${out}`); }
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const p = await spawnGantry(["operator", "--config", configFile, "--kubeconfig", cp.kubeconfig], { GANTRY_LOG_LEVEL: "debug", ...opts.env },
+    `${url}/readyz`, (status) => status === 200 || (opts.waitReady === false && status === 503));
   const metrics = async () => (await fetch(`${url}/metrics`)).text();
   return {
-    url, proc, logs: () => out, metrics,
+    url, proc: p.proc, logs: p.logs, metrics, stop: p.stop,
     metric: async (name, labels) => sumMetric(await metrics(), name, labels),
     writes: async () => operatorWrites(await metrics()),
-    stop: async (signal = "SIGTERM") => {
-      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
-      const t = setTimeout(() => proc.kill("SIGKILL"), 20_000);
-      const code = await exited;
-      clearTimeout(t);
-      return code;
-    },
   };
 }

@@ -30,39 +30,52 @@ export interface TestServer {
   stop(): Promise<number | null>;
 }
 
-export async function startTestServer(opts: { env?: Record<string, string>; args?: string[]; modelsDir?: string; waitReady?: boolean } = {}): Promise<TestServer> {
-  const port = await freePort();
-  const modelsDir = opts.modelsDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "gantry-store-"));
+/** A `gantry <command>` child process, its output and a stop that escalates to SIGKILL. */
+export interface GantryProcess {
+  proc: ChildProcess;
+  logs(): string;
+  /** Sends `signal` (SIGTERM by default) and waits for the exit; returns the exit code (null when killed). */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/**
+ * Spawns `gantry <args>` and waits (up to 60 s) until GET `readyUrl` answers with a status `ready` accepts.
+ * Fails with the process's output when it exits first or never gets ready.
+ */
+export async function spawnGantry(args: string[], env: Record<string, string>, readyUrl: string, ready: (status: number) => boolean): Promise<GantryProcess> {
   let out = "";
-  const proc = spawn(process.execPath, [GANTRY, "serve", ...(opts.args ?? [])], {
-    env: { ...process.env, GANTRY_HOST: `127.0.0.1:${port}`, GANTRY_MODELS: modelsDir, GANTRY_THREADS: "2", GANTRY_LOG_LEVEL: "info", ...opts.env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const proc = spawn(process.execPath, [GANTRY, ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
   proc.stdout!.on("data", (d: Buffer) => { out += d.toString(); });
   proc.stderr!.on("data", (d: Buffer) => { out += d.toString(); });
   const exited = new Promise<number | null>((resolve) => proc.once("exit", (code) => resolve(code)));
-  const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 60_000;
   for (;;) {
-    if (proc.exitCode !== null) throw new Error(`gantry serve exited with ${proc.exitCode}:\n${out}`);
-    try {
-      const r = await fetch(`${url}/health`);
-      if (r.status === 200 || (r.status === 503 && opts.waitReady === false)) break;
-    } catch { /* not listening yet */ }
-    if (Date.now() > deadline) { proc.kill("SIGKILL"); throw new Error(`gantry serve did not become ready:\n${out}`); }
+    if (proc.exitCode !== null) throw new Error(`gantry ${args[0]} exited with ${proc.exitCode}:\n${out}`);
+    if (await fetch(readyUrl).then((r) => ready(r.status), () => false)) break;
+    if (Date.now() > deadline) { proc.kill("SIGKILL"); throw new Error(`gantry ${args[0]} did not become ready:\n${out}`); }
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
-    url, port, modelsDir, proc,
+    proc,
     logs: () => out,
-    stop: async () => {
-      if (proc.exitCode === null) proc.kill("SIGTERM");
-      const t = setTimeout(() => proc.kill("SIGKILL"), 15_000);
+    stop: async (signal = "SIGTERM") => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+      const t = setTimeout(() => proc.kill("SIGKILL"), 20_000);
       const code = await exited;
       clearTimeout(t);
       return code;
     },
   };
+}
+
+export async function startTestServer(opts: { env?: Record<string, string>; args?: string[]; modelsDir?: string; waitReady?: boolean } = {}): Promise<TestServer> {
+  const port = await freePort();
+  const modelsDir = opts.modelsDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "gantry-store-"));
+  const url = `http://127.0.0.1:${port}`;
+  const p = await spawnGantry(["serve", ...(opts.args ?? [])],
+    { GANTRY_HOST: `127.0.0.1:${port}`, GANTRY_MODELS: modelsDir, GANTRY_THREADS: "2", GANTRY_LOG_LEVEL: "info", ...opts.env },
+    `${url}/health`, (status) => status === 200 || (status === 503 && opts.waitReady === false));
+  return { url, port, modelsDir, proc: p.proc, logs: p.logs, stop: () => p.stop() };
 }
 
 /** Imports a GGUF file into a running server under `name` (POST /api/create with `from` = server-side path). */
