@@ -31,6 +31,8 @@ export async function startServer(config: ServerConfig, logger: Logger, opts: { 
   const engine = await createEngine({
     logger,
     threads: config.GANTRY_THREADS,
+    engineBuild: config.GANTRY_ENGINE_BUILD,
+    disableDecodeSync: config.GANTRY_DECODE_SYNC === "off",
     numParallel: config.GANTRY_NUM_PARALLEL,
     maxQueue: config.GANTRY_MAX_QUEUE,
     maxLoadedModels: config.GANTRY_MAX_LOADED_MODELS,

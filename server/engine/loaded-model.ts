@@ -32,6 +32,8 @@ export class LoadedModel {
   readonly requestedContextLength: number;
   readonly parallel: number;
   readonly loadDurationNs: number;
+  /** Size of the persistent threadpool attached to the context (0 = none: ggml starts threads per decode). */
+  readonly threadpoolThreads: number;
   private readonly threads: number;
   private embeddingContext: Promise<LlamaEmbeddingContext> | undefined;
   /** Requests (and loads) holding this model: it is idle, and may be evicted, at 0. */
@@ -45,6 +47,7 @@ export class LoadedModel {
   private constructor(init: {
     spec: ModelSpec; model: LlamaModel; context: LlamaContext; chatWrapper: ChatWrapper; pool: SequencePool<LlamaContextSequence>;
     decodeSync: DecodeSync; contextLength: number; requestedContextLength: number; parallel: number; threads: number; loadDurationNs: number;
+    threadpoolThreads: number;
   }) {
     this.spec = init.spec;
     this.model = init.model;
@@ -57,6 +60,7 @@ export class LoadedModel {
     this.parallel = init.parallel;
     this.threads = init.threads;
     this.loadDurationNs = init.loadDurationNs;
+    this.threadpoolThreads = init.threadpoolThreads;
   }
 
   static async load(o: LoadOptions): Promise<LoadedModel> {
@@ -83,7 +87,10 @@ export class LoadedModel {
       const chatWrapper = resolveChatWrapper(model);
       const loadDurationNs = Number(process.hrtime.bigint() - started);
       o.metrics.onLoad?.(name, loadDurationNs / 1e9);
-      return new LoadedModel({ spec: o.spec, model, context, chatWrapper, pool, decodeSync, contextLength, requestedContextLength: o.requestedContextLength, parallel: o.parallel, threads: o.threads, loadDurationNs });
+      return new LoadedModel({
+        spec: o.spec, model, context, chatWrapper, pool, decodeSync, contextLength, requestedContextLength: o.requestedContextLength, parallel: o.parallel,
+        threads: o.threads, loadDurationNs, threadpoolThreads: threadpoolThreads(context),
+      });
     } catch (e) {
       await model.dispose();
       throw e;
@@ -137,4 +144,11 @@ export class LoadedModel {
     await this.context.dispose();
     await this.model.dispose();
   }
+}
+
+/** The patched addon's threadpool size for a context (server/engine/native/); 0 with any other binary. */
+export function threadpoolThreads(context: LlamaContext): number {
+  // node-llama-cpp keeps the native context in an internal field; only the patched addon has this method.
+  const native = (context as unknown as { _ctx?: { getThreadpoolThreads?: () => number } })._ctx;
+  return typeof native?.getThreadpoolThreads === "function" ? native.getThreadpoolThreads() : 0;
 }
