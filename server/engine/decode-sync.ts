@@ -23,7 +23,8 @@ export interface DecodeStats {
   gateTimeouts: number;
   dispatchTimeouts: number;
   batchTokens: number;
-  generatingTokens: number;
+  /** Sum over decode steps of the sequences each step carried. */
+  sequencesInSteps: number;
 }
 
 export class DecodeSync {
@@ -36,11 +37,11 @@ export class DecodeSync {
   private suspended = 0;
   private parked: Array<() => void> = [];
   private parkTimer: NodeJS.Timeout | undefined;
-  readonly stats: DecodeStats = { decodes: 0, gateTimeouts: 0, dispatchTimeouts: 0, batchTokens: 0, generatingTokens: 0 };
+  readonly stats: DecodeStats = { decodes: 0, gateTimeouts: 0, dispatchTimeouts: 0, batchTokens: 0, sequencesInSteps: 0 };
   /** Moving average of the time from a dispatch to the first token it delivers. */
   private stepMs = 4;
   private dispatchedAt: number | undefined;
-  onDecode: ((batchTokens: number, generatingTokens: number, active: number) => void) | undefined;
+  onDecode: ((batchTokens: number, sequences: number, active: number) => void) | undefined;
 
   constructor(opts: DecodeSyncOptions) {
     this.opts = opts;
@@ -122,12 +123,13 @@ export class DecodeSync {
     const plan = fairShare(items, size);
     const batchTokens = plan.reduce((n, p) => n + p.processAmount, 0);
     if (batchTokens > 0) {
-      const generating = plan.filter((p) => p.item.tokens.length === 1).length;
+      // Every item is one sequence (node-llama-cpp queues one decode per sequence at a time).
+      const sequences = plan.filter((p) => p.processAmount > 0).length;
       this.stats.decodes++;
       this.dispatchedAt = performance.now();
       this.stats.batchTokens += batchTokens;
-      this.stats.generatingTokens += generating;
-      this.onDecode?.(batchTokens, generating, this.active);
+      this.stats.sequencesInSteps += sequences;
+      this.onDecode?.(batchTokens, sequences, this.active);
     }
     return plan;
   };
