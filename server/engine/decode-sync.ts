@@ -1,16 +1,22 @@
-// Keeps the shared decode batch full. node-llama-cpp samples each sequence's token asynchronously after a decode, and
-// its dispatcher loops as soon as any sequence has queued its next token: fast sequences run ahead and each decode step
-// carries only some of the ready sequences (lock-step drift). Two fixes, both bounded so a slow client never stalls
-// the others for long:
+// Keeps the shared decode batch full: every decode step carries every sequence that has a token ready.
+// node-llama-cpp samples each sequence's token asynchronously after a decode (on libuv threads), and its dispatcher
+// decodes whatever is queued as soon as any sequence has queued its next token: fast sequences run ahead and each
+// decode step carries only some of the ready sequences (lock-step drift: 4 streams took 4/3 decode calls per token).
+// Two mechanisms, driven by the sequences' own state changes (no polling):
 //  1. a step gate: a sequence that got its token waits until every active sequence got theirs, then all queue their
-//     next token together;
-//  2. a dispatch schedule: a pending decode is dispatched once every active sequence has queued, or after a short wait.
+//     next token together (released on a later macrotask, after node-llama-cpp's dispatcher has looked at its queue);
+//  2. a dispatch schedule: a pending decode is dispatched once every active sequence that is not handing text to its
+//     consumer has queued.
+// The waits are bounded only as a safety net: between getting a token and queueing the next one a sequence does CPU
+// work only (sampling, detokenizing), so a wait for it ends on its own; the bound (a few decode steps) keeps a bug or a
+// starved thread from stalling the others, and timeouts are counted.
 import type { BatchItem, PrioritizedBatchItem } from "node-llama-cpp";
 
 export interface DecodeSyncOptions {
   /**
-   * Upper bound on how long a ready sequence or a pending decode waits for the others. Default: a quarter of the
-   * recent decode step time, within 1–20 ms (waiting is worth it while it costs less than an extra decode step).
+   * Upper bound on how long a ready sequence or a pending decode waits for the others. Default: twice the recent
+   * decode step time, within 20 ms–1 s (a split batch costs a whole extra decode step, so waiting is nearly always
+   * cheaper; the bound is a safety net).
    */
   maxWaitMs?: number;
   /** Disable both mechanisms (node-llama-cpp's own "nextCycle" behaviour), for comparisons. */
@@ -37,6 +43,10 @@ export class DecodeSync {
   private suspended = 0;
   private parked: Array<() => void> = [];
   private parkTimer: NodeJS.Timeout | undefined;
+  /** node-llama-cpp's dispatch callback for the pending decode, until every ready sequence has queued. */
+  private pendingDispatch: (() => void) | undefined;
+  private dispatchTimer: NodeJS.Timeout | undefined;
+  private checkScheduled = false;
   readonly stats: DecodeStats = { decodes: 0, gateTimeouts: 0, dispatchTimeouts: 0, batchTokens: 0, sequencesInSteps: 0 };
   /** Moving average of the time from a dispatch to the first token it delivers. */
   private stepMs = 4;
@@ -58,16 +68,19 @@ export class DecodeSync {
   leave(): void {
     this.active--;
     this.maybeRelease();
+    this.scheduleCheck();
   }
 
   /** Call right before asking the sequence for its next token. */
   beforeDecode(): void {
     this.awaiting++;
+    this.scheduleCheck();
   }
 
   /** Around handing text to the consumer (a `yield`). */
   suspend(): void {
     this.suspended++;
+    this.scheduleCheck();
   }
 
   resume(): void {
@@ -99,7 +112,7 @@ export class DecodeSync {
     return parked;
   }
 
-  /** node-llama-cpp `batching.dispatchSchedule`. */
+  /** node-llama-cpp `batching.dispatchSchedule`: called once per pending decode with the function that dispatches it. */
   readonly dispatchSchedule = (dispatch: () => void): void => {
     if (this.opts.disabled) {
       setImmediate(dispatch);
@@ -109,14 +122,33 @@ export class DecodeSync {
       dispatch();
       return;
     }
-    const deadline = performance.now() + this.waitBound();
-    const check = (): void => {
-      if (this.awaiting >= this.active - this.suspended) dispatch();
-      else if (performance.now() >= deadline) { this.stats.dispatchTimeouts++; dispatch(); }
-      else setImmediate(check);
-    };
-    setImmediate(check);
+    // A newer pending decode supersedes an older one (node-llama-cpp ignores stale dispatch callbacks anyway).
+    if (this.dispatchTimer) clearTimeout(this.dispatchTimer);
+    this.pendingDispatch = dispatch;
+    this.dispatchTimer = setTimeout(() => { this.stats.dispatchTimeouts++; this.firePending(); }, this.waitBound());
+    this.scheduleCheck();
   };
+
+  /**
+   * Re-checks the pending decode on a later macrotask: a sequence counted in `awaiting` queues its decode in the
+   * microtasks that follow beforeDecode(), so the check must come after those.
+   */
+  private scheduleCheck(): void {
+    if (!this.pendingDispatch || this.checkScheduled) return;
+    this.checkScheduled = true;
+    setImmediate(() => {
+      this.checkScheduled = false;
+      if (this.awaiting >= this.active - this.suspended) this.firePending();
+    });
+  }
+
+  private firePending(): void {
+    if (this.dispatchTimer) clearTimeout(this.dispatchTimer);
+    this.dispatchTimer = undefined;
+    const dispatch = this.pendingDispatch;
+    this.pendingDispatch = undefined;
+    dispatch?.();
+  }
 
   /** node-llama-cpp `batching.itemPrioritizationStrategy`: fair share per sequence (as "maximumParallelism"), counted. */
   readonly prioritize = ({ items, size }: { items: readonly BatchItem[]; size: number }): PrioritizedBatchItem[] => {
@@ -135,7 +167,7 @@ export class DecodeSync {
   };
 
   private waitBound(): number {
-    return this.opts.maxWaitMs ?? Math.min(20, Math.max(1, this.stepMs / 4));
+    return this.opts.maxWaitMs ?? Math.min(1000, Math.max(20, 2 * this.stepMs));
   }
 
   private releaseScheduled = false;

@@ -72,3 +72,33 @@ test("a sequence whose consumer is slow does not hold back the dispatch of the o
   await new Promise((r) => setTimeout(r, 5));
   assert.equal(dispatched, true);
 });
+
+test("a pending dispatch goes out as soon as the sequence it waited for leaves or suspends", async () => {
+  for (const change of ["leave", "suspend"] as const) {
+    const sync = new DecodeSync({ maxWaitMs: 10_000 });
+    sync.enter(); sync.enter();
+    sync.beforeDecode();
+    let dispatched = false;
+    sync.dispatchSchedule(() => { dispatched = true; });
+    await new Promise((r) => setImmediate(r));
+    assert.equal(dispatched, false, change);
+    if (change === "leave") sync.leave(); else sync.suspend();
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(dispatched, true, change);
+    assert.equal(sync.stats.dispatchTimeouts, 0);
+  }
+});
+
+test("the default wait bound is a safety net of a few decode steps, not a fraction of one", async () => {
+  const sync = new DecodeSync({});
+  sync.enter(); sync.enter();
+  sync.beforeDecode();
+  let dispatched = false;
+  sync.dispatchSchedule(() => { dispatched = true; });
+  await new Promise((r) => setTimeout(r, 10));
+  assert.equal(dispatched, false, "still waiting for the second sequence after 10 ms");
+  await new Promise((r) => setTimeout(r, 30));
+  assert.equal(dispatched, true, "bounded");
+  assert.equal(sync.stats.dispatchTimeouts, 1);
+});
