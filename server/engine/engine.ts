@@ -5,7 +5,7 @@ import { AppError } from "../common/errors.ts";
 import { embedTexts } from "./embedding.ts";
 import { commonPrefixLength, contextOverflow, runGeneration } from "./generation.ts";
 import { GrammarCache } from "./grammars.ts";
-import { llamaRuntime, type EngineBuildMode } from "./llama-runtime.ts";
+import { llamaRuntime, setThreadpoolPoll, type EngineBuildMode } from "./llama-runtime.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { ModelRegistry, shuttingDown } from "./model-registry.ts";
 import { buildPrompt, type RenderTemplate } from "./prompt.ts";
@@ -35,11 +35,14 @@ export interface EngineOptions {
   disableDecodeSync?: boolean;
   /** auto: the patched local build when setup made it, else the prebuilt binary; prebuilt: always the prebuilt one. */
   engineBuild?: EngineBuildMode;
+  /** ggml poll level of the persistent threadpool's idle threads (0-100, default 0 = sleep between decode steps). */
+  threadpoolPoll?: number;
 }
 
 export async function createEngine(opts: EngineOptions): Promise<Engine & { readonly threads: number }> {
   const threads = resolveThreads(opts.threads);
   const { llama, info: buildInfo } = await llamaRuntime(threads, opts.logger, opts.engineBuild);
+  setThreadpoolPoll(opts.threadpoolPoll ?? 0);
   const metrics = opts.metrics ?? {};
   const registry = new ModelRegistry({
     llama, logger: opts.logger, metrics, threads, numParallel: opts.numParallel, maxQueue: opts.maxQueue,
@@ -118,6 +121,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
         parallel: m.parallel,
         busySequences: m.pool.busy,
         queued: m.pool.queued,
+        threadpoolThreads: m.threadpoolThreads,
       }));
     },
 

@@ -19,6 +19,15 @@ const runtimes = new Map<string, Promise<LlamaRuntime>>();
 /** NODE_LLAMA_CPP_THREADPOOL=0 turns the patched build's threadpool off (read by the addon at context creation). */
 export const threadpoolDisabledByEnv = (): boolean => ["0", "false", "off"].includes(process.env.NODE_LLAMA_CPP_THREADPOOL ?? "");
 
+/**
+ * The patched addon reads the threadpool's poll level when a context is created (NODE_LLAMA_CPP_THREADPOOL_POLL). Idle
+ * pool threads busy-wait up to that long for the next decode step; on shared or busy cores that spinning takes CPU
+ * from the threads that sample and schedule the next step, so Gantry defaults to 0 (sleep at once).
+ */
+export function setThreadpoolPoll(poll: number): void {
+  process.env.NODE_LLAMA_CPP_THREADPOOL_POLL = String(Math.max(0, Math.min(100, Math.round(poll))));
+}
+
 export function llamaRuntime(threads: number, logger: Logger, mode: EngineBuildMode = "auto"): Promise<LlamaRuntime> {
   const key = `${threads}:${mode}`;
   let p = runtimes.get(key);

@@ -121,6 +121,8 @@ export interface RunningModel {
   parallel: number;
   busySequences: number;
   queued: number;
+  /** Threads of the persistent threadpool attached to the model's context (0 = none). */
+  threadpoolThreads: number;
 }
 
 /** Which node-llama-cpp binary runs inference (reported by /api/version). */
