@@ -150,9 +150,16 @@ export class DecodeSync {
     dispatch?.();
   }
 
+  /**
+   * The sequence a batch item belongs to, when known. Items are ordered by it: with a KV cache per sequence, llama.cpp
+   * splits a batch into one computation per run of consecutive, increasing sequence ids (llama_batch_allocr::split_equal),
+   * so 8 single-token items in arrival order could take up to 8 graph computations instead of one.
+   */
+  sequenceIdOf: ((item: BatchItem) => number | undefined) | undefined;
+
   /** node-llama-cpp `batching.itemPrioritizationStrategy`: fair share per sequence (as "maximumParallelism"), counted. */
   readonly prioritize = ({ items, size }: { items: readonly BatchItem[]; size: number }): PrioritizedBatchItem[] => {
-    const plan = fairShare(items, size);
+    const plan = fairShare(this.sequenceIdOf ? bySequenceId(items, this.sequenceIdOf) : items, size);
     const batchTokens = plan.reduce((n, p) => n + p.processAmount, 0);
     if (batchTokens > 0) {
       // Every item is one sequence (node-llama-cpp queues one decode per sequence at a time).
@@ -192,6 +199,13 @@ export class DecodeSync {
     this.parked = [];
     for (const resolve of parked) resolve();
   }
+}
+
+/** Items in increasing sequence id order; items of unknown sequence last, in their order. */
+export function bySequenceId(items: readonly BatchItem[], idOf: (item: BatchItem) => number | undefined): BatchItem[] {
+  const keyed = items.map((item, i) => ({ item, id: idOf(item) ?? Number.MAX_SAFE_INTEGER, i }));
+  keyed.sort((a, b) => a.id - b.id || a.i - b.i);
+  return keyed.map((k) => k.item);
 }
 
 /** Every item gets an equal share of the batch; what single-token items leave unused goes to the long (prompt) items in order. */

@@ -1,6 +1,6 @@
 // One loaded model: weights, one context with `parallel` sequences decoding in shared batches, the sequence pool and
 // queue, the chat wrapper (resolved once: it is expensive) and the keep-alive bookkeeping.
-import { resolveChatWrapper, type ChatWrapper, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaEmbeddingContext, type LlamaModel } from "node-llama-cpp";
+import { resolveChatWrapper, type BatchItem, type ChatWrapper, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaEmbeddingContext, type LlamaModel } from "node-llama-cpp";
 import { DecodeSync } from "./decode-sync.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { SequencePool } from "./sequence-pool.ts";
@@ -77,6 +77,7 @@ export class LoadedModel {
         ...(o.spec.adapters.length > 0 ? { lora: { adapters: o.spec.adapters.map((filePath) => ({ filePath })) } } : {}),
         batching: { dispatchSchedule: decodeSync.dispatchSchedule, itemPrioritizationStrategy: decodeSync.prioritize },
       });
+      decodeSync.sequenceIdOf = queuedSequenceId(context);
       const sequences = Array.from({ length: o.parallel }, () => context.getSequence());
       const name = o.spec.name;
       const pool = new SequencePool(sequences, o.maxQueue, () => {
@@ -151,4 +152,15 @@ export function threadpoolThreads(context: LlamaContext): number {
   // node-llama-cpp keeps the native context in an internal field; only the patched addon has this method.
   const native = (context as unknown as { _ctx?: { getThreadpoolThreads?: () => number } })._ctx;
   return typeof native?.getThreadpoolThreads === "function" ? native.getThreadpoolThreads() : 0;
+}
+
+/**
+ * The sequence a batch item belongs to. node-llama-cpp's batch items do not name their sequence; the queued decode
+ * behind an item (internal `_queuedDecodes`) shares its tokens array. Undefined if that internal changes.
+ */
+export function queuedSequenceId(context: LlamaContext): (item: BatchItem) => number | undefined {
+  return (item) => {
+    const queue = (context as unknown as { _queuedDecodes?: Array<{ sequenceId: number; tokens: unknown }> })._queuedDecodes;
+    return Array.isArray(queue) ? queue.find((q) => q.tokens === item.tokens)?.sequenceId : undefined;
+  };
 }

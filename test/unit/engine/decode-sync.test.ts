@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { BatchItem } from "node-llama-cpp";
-import { DecodeSync, fairShare } from "../../../server/engine/decode-sync.ts";
+import { bySequenceId, DecodeSync, fairShare } from "../../../server/engine/decode-sync.ts";
 
 const item = (n: number): BatchItem => ({ tokens: Array(n).fill(1), logits: [], evaluationPriority: 5 }) as unknown as BatchItem;
 
@@ -101,4 +101,14 @@ test("the default wait bound is a safety net of a few decode steps, not a fracti
   await new Promise((r) => setTimeout(r, 30));
   assert.equal(dispatched, true, "bounded");
   assert.equal(sync.stats.dispatchTimeouts, 1);
+});
+
+test("batch items are ordered by sequence id, so llama.cpp computes them in one run", () => {
+  const sync = new DecodeSync({});
+  const items = [item(1), item(1), item(5), item(1)];
+  const ids = new Map([[items[0]!, 3], [items[1]!, 0], [items[2]!, 2], [items[3]!, 1]]);
+  sync.sequenceIdOf = (it) => ids.get(it);
+  const plan = sync.prioritize({ items, size: 512 });
+  assert.deepEqual(plan.map((p) => ids.get(p.item)), [0, 1, 2, 3]);
+  assert.deepEqual(bySequenceId([item(1), items[1]!], (it) => ids.get(it)).map((it) => ids.get(it)), [0, undefined], "unknown ones last");
 });
