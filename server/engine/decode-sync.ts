@@ -3,8 +3,10 @@
 // decodes whatever is queued as soon as any sequence has queued its next token: fast sequences run ahead and each
 // decode step carries only some of the ready sequences (lock-step drift: 4 streams took 4/3 decode calls per token).
 // Two mechanisms, driven by the sequences' own state changes (no polling):
-//  1. a step gate: a sequence that got its token waits until every active sequence got theirs, then all queue their
-//     next token together (released on a later macrotask, after node-llama-cpp's dispatcher has looked at its queue);
+//  1. a step gate: a sequence that got its token (or a new one about to queue its prompt) waits while a decode step is
+//     in flight, until every sequence of that step got its token; then all queue together (released on a later
+//     macrotask, after node-llama-cpp's dispatcher has looked at its queue: whatever is queued when a step ends is
+//     decoded at once, without the sequences still sampling);
 //  2. a dispatch schedule: a pending decode is dispatched once every active sequence that is not handing text to its
 //     consumer has queued.
 // The waits are bounded only as a safety net: between getting a token and queueing the next one a sequence does CPU
@@ -39,6 +41,8 @@ export class DecodeSync {
   private active = 0;
   /** Sequences that queued a token and wait for its result. */
   private awaiting = 0;
+  /** Results of dispatched decode steps not delivered yet (queued sequences whose decode is not dispatched excluded). */
+  private inFlight = 0;
   /** Sequences handing text to their consumer: a slow client must not hold the others' decode back. */
   private suspended = 0;
   private parked: Array<() => void> = [];
@@ -94,20 +98,21 @@ export class DecodeSync {
       this.dispatchedAt = undefined;
     }
     this.awaiting--;
+    if (this.inFlight > 0) this.inFlight--;
     this.maybeRelease();
   }
 
   /**
-   * Resolves when all sequences of this step have their token (or after maxWaitMs), so they queue the next step together.
-   * Release happens on a later macrotask, never in the microtasks that deliver the tokens: node-llama-cpp's dispatcher
-   * checks its queue right after a decode, and sequences re-queueing within those microtasks would be split between
-   * that check and the next one.
+   * Call before queueing a decode (the prompt's included). Resolves once no decode step is in flight (or after the wait
+   * bound), so the sequences of a step and newcomers queue the next step together. Release happens on a later
+   * macrotask, never in the microtasks that deliver the tokens: node-llama-cpp's dispatcher checks its queue right after
+   * a decode, and sequences re-queueing within those microtasks would be split between that check and the next one.
    */
   gate(): Promise<void> | undefined {
     // Alone, there is nobody to wait for.
     if (this.opts.disabled || (this.active <= 1 && this.parked.length === 0)) return undefined;
     const parked = new Promise<void>((resolve) => this.parked.push(resolve));
-    if (this.awaiting === 0) this.scheduleRelease();
+    if (this.inFlight === 0) this.scheduleRelease();
     else this.parkTimer ??= setTimeout(() => { this.stats.gateTimeouts++; this.releaseAll(); }, this.waitBound());
     return parked;
   }
@@ -168,6 +173,8 @@ export class DecodeSync {
       this.dispatchedAt = performance.now();
       this.stats.batchTokens += batchTokens;
       this.stats.sequencesInSteps += sequences;
+      // Items decoded to their end deliver a result after this step; a long prompt's first part does not.
+      this.inFlight += plan.filter((p) => p.processAmount >= p.item.tokens.length).length;
       this.onDecode?.(batchTokens, sequences, this.active);
     }
     return plan;
@@ -180,7 +187,7 @@ export class DecodeSync {
   private releaseScheduled = false;
 
   private maybeRelease(): void {
-    if (this.awaiting === 0 && this.parked.length > 0) this.scheduleRelease();
+    if (this.inFlight === 0 && this.parked.length > 0) this.scheduleRelease();
   }
 
   private scheduleRelease(): void {

@@ -18,9 +18,15 @@ test("fairShare never exceeds the batch size", () => {
   assert.ok(plan.reduce((n, p) => n + p.processAmount, 0) <= 2);
 });
 
+/** n sequences queue one token each and the step carrying them is dispatched. */
+function stepInFlight(sync: DecodeSync, n: number): void {
+  for (let i = 0; i < n; i++) { sync.enter(); sync.beforeDecode(); }
+  sync.prioritize({ items: Array.from({ length: n }, () => item(1)), size: 512 });
+}
+
 test("the gate holds early sequences until the last one of the step has its token", async () => {
   const sync = new DecodeSync({ maxWaitMs: 10_000 });
-  for (let i = 0; i < 3; i++) { sync.enter(); sync.beforeDecode(); }
+  stepInFlight(sync, 3);
   sync.afterDecode();
   let released = false;
   const g = sync.gate()!.then(() => { released = true; });
@@ -32,9 +38,23 @@ test("the gate holds early sequences until the last one of the step has its toke
   assert.equal(released, true);
 });
 
+test("a newcomer waits for the step in flight; sequences queued but not dispatched do not hold the gate", async () => {
+  const sync = new DecodeSync({ maxWaitMs: 10_000 });
+  stepInFlight(sync, 2);
+  sync.enter(); // a new request, about to queue its prompt
+  let joined = false;
+  const g = sync.gate()!.then(() => { joined = true; });
+  await new Promise((r) => setImmediate(r));
+  assert.equal(joined, false, "waits while the step is in flight");
+  sync.beforeDecode(); // (as if) another newcomer queued and waits for dispatch: not in flight
+  sync.afterDecode(); sync.afterDecode();
+  await g;
+  assert.equal(sync.stats.gateTimeouts, 0);
+});
+
 test("the gate wait is bounded", async () => {
   const sync = new DecodeSync({ maxWaitMs: 5 });
-  sync.enter(); sync.enter(); sync.beforeDecode(); sync.beforeDecode();
+  stepInFlight(sync, 2);
   sync.afterDecode();
   await sync.gate();
   assert.equal(sync.stats.gateTimeouts, 1);
