@@ -21,7 +21,7 @@ export interface DecodeSyncOptions {
    * cheaper; the bound is a safety net).
    */
   maxWaitMs?: number;
-  /** Disable both mechanisms (node-llama-cpp's own "nextCycle" behaviour), for comparisons. */
+  /** Disable the gate, the dispatch schedule and the ordering (node-llama-cpp's own "nextCycle" behaviour), for comparisons. */
   disabled?: boolean;
 }
 
@@ -164,7 +164,7 @@ export class DecodeSync {
 
   /** node-llama-cpp `batching.itemPrioritizationStrategy`: fair share per sequence (as "maximumParallelism"), counted. */
   readonly prioritize = ({ items, size }: { items: readonly BatchItem[]; size: number }): PrioritizedBatchItem[] => {
-    const plan = fairShare(this.sequenceIdOf ? bySequenceId(items, this.sequenceIdOf) : items, size);
+    const plan = fairShare(this.sequenceIdOf && !this.opts.disabled ? bySequenceId(items, this.sequenceIdOf) : items, size);
     const batchTokens = plan.reduce((n, p) => n + p.processAmount, 0);
     if (batchTokens > 0) {
       // Every item is one sequence (node-llama-cpp queues one decode per sequence at a time).

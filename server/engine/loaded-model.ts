@@ -73,6 +73,8 @@ export class LoadedModel {
         contextSize: contextLength,
         sequences: o.parallel,
         threads: o.threads,
+        // As llama-server: llama.cpp enables flash attention where the backend supports it for the model (faster decode).
+        flashAttention: "auto",
         failedCreationRemedy: false,
         ...(o.spec.adapters.length > 0 ? { lora: { adapters: o.spec.adapters.map((filePath) => ({ filePath })) } } : {}),
         batching: { dispatchSchedule: decodeSync.dispatchSchedule, itemPrioritizationStrategy: decodeSync.prioritize },
