@@ -61,9 +61,10 @@ async function load(threads: number, logger: Logger, mode: EngineBuildMode): Pro
     build: isPatched ? "patched-local" : llama.buildType === "localBuild" ? "local" : "prebuilt",
     threadpool: isPatched && !threadpoolDisabledByEnv(),
   };
+  const reason = "reason" in patched ? patched.reason : "the patched build did not load";
   if (isPatched) logger.info({ engine: info, binary: llama.buildType }, "engine: patched node-llama-cpp build (persistent threadpool per context)");
-  else logger.warn({ engine: info, reason: "reason" in patched ? patched.reason : "the patched build did not load" },
-    "engine: patched node-llama-cpp build not available; using the prebuilt binary (no persistent threadpool, slower generation)");
+  else if (mode === "prebuilt") logger.info({ engine: info, reason }, "engine: using the prebuilt binary (no persistent threadpool), as configured");
+  else logger.warn({ engine: info, reason }, "engine: patched node-llama-cpp build not available; using the prebuilt binary (no persistent threadpool, slower generation)");
   return { llama, info };
 }
 
