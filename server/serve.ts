@@ -32,6 +32,9 @@ export async function startServer(config: ServerConfig, logger: Logger, opts: { 
   const engine = await createEngine({
     logger,
     threads: config.GANTRY_THREADS,
+    engineBuild: config.GANTRY_ENGINE_BUILD,
+    disableDecodeSync: config.GANTRY_DECODE_SYNC === "off",
+    threadpoolPoll: config.GANTRY_THREADPOOL_POLL,
     numParallel: config.GANTRY_NUM_PARALLEL,
     maxQueue: config.GANTRY_MAX_QUEUE,
     maxLoadedModels: config.GANTRY_MAX_LOADED_MODELS,

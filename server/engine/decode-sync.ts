@@ -1,19 +1,27 @@
-// Keeps the shared decode batch full. node-llama-cpp samples each sequence's token asynchronously after a decode, and
-// its dispatcher loops as soon as any sequence has queued its next token: fast sequences run ahead and each decode step
-// carries only some of the ready sequences (lock-step drift). Two fixes, both bounded so a slow client never stalls
-// the others for long:
-//  1. a step gate: a sequence that got its token waits until every active sequence got theirs, then all queue their
-//     next token together;
-//  2. a dispatch schedule: a pending decode is dispatched once every active sequence has queued, or after a short wait.
+// Keeps the shared decode batch full: every decode step carries every sequence that has a token ready.
+// node-llama-cpp samples each sequence's token asynchronously after a decode (on libuv threads), and its dispatcher
+// decodes whatever is queued as soon as any sequence has queued its next token: fast sequences run ahead and each
+// decode step carries only some of the ready sequences (lock-step drift: 4 streams took 4/3 decode calls per token).
+// Two mechanisms, driven by the sequences' own state changes (no polling):
+//  1. a step gate: a sequence that got its token (or a new one about to queue its prompt) waits while a decode step is
+//     in flight, until every sequence of that step got its token; then all queue together (released on a later
+//     macrotask, after node-llama-cpp's dispatcher has looked at its queue: whatever is queued when a step ends is
+//     decoded at once, without the sequences still sampling);
+//  2. a dispatch schedule: a pending decode is dispatched once every active sequence that is not handing text to its
+//     consumer has queued.
+// The waits are bounded only as a safety net: between getting a token and queueing the next one a sequence does CPU
+// work only (sampling, detokenizing), so a wait for it ends on its own; the bound (a few decode steps) keeps a bug or a
+// starved thread from stalling the others, and timeouts are counted.
 import type { BatchItem, PrioritizedBatchItem } from "node-llama-cpp";
 
 export interface DecodeSyncOptions {
   /**
-   * Upper bound on how long a ready sequence or a pending decode waits for the others. Default: a quarter of the
-   * recent decode step time, within 1–20 ms (waiting is worth it while it costs less than an extra decode step).
+   * Upper bound on how long a ready sequence or a pending decode waits for the others. Default: twice the recent
+   * decode step time, within 20 ms–1 s (a split batch costs a whole extra decode step, so waiting is nearly always
+   * cheaper; the bound is a safety net).
    */
   maxWaitMs?: number;
-  /** Disable both mechanisms (node-llama-cpp's own "nextCycle" behaviour), for comparisons. */
+  /** Disable the gate, the dispatch schedule and the ordering (node-llama-cpp's own "nextCycle" behaviour), for comparisons. */
   disabled?: boolean;
 }
 
@@ -23,7 +31,8 @@ export interface DecodeStats {
   gateTimeouts: number;
   dispatchTimeouts: number;
   batchTokens: number;
-  generatingTokens: number;
+  /** Sum over decode steps of the sequences each step carried. */
+  sequencesInSteps: number;
 }
 
 export class DecodeSync {
@@ -32,15 +41,21 @@ export class DecodeSync {
   private active = 0;
   /** Sequences that queued a token and wait for its result. */
   private awaiting = 0;
+  /** Results of dispatched decode steps not delivered yet (queued sequences whose decode is not dispatched excluded). */
+  private inFlight = 0;
   /** Sequences handing text to their consumer: a slow client must not hold the others' decode back. */
   private suspended = 0;
   private parked: Array<() => void> = [];
   private parkTimer: NodeJS.Timeout | undefined;
-  readonly stats: DecodeStats = { decodes: 0, gateTimeouts: 0, dispatchTimeouts: 0, batchTokens: 0, generatingTokens: 0 };
+  /** node-llama-cpp's dispatch callback for the pending decode, until every ready sequence has queued. */
+  private pendingDispatch: (() => void) | undefined;
+  private dispatchTimer: NodeJS.Timeout | undefined;
+  private checkScheduled = false;
+  readonly stats: DecodeStats = { decodes: 0, gateTimeouts: 0, dispatchTimeouts: 0, batchTokens: 0, sequencesInSteps: 0 };
   /** Moving average of the time from a dispatch to the first token it delivers. */
   private stepMs = 4;
   private dispatchedAt: number | undefined;
-  onDecode: ((batchTokens: number, generatingTokens: number, active: number) => void) | undefined;
+  onDecode: ((batchTokens: number, sequences: number, active: number) => void) | undefined;
 
   constructor(opts: DecodeSyncOptions) {
     this.opts = opts;
@@ -57,16 +72,19 @@ export class DecodeSync {
   leave(): void {
     this.active--;
     this.maybeRelease();
+    this.scheduleCheck();
   }
 
   /** Call right before asking the sequence for its next token. */
   beforeDecode(): void {
     this.awaiting++;
+    this.scheduleCheck();
   }
 
   /** Around handing text to the consumer (a `yield`). */
   suspend(): void {
     this.suspended++;
+    this.scheduleCheck();
   }
 
   resume(): void {
@@ -80,25 +98,26 @@ export class DecodeSync {
       this.dispatchedAt = undefined;
     }
     this.awaiting--;
+    if (this.inFlight > 0) this.inFlight--;
     this.maybeRelease();
   }
 
   /**
-   * Resolves when all sequences of this step have their token (or after maxWaitMs), so they queue the next step together.
-   * Release happens on a later macrotask, never in the microtasks that deliver the tokens: node-llama-cpp's dispatcher
-   * checks its queue right after a decode, and sequences re-queueing within those microtasks would be split between
-   * that check and the next one.
+   * Call before queueing a decode (the prompt's included). Resolves once no decode step is in flight (or after the wait
+   * bound), so the sequences of a step and newcomers queue the next step together. Release happens on a later
+   * macrotask, never in the microtasks that deliver the tokens: node-llama-cpp's dispatcher checks its queue right after
+   * a decode, and sequences re-queueing within those microtasks would be split between that check and the next one.
    */
   gate(): Promise<void> | undefined {
     // Alone, there is nobody to wait for.
     if (this.opts.disabled || (this.active <= 1 && this.parked.length === 0)) return undefined;
     const parked = new Promise<void>((resolve) => this.parked.push(resolve));
-    if (this.awaiting === 0) this.scheduleRelease();
+    if (this.inFlight === 0) this.scheduleRelease();
     else this.parkTimer ??= setTimeout(() => { this.stats.gateTimeouts++; this.releaseAll(); }, this.waitBound());
     return parked;
   }
 
-  /** node-llama-cpp `batching.dispatchSchedule`. */
+  /** node-llama-cpp `batching.dispatchSchedule`: called once per pending decode with the function that dispatches it. */
   readonly dispatchSchedule = (dispatch: () => void): void => {
     if (this.opts.disabled) {
       setImmediate(dispatch);
@@ -108,38 +127,67 @@ export class DecodeSync {
       dispatch();
       return;
     }
-    const deadline = performance.now() + this.waitBound();
-    const check = (): void => {
-      if (this.awaiting >= this.active - this.suspended) dispatch();
-      else if (performance.now() >= deadline) { this.stats.dispatchTimeouts++; dispatch(); }
-      else setImmediate(check);
-    };
-    setImmediate(check);
+    // A newer pending decode supersedes an older one (node-llama-cpp ignores stale dispatch callbacks anyway).
+    if (this.dispatchTimer) clearTimeout(this.dispatchTimer);
+    this.pendingDispatch = dispatch;
+    this.dispatchTimer = setTimeout(() => { this.stats.dispatchTimeouts++; this.firePending(); }, this.waitBound());
+    this.scheduleCheck();
   };
+
+  /**
+   * Re-checks the pending decode on a later macrotask: a sequence counted in `awaiting` queues its decode in the
+   * microtasks that follow beforeDecode(), so the check must come after those.
+   */
+  private scheduleCheck(): void {
+    if (!this.pendingDispatch || this.checkScheduled) return;
+    this.checkScheduled = true;
+    setImmediate(() => {
+      this.checkScheduled = false;
+      if (this.awaiting >= this.active - this.suspended) this.firePending();
+    });
+  }
+
+  private firePending(): void {
+    if (this.dispatchTimer) clearTimeout(this.dispatchTimer);
+    this.dispatchTimer = undefined;
+    const dispatch = this.pendingDispatch;
+    this.pendingDispatch = undefined;
+    dispatch?.();
+  }
+
+  /**
+   * The sequence a batch item belongs to, when known. Items are ordered by it: with a KV cache per sequence, llama.cpp
+   * splits a batch into one computation per run of consecutive, increasing sequence ids (llama_batch_allocr::split_equal),
+   * so 8 single-token items in arrival order could take up to 8 graph computations instead of one.
+   */
+  sequenceIdOf: ((item: BatchItem) => number | undefined) | undefined;
 
   /** node-llama-cpp `batching.itemPrioritizationStrategy`: fair share per sequence (as "maximumParallelism"), counted. */
   readonly prioritize = ({ items, size }: { items: readonly BatchItem[]; size: number }): PrioritizedBatchItem[] => {
-    const plan = fairShare(items, size);
+    const plan = fairShare(this.sequenceIdOf && !this.opts.disabled ? bySequenceId(items, this.sequenceIdOf) : items, size);
     const batchTokens = plan.reduce((n, p) => n + p.processAmount, 0);
     if (batchTokens > 0) {
-      const generating = plan.filter((p) => p.item.tokens.length === 1).length;
+      // Every item is one sequence (node-llama-cpp queues one decode per sequence at a time).
+      const sequences = plan.filter((p) => p.processAmount > 0).length;
       this.stats.decodes++;
       this.dispatchedAt = performance.now();
       this.stats.batchTokens += batchTokens;
-      this.stats.generatingTokens += generating;
-      this.onDecode?.(batchTokens, generating, this.active);
+      this.stats.sequencesInSteps += sequences;
+      // Items decoded to their end deliver a result after this step; a long prompt's first part does not.
+      this.inFlight += plan.filter((p) => p.processAmount >= p.item.tokens.length).length;
+      this.onDecode?.(batchTokens, sequences, this.active);
     }
     return plan;
   };
 
   private waitBound(): number {
-    return this.opts.maxWaitMs ?? Math.min(20, Math.max(1, this.stepMs / 4));
+    return this.opts.maxWaitMs ?? Math.min(1000, Math.max(20, 2 * this.stepMs));
   }
 
   private releaseScheduled = false;
 
   private maybeRelease(): void {
-    if (this.awaiting === 0 && this.parked.length > 0) this.scheduleRelease();
+    if (this.inFlight === 0 && this.parked.length > 0) this.scheduleRelease();
   }
 
   private scheduleRelease(): void {
@@ -158,6 +206,13 @@ export class DecodeSync {
     this.parked = [];
     for (const resolve of parked) resolve();
   }
+}
+
+/** Items in increasing sequence id order; items of unknown sequence last, in their order. */
+export function bySequenceId(items: readonly BatchItem[], idOf: (item: BatchItem) => number | undefined): BatchItem[] {
+  const keyed = items.map((item, i) => ({ item, id: idOf(item) ?? Number.MAX_SAFE_INTEGER, i }));
+  keyed.sort((a, b) => a.id - b.id || a.i - b.i);
+  return keyed.map((k) => k.item);
 }
 
 /** Every item gets an equal share of the batch; what single-token items leave unused goes to the long (prompt) items in order. */

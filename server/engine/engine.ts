@@ -5,7 +5,7 @@ import { AppError } from "../common/errors.ts";
 import { embedTexts } from "./embedding.ts";
 import { commonPrefixLength, contextOverflow, runGeneration } from "./generation.ts";
 import { GrammarCache } from "./grammars.ts";
-import { llamaRuntime } from "./llama-runtime.ts";
+import { llamaRuntime, setThreadpoolPoll, type EngineBuildMode } from "./llama-runtime.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { ModelRegistry, shuttingDown } from "./model-registry.ts";
 import { buildPrompt, type RenderTemplate } from "./prompt.ts";
@@ -33,11 +33,16 @@ export interface EngineOptions {
   decodeWaitMs?: number;
   /** Use node-llama-cpp's own batch dispatch (for measurements). */
   disableDecodeSync?: boolean;
+  /** auto: the patched local build when setup made it, else the prebuilt binary; prebuilt: always the prebuilt one. */
+  engineBuild?: EngineBuildMode;
+  /** ggml poll level of the persistent threadpool's idle threads (0-100, default 0 = sleep between decode steps). */
+  threadpoolPoll?: number;
 }
 
 export async function createEngine(opts: EngineOptions): Promise<Engine & { readonly threads: number }> {
   const threads = resolveThreads(opts.threads);
-  const llama = await llamaRuntime(threads, opts.logger);
+  const { llama, info: buildInfo } = await llamaRuntime(threads, opts.logger, opts.engineBuild);
+  setThreadpoolPoll(opts.threadpoolPoll ?? 0);
   const metrics = opts.metrics ?? {};
   const registry = new ModelRegistry({
     llama, logger: opts.logger, metrics, threads, numParallel: opts.numParallel, maxQueue: opts.maxQueue,
@@ -48,7 +53,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
   // Aborts every running request when a shutdown deadline passes.
   const shutdownController = new AbortController();
   const keepAliveOf = (ms: number | null | undefined): number | null => (ms === undefined ? opts.defaultKeepAliveMs : ms);
-  opts.logger.info({ threads, gpu: llama.gpu, numParallel: opts.numParallel }, "engine ready");
+  opts.logger.info({ threads, gpu: llama.gpu, numParallel: opts.numParallel, engine: buildInfo }, "engine ready");
 
   async function* generate(req: GenerateRequest): AsyncGenerator<GenerationEvent> {
     const startedNs = process.hrtime.bigint();
@@ -82,6 +87,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
 
   return {
     threads,
+    buildInfo,
     generate,
 
     load: (model, o) => withModel(model, o.keepAliveMs, o.numCtx, o.signal, async ({ loadDurationNs }) => ({ loadDurationNs })),
@@ -115,6 +121,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
         parallel: m.parallel,
         busySequences: m.pool.busy,
         queued: m.pool.queued,
+        threadpoolThreads: m.threadpoolThreads,
       }));
     },
 

@@ -80,6 +80,8 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
   let pendingNext: Promise<IteratorResult<Token>> | undefined;
   sync.enter();
   try {
+    // Join the next decode step with the others rather than queueing the prompt while one is in flight.
+    await sync.gate();
     for (;;) {
       sync.beforeDecode();
       pendingNext = iterator.next();

@@ -1,6 +1,9 @@
 // JSON output grammars, cached per schema text (building a grammar from a schema is not free).
-import type { Llama, LlamaGrammar } from "node-llama-cpp";
+import fs from "node:fs";
+import path from "node:path";
+import { LlamaText, type Llama, type LlamaGrammar } from "node-llama-cpp";
 import { AppError } from "../common/errors.ts";
+import { nodeLlamaCppDir } from "./native/patched-build.ts";
 import { schemaProblem } from "./json-schema-check.ts";
 import type { OutputFormat } from "./types.ts";
 
@@ -23,7 +26,7 @@ export class GrammarCache {
     let p = this.cache.get(key);
     if (!p) {
       p = format === "json"
-        ? this.llama.getGrammarFor("json")
+        ? jsonGrammar(this.llama)
         : this.llama.createGrammarForJsonSchema(format.schema as Parameters<Llama["createGrammarForJsonSchema"]>[0]);
       this.cache.set(key, p);
       p.catch(() => this.cache.delete(key));
@@ -34,4 +37,14 @@ export class GrammarCache {
       throw new AppError("BAD_REQUEST", `invalid JSON schema in "format": ${e instanceof Error ? e.message : String(e)}`, { param: "format", cause: e });
     }
   }
+}
+
+/**
+ * llama.getGrammarFor("json"), from the grammar files the package ships (llama/grammars): for a local build
+ * node-llama-cpp looks for them in a llama.cpp checkout inside the package, which the cached patched build has not.
+ */
+async function jsonGrammar(llama: Llama): Promise<LlamaGrammar> {
+  const grammar = await fs.promises.readFile(path.join(nodeLlamaCppDir(), "llama", "grammars", "json.gbnf"), "utf8");
+  // The same options getGrammarFor uses for "json".
+  return llama.createGrammar({ grammar, stopGenerationTriggers: [LlamaText(["\n".repeat(4)])], trimWhitespaceSuffix: true });
 }

@@ -1,28 +1,85 @@
 // The node-llama-cpp runtime: loaded once per process (getLlama test-loads the binary in a child process, ~0.5 s) and
 // never compiled at run time. Threads are always explicit: the library default oversubscribes small machines.
+// Which binary: the patched local build that setup made (persistent threadpool, server/engine/native/) when it exists,
+// else the package's prebuilt binary; GANTRY_ENGINE_BUILD=prebuilt forces the prebuilt one (for A/B measurements).
 import { getLlama, LlamaLogLevel, type Llama } from "node-llama-cpp";
 import type { Logger } from "../common/logger.ts";
+import { linkLocalBuild, patchedBuild, readBuildStatus } from "./native/patched-build.ts";
+import type { EngineBuildInfo } from "./types.ts";
 
-const runtimes = new Map<number, Promise<Llama>>();
+export type EngineBuildMode = "auto" | "prebuilt";
 
-export function llamaRuntime(threads: number, logger: Logger): Promise<Llama> {
-  let p = runtimes.get(threads);
+export interface LlamaRuntime {
+  llama: Llama;
+  info: EngineBuildInfo;
+}
+
+const runtimes = new Map<string, Promise<LlamaRuntime>>();
+
+/** NODE_LLAMA_CPP_THREADPOOL=0 turns the patched build's threadpool off (read by the addon at context creation). */
+export const threadpoolDisabledByEnv = (): boolean => ["0", "false", "off"].includes(process.env.NODE_LLAMA_CPP_THREADPOOL ?? "");
+
+/**
+ * The patched addon reads the threadpool's poll level when a context is created (NODE_LLAMA_CPP_THREADPOOL_POLL). Idle
+ * pool threads busy-wait up to that long for the next decode step; on shared or busy cores that spinning takes CPU
+ * from the threads that sample and schedule the next step, so Gantry defaults to 0 (sleep at once).
+ */
+export function setThreadpoolPoll(poll: number): void {
+  process.env.NODE_LLAMA_CPP_THREADPOOL_POLL = String(Math.max(0, Math.min(100, Math.round(poll))));
+}
+
+export function llamaRuntime(threads: number, logger: Logger, mode: EngineBuildMode = "auto"): Promise<LlamaRuntime> {
+  const key = `${threads}:${mode}`;
+  let p = runtimes.get(key);
   if (!p) {
-    p = getLlama({
-      gpu: process.env.NODE_LLAMA_CPP_GPU ? "auto" : false,
-      build: "never",
-      maxThreads: threads,
-      logLevel: LlamaLogLevel.warn,
-      logger: (level, message) => {
-        const text = message.trim();
-        if (!text) return;
-        if (level === LlamaLogLevel.error || level === LlamaLogLevel.fatal) logger.error({ component: "llama.cpp" }, text);
-        else if (level === LlamaLogLevel.warn) logger.warn({ component: "llama.cpp" }, text);
-        else logger.debug({ component: "llama.cpp" }, text);
-      },
-    });
-    runtimes.set(threads, p);
-    p.catch(() => runtimes.delete(threads));
+    p = load(threads, logger, mode);
+    runtimes.set(key, p);
+    p.catch(() => runtimes.delete(key));
   }
   return p;
+}
+
+async function load(threads: number, logger: Logger, mode: EngineBuildMode): Promise<LlamaRuntime> {
+  const patched = mode === "auto" ? findPatchedBuild() : { reason: "GANTRY_ENGINE_BUILD=prebuilt" };
+  const llama = await getLlama({
+    gpu: process.env.NODE_LLAMA_CPP_GPU ? "auto" : false,
+    build: "never",
+    // With these options getLlama loads the patched local build, and falls back to the prebuilt binary without it.
+    ...("cmakeOptions" in patched ? { cmakeOptions: { ...patched.cmakeOptions } } : {}),
+    maxThreads: threads,
+    logLevel: LlamaLogLevel.warn,
+    logger: (level, message) => {
+      const text = message.trim();
+      if (!text) return;
+      if (level === LlamaLogLevel.error || level === LlamaLogLevel.fatal) logger.error({ component: "llama.cpp" }, text);
+      else if (level === LlamaLogLevel.warn) logger.warn({ component: "llama.cpp" }, text);
+      else logger.debug({ component: "llama.cpp" }, text);
+    },
+  });
+  const isPatched = "cmakeOptions" in patched && llama.buildType === "localBuild";
+  const info: EngineBuildInfo = {
+    build: isPatched ? "patched-local" : llama.buildType === "localBuild" ? "local" : "prebuilt",
+    threadpool: isPatched && !threadpoolDisabledByEnv(),
+  };
+  const reason = "reason" in patched ? patched.reason : "the patched build did not load";
+  if (isPatched) logger.info({ engine: info, binary: llama.buildType }, "engine: patched node-llama-cpp build (persistent threadpool per context)");
+  else if (mode === "prebuilt") logger.info({ engine: info, reason }, "engine: using the prebuilt binary (no persistent threadpool), as configured");
+  else logger.warn({ engine: info, reason }, "engine: patched node-llama-cpp build not available; using the prebuilt binary (no persistent threadpool, slower generation)");
+  return { llama, info };
+}
+
+/** The patched build setup made, linked where getLlama finds it; or why there is none. */
+function findPatchedBuild(): { cmakeOptions: Readonly<Record<string, string>> } | { reason: string } {
+  try {
+    const build = patchedBuild();
+    const status = readBuildStatus(build);
+    if (status?.state !== "built") {
+      return { reason: status?.state === "failed" ? `its build failed during setup (${status.reason}; log: ${status.log})` : `not built (setup builds it into ${build.dir})` };
+    }
+    const linkError = linkLocalBuild(build);
+    if (linkError) return { reason: linkError };
+    return { cmakeOptions: build.cmakeOptions };
+  } catch (e) {
+    return { reason: (e as Error).message };
+  }
 }

@@ -1,6 +1,6 @@
 // One loaded model: weights, one context with `parallel` sequences decoding in shared batches, the sequence pool and
 // queue, the chat wrapper (resolved once: it is expensive) and the keep-alive bookkeeping.
-import { resolveChatWrapper, type ChatWrapper, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaEmbeddingContext, type LlamaModel } from "node-llama-cpp";
+import { resolveChatWrapper, type BatchItem, type ChatWrapper, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaEmbeddingContext, type LlamaModel } from "node-llama-cpp";
 import { DecodeSync } from "./decode-sync.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { SequencePool } from "./sequence-pool.ts";
@@ -32,6 +32,8 @@ export class LoadedModel {
   readonly requestedContextLength: number;
   readonly parallel: number;
   readonly loadDurationNs: number;
+  /** Size of the persistent threadpool attached to the context (0 = none: ggml starts threads per decode). */
+  readonly threadpoolThreads: number;
   private readonly threads: number;
   private embeddingContext: Promise<LlamaEmbeddingContext> | undefined;
   /** Requests (and loads) holding this model: it is idle, and may be evicted, at 0. */
@@ -45,6 +47,7 @@ export class LoadedModel {
   private constructor(init: {
     spec: ModelSpec; model: LlamaModel; context: LlamaContext; chatWrapper: ChatWrapper; pool: SequencePool<LlamaContextSequence>;
     decodeSync: DecodeSync; contextLength: number; requestedContextLength: number; parallel: number; threads: number; loadDurationNs: number;
+    threadpoolThreads: number;
   }) {
     this.spec = init.spec;
     this.model = init.model;
@@ -57,6 +60,7 @@ export class LoadedModel {
     this.parallel = init.parallel;
     this.threads = init.threads;
     this.loadDurationNs = init.loadDurationNs;
+    this.threadpoolThreads = init.threadpoolThreads;
   }
 
   static async load(o: LoadOptions): Promise<LoadedModel> {
@@ -69,10 +73,13 @@ export class LoadedModel {
         contextSize: contextLength,
         sequences: o.parallel,
         threads: o.threads,
+        // As llama-server: llama.cpp enables flash attention where the backend supports it for the model (faster decode).
+        flashAttention: "auto",
         failedCreationRemedy: false,
         ...(o.spec.adapters.length > 0 ? { lora: { adapters: o.spec.adapters.map((filePath) => ({ filePath })) } } : {}),
         batching: { dispatchSchedule: decodeSync.dispatchSchedule, itemPrioritizationStrategy: decodeSync.prioritize },
       });
+      decodeSync.sequenceIdOf = queuedSequenceId(context);
       const sequences = Array.from({ length: o.parallel }, () => context.getSequence());
       const name = o.spec.name;
       const pool = new SequencePool(sequences, o.maxQueue, () => {
@@ -83,7 +90,10 @@ export class LoadedModel {
       const chatWrapper = resolveChatWrapper(model);
       const loadDurationNs = Number(process.hrtime.bigint() - started);
       o.metrics.onLoad?.(name, loadDurationNs / 1e9);
-      return new LoadedModel({ spec: o.spec, model, context, chatWrapper, pool, decodeSync, contextLength, requestedContextLength: o.requestedContextLength, parallel: o.parallel, threads: o.threads, loadDurationNs });
+      return new LoadedModel({
+        spec: o.spec, model, context, chatWrapper, pool, decodeSync, contextLength, requestedContextLength: o.requestedContextLength, parallel: o.parallel,
+        threads: o.threads, loadDurationNs, threadpoolThreads: threadpoolThreads(context),
+      });
     } catch (e) {
       await model.dispose();
       throw e;
@@ -137,4 +147,22 @@ export class LoadedModel {
     await this.context.dispose();
     await this.model.dispose();
   }
+}
+
+/** The patched addon's threadpool size for a context (server/engine/native/); 0 with any other binary. */
+export function threadpoolThreads(context: LlamaContext): number {
+  // node-llama-cpp keeps the native context in an internal field; only the patched addon has this method.
+  const native = (context as unknown as { _ctx?: { getThreadpoolThreads?: () => number } })._ctx;
+  return typeof native?.getThreadpoolThreads === "function" ? native.getThreadpoolThreads() : 0;
+}
+
+/**
+ * The sequence a batch item belongs to. node-llama-cpp's batch items do not name their sequence; the queued decode
+ * behind an item (internal `_queuedDecodes`) shares its tokens array. Undefined if that internal changes.
+ */
+export function queuedSequenceId(context: LlamaContext): (item: BatchItem) => number | undefined {
+  return (item) => {
+    const queue = (context as unknown as { _queuedDecodes?: Array<{ sequenceId: number; tokens: unknown }> })._queuedDecodes;
+    return Array.isArray(queue) ? queue.find((q) => q.tokens === item.tokens)?.sequenceId : undefined;
+  };
 }

@@ -10,10 +10,11 @@ export interface EngineMetricsSink {
   /** Time from request arrival to the first generated token. */
   onFirstToken?(model: string, seconds: number): void;
   /**
-   * One llama_decode call. `batchTokens` = tokens in the batch, `generatingTokens` = single-token (generation) items in it,
-   * `activeSequences` = sequences of that model generating at the time. Batch fill = generatingTokens / activeSequences.
+   * One llama_decode call. `batchTokens` = tokens in the batch, `sequences` = sequences the step carried (generating or
+   * evaluating their prompt), `activeSequences` = sequences of that model inside a generation at the time.
+   * Batch fill = sequences / activeSequences (1 = every active sequence was in the step).
    */
-  onDecode?(model: string, batchTokens: number, generatingTokens: number, activeSequences: number): void;
+  onDecode?(model: string, batchTokens: number, sequences: number, activeSequences: number): void;
   /** Requests waiting for a free sequence of the model. */
   onQueueDepth?(model: string, depth: number): void;
   /** Sequences of the model busy with a request. */

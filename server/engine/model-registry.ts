@@ -134,7 +134,7 @@ export class ModelRegistry {
         });
         loaded.names.add(spec.name);
         this.models.set(weightsKey(spec), loaded);
-        this.o.logger.info({ model: spec.name, contextLength: loaded.contextLength, parallel: loaded.parallel, ms: Date.now() - started }, "model loaded");
+        this.o.logger.info({ model: spec.name, contextLength: loaded.contextLength, parallel: loaded.parallel, threadpoolThreads: loaded.threadpoolThreads, ms: Date.now() - started }, "model loaded");
         return loaded;
       } catch (e) {
         if (isAppError(e)) throw e;

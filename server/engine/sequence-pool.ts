@@ -1,4 +1,6 @@
 // A loaded model's sequences: handed out one per request, with a bounded FIFO queue of waiters when all are busy.
+// Among equally good free sequences the one created first is handed out, so the busy ones stay a compact run of
+// sequence ids: llama.cpp decodes a batch in one computation only across consecutive sequence ids (see DecodeSync).
 import { AppError } from "../common/errors.ts";
 
 interface Waiter<S> {
@@ -13,7 +15,9 @@ export const serverBusy = (): AppError =>
 export const clientClosed = (): AppError => new AppError("CLIENT_CLOSED", "the client closed the request");
 
 export class SequencePool<S> {
+  /** Free sequences in creation order. */
   private readonly free: S[];
+  private readonly rank: Map<S, number>;
   private readonly total: number;
   private readonly maxQueue: number;
   private readonly waiters: Waiter<S>[] = [];
@@ -21,6 +25,7 @@ export class SequencePool<S> {
 
   constructor(sequences: S[], maxQueue: number, onChange: () => void = () => {}) {
     this.free = [...sequences];
+    this.rank = new Map(sequences.map((seq, i) => [seq, i]));
     this.total = sequences.length;
     this.maxQueue = maxQueue;
     this.onChange = onChange;
@@ -73,7 +78,10 @@ export class SequencePool<S> {
   release(seq: S): void {
     const next = this.waiters.shift();
     if (next) next.resolve(seq);
-    else this.free.push(seq);
+    else {
+      const at = this.free.findIndex((f) => this.rank.get(f)! > this.rank.get(seq)!);
+      this.free.splice(at < 0 ? this.free.length : at, 0, seq);
+    }
     this.onChange();
   }
 
@@ -83,8 +91,9 @@ export class SequencePool<S> {
     this.onChange();
   }
 
+  /** The best-scored free sequence; the first created among equals. */
   private takeFree(prefer: ((seq: S) => number) | undefined): S {
-    let best = this.free.length - 1;
+    let best = 0;
     if (prefer) {
       let bestScore = -1;
       this.free.forEach((s, i) => {

@@ -121,9 +121,20 @@ export interface RunningModel {
   parallel: number;
   busySequences: number;
   queued: number;
+  /** Threads of the persistent threadpool attached to the model's context (0 = none). */
+  threadpoolThreads: number;
+}
+
+/** Which node-llama-cpp binary runs inference (reported by /api/version). */
+export interface EngineBuildInfo {
+  /** patched-local: the threadpool build setup made; prebuilt: the npm package's binary; local: another local build. */
+  build: "patched-local" | "prebuilt" | "local";
+  /** Contexts attach a persistent ggml threadpool (worker threads survive across decode steps). */
+  threadpool: boolean;
 }
 
 export interface Engine {
+  readonly buildInfo: EngineBuildInfo;
   /** Loads the model if needed (for `keep_alive`-only requests and `gantry serve --model`); returns load time in ns (0 if already loaded). */
   load(model: ModelSpec, opts: { keepAliveMs?: number | null; numCtx?: number; signal?: AbortSignal }): Promise<{ loadDurationNs: number }>;
   /** Unloads now (keep_alive 0). Waits for running requests of that model to finish. Returns false if it was not loaded. */

@@ -16,8 +16,8 @@ export class ServerMetrics {
   readonly busySequences = new Gauge({ name: "gantry_busy_sequences", help: "Sequences generating right now", labelNames: ["model"], registers: [this.registry] });
   readonly loadedModels = new Gauge({ name: "gantry_loaded_models", help: "Models loaded in memory", registers: [this.registry] });
   readonly loadSeconds = new Histogram({ name: "gantry_model_load_seconds", help: "Model load time", labelNames: ["model"], buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120], registers: [this.registry] });
-  readonly decodeSteps = new Counter({ name: "gantry_decode_steps_total", help: "Batched decode calls", labelNames: ["model"], registers: [this.registry] });
-  readonly batchFill = new Histogram({ name: "gantry_batch_fill_ratio", help: "Sequences in a decode step / sequences generating", labelNames: ["model"], buckets: [0.25, 0.5, 0.75, 0.9, 1], registers: [this.registry] });
+  readonly decodeSteps = new Counter({ name: "gantry_decode_steps_total", help: "Batched decode calls (llama_decode) of generation contexts", labelNames: ["model"], registers: [this.registry] });
+  readonly batchFill = new Histogram({ name: "gantry_batch_fill_ratio", help: "Per decode step: sequences in the step / sequences generating (1 = full batch)", labelNames: ["model"], buckets: [0.25, 0.5, 0.75, 0.9, 0.99, 1], registers: [this.registry] });
 
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: "gantry_process_" });
@@ -29,9 +29,9 @@ export class ServerMetrics {
     return {
       onLoad: (model, seconds) => { this.loadSeconds.observe({ model }, seconds); this.loadedModels.set(++loaded); },
       onUnload: () => { this.loadedModels.set(loaded = Math.max(0, loaded - 1)); },
-      onDecode: (model, _batchTokens, generating, active) => {
+      onDecode: (model, _batchTokens, sequences, active) => {
         this.decodeSteps.inc({ model });
-        if (active > 0 && generating > 0) this.batchFill.observe({ model }, Math.min(1, generating / active));
+        if (active > 0) this.batchFill.observe({ model }, Math.min(1, sequences / active));
       },
       onQueueDepth: (model, depth) => { this.queueDepth.set({ model }, depth); },
       onBusySequences: (model, busy) => { this.busySequences.set({ model }, busy); },

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # env.sh <task> — the project's one entry point for setting up a machine and running a task.
 # Ensures Node.js >= 24 (installs the `node@24` package from the npm registry into the cache when the machine's Node is
-# older), installs the npm dependencies when package-lock.json changed, then runs the task with that Node first on PATH.
-# Everything downloaded is cached outside the repo, under $GANTRY_CACHE (default ~/.cache/gantry).
+# older), installs the npm dependencies when package-lock.json changed, builds the patched node-llama-cpp addon once
+# (server/setup/engine-build.ts: persistent threadpool; falls back to the prebuilt binary without a compiler), then runs
+# the task with that Node first on PATH.
+# Everything downloaded or built is cached outside the repo, under $GANTRY_CACHE (default ~/.cache/gantry).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 export GANTRY_CACHE="${GANTRY_CACHE:-$HOME/.cache/gantry}"
@@ -39,10 +41,17 @@ ensure_deps() {
   ( (cat package.json; cat package-lock.json 2>/dev/null || true) | sha256sum | cut -c1-64 ) > "$stamp"
 }
 
+# Seconds when warm; the one-time build prints its cost. Never fails the setup (prebuilt fallback, logged).
+ensure_engine() {
+  node server/setup/engine-build.ts || log "engine: build step failed unexpectedly; the prebuilt binary will be used"
+}
+
 ensure_node
 ensure_deps
+task="${1:-}"
+case "$task" in cluster-up|cluster-down) ;; *) ensure_engine ;; esac
 
-task="${1:-}"; shift || true
+shift || true
 case "$task" in
   start) exec node server/setup/start.ts "$@" ;;
   test) exec bash test/run.sh "$@" ;;

@@ -1,14 +1,18 @@
-// `npm run bench [section...]`: runs the benchmarks and prints their tables. Sections: serving, pull, cli, operator
-// (default: all).
+// `npm run bench [section...]`: runs the benchmarks and prints their tables. Sections: serving, llama, causes, pull,
+// cli, operator (default: all). `llama` compares Gantry with llama.cpp's llama-server and llama-bench built from the
+// llama.cpp release node-llama-cpp ships; `causes` measures the two causes of the gap before and after.
+// GANTRY_BENCH_ROUNDS (default 3) sets the interleaved rounds, GANTRY_BENCH_MODELS (default 250m,1b) the generated models.
 // Benchmarks measure; they never assert. Compare ratios measured side by side in one run, not absolute numbers.
 import { benchModelPath, smollm2Path } from "../support/models.ts";
+import type { BenchShapeName } from "../support/gguf/bench.ts";
 import { benchCli } from "./cli.ts";
+import { benchCauses, benchLlamaServer, type BenchModel } from "./llama-cpp/compare.ts";
 import { benchOperator, printOperatorTable } from "./operator.ts";
 import { benchPull } from "./pull.ts";
 import { benchServing } from "./serving.ts";
 import { printTable } from "./table.ts";
 
-const all = ["serving", "pull", "cli", "operator"] as const;
+const all = ["serving", "llama", "causes", "pull", "cli", "operator"] as const;
 type Section = (typeof all)[number];
 const wanted = new Set<Section>((process.argv.slice(2).filter((a) => (all as readonly string[]).includes(a)) as Section[]));
 const run = (s: Section) => wanted.size === 0 || wanted.has(s);
@@ -28,6 +32,16 @@ if (run("serving")) {
     return [m, c1 && c4 ? c4.httpTps / c1.httpTps : Number.NaN, c1 && c4 ? c4.inProcessTps / c1.inProcessTps : Number.NaN];
   });
   printTable("Batching: aggregate tokens/s at concurrency 4 ÷ concurrency 1", ["model", "HTTP c4 ÷ c1", "in-process c4 ÷ c1"], scaling as Array<Array<string | number>>);
+}
+
+if (run("llama") || run("causes")) {
+  const rounds = Number(process.env.GANTRY_BENCH_ROUNDS ?? 3);
+  const shapes = (process.env.GANTRY_BENCH_MODELS ?? "250m,1b").split(",").map((x) => x.trim()) as BenchShapeName[];
+  const models: BenchModel[] = [];
+  for (const shape of shapes) models.push({ label: `bench-${shape}`, path: await benchModelPath(shape) });
+  const shape = { threads: Number(process.env.GANTRY_BENCH_THREADS ?? 2), parallel: 8, contextPerSequence: 1024 };
+  const tables = [...(run("llama") ? await benchLlamaServer(models, { rounds, shape }) : []), ...(run("causes") ? await benchCauses(models, { rounds, shape }) : [])];
+  for (const t of tables) printTable(t.title, t.header, t.rows);
 }
 
 if (run("pull")) {

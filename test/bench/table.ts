@@ -22,3 +22,14 @@ export const median = (xs: number[]): number => {
   const m = Math.floor(s.length / 2);
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
+
+export const minMedMax = (xs: number[]): { min: number; med: number; max: number } => {
+  const finite = xs.filter(Number.isFinite);
+  return finite.length ? { min: Math.min(...finite), med: median(finite), max: Math.max(...finite) } : { min: Number.NaN, med: Number.NaN, max: Number.NaN };
+};
+
+/** "min / median / max" of measurements, formatted as the tables print numbers. */
+export const spread = (xs: number[]): string => {
+  const s = minMedMax(xs);
+  return `${fmt(s.min)} / ${fmt(s.med)} / ${fmt(s.max)}`;
+};

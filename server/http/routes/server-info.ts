@@ -20,7 +20,7 @@ export function serverInfoRoutes(deps: ServerDeps): Router {
     res.setHeader("Content-Type", deps.metrics.registry.contentType);
     res.send(await deps.metrics.registry.metrics());
   });
-  r.get("/api/version", (_req, res) => { res.json({ version: deps.version }); });
+  r.get("/api/version", (_req, res) => { res.json({ version: deps.version, engine: deps.engine.buildInfo }); });
   r.get("/api/ps", async (_req, res) => {
     const running = deps.engine.running();
     const details = new Map((await deps.store.list()).map((m) => [m.name, m.details]));

@@ -167,6 +167,24 @@ test("8 concurrent streams on numParallel 4 all complete, decoding in shared bat
   }
 });
 
+test("full batches: 4 streams take one decode step per token position, each step carrying every stream", async () => {
+  const steps: Array<{ sequences: number; active: number }> = [];
+  const engine = await makeEngine({ numParallel: 4, maxQueue: 4, metrics: { onDecode: (_m, _b, sequences, active) => steps.push({ sequences, active }) } });
+  try {
+    const model = await endless();
+    await engine.load(model, {});
+    const n = 24;
+    const results = await Promise.all(Array.from({ length: 4 }, (_, i) => collect(engine.generate(request(model, chat(`batch ${i}`), { num_predict: n, seed: i })))));
+    assert.deepEqual(results.map((r) => r.stats.evalCount), [n, n, n, n]);
+    // Ideal: n steps. The prompts may start in separate steps as the requests arrive one after another.
+    assert.ok(steps.length <= n + 3, `${steps.length} decode steps for ${n} positions`);
+    const partial = steps.filter((s) => s.sequences < s.active).length;
+    assert.ok(partial <= 3, `${partial} of ${steps.length} steps left a ready stream out`);
+  } finally {
+    await engine.shutdown();
+  }
+});
+
 test("shutdown refuses new work", async () => {
   const engine = await makeEngine();
   const model = await endless();

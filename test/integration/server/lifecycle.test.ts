@@ -76,6 +76,10 @@ test("metrics and CORS", async () => {
       assert.match(metrics, new RegExp(`^# TYPE ${name} `, "m"), name);
     }
     assert.match(metrics, /^gantry_generated_tokens_total\{model="tiny:latest"\} 5$/m);
+    // One stream: one decode step per generated token (the prompt's step yields the first), each carrying the stream.
+    assert.match(metrics, /^gantry_decode_steps_total\{model="tiny:latest"\} 5$/m);
+    assert.match(metrics, /^gantry_batch_fill_ratio_count\{model="tiny:latest"\} 5$/m);
+    assert.match(metrics, /^gantry_batch_fill_ratio_sum\{model="tiny:latest"\} 5$/m);
     assert.match(metrics, /^gantry_http_requests_total\{route="\/api\/generate",method="POST",status="200"\} 1$/m);
     const local = await fetch(`${srv.url}/api/tags`, { headers: { Origin: "http://localhost:3000" } });
     assert.equal(local.headers.get("access-control-allow-origin"), "http://localhost:3000");

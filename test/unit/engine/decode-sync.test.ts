@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { BatchItem } from "node-llama-cpp";
-import { DecodeSync, fairShare } from "../../../server/engine/decode-sync.ts";
+import { bySequenceId, DecodeSync, fairShare } from "../../../server/engine/decode-sync.ts";
 
 const item = (n: number): BatchItem => ({ tokens: Array(n).fill(1), logits: [], evaluationPriority: 5 }) as unknown as BatchItem;
 
@@ -18,9 +18,15 @@ test("fairShare never exceeds the batch size", () => {
   assert.ok(plan.reduce((n, p) => n + p.processAmount, 0) <= 2);
 });
 
+/** n sequences queue one token each and the step carrying them is dispatched. */
+function stepInFlight(sync: DecodeSync, n: number): void {
+  for (let i = 0; i < n; i++) { sync.enter(); sync.beforeDecode(); }
+  sync.prioritize({ items: Array.from({ length: n }, () => item(1)), size: 512 });
+}
+
 test("the gate holds early sequences until the last one of the step has its token", async () => {
   const sync = new DecodeSync({ maxWaitMs: 10_000 });
-  for (let i = 0; i < 3; i++) { sync.enter(); sync.beforeDecode(); }
+  stepInFlight(sync, 3);
   sync.afterDecode();
   let released = false;
   const g = sync.gate()!.then(() => { released = true; });
@@ -32,9 +38,23 @@ test("the gate holds early sequences until the last one of the step has its toke
   assert.equal(released, true);
 });
 
+test("a newcomer waits for the step in flight; sequences queued but not dispatched do not hold the gate", async () => {
+  const sync = new DecodeSync({ maxWaitMs: 10_000 });
+  stepInFlight(sync, 2);
+  sync.enter(); // a new request, about to queue its prompt
+  let joined = false;
+  const g = sync.gate()!.then(() => { joined = true; });
+  await new Promise((r) => setImmediate(r));
+  assert.equal(joined, false, "waits while the step is in flight");
+  sync.beforeDecode(); // (as if) another newcomer queued and waits for dispatch: not in flight
+  sync.afterDecode(); sync.afterDecode();
+  await g;
+  assert.equal(sync.stats.gateTimeouts, 0);
+});
+
 test("the gate wait is bounded", async () => {
   const sync = new DecodeSync({ maxWaitMs: 5 });
-  sync.enter(); sync.enter(); sync.beforeDecode(); sync.beforeDecode();
+  stepInFlight(sync, 2);
   sync.afterDecode();
   await sync.gate();
   assert.equal(sync.stats.gateTimeouts, 1);
@@ -71,4 +91,44 @@ test("a sequence whose consumer is slow does not hold back the dispatch of the o
   sync.dispatchSchedule(() => { dispatched = true; });
   await new Promise((r) => setTimeout(r, 5));
   assert.equal(dispatched, true);
+});
+
+test("a pending dispatch goes out as soon as the sequence it waited for leaves or suspends", async () => {
+  for (const change of ["leave", "suspend"] as const) {
+    const sync = new DecodeSync({ maxWaitMs: 10_000 });
+    sync.enter(); sync.enter();
+    sync.beforeDecode();
+    let dispatched = false;
+    sync.dispatchSchedule(() => { dispatched = true; });
+    await new Promise((r) => setImmediate(r));
+    assert.equal(dispatched, false, change);
+    if (change === "leave") sync.leave(); else sync.suspend();
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(dispatched, true, change);
+    assert.equal(sync.stats.dispatchTimeouts, 0);
+  }
+});
+
+test("the default wait bound is a safety net of a few decode steps, not a fraction of one", async () => {
+  const sync = new DecodeSync({});
+  sync.enter(); sync.enter();
+  sync.beforeDecode();
+  let dispatched = false;
+  sync.dispatchSchedule(() => { dispatched = true; });
+  await new Promise((r) => setTimeout(r, 10));
+  assert.equal(dispatched, false, "still waiting for the second sequence after 10 ms");
+  await new Promise((r) => setTimeout(r, 30));
+  assert.equal(dispatched, true, "bounded");
+  assert.equal(sync.stats.dispatchTimeouts, 1);
+});
+
+test("batch items are ordered by sequence id, so llama.cpp computes them in one run", () => {
+  const sync = new DecodeSync({});
+  const items = [item(1), item(1), item(5), item(1)];
+  const ids = new Map([[items[0]!, 3], [items[1]!, 0], [items[2]!, 2], [items[3]!, 1]]);
+  sync.sequenceIdOf = (it) => ids.get(it);
+  const plan = sync.prioritize({ items, size: 512 });
+  assert.deepEqual(plan.map((p) => ids.get(p.item)), [0, 1, 2, 3]);
+  assert.deepEqual(bySequenceId([item(1), items[1]!], (it) => ids.get(it)).map((it) => ids.get(it)), [0, undefined], "unknown ones last");
 });

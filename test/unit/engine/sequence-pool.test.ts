@@ -37,3 +37,14 @@ test("prefers the sequence with the best score (longest cached prefix)", async (
   const pool = new SequencePool(["x", "yy", "z"], 0);
   assert.equal(await pool.acquire(undefined, (s) => s.length), "yy");
 });
+
+test("among equally good free sequences the first created is handed out, keeping busy ids compact", async () => {
+  const pool = new SequencePool([0, 1, 2, 3], 0);
+  const [a, b, c] = [await pool.acquire(undefined), await pool.acquire(undefined), await pool.acquire(undefined)];
+  assert.deepEqual([a, b, c], [0, 1, 2]);
+  pool.release(b);
+  pool.release(a);
+  assert.equal(await pool.acquire(undefined, () => 0), 0);
+  assert.equal(await pool.acquire(undefined), 1);
+  assert.equal(await pool.acquire(undefined, (s) => (s === 3 ? 5 : 0)), 3, "a cached prefix still wins");
+});

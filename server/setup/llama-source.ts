@@ -1,0 +1,122 @@
+// llama.cpp's source as node-llama-cpp ships it, turned into a source tree outside node_modules without network: the
+// package carries its llama.cpp release as a git bundle (llama/gitRelease.bundle), the patches it applies to it
+// (llama/patches/*.diff) and its addon sources (llama/addon). Used to build the patched addon (engine-build.ts) and
+// llama.cpp's own tools for side-by-side benchmarks (test/bench/llama-cpp/tools.ts).
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { nodeLlamaCppDir } from "../engine/native/patched-build.ts";
+
+export interface BundledRelease {
+  repo: string;
+  /** node-llama-cpp's name for the release (llama.cpp.info.json `tag`). */
+  release: string;
+  /** The commit the bundle holds. */
+  commit: string;
+}
+
+export function bundlePath(packageDir = nodeLlamaCppDir()): string {
+  return path.join(packageDir, "llama", "gitRelease.bundle");
+}
+
+export async function bundledRelease(packageDir = nodeLlamaCppDir()): Promise<BundledRelease> {
+  const info = JSON.parse(fs.readFileSync(path.join(packageDir, "llama", "llama.cpp.info.json"), "utf8")) as { tag: string; llamaCppGithubRepo: string };
+  const heads = await run("git", ["bundle", "list-heads", bundlePath(packageDir)], { capture: true });
+  const commit = /^([0-9a-f]{40})\s/m.exec(heads)?.[1];
+  if (!commit) throw new Error(`no commit in ${bundlePath(packageDir)}`);
+  return { repo: info.llamaCppGithubRepo, release: info.tag, commit };
+}
+
+/** Clones the bundle into `dest` (which must not exist yet) and applies node-llama-cpp's own llama.cpp patches. */
+export async function cloneBundledLlamaCpp(dest: string, opts: { packageDir?: string; log?: string } = {}): Promise<void> {
+  const packageDir = opts.packageDir ?? nodeLlamaCppDir();
+  await run("git", ["clone", "--quiet", bundlePath(packageDir), dest], { log: opts.log });
+  const patchesDir = path.join(packageDir, "llama", "patches");
+  const patches = fs.existsSync(patchesDir) ? fs.readdirSync(patchesDir).filter((f) => f.endsWith(".diff")).sort() : [];
+  for (const p of patches) await applyPatch(dest, path.join(patchesDir, p), opts.log);
+}
+
+/** Applies a unified diff in `dir` with git apply, unless it is already applied (then it is left alone). */
+export async function applyPatch(dir: string, patchFile: string, log?: string): Promise<void> {
+  // GIT_CEILING_DIRECTORIES keeps git from treating an enclosing repository (a cache inside a checkout) as the target.
+  const env = { ...process.env, GIT_CEILING_DIRECTORIES: path.dirname(path.resolve(dir)) };
+  const applied = await run("git", ["apply", "--reverse", "--check", patchFile], { cwd: dir, env }).then(() => true, () => false);
+  if (!applied) await run("git", ["apply", "--whitespace=nowarn", patchFile], { cwd: dir, env, log });
+}
+
+export interface RunOptions {
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Append the command and its output to this file. */
+  log?: string | undefined;
+  /** Return stdout instead of logging it. */
+  capture?: boolean;
+}
+
+/** Runs a command; rejects with its exit code and the end of its output. */
+export function run(cmd: string, args: string[], opts: RunOptions = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ["ignore", "pipe", "pipe"] });
+    const logFd = opts.log ? fs.openSync(opts.log, "a") : undefined;
+    if (logFd !== undefined) fs.writeSync(logFd, `\n$ ${[cmd, ...args].join(" ")}${opts.cwd ? `   (in ${opts.cwd})` : ""}\n`);
+    let out = "", tail = "";
+    const onData = (d: Buffer, isStdout: boolean) => {
+      const s = d.toString();
+      if (opts.capture && isStdout) out += s;
+      else if (logFd !== undefined) fs.writeSync(logFd, s);
+      tail = (tail + s).slice(-4000);
+    };
+    child.stdout.on("data", (d: Buffer) => onData(d, true));
+    child.stderr.on("data", (d: Buffer) => onData(d, false));
+    child.once("error", (e) => { if (logFd !== undefined) fs.closeSync(logFd); reject(e); });
+    child.once("close", (code) => {
+      if (logFd !== undefined) fs.closeSync(logFd);
+      if (code === 0) resolve(out);
+      else reject(new Error(`${cmd} ${args.slice(0, 3).join(" ")} exited with ${code}:\n${tail.trim()}`));
+    });
+  });
+}
+
+/** The first of `names` found on PATH, or undefined. */
+export function which(...names: string[]): string | undefined {
+  for (const name of names) {
+    for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
+      if (!dir) continue;
+      const p = path.join(dir, name);
+      try {
+        fs.accessSync(p, fs.constants.X_OK);
+        return p;
+      } catch {
+        // next
+      }
+    }
+  }
+  return undefined;
+}
+
+/** The tools a CMake build of llama.cpp needs, or what is missing. */
+export function buildTools(): { ok: true; cmake: string; generator: string[] } | { ok: false; missing: string[] } {
+  const cmake = which("cmake");
+  const cxx = process.env.CXX || which("c++", "g++", "clang++");
+  const cc = process.env.CC || which("cc", "gcc", "clang");
+  const git = which("git");
+  const ninja = which("ninja");
+  const make = which("make");
+  const missing = [!cmake && "cmake", !cxx && "a C++ compiler", !cc && "a C compiler", !git && "git", !ninja && !make && "ninja or make"].filter((m): m is string => !!m);
+  if (missing.length > 0 || !cmake) return { ok: false, missing };
+  return { ok: true, cmake, generator: ninja ? ["-G", "Ninja"] : ["-G", "Unix Makefiles"] };
+}
+
+/** Configures (once) and builds `targets` of the CMake project in `src` into `build`, Release, output in `log`. */
+export async function cmakeBuild(o: { src: string; build: string; options: Record<string, string>; targets: string[]; log: string; env?: NodeJS.ProcessEnv; jobs?: number }): Promise<void> {
+  const tools = buildTools();
+  if (!tools.ok) throw new Error(`missing build tools: ${tools.missing.join(", ")}`);
+  const env = o.env ?? process.env;
+  if (!fs.existsSync(path.join(o.build, "CMakeCache.txt"))) {
+    const defs = Object.entries({ CMAKE_BUILD_TYPE: "Release", ...o.options }).map(([k, v]) => `-D${k}=${v}`);
+    await run(tools.cmake, ["-S", o.src, "-B", o.build, ...tools.generator, "--no-warn-unused-cli", ...defs], { env, log: o.log });
+  }
+  const jobs = o.jobs ?? os.availableParallelism();
+  await run(tools.cmake, ["--build", o.build, "--config", "Release", "--parallel", String(jobs), "--target", ...o.targets], { env, log: o.log });
+}

@@ -1,0 +1,167 @@
+// Gantry against llama.cpp's own llama-server (and llama-bench), built from the llama.cpp release node-llama-cpp ships,
+// on the same GGUF files, thread count, parallel sequences and context per sequence, interleaved over rounds.
+//  - benchLlamaServer: the main table (single-stream prompt/generation speed, aggregate tokens/s at concurrency 1/4/8
+//    with 64 and 256 generated tokens, time to first token under load, decode calls per token position).
+//  - benchCauses: the two causes of the gap, before and after: per-decode thread start-up (prebuilt binary, patched
+//    build without and with the persistent threadpool) and batch fill (node-llama-cpp's own dispatch vs DecodeSync).
+import { minMedMax, spread } from "../table.ts";
+import { interleave, warm, type Results, type RunResult, type Scenario } from "./interleave.ts";
+import { llamaBench } from "./llama-bench.ts";
+import { startGantry, startLlamaServer, type BenchTarget, type ServeShape } from "./targets.ts";
+import { llamaTools } from "./tools.ts";
+
+export interface BenchModel {
+  label: string;
+  path: string;
+}
+
+export interface CompareOptions {
+  rounds: number;
+  shape: ServeShape;
+}
+
+export interface Table {
+  title: string;
+  header: string[];
+  rows: string[][];
+}
+
+const LLAMA = "llama-server";
+const GANTRY = "gantry";
+
+const MAIN: Scenario[] = [
+  { key: "prompt", concurrency: 1, nPredict: 16, longPrompt: true },
+  { key: "c1 n64", concurrency: 1, nPredict: 64 },
+  { key: "c1 n256", concurrency: 1, nPredict: 256 },
+  { key: "c4 n64", concurrency: 4, nPredict: 64 },
+  { key: "c4 n256", concurrency: 4, nPredict: 256 },
+  { key: "c8 n64", concurrency: 8, nPredict: 64 },
+  { key: "c8 n256", concurrency: 8, nPredict: 256 },
+];
+
+const runs = (res: Results, target: string, scenario: string): RunResult[] => res.get(target)?.get(scenario) ?? [];
+const ratio = (a: number[], b: number[]): string => {
+  const r = minMedMax(a).med / minMedMax(b).med;
+  return Number.isFinite(r) ? r.toFixed(2) : "-";
+};
+
+async function engineOf(url: string): Promise<string> {
+  const v = (await (await fetch(`${url}/api/version`)).json()) as { engine?: { build: string; threadpool: boolean } };
+  return v.engine ? `${v.engine.build}${v.engine.threadpool ? ", threadpool" : ""}` : "";
+}
+
+async function stopAll(targets: BenchTarget[]): Promise<void> {
+  await Promise.all(targets.map((t) => t.stop().catch(() => undefined)));
+}
+
+export async function benchLlamaServer(models: BenchModel[], o: CompareOptions): Promise<Table[]> {
+  const tools = await llamaTools();
+  const main: string[][] = [], ref: string[][] = [];
+  const engines: string[] = [];
+  for (const m of models) {
+    const targets: BenchTarget[] = [];
+    try {
+      targets.push(await startGantry(GANTRY, m.path, o.shape));
+      targets.push(await startLlamaServer(LLAMA, tools.server, m.path, o.shape));
+      engines.push(`${m.label}: gantry engine = ${await engineOf(targets[0]!.url)}`);
+      await warm(targets);
+      const pp: number[] = [], tg: number[] = [];
+      const res = await interleave(targets, MAIN, o.rounds, m.label, async () => {
+        const b = await llamaBench(tools.bench, m.path, { threads: o.shape.threads, prompt: 512, gen: 128, reps: 2 });
+        pp.push(b.ppTps);
+        tg.push(b.tgTps);
+      });
+      const row = (measure: string, g: number[], l: number[]) => main.push([m.label, measure, spread(g), spread(l), ratio(g, l)]);
+      const promptTokens = Math.round(minMedMax(runs(res, GANTRY, "prompt").map((r) => r.promptTokens)).med);
+      const gPrompt = runs(res, GANTRY, "prompt").map((r) => r.promptTps), lPrompt = runs(res, LLAMA, "prompt").map((r) => r.promptTps);
+      const gGen = runs(res, GANTRY, "c1 n256").map((r) => r.genTps), lGen = runs(res, LLAMA, "c1 n256").map((r) => r.genTps);
+      row(`prompt tok/s, 1 stream, ${promptTokens}-token prompt (server timings)`, gPrompt, lPrompt);
+      row("generation tok/s, 1 stream, 256 tokens (server timings)", gGen, lGen);
+      for (const s of MAIN.filter((x) => !x.longPrompt)) {
+        row(`aggregate generated tok/s, ${s.concurrency} × ${s.nPredict} tokens`, runs(res, GANTRY, s.key).map((r) => r.aggregateTps), runs(res, LLAMA, s.key).map((r) => r.aggregateTps));
+      }
+      for (const s of MAIN.filter((x) => x.concurrency > 1)) {
+        row(`TTFT ms under load, ${s.concurrency} × ${s.nPredict} (all requests; lower is better)`, runs(res, GANTRY, s.key).flatMap((r) => r.ttftMs), runs(res, LLAMA, s.key).flatMap((r) => r.ttftMs));
+      }
+      for (const s of MAIN.filter((x) => x.concurrency > 1)) {
+        row(`decode calls per token position, ${s.concurrency} × ${s.nPredict} (ideal 1.0)`, runs(res, GANTRY, s.key).map((r) => r.stepsPerPosition), runs(res, LLAMA, s.key).map((r) => r.stepsPerPosition));
+      }
+      const short = [...res.values()].flatMap((byScenario) => [...byScenario.values()].flat()).reduce((n, r) => n + r.short, 0);
+      if (short > 0) engines.push(`${m.label}: WARNING ${short} requests generated fewer tokens than asked`);
+      ref.push([m.label, `pp512 ${spread(pp)}`, `${spread(gPrompt)}`, ratio(gPrompt, pp), `tg128 ${spread(tg)}`, spread(gGen), ratio(gGen, tg)]);
+    } finally {
+      await stopAll(targets);
+    }
+  }
+  const shape = `${o.shape.threads} threads, ${o.shape.parallel} parallel sequences × ${o.shape.contextPerSequence} context`;
+  return [
+    {
+      title: `Gantry vs llama-server ${tools.release} (${tools.commit.slice(0, 12)}, the llama.cpp node-llama-cpp ships): ${shape}; min / median / max of ${o.rounds} interleaved rounds; ratio of medians\n${engines.join("\n")}`,
+      header: ["model", "measure", "gantry", "llama-server", "gantry ÷ llama-server"],
+      rows: main,
+    },
+    {
+      title: "Reference: llama-bench (raw llama.cpp, no server) vs Gantry's single-stream server timings, tok/s",
+      header: ["model", "llama-bench prompt", "gantry prompt", "ratio", "llama-bench generation", "gantry generation", "ratio"],
+      rows: ref,
+    },
+  ];
+}
+
+interface Variant {
+  label: string;
+  env: Record<string, string>;
+}
+
+const VARIANTS: Variant[] = [
+  { label: "prebuilt, node-llama-cpp dispatch (before)", env: { GANTRY_ENGINE_BUILD: "prebuilt", GANTRY_DECODE_SYNC: "off" } },
+  { label: "prebuilt + full batches", env: { GANTRY_ENGINE_BUILD: "prebuilt" } },
+  { label: "patched build, threadpool off", env: { NODE_LLAMA_CPP_THREADPOOL: "0" } },
+  { label: "patched build + threadpool polling 50 (llama-server's level)", env: { GANTRY_THREADPOOL_POLL: "50" } },
+  { label: "patched build + threadpool, node-llama-cpp dispatch", env: { GANTRY_DECODE_SYNC: "off" } },
+  { label: "patched build + threadpool + full batches (after, default)", env: {} },
+];
+
+const CAUSES: Scenario[] = [
+  { key: "c1 n64", concurrency: 1, nPredict: 64 },
+  { key: "c4 n64", concurrency: 4, nPredict: 64 },
+  { key: "c8 n64", concurrency: 8, nPredict: 64 },
+];
+
+export async function benchCauses(models: BenchModel[], o: CompareOptions): Promise<Table[]> {
+  const tools = await llamaTools();
+  const seq: string[][] = [], fill: string[][] = [];
+  for (const m of models) {
+    const targets: BenchTarget[] = [];
+    try {
+      for (const v of VARIANTS) targets.push(await startGantry(v.label, m.path, o.shape, v.env));
+      targets.push(await startLlamaServer(LLAMA, tools.server, m.path, o.shape));
+      await warm(targets);
+      const res = await interleave(targets, CAUSES, o.rounds, `${m.label} causes`);
+      const l1 = runs(res, LLAMA, "c1 n64").map((r) => r.genTps);
+      for (const t of targets) {
+        const g1 = runs(res, t.label, "c1 n64").map((r) => r.genTps);
+        seq.push([m.label, t.label, spread(g1), ratio(g1, l1)]);
+        const cells = ["c4 n64", "c8 n64"].flatMap((k) => {
+          const tps = runs(res, t.label, k).map((r) => r.aggregateTps);
+          return [spread(runs(res, t.label, k).map((r) => r.stepsPerPosition)), spread(tps), ratio(tps, runs(res, LLAMA, k).map((r) => r.aggregateTps))];
+        });
+        fill.push([m.label, t.label, ...cells]);
+      }
+    } finally {
+      await stopAll(targets);
+    }
+  }
+  return [
+    {
+      title: `Cause 1 — per-decode thread start-up (sequential gap): single-stream generation tok/s (server timings, 64 tokens), min / median / max of ${o.rounds} interleaved rounds`,
+      header: ["model", "server", "generation tok/s", "÷ llama-server"],
+      rows: seq,
+    },
+    {
+      title: `Cause 2 — batch fill: decode calls per token position (ideal 1.0) and aggregate tok/s, 4 and 8 concurrent requests × 64 tokens, ${o.rounds} interleaved rounds`,
+      header: ["model", "server", "c4 decodes/position", "c4 tok/s", "c4 ÷ llama-server", "c8 decodes/position", "c8 tok/s", "c8 ÷ llama-server"],
+      rows: fill,
+    },
+  ];
+}

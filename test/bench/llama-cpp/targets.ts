@@ -1,0 +1,161 @@
+// The two servers under comparison, behind one interface: `gantry serve` (Ollama /api/generate, raw prompt) and
+// llama.cpp's llama-server (/completion), each started as a real process on its own port with the same GGUF file,
+// thread count, parallel sequences and context per sequence, and driven through its HTTP API with identical sampling.
+import { spawn, type ChildProcess } from "node:child_process";
+import { createModel, freePort, startTestServer } from "../../support/server.ts";
+
+/** One streamed completion as the client saw it, plus the server's own prompt/generation timings. */
+export interface Completion {
+  /** Request sent → first streamed text. */
+  ttftMs: number;
+  promptTokens: number;
+  promptMs: number;
+  genTokens: number;
+  genMs: number;
+}
+
+export interface BenchTarget {
+  label: string;
+  url: string;
+  complete(prompt: string, nPredict: number, seed: number): Promise<Completion>;
+  /** Total llama_decode calls so far (from the server's /metrics). */
+  decodeSteps(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+export interface ServeShape {
+  threads: number;
+  parallel: number;
+  /** Context per sequence. */
+  contextPerSequence: number;
+}
+
+/** Sampling both servers apply (Gantry's defaults, spelled out for llama-server). */
+export const SAMPLING = { temperature: 0.8, top_k: 40, top_p: 0.9, min_p: 0, repeat_penalty: 1.1, repeat_last_n: 64 } as const;
+
+/** Reads a streamed HTTP body line by line. */
+async function* lines(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += value;
+    let nl: number;
+    while ((nl = buf.indexOf("\n")) >= 0) {
+      const line = buf.slice(0, nl).trim();
+      buf = buf.slice(nl + 1);
+      if (line) yield line;
+    }
+  }
+  if (buf.trim()) yield buf.trim();
+}
+
+/** Sum of a Prometheus counter's samples (all label sets) in a /metrics text. */
+export function counterTotal(metricsText: string, name: string): number {
+  let total = 0;
+  for (const line of metricsText.split("\n")) {
+    if (line.startsWith("#")) continue;
+    const m = /^([^\s{]+)(\{[^}]*\})?\s+([0-9.eE+-]+)/.exec(line);
+    if (m && m[1] === name) total += Number(m[3]);
+  }
+  return total;
+}
+
+export async function startGantry(label: string, modelPath: string, shape: ServeShape, env: Record<string, string> = {}): Promise<BenchTarget> {
+  const srv = await startTestServer({
+    env: {
+      GANTRY_NUM_PARALLEL: String(shape.parallel), GANTRY_THREADS: String(shape.threads), GANTRY_CONTEXT_LENGTH: String(shape.contextPerSequence),
+      GANTRY_KEEP_ALIVE: "-1", GANTRY_MAX_QUEUE: "64", GANTRY_LOG_LEVEL: "warn", ...env,
+    },
+  });
+  try {
+    await createModel(srv.url, "bench", modelPath);
+  } catch (e) {
+    await srv.stop();
+    throw e;
+  }
+  return {
+    label,
+    url: srv.url,
+    async complete(prompt, nPredict, seed) {
+      const start = performance.now();
+      const res = await fetch(`${srv.url}/api/generate`, {
+        method: "POST",
+        body: JSON.stringify({ model: "bench", prompt, raw: true, stream: true, keep_alive: -1, options: { ...SAMPLING, num_predict: nPredict, seed } }),
+      });
+      if (!res.ok || !res.body) throw new Error(`${label}: HTTP ${res.status}: ${await res.text()}`);
+      let ttftMs = Number.NaN;
+      for await (const line of lines(res.body)) {
+        const ev = JSON.parse(line) as { response?: string; done?: boolean; error?: string; prompt_eval_count?: number; prompt_eval_duration?: number; eval_count?: number; eval_duration?: number };
+        if (ev.error) throw new Error(`${label}: ${ev.error}`);
+        if (Number.isNaN(ttftMs) && ev.response) ttftMs = performance.now() - start;
+        if (ev.done) {
+          return { ttftMs, promptTokens: ev.prompt_eval_count ?? 0, promptMs: (ev.prompt_eval_duration ?? 0) / 1e6, genTokens: ev.eval_count ?? 0, genMs: (ev.eval_duration ?? 0) / 1e6 };
+        }
+      }
+      throw new Error(`${label}: stream ended without done`);
+    },
+    async decodeSteps() {
+      return counterTotal(await (await fetch(`${srv.url}/metrics`)).text(), "gantry_decode_steps_total");
+    },
+    async stop() {
+      await srv.stop();
+    },
+  };
+}
+
+export async function startLlamaServer(label: string, binary: string, modelPath: string, shape: ServeShape, extraArgs: string[] = []): Promise<BenchTarget> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  let out = "";
+  const proc: ChildProcess = spawn(binary, [
+    "-m", modelPath, "--host", "127.0.0.1", "--port", String(port), "-t", String(shape.threads), "-tb", String(shape.threads),
+    "-np", String(shape.parallel), "-c", String(shape.parallel * shape.contextPerSequence), "--metrics", ...extraArgs,
+  ], { stdio: ["ignore", "pipe", "pipe"] });
+  proc.stdout!.on("data", (d: Buffer) => { out = (out + d.toString()).slice(-20000); });
+  proc.stderr!.on("data", (d: Buffer) => { out = (out + d.toString()).slice(-20000); });
+  const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`llama-server exited with ${proc.exitCode}:\n${out}`);
+    try {
+      if ((await fetch(`${url}/health`)).status === 200) break;
+    } catch { /* not listening yet */ }
+    if (Date.now() > deadline) { proc.kill("SIGKILL"); throw new Error(`llama-server did not become ready:\n${out}`); }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    label,
+    url,
+    async complete(prompt, nPredict, seed) {
+      const start = performance.now();
+      const res = await fetch(`${url}/completion`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ prompt, stream: true, n_predict: nPredict, seed, cache_prompt: true, ...SAMPLING }),
+      });
+      if (!res.ok || !res.body) throw new Error(`${label}: HTTP ${res.status}: ${await res.text()}`);
+      let ttftMs = Number.NaN;
+      for await (const line of lines(res.body)) {
+        if (!line.startsWith("data: ")) continue;
+        const ev = JSON.parse(line.slice(6)) as { content?: string; stop?: boolean; timings?: { prompt_n: number; prompt_ms: number; predicted_n: number; predicted_ms: number } };
+        if (Number.isNaN(ttftMs) && ev.content) ttftMs = performance.now() - start;
+        if (ev.stop && ev.timings) {
+          const t = ev.timings;
+          return { ttftMs, promptTokens: t.prompt_n, promptMs: t.prompt_ms, genTokens: t.predicted_n, genMs: t.predicted_ms };
+        }
+      }
+      throw new Error(`${label}: stream ended without timings`);
+    },
+    async decodeSteps() {
+      return counterTotal(await (await fetch(`${url}/metrics`)).text(), "llamacpp:n_decode_total");
+    },
+    async stop() {
+      if (proc.exitCode === null) proc.kill("SIGTERM");
+      const t = setTimeout(() => proc.kill("SIGKILL"), 10_000);
+      await exited;
+      clearTimeout(t);
+    },
+  };
+}
