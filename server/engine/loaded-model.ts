@@ -87,7 +87,10 @@ export class LoadedModel {
         o.metrics.onBusySequences?.(name, pool.busy);
       });
       decodeSync.onDecode = (batch, generating, active) => o.metrics.onDecode?.(name, batch, generating, active);
-      const chatWrapper = resolveChatWrapper(model);
+      // The GGUF's own Jinja template, rendered as written (as llama.cpp does): node-llama-cpp's "auto" swaps in a built-in
+      // wrapper it deems equivalent, which drops template details such as SmolLM2's default system prompt.
+      const chatWrapper = (model.fileInfo.metadata.tokenizer?.chat_template ? resolveChatWrapper(model, { type: "jinjaTemplate" }) : undefined)
+        ?? resolveChatWrapper(model);
       const loadDurationNs = Number(process.hrtime.bigint() - started);
       o.metrics.onLoad?.(name, loadDurationNs / 1e9);
       return new LoadedModel({

@@ -83,19 +83,21 @@ function fromChatWrapper(ctx: PromptContext, history: ChatMessage[]): BuiltPromp
   const state = ctx.chatWrapper.generateContextState({ chatHistory });
   const stopStrings = state.stopGenerationTriggers
     .filter((t) => t.values.every((v) => typeof v === "string"))
-    .map((t) => t.values.join(""))
+    // The Jinja wrapper ends a turn at "<|im_end|>\n" (the template's text after the marker); the marker alone ends it.
+    .map((t) => t.values.join("").trimEnd())
     .filter((s) => s.length > 0);
-  return { tokens: withoutUnwantedBos(ctx, state.contextText.tokenize(ctx.model.tokenizer)), stopStrings };
+  return { tokens: bosAsLlamaCpp(ctx, state.contextText.tokenize(ctx.model.tokenizer)), stopStrings };
 }
 
 /**
- * node-llama-cpp's built-in wrappers (ChatML, Llama 3…) always open with BOS, but a model whose GGUF says not to add one
- * (add_bos_token false: SmolLM2, Qwen…) must not get it — for SmolLM2, whose BOS is <|im_start|>, the prompt would
- * start with two. llama.cpp adds BOS only when the model asks; a Jinja template that writes bos_token keeps it.
+ * BOS as llama.cpp puts it in front of a rendered chat: the template's text as written, plus BOS when the model asks
+ * for one (add_bos_token). node-llama-cpp's built-in wrappers (ChatML, Llama 3…) always open with BOS instead, which a
+ * model that does not want one must not get — for SmolLM2, whose BOS is <|im_start|>, the prompt would start with two.
  */
-function withoutUnwantedBos(ctx: PromptContext, tokens: Token[]): Token[] {
+function bosAsLlamaCpp(ctx: PromptContext, tokens: Token[]): Token[] {
+  if (ctx.chatWrapper instanceof JinjaTemplateChatWrapper) return withBos(ctx.model, tokens);
   const bos = ctx.model.tokens.bos;
-  if (ctx.chatWrapper instanceof JinjaTemplateChatWrapper || ctx.model.tokens.shouldPrependBosToken || bos === null || tokens[0] !== bos) return tokens;
+  if (ctx.model.tokens.shouldPrependBosToken || bos === null || tokens[0] !== bos) return tokens;
   return tokens.slice(1);
 }
 

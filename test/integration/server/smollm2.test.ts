@@ -96,6 +96,14 @@ test("generate with a system prompt", async () => {
   assert.equal(r.response, same.response);
 });
 
+test("the GGUF's own chat template is rendered as written: a chat without a system message gets SmolLM2's default one", async () => {
+  const chat = await ollama.chat({ model: "smollm2:135m", messages: [{ role: "user", content: "Hello!" }], options: { temperature: 0, num_predict: 20 } });
+  const asLlamaCpp = "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n";
+  const raw = await ollama.generate({ model: "smollm2:135m", raw: true, prompt: asLlamaCpp, options: { temperature: 0, num_predict: 20 } });
+  assert.equal(chat.prompt_eval_count, raw.prompt_eval_count);
+  assert.equal(chat.message.content, raw.response);
+});
+
 test("format json: the answer is one JSON value", async () => {
   const r = await ollama.generate({ model: "smollm2:135m", prompt: "Describe Paris as a JSON object with keys name and country.", format: "json", options: { temperature: 0, num_predict: 120 } });
   assert.equal(r.done_reason, "stop", `finished by itself: ${r.response ?? ""}`);
