@@ -1,4 +1,6 @@
 // Concurrent generation load through the HTTP API of a running `gantry serve`, measured the way a client sees it.
+import { postStreamingLines } from "./stream-client.ts";
+
 export interface LoadResult {
   /** Generated tokens over all requests (eval_count as the server reports it). */
   tokens: number;
@@ -12,26 +14,14 @@ export async function runHttpLoad(url: string, model: string, opts: { concurrenc
   const t0 = performance.now();
   const one = async (i: number) => {
     const start = performance.now();
-    const res = await fetch(`${url}/api/generate`, {
-      method: "POST",
-      body: JSON.stringify({ model, prompt: `${opts.prompt} (${i})`, stream: true, options: { num_predict: opts.maxTokens, temperature: 0.8, seed: i } }),
+    let ttft = Number.NaN, tokens = 0;
+    const body = { model, prompt: `${opts.prompt} (${i})`, stream: true, options: { num_predict: opts.maxTokens, temperature: 0.8, seed: i } };
+    await postStreamingLines(`${url}/api/generate`, body, (text) => {
+      const line = JSON.parse(text) as { response?: string; done?: boolean; eval_count?: number; error?: string };
+      if (line.error) throw new Error(line.error);
+      if (Number.isNaN(ttft) && line.response) ttft = performance.now() - start;
+      if (line.done) tokens = line.eval_count ?? 0;
     });
-    if (!res.ok) throw new Error(`HTTP ${res.status}: ${await res.text()}`);
-    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
-    let buf = "", ttft = Number.NaN, tokens = 0;
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buf += value;
-      let nl: number;
-      while ((nl = buf.indexOf("\n")) >= 0) {
-        const line = JSON.parse(buf.slice(0, nl)) as { response?: string; done?: boolean; eval_count?: number; error?: string };
-        buf = buf.slice(nl + 1);
-        if (line.error) throw new Error(line.error);
-        if (Number.isNaN(ttft) && line.response) ttft = performance.now() - start;
-        if (line.done) tokens = line.eval_count ?? 0;
-      }
-    }
     return { tokens, ttft };
   };
   const results = await Promise.all(Array.from({ length: opts.concurrency }, (_, i) => one(i)));

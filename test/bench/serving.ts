@@ -1,6 +1,6 @@
 // Serving benchmark: aggregate generated tokens/s through `gantry serve`'s HTTP API against the same work done
 // in-process on the engine (no HTTP), side by side, interleaved over rounds, at concurrency 1, 4 and 8; TTFT p50.
-import { runInProcess } from "./in-process.ts";
+import { openInProcess } from "./in-process.ts";
 import { runHttpLoad } from "./http-load.ts";
 import { median } from "./table.ts";
 import { createModel, startTestServer } from "../support/server.ts";
@@ -25,22 +25,27 @@ export async function benchServing(models: Array<{ label: string; path: string }
   try {
     for (const m of models) {
       await createModel(srv.url, m.label, m.path);
-      // Warm both sides once (load, page cache).
-      await runHttpLoad(srv.url, m.label, { concurrency: 1, maxTokens: 4, prompt: "warm up" });
-      await runInProcess(m.path, { concurrency: 1, maxTokens: 4, prompt: "warm up", engineOptions: { numParallel: parallel } });
-      for (const c of concurrencies) {
-        const inProc: number[] = [], http: number[] = [], ttftIn: number[] = [], ttftHttp: number[] = [];
-        for (let r = 0; r < rounds; r++) {
-          const a = await runInProcess(m.path, { concurrency: c, maxTokens, prompt: "Tell me a long story about the sea", engineOptions: { numParallel: parallel } });
-          inProc.push(a.tokens / a.seconds);
-          ttftIn.push(...a.ttftMs);
-          const b = await runHttpLoad(srv.url, m.label, { concurrency: c, maxTokens, prompt: "Tell me a long story about the sea" });
-          http.push(b.tokens / b.seconds);
-          ttftHttp.push(...b.ttftMs);
+      // Both sides keep the model loaded across rounds and are warmed once (load, page cache, first decode).
+      const inProcess = await openInProcess(m.path, { numParallel: parallel });
+      try {
+        await runHttpLoad(srv.url, m.label, { concurrency: 1, maxTokens: 4, prompt: "warm up" });
+        await inProcess.run({ concurrency: 1, maxTokens: 4, prompt: "warm up" });
+        for (const c of concurrencies) {
+          const inProc: number[] = [], http: number[] = [], ttftIn: number[] = [], ttftHttp: number[] = [];
+          for (let r = 0; r < rounds; r++) {
+            const a = await inProcess.run({ concurrency: c, maxTokens, prompt: "Tell me a long story about the sea" });
+            inProc.push(a.tokens / a.seconds);
+            ttftIn.push(...a.ttftMs);
+            const b = await runHttpLoad(srv.url, m.label, { concurrency: c, maxTokens, prompt: "Tell me a long story about the sea" });
+            http.push(b.tokens / b.seconds);
+            ttftHttp.push(...b.ttftMs);
+          }
+          const row = { model: m.label, concurrency: c, inProcessTps: median(inProc), httpTps: median(http), ratio: median(http) / median(inProc), inProcessTtftMs: median(ttftIn), httpTtftMs: median(ttftHttp) };
+          rows.push(row);
+          process.stderr.write(`serving ${m.label} c=${c}: in-process ${row.inProcessTps.toFixed(1)} tok/s, HTTP ${row.httpTps.toFixed(1)} tok/s\n`);
         }
-        const row = { model: m.label, concurrency: c, inProcessTps: median(inProc), httpTps: median(http), ratio: median(http) / median(inProc), inProcessTtftMs: median(ttftIn), httpTtftMs: median(ttftHttp) };
-        rows.push(row);
-        process.stderr.write(`serving ${m.label} c=${c}: in-process ${row.inProcessTps.toFixed(1)} tok/s, HTTP ${row.httpTps.toFixed(1)} tok/s\n`);
+      } finally {
+        await inProcess.close();
       }
     }
   } finally {

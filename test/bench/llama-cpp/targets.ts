@@ -3,6 +3,7 @@
 // thread count, parallel sequences and context per sequence, and driven through its HTTP API with identical sampling.
 import { spawn, type ChildProcess } from "node:child_process";
 import { createModel, freePort, startTestServer } from "../../support/server.ts";
+import { postStreamingLines } from "../stream-client.ts";
 
 /** One streamed completion as the client saw it, plus the server's own prompt/generation timings. */
 export interface Completion {
@@ -33,24 +34,6 @@ export interface ServeShape {
 /** Sampling both servers apply (Gantry's defaults, spelled out for llama-server). */
 export const SAMPLING = { temperature: 0.8, top_k: 40, top_p: 0.9, min_p: 0, repeat_penalty: 1.1, repeat_last_n: 64 } as const;
 
-/** Reads a streamed HTTP body line by line. */
-async function* lines(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
-  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
-  let buf = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buf += value;
-    let nl: number;
-    while ((nl = buf.indexOf("\n")) >= 0) {
-      const line = buf.slice(0, nl).trim();
-      buf = buf.slice(nl + 1);
-      if (line) yield line;
-    }
-  }
-  if (buf.trim()) yield buf.trim();
-}
-
 /** Sum of a Prometheus counter's samples (all label sets) in a /metrics text. */
 export function counterTotal(metricsText: string, name: string): number {
   let total = 0;
@@ -80,21 +63,18 @@ export async function startGantry(label: string, modelPath: string, shape: Serve
     url: srv.url,
     async complete(prompt, nPredict, seed) {
       const start = performance.now();
-      const res = await fetch(`${srv.url}/api/generate`, {
-        method: "POST",
-        body: JSON.stringify({ model: "bench", prompt, raw: true, stream: true, keep_alive: -1, options: { ...SAMPLING, num_predict: nPredict, seed } }),
-      });
-      if (!res.ok || !res.body) throw new Error(`${label}: HTTP ${res.status}: ${await res.text()}`);
-      let ttftMs = Number.NaN;
-      for await (const line of lines(res.body)) {
+      let ttftMs = Number.NaN, done: Completion | undefined;
+      const body = { model: "bench", prompt, raw: true, stream: true, keep_alive: -1, options: { ...SAMPLING, num_predict: nPredict, seed } };
+      await postStreamingLines(`${srv.url}/api/generate`, body, (line) => {
         const ev = JSON.parse(line) as { response?: string; done?: boolean; error?: string; prompt_eval_count?: number; prompt_eval_duration?: number; eval_count?: number; eval_duration?: number };
         if (ev.error) throw new Error(`${label}: ${ev.error}`);
         if (Number.isNaN(ttftMs) && ev.response) ttftMs = performance.now() - start;
-        if (ev.done) {
-          return { ttftMs, promptTokens: ev.prompt_eval_count ?? 0, promptMs: (ev.prompt_eval_duration ?? 0) / 1e6, genTokens: ev.eval_count ?? 0, genMs: (ev.eval_duration ?? 0) / 1e6 };
-        }
-      }
-      throw new Error(`${label}: stream ended without done`);
+        if (!ev.done) return false;
+        done = { ttftMs, promptTokens: ev.prompt_eval_count ?? 0, promptMs: (ev.prompt_eval_duration ?? 0) / 1e6, genTokens: ev.eval_count ?? 0, genMs: (ev.eval_duration ?? 0) / 1e6 };
+        return true;
+      });
+      if (!done) throw new Error(`${label}: stream ended without done`);
+      return done;
     },
     async decodeSteps() {
       return counterTotal(await (await fetch(`${srv.url}/metrics`)).text(), "gantry_decode_steps_total");
@@ -130,23 +110,19 @@ export async function startLlamaServer(label: string, binary: string, modelPath:
     url,
     async complete(prompt, nPredict, seed) {
       const start = performance.now();
-      const res = await fetch(`${url}/completion`, {
-        method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ prompt, stream: true, n_predict: nPredict, seed, cache_prompt: true, ...SAMPLING }),
-      });
-      if (!res.ok || !res.body) throw new Error(`${label}: HTTP ${res.status}: ${await res.text()}`);
-      let ttftMs = Number.NaN;
-      for await (const line of lines(res.body)) {
-        if (!line.startsWith("data: ")) continue;
+      let ttftMs = Number.NaN, done: Completion | undefined;
+      const body = { prompt, stream: true, n_predict: nPredict, seed, cache_prompt: true, ...SAMPLING };
+      await postStreamingLines(`${url}/completion`, body, (line) => {
+        if (!line.startsWith("data: ")) return false;
         const ev = JSON.parse(line.slice(6)) as { content?: string; stop?: boolean; timings?: { prompt_n: number; prompt_ms: number; predicted_n: number; predicted_ms: number } };
         if (Number.isNaN(ttftMs) && ev.content) ttftMs = performance.now() - start;
-        if (ev.stop && ev.timings) {
-          const t = ev.timings;
-          return { ttftMs, promptTokens: t.prompt_n, promptMs: t.prompt_ms, genTokens: t.predicted_n, genMs: t.predicted_ms };
-        }
-      }
-      throw new Error(`${label}: stream ended without timings`);
+        if (!ev.stop || !ev.timings) return false;
+        const t = ev.timings;
+        done = { ttftMs, promptTokens: t.prompt_n, promptMs: t.prompt_ms, genTokens: t.predicted_n, genMs: t.predicted_ms };
+        return true;
+      });
+      if (!done) throw new Error(`${label}: stream ended without timings`);
+      return done;
     },
     async decodeSteps() {
       return counterTotal(await (await fetch(`${url}/metrics`)).text(), "llamacpp:n_decode_total");
