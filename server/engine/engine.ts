@@ -35,14 +35,14 @@ export interface EngineOptions {
   disableDecodeSync?: boolean;
   /** auto: the patched local build when setup made it, else the prebuilt binary; prebuilt: always the prebuilt one. */
   engineBuild?: EngineBuildMode;
-  /** ggml poll level of the persistent threadpool's idle threads (0-100, default 0 = sleep between decode steps). */
+  /** ggml poll level of the persistent threadpool's idle threads (0-100, default 50 as llama-server; 0 = sleep between decode steps). */
   threadpoolPoll?: number;
 }
 
 export async function createEngine(opts: EngineOptions): Promise<Engine & { readonly threads: number }> {
   const threads = resolveThreads(opts.threads);
   const { llama, info: buildInfo } = await llamaRuntime(threads, opts.logger, opts.engineBuild);
-  setThreadpoolPoll(opts.threadpoolPoll ?? 0);
+  setThreadpoolPoll(opts.threadpoolPoll ?? 50);
   const metrics = opts.metrics ?? {};
   const registry = new ModelRegistry({
     llama, logger: opts.logger, metrics, threads, numParallel: opts.numParallel, maxQueue: opts.maxQueue,

@@ -117,9 +117,9 @@ const VARIANTS: Variant[] = [
   { label: "prebuilt, node-llama-cpp dispatch (before)", env: { GANTRY_ENGINE_BUILD: "prebuilt", GANTRY_DECODE_SYNC: "off" } },
   { label: "prebuilt + full batches", env: { GANTRY_ENGINE_BUILD: "prebuilt" } },
   { label: "patched build, threadpool off", env: { NODE_LLAMA_CPP_THREADPOOL: "0" } },
-  { label: "patched build + threadpool polling 50 (llama-server's level)", env: { GANTRY_THREADPOOL_POLL: "50" } },
+  { label: "patched build + threadpool, poll 0 (sleep at once)", env: { GANTRY_THREADPOOL_POLL: "0" } },
   { label: "patched build + threadpool, node-llama-cpp dispatch", env: { GANTRY_DECODE_SYNC: "off" } },
-  { label: "patched build + threadpool + full batches (after, default)", env: {} },
+  { label: "patched build + threadpool (poll 50) + full batches (after, default)", env: {} },
 ];
 
 const CAUSES: Scenario[] = [
