@@ -47,15 +47,27 @@ function timePull(hubUrl: string, tuning: object): Promise<number> {
   }).finally(() => fs.rmSync(root, { recursive: true, force: true }));
 }
 
-/** Seconds of `curl -sf -L -o <file> <url>`. */
-function timeCurl(url: string): Promise<number> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gantry-bench-curl-"));
-  const t0 = performance.now();
-  return new Promise<number>((resolve, reject) => {
-    const child = spawn("curl", ["-sf", "-L", "-o", path.join(dir, "model.gguf"), url], { stdio: "inherit" });
+/** Runs a command to completion. */
+function run(cmd: string, args: string[]): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ["ignore", "ignore", "inherit"] });
     child.once("error", reject);
-    child.once("exit", (code) => (code === 0 ? resolve((performance.now() - t0) / 1000) : reject(new Error(`curl exited with ${code}`))));
-  }).finally(() => fs.rmSync(dir, { recursive: true, force: true }));
+    child.once("exit", (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} exited with ${code}`))));
+  });
+}
+
+/** Seconds of `curl -sf -L -o <file> <url>`, and with `verify` of `sha256sum <file>` after it (what a pull includes). */
+async function timeCurl(url: string, verify = false): Promise<number> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gantry-bench-curl-"));
+  const file = path.join(dir, "model.gguf");
+  try {
+    const t0 = performance.now();
+    await run("curl", ["-sf", "-L", "-o", file, url]);
+    if (verify) await run("sha256sum", [file]);
+    return (performance.now() - t0) / 1000;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** A 40 MB/s cap per connection, as CDNs impose on single connections: where parallel parts pay off. */
@@ -68,9 +80,10 @@ export async function benchPull(opts: { rounds?: number; cappedRounds?: number }
   try {
     await hub.register({ org: "bench", repo: "model", files: { [FILE]: file } });
     const curl = { name: "curl -o", run: () => timeCurl(`${hub.url}/bench/model/resolve/main/${FILE}`) };
+    const curlVerified = { name: "curl -o && sha256sum (verified, as a pull is)", run: () => timeCurl(`${hub.url}/bench/model/resolve/main/${FILE}`, true) };
     const parallel = { name: "gantry pull (4 parallel parts)", run: () => timePull(hub.url, { maxParts: 4 }) };
     const single = { name: "gantry pull (1 part)", run: () => timePull(hub.url, { parallelThreshold: Number.MAX_SAFE_INTEGER }) };
-    const rows = await compare("full speed", [curl, parallel, single], opts.rounds ?? 3, bytes);
+    const rows = await compare("full speed", [curl, curlVerified, parallel, single], opts.rounds ?? 3, bytes);
     hub.fault("bench", "model", FILE, { bytesPerSecond: CAPPED_BYTES_PER_SECOND });
     rows.push(...(await compare(`${CAPPED_BYTES_PER_SECOND / 1e6} MB/s per connection`, [curl, parallel], opts.cappedRounds ?? 2, bytes)));
     return rows;
