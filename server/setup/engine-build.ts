@@ -9,6 +9,7 @@ import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { isCompleteBuild, linkLocalBuild, localBuildFolderName, nlcPlatform, nodeLlamaCppDir, PATCH_FILE, patchedBuild, readBuildStatus, type BuildStatus, type PatchedBuild } from "../engine/native/patched-build.ts";
+import { withDirLock } from "../common/dir-lock.ts";
 import { applyPatch, buildTools, bundledRelease, cloneBundledLlamaCpp, cmakeBuild } from "./llama-source.ts";
 
 const log = (msg: string): void => { process.stderr.write(`gantry-setup: engine: ${msg}\n`); };
@@ -37,44 +38,6 @@ function platformInfo(): { name: string; version: string } {
     }
   }
   return { name: "", version: "" };
-}
-
-/** Holds a directory lock (mkdir) for `fn`; waits while another live process holds it. */
-async function withLock<T>(lockDir: string, fn: () => Promise<T>): Promise<T> {
-  fs.mkdirSync(path.dirname(lockDir), { recursive: true });
-  let waitedLogged = false;
-  for (;;) {
-    try {
-      fs.mkdirSync(lockDir);
-      fs.writeFileSync(path.join(lockDir, "pid"), String(process.pid));
-      break;
-    } catch {
-      if (!lockHolderAlive(lockDir)) { fs.rmSync(lockDir, { recursive: true, force: true }); continue; }
-      if (!waitedLogged) { log("waiting for another setup that is building it"); waitedLogged = true; }
-      await new Promise((r) => setTimeout(r, 2000));
-    }
-  }
-  try {
-    return await fn();
-  } finally {
-    fs.rmSync(lockDir, { recursive: true, force: true });
-  }
-}
-
-function lockHolderAlive(lockDir: string): boolean {
-  let pid: number;
-  try {
-    pid = Number(fs.readFileSync(path.join(lockDir, "pid"), "utf8"));
-  } catch {
-    // Just created (pid not written yet) or left by a crash before writing it.
-    try { return Date.now() - fs.statSync(lockDir).mtimeMs < 10_000; } catch { return false; }
-  }
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function copyOutputs(from: string, to: string): number {
@@ -163,7 +126,7 @@ export async function ensurePatchedEngine(): Promise<{ state: "ready" | "prebuil
   const tools = buildTools();
   if (!tools.ok) return { state: "prebuilt", detail: `cannot build the patched addon (missing ${tools.missing.join(", ")}): using the prebuilt binary (no persistent threadpool)` };
 
-  return withLock(`${build.dir}.lock`, async () => {
+  return withDirLock(`${build.dir}.lock`, async () => {
     const again = readBuildStatus(build);
     if (again?.state === "built") return ready("patched addon built by another setup");
     const logFile = path.join(path.dirname(build.dir), `${build.key}.build.log`);
@@ -183,7 +146,7 @@ export async function ensurePatchedEngine(): Promise<{ state: "ready" | "prebuil
     writeStatus(build, { state: "built", seconds, builtAt: new Date().toISOString() });
     if (!isCompleteBuild(build.buildDir)) return { state: "prebuilt", detail: `the patched addon build is incomplete in ${build.buildDir}` };
     return ready(`patched addon built in ${seconds} s (cold setup cost)`);
-  });
+  }, { pollMs: 2000, onWait: () => log("waiting for another setup that is building it") });
 }
 
 if (import.meta.main) {

@@ -4,6 +4,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import { withDirLock } from "../../server/common/dir-lock.ts";
 import type { ClusterRecord, ControlPlane } from "./control-plane.ts";
 import { clusterHealthy, gantryCache, readClusterRecord, startControlPlane, stopControlPlane } from "./control-plane.ts";
 
@@ -20,33 +21,8 @@ export function currentCluster(): ClusterRecord | undefined {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** The lock's owner died (a lock without a pid yet is just being taken, unless it is old). */
-function lockOwnerGone(lock: string): boolean {
-  let owner = 0, ageMs = 0;
-  try {
-    ageMs = Date.now() - fs.statSync(lock).mtimeMs;
-    owner = Number(fs.readFileSync(path.join(lock, "pid"), "utf8"));
-  } catch { /* no pid file yet, or the lock just went away */ }
-  if (!owner) return ageMs > 10_000;
-  try { process.kill(owner, 0); return false; } catch { return true; }
-}
-
 /** A lock dir holding the owner's pid, so parallel test files start one cluster, not several. */
-async function withLock<T>(fn: () => Promise<T>): Promise<T> {
-  const lock = path.join(clusterRoot(), "lock");
-  fs.mkdirSync(clusterRoot(), { recursive: true });
-  for (;;) {
-    try {
-      fs.mkdirSync(lock);
-      fs.writeFileSync(path.join(lock, "pid"), String(process.pid));
-      break;
-    } catch {
-      if (lockOwnerGone(lock)) fs.rmSync(lock, { recursive: true, force: true });
-      else await sleep(500);
-    }
-  }
-  try { return await fn(); } finally { fs.rmSync(lock, { recursive: true, force: true }); }
-}
+const withLock = <T>(fn: () => Promise<T>): Promise<T> => withDirLock(path.join(clusterRoot(), "lock"), fn);
 
 /**
  * The shared test cluster: reuses a healthy recorded one, else starts one. Its stop() stops it for everybody, so
