@@ -78,14 +78,29 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
   let evalCount = 0;
   let reason: DoneReason = "stop";
   let pendingNext: Promise<IteratorResult<Token>> | undefined;
+  // The consumer (an HTTP response, say) gets each piece of text after the next decode was queued, so its work overlaps
+  // that decode instead of adding to every token's latency. A sequence whose token arrived while its consumer still
+  // holds the text is "suspended": the others' decode steps do not wait for it.
+  let consuming = false;
+  let suspended = false;
+  const suspend = () => { if (!suspended) { suspended = true; sync.suspend(); } };
+  const queueNext = () => {
+    sync.beforeDecode();
+    const next = iterator.next();
+    pendingNext = next;
+    const arrived = () => {
+      sync.afterDecode();
+      if (consuming && pendingNext === next) suspend();
+    };
+    next.then(arrived, arrived);
+  };
   sync.enter();
   try {
     // Join the next decode step with the others rather than queueing the prompt while one is in flight.
     await sync.gate();
+    queueNext();
     for (;;) {
-      sync.beforeDecode();
-      pendingNext = iterator.next();
-      const result = await Promise.race([pendingNext, aborted]).finally(() => sync.afterDecode());
+      const result = await Promise.race([pendingNext!, aborted]);
       if (result === "abort") { reason = "abort"; break; }
       pendingNext = undefined;
       if (result.done) break;
@@ -98,20 +113,27 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
       evalCount++;
       history.push(token);
       const piece = stops.push(text.push(token));
-      if (piece.emit) {
-        sync.suspend();
+      const end: DoneReason | undefined = piece.stopped ? "stop"
+        : job.signal.aborted ? "abort"
+        : sampling.maxTokens !== undefined && evalCount >= sampling.maxTokens ? "length"
+        // The token just sampled still has to be evaluated: it needs a free slot in the context.
+        : sequence.nextTokenIndex + 1 > loaded.contextLength ? "length"
+        : undefined;
+      if (end === undefined) {
+        await sync.gate();
+        queueNext();
+      }
+      if (piece.emit && end !== "abort") {
+        consuming = true;
+        if (!pendingNext) suspend();
         try {
           yield { type: "text", text: piece.emit };
         } finally {
-          sync.resume();
+          consuming = false;
+          if (suspended) { suspended = false; sync.resume(); }
         }
       }
-      if (piece.stopped) break;
-      if (job.signal.aborted) { reason = "abort"; break; }
-      if (sampling.maxTokens !== undefined && evalCount >= sampling.maxTokens) { reason = "length"; break; }
-      // The token just sampled still has to be evaluated: it needs a free slot in the context.
-      if (sequence.nextTokenIndex + 1 > loaded.contextLength) { reason = "length"; break; }
-      await sync.gate();
+      if (end !== undefined) { reason = end; break; }
     }
     if (reason !== "abort") {
       const rest = stops.push(text.flush());

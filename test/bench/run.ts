@@ -24,7 +24,7 @@ if (run("serving")) {
     { label: "bench-250m", path: await benchModelPath("250m") },
     { label: "smollm2-135m", path: await smollm2Path() },
   ], { rounds: Number(process.env.GANTRY_BENCH_ROUNDS ?? 5) });
-  printTable("Serving: aggregate generated tokens/s, HTTP (gantry serve) vs in-process engine, 64 tokens per request, median of interleaved rounds",
+  printTable("Serving: aggregate generated tokens/s, HTTP (gantry serve) vs in-process engine, 64 tokens per request, medians of interleaved rounds (ratio: median of per-round ratios)",
     ["model", "concurrency", "in-process tok/s", "HTTP tok/s", "HTTP ÷ in-process", "TTFT p50 in-process ms", "TTFT p50 HTTP ms"],
     rows.map((r) => [r.model, String(r.concurrency), r.inProcessTps, r.httpTps, r.ratio, r.inProcessTtftMs, r.httpTtftMs]));
   const scaling = ["bench-250m", "smollm2-135m"].map((m) => {

@@ -1,7 +1,9 @@
 // Serving benchmark: aggregate generated tokens/s through `gantry serve`'s HTTP API against the same work done
-// in-process on the engine (no HTTP), side by side, interleaved over rounds, at concurrency 1, 4 and 8; TTFT p50.
+// in-process on the engine (no HTTP), side by side, interleaved over rounds (A B, B A), at concurrency 1, 4 and 8;
+// TTFT p50. The ratio is the median of the per-round ratios: pairs measured seconds apart share the machine's drift.
 import { openInProcess } from "./in-process.ts";
 import { runHttpLoad } from "./http-load.ts";
+import { settle } from "./settle.ts";
 import { median } from "./table.ts";
 import { createModel, startTestServer } from "../support/server.ts";
 
@@ -10,6 +12,7 @@ export interface ServingRow {
   concurrency: number;
   inProcessTps: number;
   httpTps: number;
+  /** Median over rounds of HTTP ÷ in-process measured in the same round. */
   ratio: number;
   inProcessTtftMs: number;
   httpTtftMs: number;
@@ -32,15 +35,25 @@ export async function benchServing(models: Array<{ label: string; path: string }
         await inProcess.run({ concurrency: 1, maxTokens: 4, prompt: "warm up" });
         for (const c of concurrencies) {
           const inProc: number[] = [], http: number[] = [], ttftIn: number[] = [], ttftHttp: number[] = [];
+          const ratios: number[] = [];
           for (let r = 0; r < rounds; r++) {
-            const a = await inProcess.run({ concurrency: c, maxTokens, prompt: "Tell me a long story about the sea" });
-            inProc.push(a.tokens / a.seconds);
-            ttftIn.push(...a.ttftMs);
-            const b = await runHttpLoad(srv.url, m.label, { concurrency: c, maxTokens, prompt: "Tell me a long story about the sea" });
-            http.push(b.tokens / b.seconds);
-            ttftHttp.push(...b.ttftMs);
+            // Each run starts on quiet CPUs, and neither side always runs first (A B, then B A).
+            const runIn = async () => {
+              await settle();
+              const a = await inProcess.run({ concurrency: c, maxTokens, prompt: "Tell me a long story about the sea" });
+              inProc.push(a.tokens / a.seconds);
+              ttftIn.push(...a.ttftMs);
+            };
+            const runHttp = async () => {
+              await settle();
+              const b = await runHttpLoad(srv.url, m.label, { concurrency: c, maxTokens, prompt: "Tell me a long story about the sea" });
+              http.push(b.tokens / b.seconds);
+              ttftHttp.push(...b.ttftMs);
+            };
+            if (r % 2 === 0) { await runIn(); await runHttp(); } else { await runHttp(); await runIn(); }
+            ratios.push(http.at(-1)! / inProc.at(-1)!);
           }
-          const row = { model: m.label, concurrency: c, inProcessTps: median(inProc), httpTps: median(http), ratio: median(http) / median(inProc), inProcessTtftMs: median(ttftIn), httpTtftMs: median(ttftHttp) };
+          const row = { model: m.label, concurrency: c, inProcessTps: median(inProc), httpTps: median(http), ratio: median(ratios), inProcessTtftMs: median(ttftIn), httpTtftMs: median(ttftHttp) };
           rows.push(row);
           process.stderr.write(`serving ${m.label} c=${c}: in-process ${row.inProcessTps.toFixed(1)} tok/s, HTTP ${row.httpTps.toFixed(1)} tok/s\n`);
         }

@@ -1,6 +1,7 @@
 // Runs scenarios on several servers interleaved — per round and scenario each target in turn (A B, then B A in the next
 // round, so neither side always runs first) — and records, per run: aggregate generated tokens/s as the client sees
 // it, time to first token, the server's own prompt and generation speed, and decode calls per token position.
+import { settle } from "../settle.ts";
 import type { BenchTarget, Completion } from "./targets.ts";
 
 export interface Scenario {
@@ -62,6 +63,8 @@ export async function interleave(targets: BenchTarget[], scenarios: Scenario[], 
     for (const s of scenarios) {
       const order = round % 2 === 0 ? targets : [...targets].reverse();
       for (const t of order) {
+        // Each run starts on quiet CPUs: the previous server's threadpool may still be spinning for its next graph.
+        await settle();
         const r = await runScenario(t, s, round);
         results.get(t.label)!.get(s.key)!.push(r);
         process.stderr.write(`${tag} round ${round + 1}/${rounds} ${s.key} ${t.label}: ${r.aggregateTps.toFixed(1)} tok/s, ttft ${Math.max(...r.ttftMs).toFixed(0)} ms max, ${r.stepsPerPosition.toFixed(2)} steps/position${r.short ? `, ${r.short} short` : ""}\n`);
