@@ -20,21 +20,45 @@ ARG VARIANT=cpu
 RUN if [ "$VARIANT" = "cpu" ]; then rm -rf node_modules/@node-llama-cpp/*-cuda* node_modules/@node-llama-cpp/*-vulkan*; fi \
  && rm -rf node_modules/@node-llama-cpp/*-arm* node_modules/@node-llama-cpp/mac-* node_modules/@node-llama-cpp/win-*
 
+# The engine as local setups build it (server/setup/engine-build.ts): node-llama-cpp's addon patched for a persistent
+# ggml threadpool, compiled from the llama.cpp sources the package ships, for a portable CPU target (x86-64-v3: AVX2,
+# FMA, F16C; armv8 on arm64) since the image runs on other machines than the one that builds it. --strict fails the image
+# build instead of falling back to the prebuilt binary. GPU variants keep their prebuilt binaries (the patched build is
+# CPU-only; the runtime skips it when NODE_LLAMA_CPP_GPU names a GPU); ENGINE_BUILD=prebuilt skips it for the CPU image.
+FROM pruned AS engine
+ARG VARIANT=cpu
+ARG ENGINE_BUILD=auto
+RUN if [ "$VARIANT" = "cpu" ] && [ "$ENGINE_BUILD" != "prebuilt" ]; then apt-get update \
+ && apt-get install -y --no-install-recommends cmake g++ make git ca-certificates && rm -rf /var/lib/apt/lists/*; fi
+COPY package.json tsconfig.json ./
+COPY server ./server
+ENV GANTRY_CACHE=/opt/gantry/cache \
+    GANTRY_ENGINE_CPU=portable \
+    GANTRY_ENGINE_BUILD=${ENGINE_BUILD}
+# The build lands in $GANTRY_CACHE/engine/<key> and is linked from node_modules/node-llama-cpp/llama/localBuilds/;
+# the runtime stage copies both to the same paths. Sources and objects are removed by the build itself.
+RUN mkdir -p /opt/gantry/cache && if [ "$VARIANT" = "cpu" ]; then node server/setup/engine-build.ts --strict; fi
+
 FROM ${NODE_IMAGE} AS runtime
 ARG VARIANT=cpu
+ARG ENGINE_BUILD=auto
 WORKDIR /app
 # Runtime libraries only: no compilers, nothing is ever built at run time.
 RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates libgomp1 tini \
  && rm -rf /var/lib/apt/lists/* \
  && printf '#!/bin/sh\nexec node /app/server/cli/gantry.ts "$@"\n' > /usr/local/bin/gantry && chmod 755 /usr/local/bin/gantry \
  && mkdir -p /models && chown 65532:65532 /models
-COPY --from=pruned /app/node_modules ./node_modules
+COPY --from=engine /app/node_modules ./node_modules
+COPY --from=engine /opt/gantry/cache /opt/gantry/cache
 COPY package.json tsconfig.json ./
 COPY server ./server
 COPY operator ./operator
 ENV NODE_ENV=production \
     GANTRY_HOST=0.0.0.0:11434 \
     GANTRY_MODELS=/models \
+    GANTRY_CACHE=/opt/gantry/cache \
+    GANTRY_ENGINE_CPU=portable \
+    GANTRY_ENGINE_BUILD=${ENGINE_BUILD} \
     NODE_LLAMA_CPP_GPU=${VARIANT} \
     NVIDIA_VISIBLE_DEVICES=all \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility

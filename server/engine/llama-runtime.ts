@@ -71,6 +71,8 @@ async function load(threads: number, logger: Logger, mode: EngineBuildMode): Pro
 
 /** The patched build setup made, linked where getLlama finds it; or why there is none. */
 function findPatchedBuild(): { cmakeOptions: Readonly<Record<string, string>> } | { reason: string } {
+  const gpu = process.env.NODE_LLAMA_CPP_GPU ?? "";
+  if (["cuda", "vulkan", "metal"].includes(gpu)) return { reason: `NODE_LLAMA_CPP_GPU=${gpu} asks for a GPU backend and the patched build is CPU-only` };
   try {
     const build = patchedBuild();
     const status = readBuildStatus(build);

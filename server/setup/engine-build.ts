@@ -3,12 +3,14 @@
 // sources the npm package ships, once, into $GANTRY_CACHE/engine/<key> (outside the repo), and links it where
 // node-llama-cpp's getLlama looks for local builds. Warm runs only check and re-link (well under a second).
 // Never fails the setup: without build tools, or when the build fails, the server uses the prebuilt binary and says so.
-// GANTRY_ENGINE_BUILD=prebuilt skips the build; GANTRY_ENGINE_REBUILD=1 retries a build that failed before.
+// GANTRY_ENGINE_BUILD=prebuilt skips the build; GANTRY_ENGINE_REBUILD=1 retries a build that failed before;
+// GANTRY_ENGINE_CPU=portable builds for other machines (container images) instead of this one; --strict fails the
+// command unless the patched addon is ready.
 import fs from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
-import { isCompleteBuild, linkLocalBuild, localBuildFolderName, nlcPlatform, nodeLlamaCppDir, PATCH_FILE, patchedBuild, readBuildStatus, type BuildStatus, type PatchedBuild } from "../engine/native/patched-build.ts";
+import { CPU_TARGET_CMAKE_OPTIONS, isCompleteBuild, linkLocalBuild, localBuildFolderName, nlcPlatform, nodeLlamaCppDir, PATCH_FILE, patchedBuild, readBuildStatus, type BuildStatus, type PatchedBuild } from "../engine/native/patched-build.ts";
 import { withDirLock } from "../common/dir-lock.ts";
 import { applyPatch, buildTools, bundledRelease, cloneBundledLlamaCpp, cmakeBuild } from "./llama-source.ts";
 
@@ -84,8 +86,8 @@ async function compile(build: PatchedBuild, logFile: string): Promise<void> {
       CMAKE_JS_VERSION: "gantry", CMAKE_JS_INC: `${nodeApiHeaders};${nodeAddonApi}`, CMAKE_JS_SRC: "", CMAKE_JS_LIB: "", NODE_RUNTIME: "node", NODE_ARCH: process.arch,
       GGML_BUILD_NUMBER: "1", NLC_CURRENT_PLATFORM: platform, NLC_TARGET_PLATFORM: platform,
       NLC_VARIANT: localBuildFolderName(build.cmakeOptions).binVariant(release.release),
-      GGML_METAL: "OFF", GGML_CCACHE: "OFF", LLAMA_CURL: "OFF", LLAMA_HTTPLIB: "OFF", LLAMA_BUILD_BORINGSSL: "OFF", LLAMA_OPENSSL: "OFF", GGML_NATIVE: "ON",
-      ...build.cmakeOptions,
+      GGML_METAL: "OFF", GGML_CCACHE: "OFF", LLAMA_CURL: "OFF", LLAMA_HTTPLIB: "OFF", LLAMA_BUILD_BORINGSSL: "OFF", LLAMA_OPENSSL: "OFF",
+      ...CPU_TARGET_CMAKE_OPTIONS[build.cpuTarget], ...build.cmakeOptions,
     },
   });
   const out = `${build.dir}.tmp`;
@@ -132,7 +134,7 @@ export async function ensurePatchedEngine(): Promise<{ state: "ready" | "prebuil
     const logFile = path.join(path.dirname(build.dir), `${build.key}.build.log`);
     fs.mkdirSync(path.dirname(logFile), { recursive: true });
     fs.writeFileSync(logFile, `building ${build.key}\n`);
-    log(`building the patched node-llama-cpp ${build.nodeLlamaCppVersion} addon (persistent threadpool) from the package's bundled llama.cpp sources, once: a few minutes`);
+    log(`building the patched node-llama-cpp ${build.nodeLlamaCppVersion} addon (persistent threadpool, ${build.cpuTarget} CPU target) from the package's bundled llama.cpp sources, once: a few minutes`);
     try {
       await compile(build, logFile);
     } catch (e) {
@@ -150,6 +152,9 @@ export async function ensurePatchedEngine(): Promise<{ state: "ready" | "prebuil
 }
 
 if (import.meta.main) {
+  // --strict (container image builds): fail unless the patched addon is ready, instead of falling back to the prebuilt.
+  const strict = process.argv.includes("--strict");
   const result = await ensurePatchedEngine();
   log(result.detail);
+  if (strict && result.state !== "ready" && process.env.GANTRY_ENGINE_BUILD !== "prebuilt") process.exitCode = 1;
 }

@@ -16,6 +16,26 @@ export const PATCH_FILE = path.join(import.meta.dirname, "node-llama-cpp-threadp
  */
 export const PATCHED_CMAKE_OPTIONS: Readonly<Record<string, string>> = { GGML_OPENMP: "OFF", NLC_THREADPOOL: "ON" };
 
+/**
+ * Which CPUs the patched build runs on (GANTRY_ENGINE_CPU): "native" (default) optimizes for the machine that builds it
+ * (-march=native), right for a local setup; "portable" targets ggml's baseline without native tuning (x86-64-v3: AVX2,
+ * FMA, F16C; armv8 on arm64), for container images that run on other machines. Part of the cache key, not of the folder
+ * name getLlama looks for, so the runtime needs the same setting to find the build.
+ */
+export type EngineCpuTarget = "native" | "portable";
+
+export const CPU_TARGET_CMAKE_OPTIONS: Readonly<Record<EngineCpuTarget, Readonly<Record<string, string>>>> = {
+  native: { GGML_NATIVE: "ON" },
+  portable: { GGML_NATIVE: "OFF" },
+};
+
+export function engineCpuTarget(env: NodeJS.ProcessEnv = process.env): EngineCpuTarget {
+  const v = env.GANTRY_ENGINE_CPU ?? "native";
+  if (v === "" || v === "native") return "native";
+  if (v === "portable") return v;
+  throw new Error(`GANTRY_ENGINE_CPU must be "native" or "portable", not ${JSON.stringify(v)}`);
+}
+
 /** Bump when the way the build is made changes (not the patch: its content is hashed). */
 const BUILDER_VERSION = 1;
 
@@ -60,19 +80,23 @@ export interface PatchedBuild {
   /** llama/localBuilds/<folder> inside the installed package. */
   linkPath: string;
   cmakeOptions: Readonly<Record<string, string>>;
+  cpuTarget: EngineCpuTarget;
   nodeLlamaCppVersion: string;
 }
 
-export function patchedBuild(opts: { cacheDir?: string; packageDir?: string } = {}): PatchedBuild {
+export function patchedBuild(opts: { cacheDir?: string; packageDir?: string; cpuTarget?: EngineCpuTarget } = {}): PatchedBuild {
   const packageDir = opts.packageDir ?? nodeLlamaCppDir();
+  const cpuTarget = opts.cpuTarget ?? engineCpuTarget();
   const version = nodeLlamaCppVersion(packageDir);
   const platform = nlcPlatform();
   const digest = createHash("sha256")
     .update(fs.readFileSync(PATCH_FILE))
     .update(JSON.stringify(PATCHED_CMAKE_OPTIONS))
     .update(String(BUILDER_VERSION))
+    // The native target hashes as before (nothing added), so existing native builds stay valid.
+    .update(cpuTarget === "native" ? "" : JSON.stringify(CPU_TARGET_CMAKE_OPTIONS[cpuTarget]))
     .digest("hex").slice(0, 12);
-  const key = `node-llama-cpp-${version}-${platform}-${process.arch}-${digest}`;
+  const key = `node-llama-cpp-${version}-${platform}-${process.arch}${cpuTarget === "native" ? "" : `-${cpuTarget}`}-${digest}`;
   const dir = path.join(opts.cacheDir ?? gantryCacheDir(), "engine", key);
   const { folder } = localBuildFolderName(PATCHED_CMAKE_OPTIONS, platform);
   return {
@@ -80,6 +104,7 @@ export function patchedBuild(opts: { cacheDir?: string; packageDir?: string } = 
     buildDir: path.join(dir, folder),
     linkPath: path.join(packageDir, "llama", "localBuilds", folder),
     cmakeOptions: PATCHED_CMAKE_OPTIONS,
+    cpuTarget,
     nodeLlamaCppVersion: version,
   };
 }

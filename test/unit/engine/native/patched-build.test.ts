@@ -5,7 +5,7 @@ import path from "node:path";
 import { after, describe, it } from "node:test";
 import { pathToFileURL } from "node:url";
 import {
-  isCompleteBuild, linkLocalBuild, localBuildFolderName, nodeLlamaCppDir, PATCH_FILE, PATCHED_CMAKE_OPTIONS, patchedBuild, readBuildStatus,
+  engineCpuTarget, isCompleteBuild, linkLocalBuild, localBuildFolderName, nodeLlamaCppDir, PATCH_FILE, PATCHED_CMAKE_OPTIONS, patchedBuild, readBuildStatus,
 } from "../../../../server/engine/native/patched-build.ts";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "patched-build-test-"));
@@ -50,6 +50,22 @@ describe("patchedBuild", () => {
     assert.equal(a.buildDir, path.join(a.dir, a.folder));
     assert.match(a.linkPath, /llama[/\\]localBuilds[/\\]/);
     assert.ok(fs.readFileSync(PATCH_FILE, "utf8").includes("llama_attach_threadpool"));
+  });
+
+  it("keys a portable build apart from the native one, in the same folder getLlama looks in", () => {
+    const pkg = fakePackage("3.22.1");
+    const native = patchedBuild({ cacheDir: tmp, packageDir: pkg, cpuTarget: "native" });
+    const portable = patchedBuild({ cacheDir: tmp, packageDir: pkg, cpuTarget: "portable" });
+    assert.notEqual(native.dir, portable.dir);
+    assert.match(portable.key, /-portable-[0-9a-f]{12}$/);
+    assert.equal(native.folder, portable.folder);
+    assert.equal(portable.cpuTarget, "portable");
+  });
+
+  it("reads the CPU target from GANTRY_ENGINE_CPU and refuses unknown ones", () => {
+    assert.equal(engineCpuTarget({}), "native");
+    assert.equal(engineCpuTarget({ GANTRY_ENGINE_CPU: "portable" }), "portable");
+    assert.throws(() => engineCpuTarget({ GANTRY_ENGINE_CPU: "avx512" }), /GANTRY_ENGINE_CPU must be "native" or "portable"/);
   });
 
   it("reports a build as built only when status and files agree", () => {
