@@ -47,9 +47,14 @@ test("a GPU ModelApp becomes a model volume, a Deployment and a Service; its pod
   kubectl(c.cp, ["apply", "-f", "-"], JSON.stringify(modelApp(ns, "chat", {
     model: MODEL, resources: { profile: "nvidia-gpu", gpus: 2 }, scaling: { minReplicas: 2, maxReplicas: 3 },
   })));
-  const app = await waitForCondition(c, ns, "chat", "Ready", "True", "Serving");
+  await waitForCondition(c, ns, "chat", "Ready", "True", "Serving");
+  // Ready means serving (one replica is enough); the status catches up as the second pod becomes ready.
+  const app = await eventually("both replicas ready", async () => {
+    const a = await readApp(c, ns, "chat");
+    return a.status?.readyReplicas === 2 ? a : undefined;
+  });
   assert.equal(app.status?.url, `https://gateway.example.test/${ns}/chat`);
-  assert.equal(app.status?.readyReplicas, 2);
+  assert.match(condition(app, "Ready")?.message ?? "", /^2 of 2 replicas ready/);
   assert.equal(condition(app, "Scheduled")?.status, "True");
   assert.equal(condition(app, "ModelCached")?.status, "True");
 
