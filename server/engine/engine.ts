@@ -2,6 +2,7 @@
 // pools and the generation loop.
 import type { Logger } from "../common/logger.ts";
 import { AppError } from "../common/errors.ts";
+import { Arrivals } from "./arrivals.ts";
 import { embedTexts } from "./embedding.ts";
 import { commonPrefixLength, contextOverflow, runGeneration } from "./generation.ts";
 import { GrammarCache } from "./grammars.ts";
@@ -50,6 +51,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
     decodeSyncDisabled: opts.disableDecodeSync ?? false,
   });
   const grammars = new GrammarCache(llama);
+  const arrivals = new Arrivals();
   // Aborts every running request when a shutdown deadline passes.
   const shutdownController = new AbortController();
   const keepAliveOf = (ms: number | null | undefined): number | null => (ms === undefined ? opts.defaultKeepAliveMs : ms);
@@ -59,19 +61,28 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
     const startedNs = process.hrtime.bigint();
     const sampling = resolveSampling(req.model.parameters, req.options);
     const signal = AbortSignal.any([req.signal, shutdownController.signal]);
-    const { loaded, loadDurationNs } = await registry.acquire(req.model, sampling.numCtx, keepAliveOf(req.keepAliveMs), signal);
     try {
-      const prompt = buildPrompt({ model: loaded.model, spec: req.model, chatWrapper: loaded.chatWrapper, renderTemplate: opts.renderTemplate }, req.input);
-      if (prompt.tokens.length >= loaded.contextLength) throw contextOverflow(prompt.tokens.length, loaded.contextLength);
-      const grammar = await grammars.get(req.format);
-      const sequence = await loaded.pool.acquire(signal, (s) => commonPrefixLength(s.contextTokens, prompt.tokens));
+      const { loaded, loadDurationNs } = await registry.acquire(req.model, sampling.numCtx, keepAliveOf(req.keepAliveMs), signal);
       try {
-        yield* runGeneration({ loaded, sequence, promptTokens: prompt.tokens, stopStrings: prompt.stopStrings, sampling, grammar, signal, metrics, startedNs, loadDurationNs });
+        const prompt = buildPrompt({ model: loaded.model, spec: req.model, chatWrapper: loaded.chatWrapper, renderTemplate: opts.renderTemplate }, req.input);
+        if (prompt.tokens.length >= loaded.contextLength) throw contextOverflow(prompt.tokens.length, loaded.contextLength);
+        const grammar = await grammars.get(req.format);
+        // Waiting for a sequence to free up can take a whole generation: nobody should wait for this one meanwhile.
+        if (loaded.pool.busy >= loaded.parallel) req.arrival?.settle();
+        const sequence = await loaded.pool.acquire(signal, (s) => commonPrefixLength(s.contextTokens, prompt.tokens));
+        try {
+          yield* runGeneration({
+            loaded, sequence, promptTokens: prompt.tokens, stopStrings: prompt.stopStrings, sampling, grammar, signal, metrics, startedNs, loadDurationNs,
+            admission: opts.disableDecodeSync ? undefined : { arrival: req.arrival, arrivals },
+          });
+        } finally {
+          loaded.pool.release(sequence);
+        }
       } finally {
-        loaded.pool.release(sequence);
+        registry.release(loaded);
       }
     } finally {
-      registry.release(loaded);
+      req.arrival?.settle();
     }
   }
 
@@ -89,6 +100,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
     threads,
     buildInfo,
     generate,
+    announce: () => arrivals.announce(),
 
     load: (model, o) => withModel(model, o.keepAliveMs, o.numCtx, o.signal, async ({ loadDurationNs }) => ({ loadDurationNs })),
 

@@ -2,6 +2,7 @@
 // UTF-8-safe text, stop strings held back until decided, and abort that frees the sequence after at most one step.
 import { LlamaGrammarEvaluationState, type LlamaContextSequence, type LlamaGrammar, type Token } from "node-llama-cpp";
 import { AppError } from "../common/errors.ts";
+import type { Arrival, Arrivals } from "./arrivals.ts";
 import type { LoadedModel } from "./loaded-model.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { penaltiesOff, repeatWindow, type ResolvedSampling } from "./sampling.ts";
@@ -21,7 +22,12 @@ export interface GenerationJob {
   /** hrtime (ns) when the request arrived, and the load time it paid. */
   startedNs: bigint;
   loadDurationNs: number;
+  /** Burst admission (arrivals.ts): this request's own announcement and the engine's board; absent = no waiting. */
+  admission?: { arrival: Arrival | undefined; arrivals: Arrivals };
 }
+
+/** Longest wait for announced requests before a prompt is queued: a few ms is typical; the bound covers slow bodies. */
+export const ADMISSION_WAIT_MS = 50;
 
 export const contextOverflow = (tokens: number, contextLength: number): AppError =>
   new AppError("CONTEXT_OVERFLOW", `prompt is too long: ${tokens} tokens, context length is ${contextLength}`);
@@ -96,7 +102,10 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
   };
   sync.enter();
   try {
-    // Join the next decode step with the others rather than queueing the prompt while one is in flight.
+    // Requests received together are prefilled together; then join the next decode step with the others rather than
+    // queueing the prompt while one is in flight.
+    job.admission?.arrival?.settle();
+    await job.admission?.arrivals.quiet(ADMISSION_WAIT_MS);
     await sync.gate();
     queueNext();
     for (;;) {

@@ -1,5 +1,6 @@
 // The engine contract: what the HTTP layer asks of the model runtime. Implemented on node-llama-cpp in
 // server/engine/*.ts. Everything here is plain data so routes and tests can be written against it.
+import type { Arrival } from "./arrivals.ts";
 
 /** Ollama runtime options (the subset the engine honours). Names and meanings follow Ollama's `options`. */
 export interface SamplingOptions {
@@ -75,6 +76,8 @@ export interface GenerateRequest {
   keepAliveMs?: number | null;
   /** Aborted when the client disconnects: generation stops and the sequence is freed at once. */
   signal: AbortSignal;
+  /** This request's announcement (Engine.announce), settled by the engine when the request reaches its first decode step. */
+  arrival?: Arrival;
 }
 
 export type DoneReason = "stop" | "length" | "abort";
@@ -144,6 +147,11 @@ export interface Engine {
    * the token counts), SERVER_BUSY (queue full; Retry-After header), MODEL_LOAD_FAILED, BAD_REQUEST (e.g. invalid schema).
    */
   generate(req: GenerateRequest): AsyncIterable<GenerationEvent>;
+  /**
+   * Announces a request that is about to generate (called as soon as it is received, before parsing): a generation
+   * about to queue its prompt waits briefly for announced requests still on their way, so a burst is prefilled together.
+   */
+  announce(): Arrival;
   embed(req: EmbedRequest): Promise<EmbedResult>;
   /** Token count of a text for a model (loads it if needed). */
   countTokens(model: ModelSpec, text: string): Promise<number>;

@@ -3,6 +3,7 @@ import express, { type Express, type Router } from "express";
 import { AppError } from "../common/errors.ts";
 import type { ServerDeps } from "./deps.ts";
 import { errorMiddleware, sendError } from "./errors.ts";
+import { announceGenerations } from "./generation.ts";
 import { cors } from "./cors.ts";
 import { requestLog } from "./request-log.ts";
 import { generateRoutes } from "./routes/generate.ts";
@@ -28,6 +29,7 @@ export function createServerApp(deps: ServerDeps, store: StoreRouters = { raw: [
   app.use(deps.metrics.middleware());
   app.use(requestLog(deps.logger));
   app.use(cors(deps.config.origins));
+  app.use(announceGenerations(deps.engine));
   for (const r of store.raw) app.use(r);
   // Ollama's clients do not always send a JSON content type: parse every body as JSON.
   app.use(express.json({ limit: deps.config.bodyLimit, type: () => true, strict: false }));

@@ -1,6 +1,8 @@
 // The generation core shared by /api/generate, /api/chat, /v1/chat/completions and /v1/completions: every route
 // translates its wire request into a GenerationPlan, then streams events through its own formatter.
+import type { RequestHandler, Response } from "express";
 import { AppError } from "../common/errors.ts";
+import type { Arrival } from "../engine/arrivals.ts";
 import { parseKeepAlive } from "../common/duration.ts";
 import type { Engine, GenerateRequest, GenerationEvent, GenerationStats, ModelSpec, OutputFormat, PromptInput, SamplingOptions } from "../engine/types.ts";
 import type { Options } from "../api/schemas.ts";
@@ -50,6 +52,27 @@ export function decodeImages(images: string[] | undefined, field: string): Uint8
   });
 }
 
+/** The routes that generate (and decode in the shared batches). */
+const GENERATION_PATHS = new Set(["/api/generate", "/api/chat", "/v1/chat/completions", "/v1/completions"]);
+
+/**
+ * Announces every generation request to the engine as soon as it is received, before its body is parsed (see
+ * engine/arrivals.ts: requests received together are prefilled together). The announcement is settled by the engine,
+ * or when the response closes, whichever comes first (bad requests, load-only requests, disconnects).
+ */
+export function announceGenerations(engine: Engine): RequestHandler {
+  return (req, res, next) => {
+    if (req.method === "POST" && GENERATION_PATHS.has(req.path)) {
+      const arrival = engine.announce();
+      res.locals.arrival = arrival;
+      res.once("close", arrival.settle);
+    }
+    next();
+  };
+}
+
+const arrivalOf = (res: Response): Arrival | undefined => res.locals.arrival as Arrival | undefined;
+
 export interface StartedGeneration {
   /** The first event, already received: errors before streaming were thrown by start. */
   first: GenerationEvent;
@@ -60,8 +83,9 @@ export interface StartedGeneration {
  * Starts generating and waits for the first event, so that every error that can happen before output (model load,
  * context overflow, queue full, bad schema) surfaces as an exception the route turns into a proper status code.
  */
-export async function startGeneration(engine: Engine, plan: GenerationPlan, signal: AbortSignal): Promise<StartedGeneration> {
-  const req: GenerateRequest = { ...plan, signal };
+export async function startGeneration(engine: Engine, plan: GenerationPlan, res: Response, signal: AbortSignal): Promise<StartedGeneration> {
+  const arrival = arrivalOf(res);
+  const req: GenerateRequest = { ...plan, signal, ...(arrival ? { arrival } : {}) };
   const it = engine.generate(req)[Symbol.asyncIterator]();
   const r = await it.next();
   if (r.done) throw new AppError("INTERNAL", "generation ended without a result");

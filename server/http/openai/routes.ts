@@ -22,7 +22,7 @@ async function respond(deps: ServerDeps, res: Response, plan: GenerationPlan, st
   const t0 = process.hrtime.bigint();
   const signal = clientAbortSignal(res);
   await withInFlight(deps, async () => {
-    const started = await startGeneration(deps.engine, plan, signal);
+    const started = await startGeneration(deps.engine, plan, res, signal);
     if (!stream) {
       let text = "";
       const stats = await drain(deps, started, plan.model.name, t0, (t) => { text += t; });

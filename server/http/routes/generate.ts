@@ -43,7 +43,7 @@ export async function respondNative(
   const t0 = process.hrtime.bigint();
   const signal = clientAbortSignal(res);
   await withInFlight(deps, async () => {
-    const started = await startGeneration(deps.engine, plan, signal);
+    const started = await startGeneration(deps.engine, plan, res, signal);
     if (!stream) {
       let text = "";
       const stats = await drain(deps, started, plan.model.name, t0, (t) => { text += t; });

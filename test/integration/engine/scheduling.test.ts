@@ -185,6 +185,45 @@ test("full batches: 4 streams take one decode step per token position, each step
   }
 });
 
+/** Four requests that reach the engine ~5 ms apart (as HTTP requests sent together do); returns the decode steps' fills. */
+async function burst(announce: boolean): Promise<number[]> {
+  const fills: number[] = [];
+  const engine = await makeEngine({ numParallel: 4, maxQueue: 4, metrics: { onDecode: (_m, _b, sequences) => fills.push(sequences) } });
+  try {
+    const model = await endless();
+    await engine.load(model, {});
+    const arrivals = Array.from({ length: 4 }, () => (announce ? engine.announce() : undefined));
+    const runs = arrivals.map(async (arrival, i) => {
+      await new Promise((r) => setTimeout(r, 5 * i));
+      return collect(engine.generate(request(model, chat(`burst ${i}`), { num_predict: 4, seed: i }, arrival ? { arrival } : {})));
+    });
+    assert.deepEqual((await Promise.all(runs)).map((r) => r.stats.evalCount), [4, 4, 4, 4]);
+    return fills;
+  } finally {
+    await engine.shutdown();
+  }
+}
+
+test("burst admission: requests announced together are prefilled in one decode step, not the first one alone", async () => {
+  const fills = await burst(true);
+  assert.equal(fills[0], 4, `the first decode step carried ${fills[0]} prompts`);
+  assert.equal(fills.length, 4, "one step per token position");
+  // Without announcements the first request's prompt goes alone: what the announcements are for.
+  assert.equal((await burst(false))[0], 1);
+});
+
+test("burst admission: an announced request that never arrives delays the others only by the bound", async () => {
+  const engine = await makeEngine({ numParallel: 2 });
+  try {
+    const stuck = engine.announce();
+    const r = await collect(engine.generate(request(await endless(), chat("alone"), { num_predict: 2 })));
+    assert.equal(r.stats.evalCount, 2);
+    stuck.settle();
+  } finally {
+    await engine.shutdown();
+  }
+});
+
 test("shutdown refuses new work", async () => {
   const engine = await makeEngine();
   const model = await endless();
