@@ -1,7 +1,7 @@
 // `npm run bench [section...]`: runs the benchmarks and prints their tables. Sections: serving, llama, causes, pull,
 // cli, operator (default: all). `llama` compares Gantry with llama.cpp's llama-server and llama-bench built from the
 // llama.cpp release node-llama-cpp ships; `causes` measures the two causes of the gap before and after.
-// GANTRY_BENCH_ROUNDS (default 5 for serving, 3 for llama and causes) sets the interleaved rounds, GANTRY_BENCH_MODELS (default 250m,1b) the generated models.
+// GANTRY_BENCH_ROUNDS (default 9 for serving: its paired ratios need that many to settle on 2 noisy cores; 3 for llama and causes) sets the interleaved rounds, GANTRY_BENCH_MODELS (default 250m,1b) the generated models.
 // Benchmarks measure; they never assert. Compare ratios measured side by side in one run, not absolute numbers.
 import { benchModelPath, smollm2Path } from "../support/models.ts";
 import type { BenchShapeName } from "../support/gguf/bench.ts";
@@ -23,7 +23,7 @@ if (run("serving")) {
   const rows = await benchServing([
     { label: "bench-250m", path: await benchModelPath("250m") },
     { label: "smollm2-135m", path: await smollm2Path() },
-  ], { rounds: Number(process.env.GANTRY_BENCH_ROUNDS ?? 5) });
+  ], { rounds: Number(process.env.GANTRY_BENCH_ROUNDS ?? 9) });
   printTable("Serving: aggregate generated tokens/s, HTTP (gantry serve) vs in-process engine, 64 tokens per request, medians of interleaved rounds (ratio: median of per-round ratios)",
     ["model", "concurrency", "in-process tok/s", "HTTP tok/s", "HTTP ÷ in-process", "TTFT p50 in-process ms", "TTFT p50 HTTP ms"],
     rows.map((r) => [r.model, String(r.concurrency), r.inProcessTps, r.httpTps, r.ratio, r.inProcessTtftMs, r.httpTtftMs]));
