@@ -100,12 +100,13 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
     };
     next.then(arrived, arrived);
   };
+  // Requests received together are prefilled together. The wait comes before this sequence counts as active, so the
+  // running streams' decode steps never wait for a newcomer that is itself waiting for a late arrival.
+  job.admission?.arrival?.settle();
+  await job.admission?.arrivals.quiet(ADMISSION_WAIT_MS);
   sync.enter();
   try {
-    // Requests received together are prefilled together; then join the next decode step with the others rather than
-    // queueing the prompt while one is in flight.
-    job.admission?.arrival?.settle();
-    await job.admission?.arrivals.quiet(ADMISSION_WAIT_MS);
+    // Join the next decode step with the others rather than queueing the prompt while one is in flight.
     await sync.gate();
     queueNext();
     for (;;) {
