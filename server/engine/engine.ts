@@ -134,6 +134,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
         busySequences: m.pool.busy,
         queued: m.pool.queued,
         threadpoolThreads: m.threadpoolThreads,
+        inlineSampling: m.inlineSampling,
       }));
     },
 

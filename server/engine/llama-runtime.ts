@@ -1,6 +1,6 @@
 // The node-llama-cpp runtime: loaded once per process (getLlama test-loads the binary in a child process, ~0.5 s) and
 // never compiled at run time. Threads are always explicit: the library default oversubscribes small machines.
-// Which binary: the patched local build that setup made (persistent threadpool, server/engine/native/) when it exists,
+// Which binary: the patched local build that setup made (persistent threadpool, inline sampling; server/engine/native/) when it exists,
 // else the package's prebuilt binary; GANTRY_ENGINE_BUILD=prebuilt forces the prebuilt one (for A/B measurements).
 import { getLlama, LlamaLogLevel, type Llama } from "node-llama-cpp";
 import type { Logger } from "../common/logger.ts";
@@ -17,7 +17,12 @@ export interface LlamaRuntime {
 const runtimes = new Map<string, Promise<LlamaRuntime>>();
 
 /** NODE_LLAMA_CPP_THREADPOOL=0 turns the patched build's threadpool off (read by the addon at context creation). */
-export const threadpoolDisabledByEnv = (): boolean => ["0", "false", "off"].includes(process.env.NODE_LLAMA_CPP_THREADPOOL ?? "");
+export const threadpoolDisabledByEnv = (): boolean => offByEnv("NODE_LLAMA_CPP_THREADPOOL");
+
+/** NODE_LLAMA_CPP_INLINE_SAMPLING=0 makes the patched build sample on libuv workers again (read at context creation). */
+export const inlineSamplingDisabledByEnv = (): boolean => offByEnv("NODE_LLAMA_CPP_INLINE_SAMPLING");
+
+const offByEnv = (name: string): boolean => ["0", "false", "off"].includes(process.env[name] ?? "");
 
 /**
  * The patched addon reads the threadpool's poll level when a context is created (NODE_LLAMA_CPP_THREADPOOL_POLL). Idle
@@ -61,9 +66,10 @@ async function load(threads: number, logger: Logger, mode: EngineBuildMode): Pro
   const info: EngineBuildInfo = {
     build: isPatched ? "patched-local" : llama.buildType === "localBuild" ? "local" : "prebuilt",
     threadpool: isPatched && !threadpoolDisabledByEnv(),
+    inlineSampling: isPatched && !inlineSamplingDisabledByEnv(),
   };
   const reason = "reason" in patched ? patched.reason : "the patched build did not load";
-  if (isPatched) logger.info({ engine: info, binary: llama.buildType }, "engine: patched node-llama-cpp build (persistent threadpool per context)");
+  if (isPatched) logger.info({ engine: info, binary: llama.buildType }, "engine: patched node-llama-cpp build (persistent threadpool per context, inline sampling)");
   else if (mode === "prebuilt") logger.info({ engine: info, reason }, "engine: using the prebuilt binary (no persistent threadpool), as configured");
   else logger.warn({ engine: info, reason }, "engine: patched node-llama-cpp build not available; using the prebuilt binary (no persistent threadpool, slower generation)");
   return { llama, info };

@@ -34,6 +34,7 @@ export class LoadedModel {
   readonly loadDurationNs: number;
   /** Size of the persistent threadpool attached to the context (0 = none: ggml starts threads per decode). */
   readonly threadpoolThreads: number;
+  readonly inlineSampling: boolean;
   private readonly threads: number;
   private embeddingContext: Promise<LlamaEmbeddingContext> | undefined;
   /** Requests (and loads) holding this model: it is idle, and may be evicted, at 0. */
@@ -48,6 +49,7 @@ export class LoadedModel {
     spec: ModelSpec; model: LlamaModel; context: LlamaContext; chatWrapper: ChatWrapper; pool: SequencePool<LlamaContextSequence>;
     decodeSync: DecodeSync; contextLength: number; requestedContextLength: number; parallel: number; threads: number; loadDurationNs: number;
     threadpoolThreads: number;
+    inlineSampling: boolean;
   }) {
     this.spec = init.spec;
     this.model = init.model;
@@ -61,6 +63,7 @@ export class LoadedModel {
     this.threads = init.threads;
     this.loadDurationNs = init.loadDurationNs;
     this.threadpoolThreads = init.threadpoolThreads;
+    this.inlineSampling = init.inlineSampling;
   }
 
   static async load(o: LoadOptions): Promise<LoadedModel> {
@@ -95,7 +98,7 @@ export class LoadedModel {
       o.metrics.onLoad?.(name, loadDurationNs / 1e9);
       return new LoadedModel({
         spec: o.spec, model, context, chatWrapper, pool, decodeSync, contextLength, requestedContextLength: o.requestedContextLength, parallel: o.parallel,
-        threads: o.threads, loadDurationNs, threadpoolThreads: threadpoolThreads(context),
+        threads: o.threads, loadDurationNs, threadpoolThreads: threadpoolThreads(context), inlineSampling: inlineSampling(context),
       });
     } catch (e) {
       await model.dispose();
@@ -152,11 +155,25 @@ export class LoadedModel {
   }
 }
 
-/** The patched addon's threadpool size for a context (server/engine/native/); 0 with any other binary. */
+/** The native context, with the methods only the patched addon has (server/engine/native/). */
+interface PatchedNativeContext {
+  getThreadpoolThreads?: () => number;
+  getInlineSampling?: () => boolean;
+}
+
+// node-llama-cpp keeps the native context in an internal field.
+const nativeOf = (context: LlamaContext): PatchedNativeContext | undefined => (context as unknown as { _ctx?: PatchedNativeContext })._ctx;
+
+/** The patched addon's threadpool size for a context; 0 with any other binary. */
 export function threadpoolThreads(context: LlamaContext): number {
-  // node-llama-cpp keeps the native context in an internal field; only the patched addon has this method.
-  const native = (context as unknown as { _ctx?: { getThreadpoolThreads?: () => number } })._ctx;
+  const native = nativeOf(context);
   return typeof native?.getThreadpoolThreads === "function" ? native.getThreadpoolThreads() : 0;
+}
+
+/** Whether the patched addon samples plain tokens inline for a context; false with any other binary. */
+export function inlineSampling(context: LlamaContext): boolean {
+  const native = nativeOf(context);
+  return typeof native?.getInlineSampling === "function" ? native.getInlineSampling() : false;
 }
 
 /**

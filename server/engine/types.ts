@@ -126,6 +126,8 @@ export interface RunningModel {
   queued: number;
   /** Threads of the persistent threadpool attached to the model's context (0 = none). */
   threadpoolThreads: number;
+  /** The context samples plain tokens on the JS thread instead of a libuv worker (patched build). */
+  inlineSampling: boolean;
 }
 
 /** Which node-llama-cpp binary runs inference (reported by /api/version). */
@@ -134,6 +136,8 @@ export interface EngineBuildInfo {
   build: "patched-local" | "prebuilt" | "local";
   /** Contexts attach a persistent ggml threadpool (worker threads survive across decode steps). */
   threadpool: boolean;
+  /** Plain token sampling runs on the calling thread, without two thread hand-offs per token. */
+  inlineSampling: boolean;
 }
 
 export interface Engine {

@@ -1,5 +1,5 @@
 // `node server/setup/engine-build.ts` — run by server/setup/env.sh on every setup. Builds the patched node-llama-cpp
-// addon (a persistent ggml threadpool per context, see server/engine/native/node-llama-cpp-threadpool.patch) from the
+// addon (a persistent ggml threadpool per context, see server/engine/native/node-llama-cpp-addon.patch) from the
 // sources the npm package ships, once, into $GANTRY_CACHE/engine/<key> (outside the repo), and links it where
 // node-llama-cpp's getLlama looks for local builds. Warm runs only check and re-link (well under a second).
 // Never fails the setup: without build tools, or when the build fails, the server uses the prebuilt binary and says so.
@@ -134,7 +134,7 @@ export async function ensurePatchedEngine(): Promise<{ state: "ready" | "prebuil
     const logFile = path.join(path.dirname(build.dir), `${build.key}.build.log`);
     fs.mkdirSync(path.dirname(logFile), { recursive: true });
     fs.writeFileSync(logFile, `building ${build.key}\n`);
-    log(`building the patched node-llama-cpp ${build.nodeLlamaCppVersion} addon (persistent threadpool, ${build.cpuTarget} CPU target) from the package's bundled llama.cpp sources, once: a few minutes`);
+    log(`building the patched node-llama-cpp ${build.nodeLlamaCppVersion} addon (persistent threadpool, inline sampling, ${build.cpuTarget} CPU target) from the package's bundled llama.cpp sources, once: a few minutes`);
     try {
       await compile(build, logFile);
     } catch (e) {

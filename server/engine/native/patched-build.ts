@@ -1,4 +1,4 @@
-// Identity and location of the patched node-llama-cpp addon (persistent threadpool, see node-llama-cpp-threadpool.patch):
+// Identity and location of the patched node-llama-cpp addon (persistent threadpool and inline sampling, see node-llama-cpp-addon.patch):
 // the CMake options it is built with, the cache directory it lives in (outside the repo, keyed by the node-llama-cpp
 // version, the platform and a hash of the patch and options) and the folder name under which node-llama-cpp's
 // getLlama({ build: "never", cmakeOptions }) looks for it (llama/localBuilds/<folder> inside the package).
@@ -8,13 +8,13 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-export const PATCH_FILE = path.join(import.meta.dirname, "node-llama-cpp-threadpool.patch");
+export const PATCH_FILE = path.join(import.meta.dirname, "node-llama-cpp-addon.patch");
 
 /**
  * The build's CMake options beyond node-llama-cpp's own defaults. They are also passed to getLlama, which derives the
  * local build's folder name from them. OpenMP is off so ggml's own threadpool (the one the patch attaches) runs graphs.
  */
-export const PATCHED_CMAKE_OPTIONS: Readonly<Record<string, string>> = { GGML_OPENMP: "OFF", NLC_THREADPOOL: "ON" };
+export const PATCHED_CMAKE_OPTIONS: Readonly<Record<string, string>> = { GGML_OPENMP: "OFF", NLC_THREADPOOL: "ON", NLC_INLINE_SAMPLING: "ON" };
 
 /**
  * Which CPUs the patched build runs on (GANTRY_ENGINE_CPU): "native" (default) optimizes for the machine that builds it

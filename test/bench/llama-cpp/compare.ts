@@ -46,8 +46,8 @@ const ratio = (a: number[], b: number[]): string => {
 };
 
 async function engineOf(url: string): Promise<string> {
-  const v = (await (await fetch(`${url}/api/version`)).json()) as { engine?: { build: string; threadpool: boolean } };
-  return v.engine ? `${v.engine.build}${v.engine.threadpool ? ", threadpool" : ""}` : "";
+  const v = (await (await fetch(`${url}/api/version`)).json()) as { engine?: { build: string; threadpool: boolean; inlineSampling?: boolean } };
+  return v.engine ? `${v.engine.build}${v.engine.threadpool ? ", threadpool" : ""}${v.engine.inlineSampling ? ", inline sampling" : ""}` : "";
 }
 
 async function stopAll(targets: BenchTarget[]): Promise<void> {

@@ -6,7 +6,7 @@ import { patchedBuild, readBuildStatus } from "../../../server/engine/native/pat
 import { tinyModelPath } from "../../support/models.ts";
 import { createModel, startTestServer } from "../../support/server.ts";
 
-const version = async (url: string) => (await (await fetch(`${url}/api/version`)).json()) as { version: string; engine: { build: string; threadpool: boolean } };
+const version = async (url: string) => (await (await fetch(`${url}/api/version`)).json()) as { version: string; engine: { build: string; threadpool: boolean; inlineSampling: boolean } };
 
 async function generates(url: string): Promise<number> {
   await createModel(url, "tiny", await tinyModelPath({ controlLogit: -8 }));
@@ -20,7 +20,7 @@ test("/api/version reports the engine build; the patched one when setup built it
     const v = await version(srv.url);
     assert.match(v.version, /^\d+\.\d+\.\d+/);
     const built = readBuildStatus(patchedBuild())?.state === "built";
-    assert.deepEqual(v.engine, built ? { build: "patched-local", threadpool: true } : { build: "prebuilt", threadpool: false });
+    assert.deepEqual(v.engine, built ? { build: "patched-local", threadpool: true, inlineSampling: true } : { build: "prebuilt", threadpool: false, inlineSampling: false });
     assert.equal(await generates(srv.url), 4);
   } finally {
     await srv.stop();
@@ -30,7 +30,7 @@ test("/api/version reports the engine build; the patched one when setup built it
 test("GANTRY_ENGINE_BUILD=prebuilt runs the prebuilt binary and says so in the logs and /api/version", async () => {
   const srv = await startTestServer({ env: { GANTRY_ENGINE_BUILD: "prebuilt" } });
   try {
-    assert.deepEqual((await version(srv.url)).engine, { build: "prebuilt", threadpool: false });
+    assert.deepEqual((await version(srv.url)).engine, { build: "prebuilt", threadpool: false, inlineSampling: false });
     assert.equal(await generates(srv.url), 4);
     assert.match(srv.logs(), /using the prebuilt binary/);
     assert.match(srv.logs(), /GANTRY_ENGINE_BUILD=prebuilt/);
