@@ -1,7 +1,8 @@
 // Keeps the shared decode batch full: every decode step carries every sequence that has a token ready.
-// node-llama-cpp samples each sequence's token asynchronously after a decode (on libuv threads), and its dispatcher
-// decodes whatever is queued as soon as any sequence has queued its next token: fast sequences run ahead and each
-// decode step carries only some of the ready sequences (lock-step drift: 4 streams took 4/3 decode calls per token).
+// Each sequence's loop gets its token, does its own work (detokenizing, stop strings) and queues the next one; a step
+// dispatched as soon as anything is queued carries only the sequences that were fastest (lock-step drift: 4 streams took
+// 4/3 decode calls per token with node-llama-cpp's dispatcher). The step batcher (step-batcher.ts) asks this class when
+// to dispatch and how to fill a step; the names below ("dispatcher") mean that batcher.
 // Two mechanisms, driven by the sequences' own state changes (no polling):
 //  1. a step gate: a sequence that got its token (or a new one about to queue its prompt) waits while a decode step is
 //     in flight, until every sequence of that step got its token; then all queue together (released on a later

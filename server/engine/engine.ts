@@ -69,14 +69,14 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
         const grammar = await grammars.get(req.format);
         // Waiting for a sequence to free up can take a whole generation: nobody should wait for this one meanwhile.
         if (loaded.pool.busy >= loaded.parallel) req.arrival?.settle();
-        const sequence = await loaded.pool.acquire(signal, (s) => commonPrefixLength(s.contextTokens, prompt.tokens));
+        const slot = await loaded.pool.acquire(signal, (s) => commonPrefixLength(s.tokens, prompt.tokens));
         try {
           yield* runGeneration({
-            loaded, sequence, promptTokens: prompt.tokens, stopStrings: prompt.stopStrings, sampling, grammar, signal, metrics, startedNs, loadDurationNs,
+            loaded, slot, promptTokens: prompt.tokens, stopStrings: prompt.stopStrings, sampling, grammar, signal, metrics, startedNs, loadDurationNs,
             admission: opts.disableDecodeSync ? undefined : { arrival: req.arrival, arrivals },
           });
         } finally {
-          loaded.pool.release(sequence);
+          loaded.pool.release(slot);
         }
       } finally {
         registry.release(loaded);

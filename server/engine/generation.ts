@@ -1,18 +1,21 @@
 // The generation loop on one sequence: KV prefix reuse, token-by-token evaluation with our own stop rules, incremental
 // UTF-8-safe text, stop strings held back until decided, and abort that frees the sequence after at most one step.
-import { LlamaGrammarEvaluationState, type LlamaContextSequence, type LlamaGrammar, type Token } from "node-llama-cpp";
+import { randomInt } from "node:crypto";
+import { LlamaGrammarEvaluationState, type LlamaGrammar, type Token } from "node-llama-cpp";
 import { AppError } from "../common/errors.ts";
 import type { Arrival, Arrivals } from "./arrivals.ts";
 import type { LoadedModel } from "./loaded-model.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
-import { penaltiesOff, repeatWindow, type ResolvedSampling } from "./sampling.ts";
+import { NativeSampler } from "./native-sampler.ts";
+import { repeatWindow, type ResolvedSampling } from "./sampling.ts";
+import type { Slot, StepBatcher } from "./step-batcher.ts";
 import { StopStringMatcher } from "./stop-matcher.ts";
 import { TokenTextStream } from "./token-text-stream.ts";
 import type { DoneReason, GenerationEvent } from "./types.ts";
 
 export interface GenerationJob {
   loaded: LoadedModel;
-  sequence: LlamaContextSequence;
+  slot: Slot;
   promptTokens: Token[];
   stopStrings: string[];
   sampling: ResolvedSampling;
@@ -39,39 +42,23 @@ export const commonPrefixLength = (a: readonly Token[], b: readonly Token[]): nu
   return i;
 };
 
-/** Keeps the part of the sequence's KV cache that matches the prompt; returns the tokens still to evaluate (at least one). */
-export async function reusePrefix(sequence: LlamaContextSequence, prompt: Token[]): Promise<Token[]> {
-  const keep = Math.min(commonPrefixLength(sequence.contextTokens, prompt), prompt.length - 1);
-  if (keep <= 0) await sequence.clearHistory();
-  else if (sequence.nextTokenIndex > keep) await sequence.eraseContextTokenRanges([{ start: keep, end: sequence.nextTokenIndex }]);
-  return prompt.slice(keep);
+/** Keeps the part of the slot's KV cache that matches the prompt; returns the tokens still to evaluate (at least one). */
+export async function reusePrefix(batcher: StepBatcher, slot: Slot, prompt: Token[]): Promise<Token[]> {
+  await batcher.truncate(slot, Math.min(commonPrefixLength(slot.tokens, prompt), prompt.length - 1));
+  return prompt.slice(slot.tokens.length);
 }
 
 export async function* runGeneration(job: GenerationJob): AsyncGenerator<GenerationEvent> {
-  const { loaded, sequence, sampling } = job;
+  const { loaded, slot, sampling } = job;
   const model = loaded.model;
   const name = loaded.spec.name;
-  const toEvaluate = await reusePrefix(sequence, job.promptTokens);
+  const batcher = loaded.batcher;
+  const toEvaluate = await reusePrefix(batcher, slot, job.promptTokens);
   const history: Token[] = [...job.promptTokens];
-  const window = repeatWindow(sampling, loaded.contextLength);
-  const iterator = sequence.evaluate(toEvaluate, {
-    temperature: sampling.temperature,
-    topK: sampling.topK,
-    topP: sampling.topP,
-    minP: sampling.minP,
-    ...(sampling.seed !== undefined ? { seed: sampling.seed } : {}),
-    ...(penaltiesOff(sampling) ? {} : {
-      repeatPenalty: {
-        punishTokens: () => history.slice(-window),
-        maxPunishTokens: window,
-        penalty: sampling.repeatPenalty,
-        frequencyPenalty: sampling.frequencyPenalty,
-        presencePenalty: sampling.presencePenalty,
-      },
-    }),
-    ...(job.grammar ? { grammarEvaluationState: new LlamaGrammarEvaluationState({ model, grammar: job.grammar }) } : {}),
-    yieldEogToken: true,
-  });
+  // Without a seed, each request draws its own (as Ollama does).
+  const sampler = new NativeSampler(model, sampling, sampling.seed ?? randomInt(2 ** 31), repeatWindow(sampling, loaded.contextLength),
+    job.grammar ? new LlamaGrammarEvaluationState({ model, grammar: job.grammar }) : undefined);
+  const sample = (batchLogitIndex: number) => sampler.sample(loaded.sampleToken, batchLogitIndex, history);
   const text = new TokenTextStream((tokens, last) => model.detokenize(tokens as Token[], false, last as Token[]));
   const stops = new StopStringMatcher([...sampling.stop, ...job.stopStrings]);
   const sync = loaded.decodeSync;
@@ -83,16 +70,16 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
   let firstTokenNs: bigint | undefined;
   let evalCount = 0;
   let reason: DoneReason = "stop";
-  let pendingNext: Promise<IteratorResult<Token>> | undefined;
+  let pendingNext: Promise<Token> | undefined;
   // The consumer (an HTTP response, say) gets each piece of text after the next decode was queued, so its work overlaps
   // that decode instead of adding to every token's latency. A sequence whose token arrived while its consumer still
   // holds the text is "suspended": the others' decode steps do not wait for it.
   let consuming = false;
   let suspended = false;
   const suspend = () => { if (!suspended) { suspended = true; sync.suspend(); } };
-  const queueNext = () => {
+  const queueNext = (tokens: Token[]) => {
     sync.beforeDecode();
-    const next = iterator.next();
+    const next = batcher.evaluate(slot, tokens, sample);
     pendingNext = next;
     const arrived = () => {
       sync.afterDecode();
@@ -108,13 +95,11 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
   try {
     // Join the next decode step with the others rather than queueing the prompt while one is in flight.
     await sync.gate();
-    queueNext();
+    queueNext(toEvaluate);
     for (;;) {
-      const result = await Promise.race([pendingNext!, aborted]);
-      if (result === "abort") { reason = "abort"; break; }
+      const token = await Promise.race([pendingNext!, aborted]);
+      if (token === "abort") { reason = "abort"; break; }
       pendingNext = undefined;
-      if (result.done) break;
-      const token = result.value;
       if (firstTokenNs === undefined) {
         firstTokenNs = process.hrtime.bigint();
         job.metrics.onFirstToken?.(name, Number(firstTokenNs - job.startedNs) / 1e9);
@@ -127,11 +112,11 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
         : job.signal.aborted ? "abort"
         : sampling.maxTokens !== undefined && evalCount >= sampling.maxTokens ? "length"
         // The token just sampled still has to be evaluated: it needs a free slot in the context.
-        : sequence.nextTokenIndex + 1 > loaded.contextLength ? "length"
+        : slot.tokens.length + 1 > loaded.contextLength ? "length"
         : undefined;
       if (end === undefined) {
         await sync.gate();
-        queueNext();
+        queueNext([token]);
       }
       if (piece.emit && end !== "abort") {
         consuming = true;
@@ -154,7 +139,7 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
     sync.leave();
     // A decode already queued for this sequence finishes within one step; wait for it before the sequence is reused.
     if (pendingNext) await pendingNext.catch(() => undefined);
-    await iterator.return(undefined).catch(() => undefined);
+    sampler.dispose();
   }
   const endNs = process.hrtime.bigint();
   const promptEndNs = firstTokenNs ?? endNs;

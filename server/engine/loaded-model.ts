@@ -1,9 +1,11 @@
 // One loaded model: weights, one context with `parallel` sequences decoding in shared batches, the sequence pool and
 // queue, the chat wrapper (resolved once: it is expensive) and the keep-alive bookkeeping.
-import { resolveChatWrapper, type BatchItem, type ChatWrapper, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaEmbeddingContext, type LlamaModel } from "node-llama-cpp";
+import { resolveChatWrapper, type ChatWrapper, type Llama, type LlamaContext, type LlamaEmbeddingContext, type LlamaModel } from "node-llama-cpp";
 import { DecodeSync } from "./decode-sync.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
+import type { NativeSampleToken } from "./native-sampler.ts";
 import { SequencePool } from "./sequence-pool.ts";
+import { decodeTurnsFor, Slot, StepBatcher, type NativeContext } from "./step-batcher.ts";
 import type { ModelSpec } from "./types.ts";
 
 export interface LoadOptions {
@@ -26,8 +28,10 @@ export class LoadedModel {
   readonly model: LlamaModel;
   readonly context: LlamaContext;
   readonly chatWrapper: ChatWrapper;
-  readonly pool: SequencePool<LlamaContextSequence>;
+  readonly pool: SequencePool<Slot>;
   readonly decodeSync: DecodeSync;
+  readonly batcher: StepBatcher;
+  readonly sampleToken: NativeSampleToken;
   readonly contextLength: number;
   readonly requestedContextLength: number;
   readonly parallel: number;
@@ -46,8 +50,8 @@ export class LoadedModel {
   private timer: NodeJS.Timeout | undefined;
 
   private constructor(init: {
-    spec: ModelSpec; model: LlamaModel; context: LlamaContext; chatWrapper: ChatWrapper; pool: SequencePool<LlamaContextSequence>;
-    decodeSync: DecodeSync; contextLength: number; requestedContextLength: number; parallel: number; threads: number; loadDurationNs: number;
+    spec: ModelSpec; model: LlamaModel; context: LlamaContext; chatWrapper: ChatWrapper; pool: SequencePool<Slot>;
+    decodeSync: DecodeSync; batcher: StepBatcher; sampleToken: NativeSampleToken; contextLength: number; requestedContextLength: number; parallel: number; threads: number; loadDurationNs: number;
     threadpoolThreads: number;
     inlineSampling: boolean;
   }) {
@@ -56,6 +60,8 @@ export class LoadedModel {
     this.context = init.context;
     this.chatWrapper = init.chatWrapper;
     this.pool = init.pool;
+    this.batcher = init.batcher;
+    this.sampleToken = init.sampleToken;
     this.decodeSync = init.decodeSync;
     this.contextLength = init.contextLength;
     this.requestedContextLength = init.requestedContextLength;
@@ -80,12 +86,13 @@ export class LoadedModel {
         flashAttention: "auto",
         failedCreationRemedy: false,
         ...(o.spec.adapters.length > 0 ? { lora: { adapters: o.spec.adapters.map((filePath) => ({ filePath })) } } : {}),
-        batching: { dispatchSchedule: decodeSync.dispatchSchedule, itemPrioritizationStrategy: decodeSync.prioritize },
       });
-      decodeSync.sequenceIdOf = queuedSequenceId(context);
-      const sequences = Array.from({ length: o.parallel }, () => context.getSequence());
+      // Decoding bypasses node-llama-cpp's sequences and batch dispatcher (step-batcher.ts): slots are sequence ids.
+      const native = nativeOf(context) as unknown as NativeContext;
+      const batcher = new StepBatcher(native, context.batchSize, decodeSync, decodeTurnsFor(o.llama));
+      const slots = Array.from({ length: o.parallel }, (_, id) => new Slot(id));
       const name = o.spec.name;
-      const pool = new SequencePool(sequences, o.maxQueue, () => {
+      const pool = new SequencePool(slots, o.maxQueue, () => {
         o.metrics.onQueueDepth?.(name, pool.queued);
         o.metrics.onBusySequences?.(name, pool.busy);
       });
@@ -97,7 +104,7 @@ export class LoadedModel {
       const loadDurationNs = Number(process.hrtime.bigint() - started);
       o.metrics.onLoad?.(name, loadDurationNs / 1e9);
       return new LoadedModel({
-        spec: o.spec, model, context, chatWrapper, pool, decodeSync, contextLength, requestedContextLength: o.requestedContextLength, parallel: o.parallel,
+        spec: o.spec, model, context, chatWrapper, pool, decodeSync, batcher, sampleToken: (i, sampler) => native.sampleToken(i, sampler), contextLength, requestedContextLength: o.requestedContextLength, parallel: o.parallel,
         threads: o.threads, loadDurationNs, threadpoolThreads: threadpoolThreads(context), inlineSampling: inlineSampling(context),
       });
     } catch (e) {
@@ -174,15 +181,4 @@ export function threadpoolThreads(context: LlamaContext): number {
 export function inlineSampling(context: LlamaContext): boolean {
   const native = nativeOf(context);
   return typeof native?.getInlineSampling === "function" ? native.getInlineSampling() : false;
-}
-
-/**
- * The sequence a batch item belongs to. node-llama-cpp's batch items do not name their sequence; the queued decode
- * behind an item (internal `_queuedDecodes`) shares its tokens array. Undefined if that internal changes.
- */
-export function queuedSequenceId(context: LlamaContext): (item: BatchItem) => number | undefined {
-  return (item) => {
-    const queue = (context as unknown as { _queuedDecodes?: Array<{ sequenceId: number; tokens: unknown }> })._queuedDecodes;
-    return Array.isArray(queue) ? queue.find((q) => q.tokens === item.tokens)?.sequenceId : undefined;
-  };
 }

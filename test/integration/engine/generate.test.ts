@@ -2,7 +2,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { isAppError } from "../../../server/common/errors.ts";
-import type { Engine } from "../../../server/engine/types.ts";
+import type { Engine, GenerateRequest } from "../../../server/engine/types.ts";
 import { smollm2Path, tinyModelPath } from "../../support/models.ts";
 import { chat, collect, makeEngine, request, specFor } from "./helpers.ts";
 
@@ -125,5 +125,37 @@ test("images and broken templates are refused before streaming", async () => {
     await assert.rejects(it.next(), (e) => isAppError(e) && e.code === "TEMPLATE_ERROR" && e.message.includes("unclosed action"));
   } finally {
     await failing.shutdown();
+  }
+});
+
+test("a follow-up turn reuses the cached prompt prefix of its sequence and generates what a fresh sequence does", async () => {
+  // One sequence, so every request lands on the same KV cache: what it holds must match what it claims to hold.
+  const firstSteps: number[] = [];
+  let expectFirst = false;
+  const reusing = await makeEngine({ numParallel: 1, metrics: { onDecode: (_m, batchTokens) => { if (expectFirst) { firstSteps.push(batchTokens); expectFirst = false; } } } });
+  const fresh = await makeEngine({ numParallel: 1 });
+  try {
+    const opts = { num_predict: 16, temperature: 0, seed: 3 };
+    const first = await collect(reusing.generate(request(endless, chat("tell me about the sea"), opts)));
+    const followUp: GenerateRequest["input"] = { kind: "chat", messages: [
+      { role: "user", content: "tell me about the sea" }, { role: "assistant", content: first.text }, { role: "user", content: "and the sky?" },
+    ] };
+    expectFirst = true;
+    const reused = await collect(reusing.generate(request(endless, followUp, opts)));
+    // Another conversation in between overwrites the sequence from its first differing token on.
+    await collect(reusing.generate(request(endless, chat("something else entirely"), opts)));
+    expectFirst = true;
+    const again = await collect(reusing.generate(request(endless, followUp, opts)));
+    const reference = await collect(fresh.generate(request(endless, followUp, opts)));
+    assert.ok(reference.text.length > 0);
+    assert.equal(reused.text, reference.text);
+    assert.equal(again.text, reference.text);
+    // The first decode step of each follow-up carried only the part of the prompt the cache did not hold.
+    assert.equal(firstSteps.length, 2);
+    assert.ok(firstSteps[0]! < reused.stats.promptEvalCount - 5, `step of ${firstSteps[0]} tokens for a ${reused.stats.promptEvalCount}-token prompt`);
+    assert.ok(firstSteps[1]! < again.stats.promptEvalCount, `step of ${firstSteps[1]} tokens for a ${again.stats.promptEvalCount}-token prompt`);
+  } finally {
+    await reusing.shutdown();
+    await fresh.shutdown();
   }
 });

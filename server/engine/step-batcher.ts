@@ -1,0 +1,197 @@
+// Decode steps over one context's sequences, driven directly on node-llama-cpp's native context (as llama-server's slot
+// loop drives llama_decode): each step carries every queued sequence (prompts in fair shares of the batch, in sequence id
+// order), and each finished item's next token is sampled right after the decode. node-llama-cpp's evaluate and
+// dispatch layers cost about 0.5 ms of JS per token between two decodes on one stream; this costs a tenth of it.
+// When to dispatch a step is DecodeSync's call (its dispatch schedule), so steps stay full as with node-llama-cpp's.
+import type { BatchItem, Token } from "node-llama-cpp";
+import type { DecodeSync } from "./decode-sync.ts";
+import type { NativeSamplerHandle } from "./native-sampler.ts";
+
+/** The native context's methods used here (node-llama-cpp's internal AddonContext, same calls its JS layer makes). */
+export interface NativeContext {
+  initBatch(size: number): void;
+  /** Returns the batch logit index of each token index in `logitIndexes`. */
+  addToBatch(sequenceId: number, firstTokenSequenceIndex: number, tokens: Uint32Array, logitIndexes: Uint32Array): Uint32Array;
+  decodeBatch(): Promise<void>;
+  /** Samples from a logit row of the last decode; -1 = no token. Settled at once for plain sampling (patched addon). */
+  sampleToken(batchLogitIndex: number, sampler: NativeSamplerHandle): Promise<number>;
+  disposeSequence(sequenceId: number): void;
+  /** False when the model's memory cannot drop part of a sequence (the caller then clears it all). */
+  removeTokenCellsFromSequence(sequenceId: number, start: number, end: number): boolean;
+}
+
+/** One sequence's KV cache: the tokens it holds, in position order. */
+export class Slot {
+  readonly id: number;
+  readonly tokens: Token[] = [];
+
+  constructor(id: number) {
+    this.id = id;
+  }
+}
+
+/** Samples the token after the decode from the batch logit row given (with the sequence's own sampler). */
+export type SampleFn = (batchLogitIndex: number) => Promise<number>;
+
+/**
+ * Decode steps take turns across the contexts of one runtime: every context decodes with all the runtime's threads, and
+ * two at once would oversubscribe the cores (node-llama-cpp's dispatcher split threads between contexts for the same
+ * reason). Uncontended, taking a turn costs nothing.
+ */
+export class DecodeTurns {
+  private held = false;
+  private waiting: Array<() => void> = [];
+
+  take(): Promise<void> | undefined {
+    if (!this.held) {
+      this.held = true;
+      return undefined;
+    }
+    return new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+
+  give(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.held = false;
+  }
+}
+
+const turnsByRuntime = new WeakMap<object, DecodeTurns>();
+
+/** The turns shared by every context of a runtime (a node-llama-cpp Llama instance). */
+export function decodeTurnsFor(runtime: object): DecodeTurns {
+  let turns = turnsByRuntime.get(runtime);
+  if (!turns) turnsByRuntime.set(runtime, (turns = new DecodeTurns()));
+  return turns;
+}
+
+interface Pending extends BatchItem {
+  slot: Slot;
+  /** Tokens not yet decoded (shrinks as a long prompt is decoded over several steps). */
+  tokens: Token[];
+  sample: SampleFn;
+  resolve(token: Token): void;
+  reject(err: unknown): void;
+}
+
+export class StepBatcher {
+  private readonly native: NativeContext;
+  private readonly batchSize: number;
+  private readonly sync: DecodeSync;
+  private readonly turns: DecodeTurns;
+  private queue: Pending[] = [];
+  private stepping = false;
+  private scheduled = false;
+  /** KV-cache edits waiting for the step in flight: the native memory must not change under a running decode. */
+  private between: Array<() => void> = [];
+
+  constructor(native: NativeContext, batchSize: number, sync: DecodeSync, turns: DecodeTurns = new DecodeTurns()) {
+    this.native = native;
+    this.turns = turns;
+    this.batchSize = batchSize;
+    this.sync = sync;
+    sync.sequenceIdOf = (item) => (item as Pending).slot.id;
+  }
+
+  /** Queues `tokens` after what the slot holds; resolves with the token sampled after the last of them. */
+  evaluate(slot: Slot, tokens: Token[], sample: SampleFn): Promise<Token> {
+    if (tokens.length === 0) return Promise.reject(new Error("nothing to evaluate"));
+    return new Promise<Token>((resolve, reject) => {
+      this.queue.push({ slot, tokens: [...tokens], logits: [], evaluationPriority: 5, sample, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  /**
+   * Drops what the slot holds from `keep` on (all of it when the model's memory cannot drop a part). Runs at once when no
+   * step is in flight, else right after it, before the next one: the native memory must not change under a decode.
+   */
+  truncate(slot: Slot, keep: number): Promise<void> {
+    if (keep >= slot.tokens.length) return Promise.resolve();
+    const edit = (): void => {
+      if (keep <= 0 || !this.native.removeTokenCellsFromSequence(slot.id, keep, slot.tokens.length)) {
+        this.native.disposeSequence(slot.id);
+        slot.tokens.length = 0;
+      } else slot.tokens.length = keep;
+    };
+    if (!this.stepping) {
+      edit();
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve, reject) => this.between.push(() => {
+      try {
+        edit();
+        resolve();
+      } catch (err) {
+        reject(err);
+      }
+    }));
+  }
+
+  private schedule(): void {
+    if (this.stepping || this.scheduled || this.queue.length === 0) return;
+    this.scheduled = true;
+    this.sync.dispatchSchedule(() => {
+      this.scheduled = false;
+      void this.step();
+    });
+  }
+
+  private async step(): Promise<void> {
+    if (this.stepping || this.queue.length === 0) return;
+    this.stepping = true;
+    const turn = this.turns.take();
+    if (turn) await turn;
+    try {
+      await this.decodeAndSample();
+    } finally {
+      this.turns.give();
+    }
+    this.endStep();
+  }
+
+  private async decodeAndSample(): Promise<void> {
+    const plan = this.sync.prioritize({ items: this.queue, size: this.batchSize }) as Array<{ item: Pending; processAmount: number }>;
+    const finished: Array<{ item: Pending; logitIndex: number }> = [];
+    try {
+      const total = plan.reduce((n, p) => n + p.processAmount, 0);
+      this.native.initBatch(total);
+      for (const { item, processAmount } of plan) {
+        const done = processAmount === item.tokens.length;
+        const part = item.tokens.slice(0, processAmount);
+        const logits = this.native.addToBatch(item.slot.id, item.slot.tokens.length, Uint32Array.from(part), done ? Uint32Array.of(processAmount - 1) : new Uint32Array(0));
+        item.slot.tokens.push(...part);
+        item.tokens = item.tokens.slice(processAmount);
+        if (done) finished.push({ item, logitIndex: logits[0]! });
+      }
+      this.queue = this.queue.filter((q) => q.tokens.length > 0);
+      await this.native.decodeBatch();
+    } catch (err) {
+      // A failed step fails every item in it; their slots no longer know what the KV cache holds.
+      for (const { item } of plan) {
+        this.native.disposeSequence(item.slot.id);
+        item.slot.tokens.length = 0;
+        item.reject(err);
+      }
+      this.queue = this.queue.filter((q) => !plan.some((p) => p.item === q));
+      return;
+    }
+    // Sampling reads the decode's logits: all of it before the next step is dispatched.
+    const sampled = await Promise.allSettled(finished.map(({ item, logitIndex }) => item.sample(logitIndex)));
+    finished.forEach(({ item }, i) => {
+      const r = sampled[i]!;
+      if (r.status === "rejected") item.reject(r.reason);
+      else if (r.value < 0) item.reject(new Error("failed to sample the next token"));
+      else item.resolve(r.value as Token);
+    });
+  }
+
+  private endStep(): void {
+    this.stepping = false;
+    const edits = this.between;
+    this.between = [];
+    for (const edit of edits) edit();
+    this.schedule();
+  }
+}
