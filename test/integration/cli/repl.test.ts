@@ -20,7 +20,7 @@ before(async () => {
   // The store inside the test's directory, so the history file (next to the store) is the test's own.
   server = await startTestServer({ modelsDir: path.join(dir, "models") });
   // The GGUF's own chat template renders the whole conversation; num_predict keeps answers short.
-  await createModel(server.url, "chatty", await tinyModelPath({ controlLogit: -8 }), { parameters: { num_predict: 10 } });
+  await createModel(server.url, "chatty", await tinyModelPath({ controlLogit: -8, contextLength: 32768 }), { parameters: { num_predict: 10 } });
 });
 
 after(async () => {

@@ -13,6 +13,8 @@ export interface TinyModelOptions {
    * -8 practically never, higher values sooner.
    */
   controlLogit?: number;
+  /** Trained context length in the metadata (default 512): longer lets a test keep a never-ending answer going. */
+  contextLength?: number;
 }
 
 const CONTROL_LOGIT_OFFSET = 2.5;
@@ -82,5 +84,5 @@ export async function writeTinyModel(file: string, opts: TinyModelOptions = {}):
     output: () => fillF32((i) => outW[i]!),
   };
   const tensors = llamaTensorShapes(TINY_SHAPE, V).map((t) => ({ name: t.name, dims: t.dims, type: GGML_TYPE.F32, fill: fillFor[t.role]() }));
-  return writeGguf(file, llamaMetadata(TINY_SHAPE, vocab, { name: "tiny-random-llama", weightType: GGML_TYPE.F32 }), tensors);
+  return writeGguf(file, llamaMetadata({ ...TINY_SHAPE, nCtx: opts.contextLength ?? TINY_SHAPE.nCtx }, vocab, { name: "tiny-random-llama", weightType: GGML_TYPE.F32 }), tensors);
 }
