@@ -58,7 +58,7 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
   // Without a seed, each request draws its own (as Ollama does).
   const sampler = new NativeSampler(model, sampling, sampling.seed ?? randomInt(2 ** 31), repeatWindow(sampling, loaded.contextLength),
     job.grammar ? new LlamaGrammarEvaluationState({ model, grammar: job.grammar }) : undefined);
-  const sample = (batchLogitIndex: number) => sampler.sample(loaded.sampleToken, batchLogitIndex, history);
+  const sample = (batchLogitIndex: number) => sampler.sample(batcher.sampleToken, batchLogitIndex, history);
   const text = new TokenTextStream((tokens, last) => model.detokenize(tokens as Token[], false, last as Token[]));
   const stops = new StopStringMatcher([...sampling.stop, ...job.stopStrings]);
   const sync = loaded.decodeSync;

@@ -3,7 +3,6 @@
 import { resolveChatWrapper, type ChatWrapper, type Llama, type LlamaContext, type LlamaEmbeddingContext, type LlamaModel } from "node-llama-cpp";
 import { DecodeSync } from "./decode-sync.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
-import type { NativeSampleToken } from "./native-sampler.ts";
 import { SequencePool } from "./sequence-pool.ts";
 import { decodeTurnsFor, Slot, StepBatcher, type NativeContext } from "./step-batcher.ts";
 import type { ModelSpec } from "./types.ts";
@@ -31,7 +30,6 @@ export class LoadedModel {
   readonly pool: SequencePool<Slot>;
   readonly decodeSync: DecodeSync;
   readonly batcher: StepBatcher;
-  readonly sampleToken: NativeSampleToken;
   readonly contextLength: number;
   readonly requestedContextLength: number;
   readonly parallel: number;
@@ -51,7 +49,7 @@ export class LoadedModel {
 
   private constructor(init: {
     spec: ModelSpec; model: LlamaModel; context: LlamaContext; chatWrapper: ChatWrapper; pool: SequencePool<Slot>;
-    decodeSync: DecodeSync; batcher: StepBatcher; sampleToken: NativeSampleToken; contextLength: number; requestedContextLength: number; parallel: number; threads: number; loadDurationNs: number;
+    decodeSync: DecodeSync; batcher: StepBatcher; contextLength: number; requestedContextLength: number; parallel: number; threads: number; loadDurationNs: number;
     threadpoolThreads: number;
     inlineSampling: boolean;
   }) {
@@ -61,7 +59,6 @@ export class LoadedModel {
     this.chatWrapper = init.chatWrapper;
     this.pool = init.pool;
     this.batcher = init.batcher;
-    this.sampleToken = init.sampleToken;
     this.decodeSync = init.decodeSync;
     this.contextLength = init.contextLength;
     this.requestedContextLength = init.requestedContextLength;
@@ -104,7 +101,7 @@ export class LoadedModel {
       const loadDurationNs = Number(process.hrtime.bigint() - started);
       o.metrics.onLoad?.(name, loadDurationNs / 1e9);
       return new LoadedModel({
-        spec: o.spec, model, context, chatWrapper, pool, decodeSync, batcher, sampleToken: (i, sampler) => native.sampleToken(i, sampler), contextLength, requestedContextLength: o.requestedContextLength, parallel: o.parallel,
+        spec: o.spec, model, context, chatWrapper, pool, decodeSync, batcher, contextLength, requestedContextLength: o.requestedContextLength, parallel: o.parallel,
         threads: o.threads, loadDurationNs, threadpoolThreads: threadpoolThreads(context), inlineSampling: inlineSampling(context),
       });
     } catch (e) {

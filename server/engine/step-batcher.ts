@@ -94,6 +94,9 @@ export class StepBatcher {
     sync.sequenceIdOf = (item) => (item as Pending).slot.id;
   }
 
+  /** The native sampling call, for the sequences' samplers (inside their SampleFn, after a step's decode). */
+  readonly sampleToken = (batchLogitIndex: number, sampler: NativeSamplerHandle): Promise<number> => this.native.sampleToken(batchLogitIndex, sampler);
+
   /** Queues `tokens` after what the slot holds; resolves with the token sampled after the last of them. */
   evaluate(slot: Slot, tokens: Token[], sample: SampleFn): Promise<Token> {
     if (tokens.length === 0) return Promise.reject(new Error("nothing to evaluate"));
