@@ -34,6 +34,7 @@ export async function startServer(config: ServerConfig, logger: Logger, opts: { 
     threads: config.GANTRY_THREADS,
     engineBuild: config.GANTRY_ENGINE_BUILD,
     disableDecodeSync: config.GANTRY_DECODE_SYNC === "off",
+    inlineDecode: config.GANTRY_INLINE_DECODE === "on",
     threadpoolPoll: config.GANTRY_THREADPOOL_POLL,
     numParallel: config.GANTRY_NUM_PARALLEL,
     maxQueue: config.GANTRY_MAX_QUEUE,

@@ -12,7 +12,7 @@ import { ModelRegistry, shuttingDown } from "./model-registry.ts";
 import { buildPrompt, type RenderTemplate } from "./prompt.ts";
 import { resolveSampling } from "./sampling.ts";
 import { resolveThreads } from "./threads.ts";
-import type { EmbedRequest, EmbedResult, Engine, GenerateRequest, GenerationEvent, ModelSpec, RunningModel } from "./types.ts";
+import type { EmbedRequest, EmbedResult, Engine, EngineBuildInfo, GenerateRequest, GenerationEvent, ModelSpec, RunningModel } from "./types.ts";
 
 export interface EngineOptions {
   logger: Logger;
@@ -34,6 +34,8 @@ export interface EngineOptions {
   decodeWaitMs?: number;
   /** Use node-llama-cpp's own batch dispatch (for measurements). */
   disableDecodeSync?: boolean;
+  /** Decode small steps on the JS thread when the patched build allows it (step-batcher.ts); default true. */
+  inlineDecode?: boolean;
   /** auto: the patched local build when setup made it, else the prebuilt binary; prebuilt: always the prebuilt one. */
   engineBuild?: EngineBuildMode;
   /** ggml poll level of the persistent threadpool's idle threads (0-100, default 50 as llama-server; 0 = sleep between decode steps). */
@@ -42,13 +44,15 @@ export interface EngineOptions {
 
 export async function createEngine(opts: EngineOptions): Promise<Engine & { readonly threads: number }> {
   const threads = resolveThreads(opts.threads);
-  const { llama, info: buildInfo } = await llamaRuntime(threads, opts.logger, opts.engineBuild);
+  const { llama, info: runtimeInfo } = await llamaRuntime(threads, opts.logger, opts.engineBuild);
+  const inlineDecode = opts.inlineDecode ?? true;
+  const buildInfo: EngineBuildInfo = { ...runtimeInfo, inlineDecode: runtimeInfo.build === "patched-local" && inlineDecode };
   setThreadpoolPoll(opts.threadpoolPoll ?? 50);
   const metrics = opts.metrics ?? {};
   const registry = new ModelRegistry({
     llama, logger: opts.logger, metrics, threads, numParallel: opts.numParallel, maxQueue: opts.maxQueue,
     maxLoadedModels: opts.maxLoadedModels, contextLength: opts.contextLength, decodeWaitMs: opts.decodeWaitMs,
-    decodeSyncDisabled: opts.disableDecodeSync ?? false,
+    decodeSyncDisabled: opts.disableDecodeSync ?? false, inlineDecode,
   });
   const grammars = new GrammarCache(llama);
   const arrivals = new Arrivals();
@@ -135,6 +139,8 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
         queued: m.pool.queued,
         threadpoolThreads: m.threadpoolThreads,
         inlineSampling: m.inlineSampling,
+        inlineDecode: m.batcher.inlineDecode,
+        decodeSteps: { ...m.batcher.steps },
       }));
     },
 

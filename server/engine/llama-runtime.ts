@@ -1,6 +1,6 @@
 // The node-llama-cpp runtime: loaded once per process (getLlama test-loads the binary in a child process, ~0.5 s) and
 // never compiled at run time. Threads are always explicit: the library default oversubscribes small machines.
-// Which binary: the patched local build that setup made (persistent threadpool, inline sampling; server/engine/native/) when it exists,
+// Which binary: the patched local build that setup made (persistent threadpool, inline sampling and decoding; server/engine/native/) when it exists,
 // else the package's prebuilt binary; GANTRY_ENGINE_BUILD=prebuilt forces the prebuilt one (for A/B measurements).
 import { getLlama, LlamaLogLevel, type Llama } from "node-llama-cpp";
 import type { Logger } from "../common/logger.ts";
@@ -11,7 +11,8 @@ export type EngineBuildMode = "auto" | "prebuilt";
 
 export interface LlamaRuntime {
   llama: Llama;
-  info: EngineBuildInfo;
+  /** What the binary does; whether steps decode inline is the engine's choice (EngineOptions.inlineDecode). */
+  info: Omit<EngineBuildInfo, "inlineDecode">;
 }
 
 const runtimes = new Map<string, Promise<LlamaRuntime>>();
@@ -63,13 +64,13 @@ async function load(threads: number, logger: Logger, mode: EngineBuildMode): Pro
     },
   });
   const isPatched = "cmakeOptions" in patched && llama.buildType === "localBuild";
-  const info: EngineBuildInfo = {
+  const info: LlamaRuntime["info"] = {
     build: isPatched ? "patched-local" : llama.buildType === "localBuild" ? "local" : "prebuilt",
     threadpool: isPatched && !threadpoolDisabledByEnv(),
     inlineSampling: isPatched && !inlineSamplingDisabledByEnv(),
   };
   const reason = "reason" in patched ? patched.reason : "the patched build did not load";
-  if (isPatched) logger.info({ engine: info, binary: llama.buildType }, "engine: patched node-llama-cpp build (persistent threadpool per context, inline sampling)");
+  if (isPatched) logger.info({ engine: info, binary: llama.buildType }, "engine: patched node-llama-cpp build (persistent threadpool per context, inline sampling and decoding)");
   else if (mode === "prebuilt") logger.info({ engine: info, reason }, "engine: using the prebuilt binary (no persistent threadpool), as configured");
   else logger.warn({ engine: info, reason }, "engine: patched node-llama-cpp build not available; using the prebuilt binary (no persistent threadpool, slower generation)");
   return { llama, info };

@@ -4,7 +4,7 @@ import { resolveChatWrapper, type ChatWrapper, type Llama, type LlamaContext, ty
 import { DecodeSync } from "./decode-sync.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { SequencePool } from "./sequence-pool.ts";
-import { decodeTurnsFor, Slot, StepBatcher, type NativeContext } from "./step-batcher.ts";
+import { decodeTurnsFor, INLINE_DECODE, Slot, StepBatcher, type NativeContext } from "./step-batcher.ts";
 import type { ModelSpec } from "./types.ts";
 
 export interface LoadOptions {
@@ -18,6 +18,8 @@ export interface LoadOptions {
   metrics: EngineMetricsSink;
   decodeWaitMs: number | undefined;
   decodeSyncDisabled: boolean;
+  /** Decode small steps on the JS thread (patched build only). */
+  inlineDecode: boolean;
 }
 
 export class LoadedModel {
@@ -86,7 +88,7 @@ export class LoadedModel {
       });
       // Decoding bypasses node-llama-cpp's sequences and batch dispatcher (step-batcher.ts): slots are sequence ids.
       const native = nativeOf(context) as unknown as NativeContext;
-      const batcher = new StepBatcher(native, context.batchSize, decodeSync, decodeTurnsFor(o.llama));
+      const batcher = new StepBatcher(native, context.batchSize, decodeSync, decodeTurnsFor(o.llama), o.inlineDecode ? INLINE_DECODE : undefined);
       const slots = Array.from({ length: o.parallel }, (_, id) => new Slot(id));
       const name = o.spec.name;
       const pool = new SequencePool(slots, o.maxQueue, () => {

@@ -19,6 +19,7 @@ export interface RegistryOptions {
   contextLength: number;
   decodeWaitMs: number | undefined;
   decodeSyncDisabled: boolean;
+  inlineDecode: boolean;
 }
 
 export const shuttingDown = (): AppError => new AppError("SHUTTING_DOWN", "the server is shutting down");
@@ -130,7 +131,7 @@ export class ModelRegistry {
       try {
         const loaded = await LoadedModel.load({
           llama: this.o.llama, spec, requestedContextLength: requested, parallel: this.o.numParallel, maxQueue: this.o.maxQueue,
-          threads: this.o.threads, metrics: this.o.metrics, decodeWaitMs: this.o.decodeWaitMs, decodeSyncDisabled: this.o.decodeSyncDisabled,
+          threads: this.o.threads, metrics: this.o.metrics, decodeWaitMs: this.o.decodeWaitMs, decodeSyncDisabled: this.o.decodeSyncDisabled, inlineDecode: this.o.inlineDecode,
         });
         loaded.names.add(spec.name);
         this.models.set(weightsKey(spec), loaded);

@@ -128,6 +128,10 @@ export interface RunningModel {
   threadpoolThreads: number;
   /** The context samples plain tokens on the JS thread instead of a libuv worker (patched build). */
   inlineSampling: boolean;
+  /** Generation steps decode on the JS thread instead of a libuv worker (patched build, GANTRY_INLINE_DECODE). */
+  inlineDecode: boolean;
+  /** Decode steps so far, by where they ran. */
+  decodeSteps: { inline: number; worker: number };
 }
 
 /** Which node-llama-cpp binary runs inference (reported by /api/version). */
@@ -138,6 +142,8 @@ export interface EngineBuildInfo {
   threadpool: boolean;
   /** Plain token sampling runs on the calling thread, without two thread hand-offs per token. */
   inlineSampling: boolean;
+  /** Generation steps decode on the JS thread (patched build, unless GANTRY_INLINE_DECODE=off). */
+  inlineDecode: boolean;
 }
 
 export interface Engine {
