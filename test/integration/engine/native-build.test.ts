@@ -1,13 +1,27 @@
 // The inference binary: the patched local build that setup makes (a persistent threadpool per context, inline sampling and
-// decoding), found and
-// used by the engine; skipped where setup could not build it (no compiler: the prebuilt fallback is tested with the server).
+// decoding, the repeat-penalty prefilter), found and used by the engine; skipped where setup could not build it (no
+// compiler: the prebuilt fallback is tested with the server).
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { silentLogger } from "../../../server/common/logger.ts";
+import { llamaRuntime } from "../../../server/engine/llama-runtime.ts";
 import { patchedBuild, readBuildStatus } from "../../../server/engine/native/patched-build.ts";
 import { tinyModelPath } from "../../support/models.ts";
 import { chat, collect, makeEngine, request, specFor } from "./helpers.ts";
 
 const built = readBuildStatus(patchedBuild())?.state === "built";
+
+/** Runs `fn` with an environment variable set (the addon reads these when it builds a context or a sampler chain). */
+async function withEnv<T>(name: string, value: string, fn: () => Promise<T>): Promise<T> {
+  const saved = process.env[name];
+  process.env[name] = value;
+  try {
+    return await fn();
+  } finally {
+    if (saved === undefined) delete process.env[name];
+    else process.env[name] = saved;
+  }
+}
 
 test("the patched build is used when setup built it, and every context attaches a threadpool of its thread count", { skip: !built && "setup did not build the patched addon here" }, async () => {
   const engine = await makeEngine({ threads: 2, numParallel: 2 });
@@ -26,23 +40,18 @@ test("inline sampling draws the same tokens as sampling on libuv workers, and th
   // The addon reads NODE_LLAMA_CPP_INLINE_SAMPLING when a context is created: one engine per setting, same process.
   const model = specFor(await tinyModelPath({ controlLogit: -8 }), "inline");
   const outputs: Record<string, string[]> = {};
-  const saved = process.env.NODE_LLAMA_CPP_INLINE_SAMPLING;
-  try {
-    for (const setting of ["0", "1"]) {
-      process.env.NODE_LLAMA_CPP_INLINE_SAMPLING = setting;
+  for (const setting of ["0", "1"]) {
+    outputs[setting] = await withEnv("NODE_LLAMA_CPP_INLINE_SAMPLING", setting, async () => {
       const engine = await makeEngine({ threads: 2, numParallel: 2 });
       try {
         // Temperature sampling with penalties (the whole plain chain), two sequences decoding in the same steps.
         const results = await Promise.all([0, 1].map((i) => collect(engine.generate(request(model, chat(`story ${i}`), { num_predict: 24, seed: 7 + i, temperature: 1, repeat_penalty: 1.3 })))));
         assert.equal(engine.running()[0]!.inlineSampling, setting === "1");
-        outputs[setting] = results.map((r) => r.text);
+        return results.map((r) => r.text);
       } finally {
         await engine.shutdown();
       }
-    }
-  } finally {
-    if (saved === undefined) delete process.env.NODE_LLAMA_CPP_INLINE_SAMPLING;
-    else process.env.NODE_LLAMA_CPP_INLINE_SAMPLING = saved;
+    });
   }
   assert.ok(outputs["1"]!.every((t) => t.length > 0));
   assert.deepEqual(outputs["1"], outputs["0"]);
@@ -68,4 +77,50 @@ test("inline decoding generates the same tokens as decoding on libuv workers, an
   }
   assert.ok(outputs.true!.every((t) => t.length > 0));
   assert.deepEqual(outputs.true, outputs.false);
+});
+
+test("the repeat penalties see only the candidates that can still make the top k, and sample exactly what the whole-vocabulary pass does", { skip: !built && "setup did not build the patched addon here" }, async () => {
+  const modelPath = await tinyModelPath({ controlLogit: -8 });
+  // The rule, on the native sampler: top k + penalty window, only where penalties can only lower logits.
+  const { llama } = await llamaRuntime(2, silentLogger);
+  const model = await llama.loadModel({ modelPath });
+  try {
+    const internal = llama as unknown as { _bindings: { AddonSampler: new (m: unknown) => { applyConfig(c: object): void; getPenaltyPrefilterSize(): number; dispose(): void } } };
+    const sizeFor = (config: object): number => {
+      const sampler = new internal._bindings.AddonSampler((model as unknown as { _model: unknown })._model);
+      try {
+        sampler.applyConfig({ temperature: 0.8, topK: 40, topP: 0.9, minP: 0, seed: 1, repeatPenaltyTokens: Uint32Array.of(5, 6, 7), repeatPenalty: 1.1, repeatPenaltyMaxTokens: 64, repeatPenaltyPresencePenalty: 0, repeatPenaltyFrequencyPenalty: 0, ...config });
+        return sampler.getPenaltyPrefilterSize();
+      } finally {
+        sampler.dispose();
+      }
+    };
+    assert.equal(sizeFor({}), 104);
+    assert.equal(sizeFor({ temperature: 0 }), 65, "greedy: the top 1 + the window");
+    assert.equal(sizeFor({ repeatPenaltyMaxTokens: 16 }), 56);
+    assert.equal(sizeFor({ repeatPenalty: 0.9 }), 0, "a penalty below 1 raises negative logits");
+    assert.equal(sizeFor({ repeatPenaltyPresencePenalty: -0.5 }), 0);
+    assert.equal(sizeFor({ repeatPenaltyFrequencyPenalty: -0.5 }), 0);
+    assert.equal(sizeFor({ topK: 0 }), 0, "no top k: every candidate can win");
+    assert.equal(await withEnv("NODE_LLAMA_CPP_PENALTY_PREFILTER", "0", async () => sizeFor({})), 0);
+  } finally {
+    await model.dispose();
+  }
+  // The same tokens with and without it: temperature sampling and greedy, with strong penalties, two sequences at once.
+  const spec = specFor(modelPath, "prefilter");
+  const outputs: Record<string, string[]> = {};
+  for (const setting of ["0", "1"]) {
+    outputs[setting] = await withEnv("NODE_LLAMA_CPP_PENALTY_PREFILTER", setting, async () => {
+      const engine = await makeEngine({ threads: 2, numParallel: 2 });
+      try {
+        const runs = [{ temperature: 1, seed: 11 }, { temperature: 0 }].map((o, i) =>
+          collect(engine.generate(request(spec, chat(`tell me a story ${i}`), { num_predict: 48, top_k: 40, repeat_penalty: 1.5, repeat_last_n: 64, ...o }))));
+        return (await Promise.all(runs)).map((r) => r.text);
+      } finally {
+        await engine.shutdown();
+      }
+    });
+  }
+  assert.ok(outputs["1"]!.every((t) => t.length > 0));
+  assert.deepEqual(outputs["1"], outputs["0"]);
 });
