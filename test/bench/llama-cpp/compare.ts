@@ -46,8 +46,8 @@ const ratio = (a: number[], b: number[]): string => {
 };
 
 async function engineOf(url: string): Promise<string> {
-  const v = (await (await fetch(`${url}/api/version`)).json()) as { engine?: { build: string; threadpool: boolean; inlineSampling?: boolean } };
-  return v.engine ? `${v.engine.build}${v.engine.threadpool ? ", threadpool" : ""}${v.engine.inlineSampling ? ", inline sampling" : ""}` : "";
+  const v = (await (await fetch(`${url}/api/version`)).json()) as { engine?: { build: string; threadpool: boolean; inlineSampling?: boolean; inlineDecode?: boolean } };
+  return v.engine ? `${v.engine.build}${v.engine.threadpool ? ", threadpool" : ""}${v.engine.inlineSampling ? ", inline sampling" : ""}${v.engine.inlineDecode ? ", inline decode" : ""}` : "";
 }
 
 async function stopAll(targets: BenchTarget[]): Promise<void> {
@@ -119,7 +119,8 @@ const VARIANTS: Variant[] = [
   { label: "patched build, threadpool off", env: { NODE_LLAMA_CPP_THREADPOOL: "0" } },
   { label: "patched build + threadpool, poll 0 (sleep at once)", env: { GANTRY_THREADPOOL_POLL: "0" } },
   { label: "patched build + threadpool, node-llama-cpp dispatch", env: { GANTRY_DECODE_SYNC: "off" } },
-  { label: "patched build + threadpool (poll 50) + full batches (after, default)", env: {} },
+  { label: "patched build + threadpool (poll 50) + full batches, decode on workers", env: { GANTRY_INLINE_DECODE: "off" } },
+  { label: "patched build + threadpool (poll 50) + full batches + inline decode (after, default)", env: {} },
 ];
 
 const CAUSES: Scenario[] = [
