@@ -12,7 +12,8 @@ export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.infe
   if (body === undefined || body === null || typeof body !== "object" || Array.isArray(body)) {
     throw new AppError("BAD_REQUEST", "request body must be a JSON object");
   }
-  const r = schema.safeParse(body);
+  // reportInput: an issue carries the offending value, so a wrong type is told apart from a missing field.
+  const r = schema.safeParse(body, { reportInput: true });
   if (!r.success) {
     const issue = r.error.issues[0]!;
     throw new AppError("BAD_REQUEST", formatIssue(issue), { param: issue.path.map(String).join(".") || null });
