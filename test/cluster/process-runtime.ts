@@ -40,6 +40,7 @@ const runners = new Map<string, PodRunner>();
 let nextIndex = 0;
 const keyOf = (o: KubernetesObject): string => `${o.metadata?.namespace}/${o.metadata?.name}`;
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+const HANDLER_ATTEMPTS = 30;
 
 async function writeStatus(pod: V1Pod, status: Record<string, unknown>): Promise<void> {
   try {
@@ -62,8 +63,12 @@ function event(pod: V1Pod, type: "Normal" | "Warning", reason: string, message: 
   });
 }
 
+/** The node's IP when it is one of the cluster's kwok nodes, else undefined; throws when the node cannot be read. */
 async function nodeIp(name: string): Promise<string | undefined> {
-  const node: V1Node | undefined = await core.readNode({ name }).catch(() => undefined);
+  const node: V1Node | undefined = await core.readNode({ name }).catch((err: { code?: number }) => {
+    if (err.code === 404) return undefined;
+    throw err;
+  });
   if (node?.metadata?.annotations?.["kwok.x-k8s.io/node"] !== "fake") return undefined;
   return node.status?.addresses?.find((a) => a.type === "InternalIP")?.address ?? "127.0.0.1";
 }
@@ -110,16 +115,37 @@ function keepAlive<T extends KubernetesObject>(name: string, inf: Informer<T> & 
   return inf.start();
 }
 
-const handle = (fn: () => Promise<void>): void => { fn().catch((err) => log(String(err))); };
+/**
+ * Runs an event handler; a failure (an apiserver busy under a whole test run) is retried after a second, as a
+ * controller requeues, because a pod or claim that does not change again would never get another event.
+ */
+const handle = (what: string, fn: () => Promise<void>, attempt = 1): void => {
+  fn().catch((err) => {
+    log(`${what}: ${String(err)}${attempt < HANDLER_ATTEMPTS ? "; retrying" : "; giving up"}`);
+    if (attempt < HANDLER_ATTEMPTS) setTimeout(() => handle(what, fn, attempt + 1), 1000);
+  });
+};
 
 const podInformer = makeInformer<V1Pod>(kc, "/api/v1/pods",
   () => core.listPodForAllNamespaces({ labelSelector: `${PROCESS_RUNTIME_LABEL}=true` }), `${PROCESS_RUNTIME_LABEL}=true`);
-podInformer.on("add", (p) => handle(() => onPod(p)));
-podInformer.on("update", (p) => handle(() => onPod(p)));
-podInformer.on("delete", (p) => handle(() => terminate(runners.get(keyOf(p)), p, 0)));
+/** A retry acts on the pod as the informer now knows it, and not at all when it is gone. */
+const current = (p: V1Pod): V1Pod | undefined => podInformer.get(p.metadata?.name ?? "", p.metadata?.namespace);
+const onPodEvent = (p: V1Pod): void => {
+  let first = true;
+  handle(`pod ${keyOf(p)}`, async () => {
+    const pod = first ? p : current(p);
+    first = false;
+    if (pod) await onPod(pod);
+  });
+};
+podInformer.on("add", onPodEvent);
+podInformer.on("update", onPodEvent);
+podInformer.on("delete", (p) => handle(`pod ${keyOf(p)}`, () => terminate(runners.get(keyOf(p)), p, 0)));
 
 const pvcInformer = makeInformer<V1PersistentVolumeClaim>(kc, "/api/v1/persistentvolumeclaims", () => core.listPersistentVolumeClaimForAllNamespaces());
-const onClaim = (pvc: V1PersistentVolumeClaim): void => { if (wantsVolume(pvc)) handle(() => provisionVolume(core, clusterDir, pvc)); };
+const onClaim = (pvc: V1PersistentVolumeClaim): void => {
+  if (wantsVolume(pvc)) handle(`claim ${keyOf(pvc)}`, () => provisionVolume(core, clusterDir, pvc));
+};
 pvcInformer.on("add", onClaim);
 pvcInformer.on("update", onClaim);
 

@@ -48,7 +48,7 @@ function terminationMessage(spec: V1Container, dir: string, exitCode: number): s
 type LaunchBase = { mountsFile: string; env: Record<string, string>; workingDir: string; hostname: string };
 
 const BACKOFF_START_MS = Number(process.env.GANTRY_RUNTIME_BACKOFF_SECONDS ?? 1) * 1000;
-const BACKOFF_MAX_MS = 30_000, BACKOFF_RESET_MS = 60_000, CONFIG_RETRY_MS = 1000;
+const BACKOFF_MAX_MS = 30_000, BACKOFF_RESET_MS = 60_000, CONFIG_RETRY_MS = 1000, STATUS_RETRY_MS = 500;
 const now = (): string => apiTime(new Date());
 const newRecord = (c: V1Container): ContainerRecord =>
   ({ name: c.name, image: c.image ?? "", state: { kind: "waiting", reason: "PodInitializing" }, restartCount: 0, ready: false, started: false });
@@ -326,7 +326,12 @@ export class PodRunner {
         this.lastWritten = text;
         this.lastConditions = status.conditions as Condition[];
       } catch (err) {
-        this.deps.log(`${this.key}: status write failed: ${String(err)}`);
+        // Like a kubelet's status manager, keep trying: a lost write (an apiserver busy under a whole test run) would
+        // otherwise leave the pod's last status, e.g. Ready, unwritten for good when nothing else changes.
+        this.deps.log(`${this.key}: status write failed: ${String(err)}; retrying`);
+        if (this.stopping && this.rec.phase !== "Failed") return;
+        this.dirty = true;
+        await new Promise((r) => setTimeout(r, STATUS_RETRY_MS));
       }
     }
   }

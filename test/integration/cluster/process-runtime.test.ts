@@ -10,6 +10,7 @@ import { CoreV1Api } from "@kubernetes/client-node";
 import { Ollama } from "ollama";
 import type { ControlPlane } from "../../cluster/control-plane.ts";
 import { PROCESS_RUNTIME_LABEL } from "../../cluster/kwok-config.ts";
+import { logsDir } from "../../cluster/processes.ts";
 import { claimDir, containerPidFile } from "../../cluster/runtime/volumes.ts";
 import { createTestNamespace, ensureTestCluster, kubeConfigFor } from "../../cluster/test-cluster.ts";
 import { tinyModelPath } from "../../support/models.ts";
@@ -28,12 +29,19 @@ after(async () => {
   await core.deleteNamespace({ name: ns }).catch(() => undefined);
 });
 
-async function eventually<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+/** What the runtime did with a pod (its log lines), so a timeout says where the pod got stuck. */
+function runtimeLog(pod: string): string {
+  let text = "";
+  try { text = fs.readFileSync(path.join(logsDir(cp.dir), "process-runtime.log"), "utf8"); } catch { /* not written yet */ }
+  return text.split("\n").filter((l) => l.includes(`${ns}/${pod}`)).slice(-20).join("\n");
+}
+
+async function eventually<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000, explain?: () => Promise<string>): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn().catch(() => undefined);
     if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${explain ? `\n${await explain().catch(String)}` : ""}`);
     await new Promise((r) => setTimeout(r, 250));
   }
 }
@@ -58,7 +66,8 @@ const kubectl = (...args: string[]): string =>
 const readPod = (name: string): Promise<V1Pod> => core.readNamespacedPod({ name, namespace: ns });
 const isReady = (p: V1Pod): boolean => Boolean(p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
 const readyPod = (name: string, timeoutMs?: number): Promise<V1Pod> =>
-  eventually(`pod ${name} Ready`, async () => { const p = await readPod(name); return isReady(p) ? p : undefined; }, timeoutMs);
+  eventually(`pod ${name} Ready`, async () => { const p = await readPod(name); return isReady(p) ? p : undefined; }, timeoutMs,
+    async () => `status: ${JSON.stringify((await readPod(name)).status)}\nevents: ${(await eventReasons(name)).join(", ")}\nruntime:\n${runtimeLog(name)}`);
 
 function serverContainer(readiness = false): V1Container {
   return {
