@@ -134,7 +134,7 @@ export async function ensurePatchedEngine(): Promise<{ state: "ready" | "prebuil
     const logFile = path.join(path.dirname(build.dir), `${build.key}.build.log`);
     fs.mkdirSync(path.dirname(logFile), { recursive: true });
     fs.writeFileSync(logFile, `building ${build.key}\n`);
-    log(`building the patched node-llama-cpp ${build.nodeLlamaCppVersion} addon (persistent threadpool, inline sampling and decoding, penalty prefilter, ${build.cpuTarget} CPU target) from the package's bundled llama.cpp sources, once: a few minutes`);
+    log(`building the patched node-llama-cpp ${build.nodeLlamaCppVersion} addon (persistent threadpool, inline sampling and decoding, penalty prefilter, direct top k, ${build.cpuTarget} CPU target) from the package's bundled llama.cpp sources, once: a few minutes`);
     try {
       await compile(build, logFile);
     } catch (e) {
