@@ -1,6 +1,7 @@
 // A sequence's token sampler on node-llama-cpp's native sampler (the AddonSampler its evaluate path creates), configured
-// from Ollama's options. The config is built once per request; only the repeat-penalty window changes per token, and the
-// native side applies that incrementally (it accepts the newest token when the window only moved by one).
+// from Ollama's options. The config is applied once per request: the native sampleToken takes every token it samples
+// into the repeat-penalty window itself, so while the sequence grows by exactly those tokens there is nothing to update
+// (node-llama-cpp's own path re-applies the whole config per token, which the native side then finds unchanged).
 import type { LlamaGrammarEvaluationState, LlamaModel, Token } from "node-llama-cpp";
 import { penaltiesOff, type ResolvedSampling } from "./sampling.ts";
 
@@ -36,6 +37,8 @@ export class NativeSampler {
   private readonly config: Record<string, unknown>;
   private readonly penalties: boolean;
   private readonly window: number;
+  /** The history length the native sampler's state matches once the token it last sampled is appended (-1: none yet). */
+  private nextLength = -1;
 
   constructor(model: LlamaModel, sampling: ResolvedSampling, seed: number, window: number, grammar: LlamaGrammarEvaluationState | undefined) {
     // node-llama-cpp internals: the bindings of the model's Llama and the native model (what its LlamaSampler uses).
@@ -46,10 +49,16 @@ export class NativeSampler {
     this.window = window;
   }
 
-  /** Samples from the decode's logit row `batchLogitIndex`; `history` is the sequence so far (for repeat penalties). */
+  /**
+   * Samples from the decode's logit row `batchLogitIndex`; `history` is the sequence so far (for repeat penalties): the
+   * prompt, then each token this sampler returned, in order. Any other history gets the whole config applied again.
+   */
   sample(sampleToken: NativeSampleToken, batchLogitIndex: number, history: readonly Token[]): Promise<number> {
-    if (this.penalties) this.config.repeatPenaltyTokens = Uint32Array.from(history.slice(-this.window));
-    this.handle.applyConfig(this.config);
+    if (history.length !== this.nextLength) {
+      if (this.penalties) this.config.repeatPenaltyTokens = Uint32Array.from(history.slice(-this.window));
+      this.handle.applyConfig(this.config);
+    }
+    this.nextLength = history.length + 1;
     return sampleToken(batchLogitIndex, this.handle);
   }
 
