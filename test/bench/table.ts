@@ -33,3 +33,14 @@ export const spread = (xs: number[]): string => {
   const s = minMedMax(xs);
   return `${fmt(s.min)} / ${fmt(s.med)} / ${fmt(s.max)}`;
 };
+
+/**
+ * The rounds' own ratios (each round runs the two servers back to back, so a drift of the machine's speed between rounds
+ * cancels out): their median, and in how many rounds Gantry did at least as well.
+ */
+export const pairedRatio = (g: number[], l: number[], lowerIsBetter = false): string => {
+  const rs = g.map((x, i) => x / l[i]!).filter(Number.isFinite);
+  if (!rs.length) return "-";
+  const won = rs.filter((r) => (lowerIsBetter ? r <= 1 : r >= 1)).length;
+  return `${median(rs).toFixed(2)} (${won}/${rs.length})`;
+};

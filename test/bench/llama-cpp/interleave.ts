@@ -10,10 +10,12 @@ export interface Scenario {
   nPredict: number;
   /** A long prompt (prompt-processing speed) instead of a short one. */
   longPrompt?: boolean;
+  /** Times the group of concurrent requests runs back to back per run (default 1): more tokens for short, noisy cells. */
+  repeat?: number;
 }
 
 export interface RunResult {
-  /** Generated tokens of all requests / wall time from the first request sent to the last response done. */
+  /** Generated tokens of all requests / wall time from the first request sent to the last response done (all repeats). */
   aggregateTps: number;
   ttftMs: number[];
   /** Server-reported speeds, averaged over the run's requests. */
@@ -39,8 +41,12 @@ export function promptFor(tag: string, long: boolean): string {
 export async function runScenario(target: BenchTarget, s: Scenario, round: number): Promise<RunResult> {
   const before = await target.decodeSteps();
   const t0 = performance.now();
-  const runs: Completion[] = await Promise.all(Array.from({ length: s.concurrency }, (_, i) =>
-    target.complete(promptFor(`r${round}-${s.key}-${i}`, s.longPrompt ?? false), s.nPredict, 1000 * round + i)));
+  const repeat = s.repeat ?? 1;
+  const runs: Completion[] = [];
+  for (let rep = 0; rep < repeat; rep++) {
+    runs.push(...await Promise.all(Array.from({ length: s.concurrency }, (_, i) =>
+      target.complete(promptFor(`r${round}-${rep}-${s.key}-${i}`, s.longPrompt ?? false), s.nPredict, 1000 * round + 100 * rep + i))));
+  }
   const seconds = (performance.now() - t0) / 1000;
   const steps = (await target.decodeSteps()) - before;
   const gen = runs.reduce((n, r) => n + r.genTokens, 0);
@@ -51,7 +57,7 @@ export async function runScenario(target: BenchTarget, s: Scenario, round: numbe
     promptTps: avg((r) => (r.promptMs > 0 ? r.promptTokens / (r.promptMs / 1000) : Number.NaN)),
     genTps: avg((r) => (r.genMs > 0 ? r.genTokens / (r.genMs / 1000) : Number.NaN)),
     promptTokens: avg((r) => r.promptTokens),
-    stepsPerPosition: steps / s.nPredict,
+    stepsPerPosition: steps / (s.nPredict * repeat),
     short: runs.filter((r) => r.genTokens < s.nPredict).length,
   };
 }
