@@ -7,6 +7,7 @@ import type { ServerConfig } from "./config.ts";
 import { createEngine } from "./engine/engine.ts";
 import type { Engine } from "./engine/types.ts";
 import { createServerApp } from "./http/app.ts";
+import { announceConnections } from "./http/generation.ts";
 import type { ReadinessState } from "./http/deps.ts";
 import { ServerMetrics } from "./http/metrics.ts";
 import { blobRoutes } from "./http/routes/blobs.ts";
@@ -54,6 +55,7 @@ export async function startServer(config: ServerConfig, logger: Logger, opts: { 
     const s = app.listen(port, host, () => resolve(s));
     s.once("error", reject);
   });
+  announceConnections(engine, server);
   // Generation streams can be long: no request timeout; idle keep-alive sockets are closed on shutdown.
   server.requestTimeout = 0;
   const addr = server.address();

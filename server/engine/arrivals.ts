@@ -3,7 +3,8 @@
 // parsing, model lookup and templating. A burst of simultaneous requests is then prefilled in one decode step: without
 // this the first request's prompt is decoded alone while the others are still being parsed (its decode also takes
 // the CPU they need), and they all wait a whole prompt step longer for their first token.
-// A request alone announces nothing else, so it never waits.
+// A request alone announces nothing else, so it never waits. The HTTP server also announces each connection it has just
+// accepted, until that connection's request arrives (http/generation.ts, announceConnections).
 
 export interface Arrival {
   /** The request reached its decode gate, failed, or went away. Idempotent. */

@@ -1,5 +1,7 @@
 // The generation core shared by /api/generate, /api/chat, /v1/chat/completions and /v1/completions: every route
 // translates its wire request into a GenerationPlan, then streams events through its own formatter.
+import type { IncomingMessage, Server } from "node:http";
+import type { Socket } from "node:net";
 import type { RequestHandler, Response } from "express";
 import { AppError } from "../common/errors.ts";
 import type { Arrival } from "../engine/arrivals.ts";
@@ -69,6 +71,32 @@ export function announceGenerations(engine: Engine): RequestHandler {
     }
     next();
   };
+}
+
+/** How long a freshly accepted connection counts as a request on its way (clients send theirs right after connecting). */
+export const CONNECTION_ARRIVAL_MS = 50;
+
+/**
+ * A connection just accepted almost always carries a request a moment later: it counts as an arrival until its first
+ * request is received (announced by then, see announceGenerations), it closes, or CONNECTION_ARRIVAL_MS pass. So a burst
+ * of requests on new connections is prefilled together too, instead of the first one parsed going alone while the
+ * others finish their TCP handshakes.
+ */
+export function announceConnections(engine: Pick<Engine, "announce">, server: Server): void {
+  const pending = new WeakMap<Socket, () => void>();
+  server.on("connection", (socket: Socket) => {
+    const arrival = engine.announce();
+    const timer = setTimeout(() => settle(), CONNECTION_ARRIVAL_MS).unref();
+    const settle = (): void => {
+      clearTimeout(timer);
+      pending.delete(socket);
+      arrival.settle();
+    };
+    pending.set(socket, settle);
+    socket.once("close", settle);
+  });
+  // Runs after the application's own request listener, which announced the request itself if it generates.
+  server.on("request", (req: IncomingMessage) => pending.get(req.socket)?.());
 }
 
 const arrivalOf = (res: Response): Arrival | undefined => res.locals.arrival as Arrival | undefined;
