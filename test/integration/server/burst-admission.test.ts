@@ -38,7 +38,7 @@ test("a request on a connection accepted a moment earlier is prefilled with the 
   const body = (prompt: string) => ({ model: "burst", prompt, stream: false, options: { num_predict: 3, temperature: 0 } });
   const first = fetch(`${srv.url}/api/generate`, { method: "POST", body: JSON.stringify(body("the first one")) });
   // Long enough for the first request to reach its prompt step on its own; well within the connection's arrival window.
-  await new Promise((r) => setTimeout(r, 25));
+  await new Promise((r) => setTimeout(r, 15));
   const second = sendOn(late, body("the second one"));
   const [a, b] = await Promise.all([first.then((r) => r.json() as Promise<{ eval_count: number }>), second]);
   assert.equal(a.eval_count, 3);
