@@ -126,25 +126,24 @@ const handle = (what: string, fn: () => Promise<void>, attempt = 1): void => {
   });
 };
 
+/** An informer event's handler, run on the object as the informer knows it at each attempt (not at all once it is gone). */
+function handleLatest<T extends KubernetesObject>(what: string, inf: ObjectCache<T>, obj: T, fn: (latest: T) => Promise<void>): void {
+  handle(`${what} ${keyOf(obj)}`, async () => {
+    const latest = inf.get(obj.metadata?.name ?? "", obj.metadata?.namespace);
+    if (latest) await fn(latest);
+  });
+}
+
 const podInformer = makeInformer<V1Pod>(kc, "/api/v1/pods",
   () => core.listPodForAllNamespaces({ labelSelector: `${PROCESS_RUNTIME_LABEL}=true` }), `${PROCESS_RUNTIME_LABEL}=true`);
-/** A retry acts on the pod as the informer now knows it, and not at all when it is gone. */
-const current = (p: V1Pod): V1Pod | undefined => podInformer.get(p.metadata?.name ?? "", p.metadata?.namespace);
-const onPodEvent = (p: V1Pod): void => {
-  let first = true;
-  handle(`pod ${keyOf(p)}`, async () => {
-    const pod = first ? p : current(p);
-    first = false;
-    if (pod) await onPod(pod);
-  });
-};
-podInformer.on("add", onPodEvent);
-podInformer.on("update", onPodEvent);
+podInformer.on("add", (p) => handleLatest("pod", podInformer, p, onPod));
+podInformer.on("update", (p) => handleLatest("pod", podInformer, p, onPod));
 podInformer.on("delete", (p) => handle(`pod ${keyOf(p)}`, () => terminate(runners.get(keyOf(p)), p, 0)));
 
 const pvcInformer = makeInformer<V1PersistentVolumeClaim>(kc, "/api/v1/persistentvolumeclaims", () => core.listPersistentVolumeClaimForAllNamespaces());
 const onClaim = (pvc: V1PersistentVolumeClaim): void => {
-  if (wantsVolume(pvc)) handle(`claim ${keyOf(pvc)}`, () => provisionVolume(core, clusterDir, pvc));
+  if (!wantsVolume(pvc)) return;
+  handleLatest("claim", pvcInformer, pvc, async (latest) => { if (wantsVolume(latest)) await provisionVolume(core, clusterDir, latest); });
 };
 pvcInformer.on("add", onClaim);
 pvcInformer.on("update", onClaim);

@@ -303,8 +303,13 @@ export class PodRunner {
   }
 
   /** Coalesces status writes: at most one in flight, and only when the status changed. */
+  /** A pod being stopped reports nothing more, unless it failed. */
+  private get silenced(): boolean {
+    return this.stopping && this.rec.phase !== "Failed";
+  }
+
   private notify(): void {
-    if (this.stopping && this.rec.phase !== "Failed") return;
+    if (this.silenced) return;
     this.dirty = true;
     if (this.writing) return;
     // Cleared in finally, never inside flush: a flush that finds nothing to write finishes synchronously, and clearing
@@ -329,7 +334,7 @@ export class PodRunner {
         // Like a kubelet's status manager, keep trying: a lost write (an apiserver busy under a whole test run) would
         // otherwise leave the pod's last status, e.g. Ready, unwritten for good when nothing else changes.
         this.deps.log(`${this.key}: status write failed: ${String(err)}; retrying`);
-        if (this.stopping && this.rec.phase !== "Failed") return;
+        if (this.silenced) return;
         this.dirty = true;
         await new Promise((r) => setTimeout(r, STATUS_RETRY_MS));
       }
