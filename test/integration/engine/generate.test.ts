@@ -128,6 +128,31 @@ test("images and broken templates are refused before streaming", async () => {
   }
 });
 
+test("concurrent conversations each find their own cached sequence for the follow-up, past the first free one", async () => {
+  // Two sequences hold one conversation each (run together: sequences 0 and 1); each follow-up, sent alone, must land on
+  // its own conversation's sequence, whichever sequence is first in line, and prefill only what is new.
+  const firstSteps: number[] = [];
+  let expectFirst = false;
+  const e = await makeEngine({ numParallel: 2, metrics: { onDecode: (_m, batchTokens) => { if (expectFirst) { firstSteps.push(batchTokens); expectFirst = false; } } } });
+  try {
+    const opts = { num_predict: 4, temperature: 0, seed: 5 };
+    // Long first turns: the cached part of a follow-up is its first turn (the random model's answer, as text, does not
+    // tokenize back to the tokens it generated).
+    const questions = ["the sea", "the mountains"].map((topic) => `tell me everything you know about ${topic}, `.repeat(8));
+    await Promise.all(questions.map((q) => collect(e.generate(request(endless, chat(q), opts)))));
+    for (const i of [1, 0]) {
+      const followUp: GenerateRequest["input"] = { kind: "chat", messages: [
+        { role: "user", content: questions[i]! }, { role: "assistant", content: "I know a little." }, { role: "user", content: "and then?" },
+      ] };
+      expectFirst = true;
+      const r = await collect(e.generate(request(endless, followUp, { ...opts, num_predict: 2 })));
+      assert.ok(firstSteps.at(-1)! < r.stats.promptEvalCount - 40, `conversation ${i}: first step of ${firstSteps.at(-1)} tokens for a ${r.stats.promptEvalCount}-token prompt`);
+    }
+  } finally {
+    await e.shutdown();
+  }
+});
+
 test("a follow-up turn reuses the cached prompt prefix of its sequence and generates what a fresh sequence does", async () => {
   // One sequence, so every request lands on the same KV cache: what it holds must match what it claims to hold.
   const firstSteps: number[] = [];

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { isAppError } from "../../../server/common/errors.ts";
-import { SequencePool } from "../../../server/engine/sequence-pool.ts";
+import { PREFER_SLACK, SequencePool } from "../../../server/engine/sequence-pool.ts";
 
 test("hands out free sequences, then queues FIFO, then refuses with SERVER_BUSY and Retry-After", async () => {
   const pool = new SequencePool(["a"], 1);
@@ -33,18 +33,28 @@ test("an aborted waiter leaves the queue", async () => {
   assert.equal(pool.busy, 0);
 });
 
-test("prefers the sequence with the best score (longest cached prefix)", async () => {
+test("prefers the sequence with the best score (longest cached prefix) among equally compact choices", async () => {
   const pool = new SequencePool(["x", "yy", "z"], 0);
   assert.equal(await pool.acquire(undefined, (s) => s.length), "yy");
 });
 
-test("among equally good free sequences the first created is handed out, keeping busy ids compact", async () => {
-  const pool = new SequencePool([0, 1, 2, 3], 0);
+test("keeps the busy sequences a compact run of ids: the first created, then the hole next to the busy ones", async () => {
+  const pool = new SequencePool([0, 1, 2, 3, 4], 0);
   const [a, b, c] = [await pool.acquire(undefined), await pool.acquire(undefined), await pool.acquire(undefined)];
   assert.deepEqual([a, b, c], [0, 1, 2]);
   pool.release(b);
+  assert.equal(await pool.acquire(undefined), 1, "the hole between 0 and 2, not 3");
   pool.release(a);
-  assert.equal(await pool.acquire(undefined, () => 0), 0);
-  assert.equal(await pool.acquire(undefined), 1);
-  assert.equal(await pool.acquire(undefined, (s) => (s === 3 ? 5 : 0)), 3, "a cached prefix still wins");
+  assert.equal(await pool.acquire(undefined, (s) => (s === 4 ? PREFER_SLACK : 0)), 0, "a prefix longer by PREFER_SLACK tokens does not split the run");
+  pool.release(0);
+  assert.equal(await pool.acquire(undefined, (s) => (s === 3 ? 5 : 0)), 3, "3 extends the run 1–2 as well as 0 does, and has the longer prefix");
+});
+
+test("a cached prefix longer than the others by more than PREFER_SLACK tokens wins over compactness", async () => {
+  const pool = new SequencePool([0, 1, 2, 3], 0);
+  await pool.acquire(undefined);
+  assert.equal(await pool.acquire(undefined, (s) => (s === 2 ? 1000 : s === 1 ? 1000 - PREFER_SLACK : 0)), 1, "within the slack of the best, the one extending the run");
+  assert.equal(await pool.acquire(undefined, (s) => (s === 3 ? PREFER_SLACK + 1 : 0)), 3);
+  pool.release(1);
+  assert.equal(await pool.acquire(undefined, (s) => (s === 2 ? PREFER_SLACK + 1 : 0)), 2, "even where it leaves a hole");
 });
