@@ -23,6 +23,8 @@ export const ServerConfigSchema = z.object({
     .describe("Busy-wait level of the persistent threadpool's idle threads between decode steps (ggml poll, 0-100, llama-server's default 50; 0 = sleep at once, for cores shared with other work)"),
   GANTRY_INLINE_DECODE: z.enum(["on", "off"]).default("on")
     .describe("Decode generation steps on the server's JS thread (patched build): faster when every core computes; off = always on a worker thread, for measurements"),
+  GANTRY_SEQUENCE_MOVES: z.enum(["on", "off"]).default("on")
+    .describe("When a stream ends between two others, move the highest busy sequence into the gap (llama.cpp decodes a step in one pass only across consecutive sequence ids); off = leave gaps, for measurements"),
   GANTRY_DECODE_SYNC: z.enum(["on", "off"]).default("on")
     .describe("Keep every decode step full (all sequences with a token ready); off = node-llama-cpp's own dispatch, for measurements"),
   GANTRY_ORIGINS: z.string().default("").describe("Extra allowed CORS origins, comma-separated (localhost origins are always allowed)"),

@@ -36,6 +36,7 @@ export async function startServer(config: ServerConfig, logger: Logger, opts: { 
     engineBuild: config.GANTRY_ENGINE_BUILD,
     disableDecodeSync: config.GANTRY_DECODE_SYNC === "off",
     inlineDecode: config.GANTRY_INLINE_DECODE === "on",
+    moveSequences: config.GANTRY_SEQUENCE_MOVES === "on",
     threadpoolPoll: config.GANTRY_THREADPOOL_POLL,
     numParallel: config.GANTRY_NUM_PARALLEL,
     maxQueue: config.GANTRY_MAX_QUEUE,

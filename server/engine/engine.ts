@@ -36,6 +36,8 @@ export interface EngineOptions {
   disableDecodeSync?: boolean;
   /** Decode small steps on the JS thread when the patched build allows it (step-batcher.ts); default true. */
   inlineDecode?: boolean;
+  /** Move busy sequences into gaps among the busy ids (default true; LoadedModel.releaseSequence). */
+  moveSequences?: boolean;
   /** auto: the patched local build when setup made it, else the prebuilt binary; prebuilt: always the prebuilt one. */
   engineBuild?: EngineBuildMode;
   /** ggml poll level of the persistent threadpool's idle threads (0-100, default 50 as llama-server; 0 = sleep between decode steps). */
@@ -52,7 +54,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
   const registry = new ModelRegistry({
     llama, logger: opts.logger, metrics, threads, numParallel: opts.numParallel, maxQueue: opts.maxQueue,
     maxLoadedModels: opts.maxLoadedModels, contextLength: opts.contextLength, decodeWaitMs: opts.decodeWaitMs,
-    decodeSyncDisabled: opts.disableDecodeSync ?? false, inlineDecode,
+    decodeSyncDisabled: opts.disableDecodeSync ?? false, inlineDecode, moveSequences: opts.moveSequences ?? true,
   });
   const grammars = new GrammarCache(llama);
   const arrivals = new Arrivals();
@@ -80,7 +82,8 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
             admission: opts.disableDecodeSync ? undefined : { arrival: req.arrival, arrivals },
           });
         } finally {
-          loaded.pool.release(slot);
+          loaded.releaseSequence(slot, metrics, (err) => opts.logger.warn({ model: loaded.spec.name, err: err instanceof Error ? err.message : String(err) },
+            "could not move a busy sequence into a gap among the busy ones; this model's steps may take extra passes"));
         }
       } finally {
         registry.release(loaded);

@@ -44,7 +44,7 @@ export const commonPrefixLength = (a: readonly Token[], b: readonly Token[]): nu
 
 /** Keeps the part of the slot's KV cache that matches the prompt; returns the tokens still to evaluate (at least one). */
 export async function reusePrefix(batcher: StepBatcher, slot: Slot, prompt: Token[]): Promise<Token[]> {
-  await batcher.truncate(slot, Math.min(commonPrefixLength(slot.tokens, prompt), prompt.length - 1));
+  await batcher.truncate(slot, (held) => Math.min(commonPrefixLength(held, prompt), prompt.length - 1));
   return prompt.slice(slot.tokens.length);
 }
 

@@ -20,6 +20,8 @@ export interface LoadOptions {
   decodeSyncDisabled: boolean;
   /** Decode small steps on the JS thread (patched build only). */
   inlineDecode: boolean;
+  /** Move busy sequences into gaps among the busy ids (releaseSequence). */
+  moveSequences: boolean;
 }
 
 export class LoadedModel {
@@ -48,13 +50,17 @@ export class LoadedModel {
   expiresAt: number | null = null;
   unloading = false;
   private timer: NodeJS.Timeout | undefined;
+  /** Busy sequences move down into gaps (releaseSequence): unless switched off, until a move fails. */
+  private moveSequences: boolean;
 
   private constructor(init: {
     spec: ModelSpec; model: LlamaModel; context: LlamaContext; chatWrapper: ChatWrapper; pool: SequencePool<Slot>;
     decodeSync: DecodeSync; batcher: StepBatcher; contextLength: number; requestedContextLength: number; parallel: number; threads: number; loadDurationNs: number;
     threadpoolThreads: number;
     inlineSampling: boolean;
+    moveSequences: boolean;
   }) {
+    this.moveSequences = init.moveSequences;
     this.spec = init.spec;
     this.model = init.model;
     this.context = init.context;
@@ -104,11 +110,28 @@ export class LoadedModel {
       o.metrics.onLoad?.(name, loadDurationNs / 1e9);
       return new LoadedModel({
         spec: o.spec, model, context, chatWrapper, pool, decodeSync, batcher, contextLength, requestedContextLength: o.requestedContextLength, parallel: o.parallel,
-        threads: o.threads, loadDurationNs, threadpoolThreads: threadpoolThreads(context), inlineSampling: inlineSampling(context),
+        threads: o.threads, loadDurationNs, threadpoolThreads: threadpoolThreads(context), inlineSampling: inlineSampling(context), moveSequences: o.moveSequences,
       });
     } catch (e) {
       await model.dispose();
       throw e;
+    }
+  }
+
+  /**
+   * Returns a request's sequence. Where that leaves a gap among the busy sequence ids (busy 0, 2, 3), the highest busy
+   * sequence moves down into it (3 → 1): llama.cpp decodes a step in one pass only across consecutive sequence ids, and
+   * requests of different lengths leave such gaps all the time. `onMoveFailed` hears of a failed move (gaps stay then).
+   */
+  releaseSequence(slot: Slot, metrics: EngineMetricsSink, onMoveFailed: (err: unknown) => void): void {
+    this.pool.release(slot);
+    if (!this.moveSequences) return;
+    for (let move = this.pool.compact(); move; move = this.pool.compact()) {
+      this.batcher.relocate(move.busy, move.free).then(() => metrics.onSequenceMove?.(this.spec.name, true), (err: unknown) => {
+        metrics.onSequenceMove?.(this.spec.name, false);
+        if (this.moveSequences) onMoveFailed(err);
+        this.moveSequences = false;
+      });
     }
   }
 

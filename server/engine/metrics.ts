@@ -19,6 +19,11 @@ export interface EngineMetricsSink {
   onQueueDepth?(model: string, depth: number): void;
   /** Sequences of the model busy with a request. */
   onBusySequences?(model: string, busy: number): void;
+  /**
+   * A busy sequence moved down into a free one's place to close a gap among the busy sequence ids (a decode step
+   * spanning a gap costs an extra pass over the weights); `ok` false = the move failed and the model stops moving them.
+   */
+  onSequenceMove?(model: string, ok: boolean): void;
   /** A request was refused because the queue was full. */
   onRejected?(model: string): void;
 }

@@ -20,6 +20,7 @@ export interface RegistryOptions {
   decodeWaitMs: number | undefined;
   decodeSyncDisabled: boolean;
   inlineDecode: boolean;
+  moveSequences: boolean;
 }
 
 export const shuttingDown = (): AppError => new AppError("SHUTTING_DOWN", "the server is shutting down");
@@ -131,7 +132,7 @@ export class ModelRegistry {
       try {
         const loaded = await LoadedModel.load({
           llama: this.o.llama, spec, requestedContextLength: requested, parallel: this.o.numParallel, maxQueue: this.o.maxQueue,
-          threads: this.o.threads, metrics: this.o.metrics, decodeWaitMs: this.o.decodeWaitMs, decodeSyncDisabled: this.o.decodeSyncDisabled, inlineDecode: this.o.inlineDecode,
+          threads: this.o.threads, metrics: this.o.metrics, decodeWaitMs: this.o.decodeWaitMs, decodeSyncDisabled: this.o.decodeSyncDisabled, inlineDecode: this.o.inlineDecode, moveSequences: this.o.moveSequences,
         });
         loaded.names.add(spec.name);
         this.models.set(weightsKey(spec), loaded);

@@ -29,7 +29,7 @@ export class SequencePool<S> {
   private readonly waiters: Waiter<S>[] = [];
   private readonly onChange: () => void;
 
-  /** Sequences in creation (= sequence id) order. */
+  /** Sequences in rank order: creation order, as compact() rearranges it (= sequence id order). */
   private readonly all: S[];
 
   constructor(sequences: S[], maxQueue: number, onChange: () => void = () => {}) {
@@ -116,6 +116,23 @@ export class SequencePool<S> {
       if (runs < bestRuns || (runs === bestRuns && scores[i]! > scores[best]!)) { best = i; bestRuns = runs; }
     });
     return this.free.splice(best, 1)[0]!;
+  }
+
+  /**
+   * Where the busy sequences are not one run of ids: the highest busy sequence and the lowest free one above the lowest
+   * busy one, which trade places here (ranks); the caller moves the busy one's state into the free one's (see
+   * StepBatcher.relocate). Call until it returns undefined: each move lowers the highest busy rank.
+   */
+  compact(): { busy: S; free: S } | undefined {
+    const busyAt = this.all.map((s) => !this.free.includes(s));
+    const top = busyAt.lastIndexOf(true), hole = busyAt.indexOf(false, busyAt.indexOf(true));
+    if (top < 0 || hole < 0 || hole > top) return undefined;
+    const busy = this.all[top]!, free = this.all[hole]!;
+    this.all[top] = free;
+    this.all[hole] = busy;
+    this.rank.set(free, top).set(busy, hole);
+    this.free.sort((a, b) => this.rank.get(a)! - this.rank.get(b)!);
+    return { busy, free };
   }
 
   /** Runs of consecutive busy sequences if `seq` were busy too. */

@@ -19,13 +19,16 @@ export interface NativeContext {
   /** Samples from a logit row of the last decode; -1 = no token. Settled at once for plain sampling (patched addon). */
   sampleToken(batchLogitIndex: number, sampler: NativeSamplerHandle): Promise<number>;
   disposeSequence(sequenceId: number): void;
+  /** Makes the target sequence a copy of the source (with one KV stream per sequence: the whole stream, at the next decode). */
+  copySequenceStateFromOtherSequence(targetSequenceId: number, sourceSequenceId: number): Promise<number>;
   /** False when the model's memory cannot drop part of a sequence (the caller then clears it all). */
   removeTokenCellsFromSequence(sequenceId: number, start: number, end: number): boolean;
 }
 
 /** One sequence's KV cache: the tokens it holds, in position order. */
 export class Slot {
-  readonly id: number;
+  /** The llama.cpp sequence id; two slots trade ids when one moves into the other's place (StepBatcher.relocate). */
+  id: number;
   readonly tokens: Token[] = [];
 
   constructor(id: number) {
@@ -104,7 +107,7 @@ export class StepBatcher {
   private stepping = false;
   private scheduled = false;
   /** KV-cache edits waiting for the step in flight: the native memory must not change under a running decode. */
-  private between: Array<() => void> = [];
+  private between: Array<() => void | Promise<void>> = [];
   private readonly inline: InlineDecodePolicy | undefined;
   /** Moving average of small steps' decode time (inline or not). */
   private smallStepMs = 0;
@@ -139,29 +142,64 @@ export class StepBatcher {
   }
 
   /**
-   * Drops what the slot holds from `keep` on (all of it when the model's memory cannot drop a part). Runs at once when no
-   * step is in flight, else right after it, before the next one: the native memory must not change under a decode.
+   * Drops what the slot holds from `keepOf(tokens it holds)` on (all of it when the model's memory cannot drop a part).
+   * Runs when no step is in flight (at once, or right after the step in flight), before the next step, after the edits
+   * queued before it: `keepOf` sees what the slot holds then.
    */
-  truncate(slot: Slot, keep: number): Promise<void> {
-    if (keep >= slot.tokens.length) return Promise.resolve();
-    const edit = (): void => {
+  truncate(slot: Slot, keepOf: (held: readonly Token[]) => number): Promise<void> {
+    return this.betweenSteps(() => {
+      const keep = keepOf(slot.tokens);
+      if (keep >= slot.tokens.length) return;
       if (keep <= 0 || !this.native.removeTokenCellsFromSequence(slot.id, keep, slot.tokens.length)) {
         this.native.disposeSequence(slot.id);
         slot.tokens.length = 0;
       } else slot.tokens.length = keep;
-    };
-    if (!this.stepping) {
-      edit();
-      return Promise.resolve();
-    }
-    return new Promise<void>((resolve, reject) => this.between.push(() => {
+    });
+  }
+
+  /**
+   * Moves what `from` holds into `to`'s sequence and the two slots trade sequence ids, between steps: `from` goes on
+   * generating under `to`'s old id, and `to` (free) keeps what `from` held under `from`'s old id (still a valid cache).
+   * With one KV stream per sequence, llama.cpp copies the whole stream at the next decode (16–23 MB for the bench
+   * models); a step spanning a gap in the busy ids costs an extra pass over the weights every token.
+   */
+  relocate(from: Slot, to: Slot): Promise<void> {
+    return this.betweenSteps(async () => {
       try {
-        edit();
-        resolve();
+        await this.native.copySequenceStateFromOtherSequence(to.id, from.id);
       } catch (err) {
-        reject(err);
+        // Both keep their ids; what `to` holds is unknown now.
+        this.native.disposeSequence(to.id);
+        to.tokens.length = 0;
+        throw err;
       }
-    }));
+      [from.id, to.id] = [to.id, from.id];
+      to.tokens.length = 0;
+      to.tokens.push(...from.tokens);
+    });
+  }
+
+  /** Runs `edit` when no step is in flight, before the next step; edits run one at a time, in the order queued. */
+  private betweenSteps(edit: () => void | Promise<void>): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.between.push(async () => {
+        try {
+          await edit();
+          resolve();
+        } catch (err) {
+          reject(err);
+        }
+      });
+      if (!this.stepping) void this.runEdits();
+    });
+  }
+
+  /** Runs the queued edits (steps wait meanwhile), then schedules the next step. */
+  private async runEdits(): Promise<void> {
+    this.stepping = true;
+    while (this.between.length > 0) await this.between.shift()!();
+    this.stepping = false;
+    this.schedule();
   }
 
   private schedule(): void {
@@ -243,10 +281,10 @@ export class StepBatcher {
   }
 
   private endStep(): void {
-    this.stepping = false;
-    const edits = this.between;
-    this.between = [];
-    for (const edit of edits) edit();
-    this.schedule();
+    if (this.between.length > 0) void this.runEdits();
+    else {
+      this.stepping = false;
+      this.schedule();
+    }
   }
 }

@@ -17,6 +17,7 @@ export class ServerMetrics {
   readonly loadedModels = new Gauge({ name: "gantry_loaded_models", help: "Models loaded in memory", registers: [this.registry] });
   readonly loadSeconds = new Histogram({ name: "gantry_model_load_seconds", help: "Model load time", labelNames: ["model"], buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120], registers: [this.registry] });
   readonly decodeSteps = new Counter({ name: "gantry_decode_steps_total", help: "Batched decode calls (llama_decode) of generation contexts", labelNames: ["model"], registers: [this.registry] });
+  readonly sequenceMoves = new Counter({ name: "gantry_sequence_moves_total", help: "Busy sequences moved down to close a gap in the busy sequence ids (result: ok, failed)", labelNames: ["model", "result"], registers: [this.registry] });
   readonly batchFill = new Histogram({ name: "gantry_batch_fill_ratio", help: "Per decode step: sequences in the step / sequences generating (1 = full batch)", labelNames: ["model"], buckets: [0.25, 0.5, 0.75, 0.9, 0.99, 1], registers: [this.registry] });
 
   constructor(opts: { defaultMetrics?: boolean } = {}) {
@@ -33,6 +34,7 @@ export class ServerMetrics {
         this.decodeSteps.inc({ model });
         if (active > 0) this.batchFill.observe({ model }, Math.min(1, sequences / active));
       },
+      onSequenceMove: (model, ok) => { this.sequenceMoves.inc({ model, result: ok ? "ok" : "failed" }); },
       onQueueDepth: (model, depth) => { this.queueDepth.set({ model }, depth); },
       onBusySequences: (model, busy) => { this.busySequences.set({ model }, busy); },
     };

@@ -38,7 +38,12 @@ const MAIN: Scenario[] = [
   { key: "c4 n256", concurrency: 4, nPredict: 256 },
   { key: "c8 n64", concurrency: 8, nPredict: 64 },
   { key: "c8 n256", concurrency: 8, nPredict: 256 },
+  // Streams ending at different times, as real traffic does: gaps open among the busy sequences.
+  { key: "c4 mixed", concurrency: 4, nPredict: 256, lengths: [256, 32, 128, 64] },
 ];
+
+/** "4 × 64 tokens", or "4 × 256/32/128/64 tokens" for a mixed scenario. */
+const shapeOf = (s: Scenario): string => `${s.concurrency} × ${s.lengths ? s.lengths.join("/") : s.nPredict}`;
 
 const runs = (res: Results, target: string, scenario: string): RunResult[] => res.get(target)?.get(scenario) ?? [];
 const ratio = (a: number[], b: number[]): string => {
@@ -82,16 +87,16 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
       row(`prompt tok/s, 1 stream, ${promptTokens}-token prompt (server timings)`, gPrompt, lPrompt);
       row("generation tok/s, 1 stream, 256 tokens (server timings)", gGen, lGen);
       for (const s of MAIN.filter((x) => !x.longPrompt)) {
-        row(`aggregate generated tok/s, ${s.concurrency} × ${s.nPredict} tokens${s.repeat ? ` (${s.repeat} in a row per run)` : ""}`, runs(res, GANTRY, s.key).map((r) => r.aggregateTps), runs(res, LLAMA, s.key).map((r) => r.aggregateTps));
+        row(`aggregate generated tok/s, ${shapeOf(s)} tokens${s.repeat ? ` (${s.repeat} in a row per run)` : ""}`, runs(res, GANTRY, s.key).map((r) => r.aggregateTps), runs(res, LLAMA, s.key).map((r) => r.aggregateTps));
       }
       for (const s of MAIN.filter((x) => x.concurrency > 1)) {
         const g = runs(res, GANTRY, s.key), l = runs(res, LLAMA, s.key);
-        row(`TTFT ms under load, ${s.concurrency} × ${s.nPredict} (all requests; lower is better)`, g.flatMap((r) => r.ttftMs), l.flatMap((r) => r.ttftMs),
+        row(`TTFT ms under load, ${shapeOf(s)} (all requests; lower is better)`, g.flatMap((r) => r.ttftMs), l.flatMap((r) => r.ttftMs),
           { g: g.map((r) => median(r.ttftMs)), l: l.map((r) => median(r.ttftMs)), lowerIsBetter: true });
       }
       for (const s of MAIN.filter((x) => x.concurrency > 1)) {
         const g = runs(res, GANTRY, s.key).map((r) => r.stepsPerPosition), l = runs(res, LLAMA, s.key).map((r) => r.stepsPerPosition);
-        row(`decode calls per token position, ${s.concurrency} × ${s.nPredict} (ideal 1.0)`, g, l, { g, l, lowerIsBetter: true });
+        row(`decode calls per token position, ${shapeOf(s)} (ideal 1.0)`, g, l, { g, l, lowerIsBetter: true });
       }
       const short = [...res.values()].flatMap((byScenario) => [...byScenario.values()].flat()).reduce((n, r) => n + r.short, 0);
       if (short > 0) engines.push(`${m.label}: WARNING ${short} requests generated fewer tokens than asked`);

@@ -185,6 +185,36 @@ test("full batches: 4 streams take one decode step per token position, each step
   }
 });
 
+/**
+ * Three greedy streams started together on sequences 0, 1, 2 in the order given; "short" stops after 2 tokens, the others
+ * generate 40. Returns the long streams' texts by prompt and the sequence moves made.
+ */
+async function threeStreams(order: string[]): Promise<{ texts: Map<string, string>; moves: number }> {
+  let moves = 0;
+  const engine = await makeEngine({ numParallel: 3, maxQueue: 3, metrics: { onSequenceMove: (_m, ok) => { if (ok) moves++; } } });
+  try {
+    const model = await endless();
+    await engine.load(model, {});
+    const results = await Promise.all(order.map((p) => collect(engine.generate(request(model, chat(`tell me about ${p}`), { num_predict: p === "short" ? 2 : 40, temperature: 0 })))));
+    assert.deepEqual(results.map((r) => r.stats.evalCount), order.map((p) => (p === "short" ? 2 : 40)));
+    return { texts: new Map(order.map((p, i) => [p, results[i]!.text])), moves };
+  } finally {
+    await engine.shutdown();
+  }
+}
+
+test("a stream ending between two others leaves a gap: the last one moves into it and generates exactly what it would have", async () => {
+  // Short one on sequence 1: busy 0 and 2 after it, so "third" moves from 2 to 1 (its KV copied) 2 tokens in.
+  const gap = await threeStreams(["first", "short", "third"]);
+  // Short one on sequence 2: no gap, no move; the same work otherwise.
+  const noGap = await threeStreams(["first", "third", "short"]);
+  assert.equal(gap.moves, 1);
+  assert.equal(noGap.moves, 0);
+  assert.ok(noGap.texts.get("third")!.length > 0);
+  assert.equal(gap.texts.get("third"), noGap.texts.get("third"));
+  assert.equal(gap.texts.get("first"), noGap.texts.get("first"));
+});
+
 /** Four requests that reach the engine ~5 ms apart (as HTTP requests sent together do); returns the decode steps' fills. */
 async function burst(announce: boolean): Promise<number[]> {
   const fills: number[] = [];

@@ -58,3 +58,18 @@ test("a cached prefix longer than the others by more than PREFER_SLACK tokens wi
   pool.release(1);
   assert.equal(await pool.acquire(undefined, (s) => (s === 2 ? PREFER_SLACK + 1 : 0)), 2, "even where it leaves a hole");
 });
+
+test("compact(): the highest busy sequence trades places with the lowest gap until the busy ones are one run", async () => {
+  const pool = new SequencePool([0, 1, 2, 3, 4, 5, 6, 7], 0);
+  const held = [];
+  for (let i = 0; i < 8; i++) held.push(await pool.acquire(undefined));
+  for (const s of [1, 2, 4, 5, 6]) pool.release(s);
+  // Busy: 0, 3, 7.
+  assert.deepEqual(pool.compact(), { busy: 7, free: 1 });
+  assert.deepEqual(pool.compact(), { busy: 3, free: 2 });
+  assert.equal(pool.compact(), undefined);
+  // The ranks follow the moves: the next request extends the run into rank 3, where sequence 2 is now (it traded with 3).
+  assert.equal(await pool.acquire(undefined), 2);
+  pool.release(0);
+  assert.equal(pool.compact(), undefined, "busy at ranks 1–3 (one run): nothing to move");
+});

@@ -8,6 +8,10 @@ import { Slot, StepBatcher, type NativeContext } from "../../../server/engine/st
 
 class FakeNative implements NativeContext {
   readonly calls: Array<{ mode: "inline" | "worker"; tokens: number }> = [];
+  /** Every native call that touches a sequence, in order. */
+  readonly log: string[] = [];
+  failCopy = false;
+  private decodeStarted: (() => void) | undefined;
   inlineMs = 0;
   failInline = false;
   private batch = 0;
@@ -22,13 +26,28 @@ class FakeNative implements NativeContext {
     this.batch = size;
   }
 
-  addToBatch(_seq: number, _first: number, _tokens: Uint32Array, logitIndexes: Uint32Array): Uint32Array {
+  addToBatch(seq: number, first: number, tokens: Uint32Array, logitIndexes: Uint32Array): Uint32Array {
+    this.log.push(`add ${seq}@${first}+${tokens.length}`);
     return Uint32Array.from(logitIndexes);
+  }
+
+  /** Resolves when the next worker decode starts. */
+  nextDecode(): Promise<void> {
+    return new Promise((resolve) => { this.decodeStarted = resolve; });
   }
 
   decodeBatch(): Promise<void> {
     this.calls.push({ mode: "worker", tokens: this.batch });
-    return new Promise((resolve) => setImmediate(resolve));
+    this.decodeStarted?.();
+    return new Promise((resolve) => setImmediate(() => {
+      this.log.push("decoded");
+      resolve();
+    }));
+  }
+
+  copySequenceStateFromOtherSequence(target: number, source: number): Promise<number> {
+    this.log.push(`copy ${source}→${target}`);
+    return new Promise((resolve, reject) => setImmediate(() => (this.failCopy ? reject(new Error("copy failed")) : resolve(0))));
   }
 
   private decodeInline(): void {
@@ -42,9 +61,12 @@ class FakeNative implements NativeContext {
     return Promise.resolve(1);
   }
 
-  disposeSequence(): void {}
+  disposeSequence(seq: number): void {
+    this.log.push(`dispose ${seq}`);
+  }
 
-  removeTokenCellsFromSequence(): boolean {
+  removeTokenCellsFromSequence(seq: number, start: number, end: number): boolean {
+    this.log.push(`remove ${seq}[${start},${end})`);
     return true;
   }
 }
@@ -100,4 +122,49 @@ test("a failed inline decode fails the step's items and clears their slots; the 
   assert.equal(slot.tokens.length, 0);
   native.failInline = false;
   assert.equal(await batcher.evaluate(slot, tokens(2), next), 7);
+});
+
+test("a sequence moves into a free one's place between steps: they trade ids, and the free one keeps the moved state as its cache", async () => {
+  const native = new FakeNative(false);
+  const batcher = new StepBatcher(native, 512, new DecodeSync({}));
+  const [busy, free] = [new Slot(3), new Slot(1)];
+  free.tokens.push(9 as Token);
+  await batcher.evaluate(busy, tokens(4), next);
+  // Asked while a step is in flight: the copy waits for that step, and the next step waits for the copy.
+  const started = native.nextDecode();
+  const stepping = batcher.evaluate(busy, [7 as Token], next);
+  await started;
+  const moved = batcher.relocate(busy, free);
+  await stepping;
+  await moved;
+  await batcher.evaluate(busy, [7 as Token], next);
+  assert.deepEqual(native.log.slice(2), ["add 3@4+1", "decoded", "copy 3→1", "add 1@5+1", "decoded"]);
+  assert.deepEqual([busy.id, free.id], [1, 3]);
+  assert.deepEqual(free.tokens, busy.tokens.slice(0, 5));
+});
+
+test("a truncate queued after a move sees what the slot holds after the move", async () => {
+  const native = new FakeNative(false);
+  const batcher = new StepBatcher(native, 512, new DecodeSync({}));
+  const [busy, free] = [new Slot(2), new Slot(1)];
+  free.tokens.push(9 as Token, 9 as Token, 9 as Token);
+  await batcher.evaluate(busy, tokens(4), next);
+  const moved = batcher.relocate(busy, free);
+  // A new request on the free slot whose prompt starts like the moved state (tokens 2, 3, then 8).
+  await batcher.truncate(free, (held) => (held[0] === 2 && held[1] === 3 ? 2 : 0));
+  await moved;
+  assert.deepEqual(native.log.slice(2), ["copy 2→1", "remove 2[2,4)"]);
+  assert.deepEqual(free.tokens, [2, 3]);
+});
+
+test("a failed move leaves both ids alone and drops what the free slot held", async () => {
+  const native = new FakeNative(false);
+  const batcher = new StepBatcher(native, 512, new DecodeSync({}));
+  const [busy, free] = [new Slot(2), new Slot(1)];
+  free.tokens.push(9 as Token);
+  native.failCopy = true;
+  await assert.rejects(batcher.relocate(busy, free), /copy failed/);
+  assert.deepEqual([busy.id, free.id, free.tokens.length], [2, 1, 0]);
+  assert.deepEqual(native.log, ["copy 2→1", "dispose 1"]);
+  assert.equal(await batcher.evaluate(busy, tokens(2), next), 7, "the batcher goes on");
 });
