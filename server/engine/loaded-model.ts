@@ -177,6 +177,8 @@ export class LoadedModel {
 
   async dispose(): Promise<void> {
     this.clearTimer();
+    // A sequence move started by the last requests' releases may still be copying.
+    await this.batcher.drained();
     const emb = this.embeddingContext;
     if (emb) await (await emb.catch(() => undefined))?.dispose();
     await this.context.dispose();

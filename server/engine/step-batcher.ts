@@ -108,6 +108,8 @@ export class StepBatcher {
   private scheduled = false;
   /** KV-cache edits waiting for the step in flight: the native memory must not change under a running decode. */
   private between: Array<() => void | Promise<void>> = [];
+  /** The edits running now, if any. */
+  private editing: Promise<void> | undefined;
   private readonly inline: InlineDecodePolicy | undefined;
   /** Moving average of small steps' decode time (inline or not). */
   private smallStepMs = 0;
@@ -190,16 +192,24 @@ export class StepBatcher {
           reject(err);
         }
       });
-      if (!this.stepping) void this.runEdits();
+      if (!this.stepping) this.runEdits();
     });
   }
 
   /** Runs the queued edits (steps wait meanwhile), then schedules the next step. */
-  private async runEdits(): Promise<void> {
+  private runEdits(): void {
     this.stepping = true;
-    while (this.between.length > 0) await this.between.shift()!();
-    this.stepping = false;
-    this.schedule();
+    this.editing = (async () => {
+      while (this.between.length > 0) await this.between.shift()!();
+      this.editing = undefined;
+      this.stepping = false;
+      this.schedule();
+    })();
+  }
+
+  /** Resolves when no edit is running (with no step in flight: none is queued either). The context waits before it is freed. */
+  async drained(): Promise<void> {
+    while (this.editing) await this.editing;
   }
 
   private schedule(): void {
@@ -281,7 +291,7 @@ export class StepBatcher {
   }
 
   private endStep(): void {
-    if (this.between.length > 0) void this.runEdits();
+    if (this.between.length > 0) this.runEdits();
     else {
       this.stepping = false;
       this.schedule();
