@@ -21,7 +21,7 @@ export const clientClosed = (): AppError => new AppError("CLIENT_CLOSED", "the c
 export const PREFER_SLACK = 32;
 
 export class SequencePool<S> {
-  /** Free sequences in creation order. */
+  /** Free sequences in rank (= sequence id) order. */
   private readonly free: S[];
   private readonly rank: Map<S, number>;
   private readonly total: number;
