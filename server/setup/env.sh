@@ -7,6 +7,8 @@
 # Everything downloaded or built is cached outside the repo, under $GANTRY_CACHE (default ~/.cache/gantry).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+# Where the user ran the command (npm run sets INIT_CWD): the CLI resolves relative paths (-f Modelfile, ./file.gguf) there.
+CALLER_DIR="${INIT_CWD:-$PWD}"
 export GANTRY_CACHE="${GANTRY_CACHE:-$HOME/.cache/gantry}"
 mkdir -p "$GANTRY_CACHE"
 cd "$ROOT"
@@ -56,7 +58,7 @@ case "$task" in
   start) exec node server/setup/start.ts "$@" ;;
   test) exec bash test/run.sh "$@" ;;
   bench) exec node test/bench/run.ts "$@" ;;
-  gantry) exec node server/cli/gantry.ts "$@" ;;
+  gantry) cd "$CALLER_DIR" && exec node "$ROOT/server/cli/gantry.ts" "$@" ;;
   cluster-up) exec bash test/cluster/up.sh "$@" ;;
   cluster-down) exec bash test/cluster/down.sh "$@" ;;
   node) exec node "$@" ;;
