@@ -82,7 +82,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
             admission: opts.disableDecodeSync ? undefined : { arrival: req.arrival, arrivals },
           });
         } finally {
-          loaded.releaseSequence(slot, metrics, (err) => opts.logger.warn({ model: loaded.spec.name, err: err instanceof Error ? err.message : String(err) },
+          loaded.releaseSequence(slot, (err) => opts.logger.warn({ model: loaded.spec.name, err: err instanceof Error ? err.message : String(err) },
             "could not move a busy sequence into a gap among the busy ones; this model's steps may take extra passes"));
         }
       } finally {

@@ -52,6 +52,7 @@ export class LoadedModel {
   private timer: NodeJS.Timeout | undefined;
   /** Busy sequences move down into gaps (releaseSequence): unless switched off, until a move fails. */
   private moveSequences: boolean;
+  private readonly metrics: EngineMetricsSink;
 
   private constructor(init: {
     spec: ModelSpec; model: LlamaModel; context: LlamaContext; chatWrapper: ChatWrapper; pool: SequencePool<Slot>;
@@ -59,8 +60,10 @@ export class LoadedModel {
     threadpoolThreads: number;
     inlineSampling: boolean;
     moveSequences: boolean;
+    metrics: EngineMetricsSink;
   }) {
     this.moveSequences = init.moveSequences;
+    this.metrics = init.metrics;
     this.spec = init.spec;
     this.model = init.model;
     this.context = init.context;
@@ -110,7 +113,7 @@ export class LoadedModel {
       o.metrics.onLoad?.(name, loadDurationNs / 1e9);
       return new LoadedModel({
         spec: o.spec, model, context, chatWrapper, pool, decodeSync, batcher, contextLength, requestedContextLength: o.requestedContextLength, parallel: o.parallel,
-        threads: o.threads, loadDurationNs, threadpoolThreads: threadpoolThreads(context), inlineSampling: inlineSampling(context), moveSequences: o.moveSequences,
+        threads: o.threads, loadDurationNs, threadpoolThreads: threadpoolThreads(context), inlineSampling: inlineSampling(context), moveSequences: o.moveSequences, metrics: o.metrics,
       });
     } catch (e) {
       await model.dispose();
@@ -123,12 +126,12 @@ export class LoadedModel {
    * sequence moves down into it (3 → 1): llama.cpp decodes a step in one pass only across consecutive sequence ids, and
    * requests of different lengths leave such gaps all the time. `onMoveFailed` hears of a failed move (gaps stay then).
    */
-  releaseSequence(slot: Slot, metrics: EngineMetricsSink, onMoveFailed: (err: unknown) => void): void {
+  releaseSequence(slot: Slot, onMoveFailed: (err: unknown) => void): void {
     this.pool.release(slot);
     if (!this.moveSequences) return;
     for (let move = this.pool.compact(); move; move = this.pool.compact()) {
-      this.batcher.relocate(move.busy, move.free).then(() => metrics.onSequenceMove?.(this.spec.name, true), (err: unknown) => {
-        metrics.onSequenceMove?.(this.spec.name, false);
+      this.batcher.relocate(move.busy, move.free).then(() => this.metrics.onSequenceMove?.(this.spec.name, true), (err: unknown) => {
+        this.metrics.onSequenceMove?.(this.spec.name, false);
         if (this.moveSequences) onMoveFailed(err);
         this.moveSequences = false;
       });

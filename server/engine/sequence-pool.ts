@@ -21,28 +21,23 @@ export const clientClosed = (): AppError => new AppError("CLIENT_CLOSED", "the c
 export const PREFER_SLACK = 32;
 
 export class SequencePool<S> {
-  /** Free sequences in rank (= sequence id) order. */
+  /** Every sequence in sequence id order: creation order, as compact() rearranges it. */
+  private readonly all: S[];
+  /** Free sequences, in the order of `all`. */
   private readonly free: S[];
-  private readonly rank: Map<S, number>;
-  private readonly total: number;
   private readonly maxQueue: number;
   private readonly waiters: Waiter<S>[] = [];
   private readonly onChange: () => void;
 
-  /** Sequences in rank order: creation order, as compact() rearranges it (= sequence id order). */
-  private readonly all: S[];
-
   constructor(sequences: S[], maxQueue: number, onChange: () => void = () => {}) {
     this.all = [...sequences];
     this.free = [...sequences];
-    this.rank = new Map(sequences.map((seq, i) => [seq, i]));
-    this.total = sequences.length;
     this.maxQueue = maxQueue;
     this.onChange = onChange;
   }
 
   get busy(): number {
-    return this.total - this.free.length;
+    return this.all.length - this.free.length;
   }
 
   get queued(): number {
@@ -90,8 +85,8 @@ export class SequencePool<S> {
     const next = this.waiters.shift();
     if (next) next.resolve(seq);
     else {
-      const at = this.free.findIndex((f) => this.rank.get(f)! > this.rank.get(seq)!);
-      this.free.splice(at < 0 ? this.free.length : at, 0, seq);
+      this.free.push(seq);
+      this.sortFree();
     }
     this.onChange();
   }
@@ -120,29 +115,31 @@ export class SequencePool<S> {
 
   /**
    * Where the busy sequences are not one run of ids: the highest busy sequence and the lowest free one above the lowest
-   * busy one, which trade places here (ranks); the caller moves the busy one's state into the free one's (see
-   * StepBatcher.relocate). Call until it returns undefined: each move lowers the highest busy rank.
+   * busy one, which trade places in the order here; the caller moves the busy one's state into the free one's (see
+   * StepBatcher.relocate). Call until it returns undefined: each move lowers the highest busy place.
    */
   compact(): { busy: S; free: S } | undefined {
-    const busyAt = this.all.map((s) => !this.free.includes(s));
+    const busyAt = this.busyFlags();
     const top = busyAt.lastIndexOf(true), hole = busyAt.indexOf(false, busyAt.indexOf(true));
     if (top < 0 || hole < 0 || hole > top) return undefined;
     const busy = this.all[top]!, free = this.all[hole]!;
     this.all[top] = free;
     this.all[hole] = busy;
-    this.rank.set(free, top).set(busy, hole);
-    this.free.sort((a, b) => this.rank.get(a)! - this.rank.get(b)!);
+    this.sortFree();
     return { busy, free };
+  }
+
+  /** Busy or not, for each sequence of `all`; `alsoBusy` counted busy. */
+  private busyFlags(alsoBusy?: S): boolean[] {
+    return this.all.map((s) => s === alsoBusy || !this.free.includes(s));
   }
 
   /** Runs of consecutive busy sequences if `seq` were busy too. */
   private busyRunsWith(seq: S): number {
-    let runs = 0, previousBusy = false;
-    for (const s of this.all) {
-      const busy = s === seq || !this.free.includes(s);
-      if (busy && !previousBusy) runs++;
-      previousBusy = busy;
-    }
-    return runs;
+    return this.busyFlags(seq).filter((busy, i, flags) => busy && !flags[i - 1]).length;
+  }
+
+  private sortFree(): void {
+    this.free.sort((a, b) => this.all.indexOf(a) - this.all.indexOf(b));
   }
 }

@@ -51,7 +51,6 @@ const ratio = (a: number[], b: number[]): string => {
   return Number.isFinite(r) ? r.toFixed(2) : "-";
 };
 
-
 async function engineOf(url: string): Promise<string> {
   const v = (await (await fetch(`${url}/api/version`)).json()) as { engine?: { build: string; threadpool: boolean; inlineSampling?: boolean; inlineDecode?: boolean } };
   return v.engine ? `${v.engine.build}${v.engine.threadpool ? ", threadpool" : ""}${v.engine.inlineSampling ? ", inline sampling" : ""}${v.engine.inlineDecode ? ", inline decode" : ""}` : "";
