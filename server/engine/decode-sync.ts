@@ -163,9 +163,14 @@ export class DecodeSync {
    */
   sequenceIdOf: ((item: BatchItem) => number | undefined) | undefined;
 
-  /** node-llama-cpp `batching.itemPrioritizationStrategy`: fair share per sequence (as "maximumParallelism"), counted. */
+  /**
+   * What a decode step takes of the queued items (`items` in arrival order), counted: whole prompts shortest first
+   * (wholePromptsFirst), laid out in sequence id order. Disabled: node-llama-cpp's "maximumParallelism" fair share.
+   */
   readonly prioritize = ({ items, size }: { items: readonly BatchItem[]; size: number }): PrioritizedBatchItem[] => {
-    const plan = fairShare(this.sequenceIdOf && !this.opts.disabled ? bySequenceId(items, this.sequenceIdOf) : items, size);
+    const idOf = this.sequenceIdOf;
+    const plan = this.opts.disabled ? fairShare(items, size)
+      : idOf ? bySequenceId(wholePromptsFirst(items, size), (p) => idOf(p.item)) : wholePromptsFirst(items, size);
     const batchTokens = plan.reduce((n, p) => n + p.processAmount, 0);
     if (batchTokens > 0) {
       // Every item is one sequence (node-llama-cpp queues one decode per sequence at a time).
@@ -210,10 +215,41 @@ export class DecodeSync {
 }
 
 /** Items in increasing sequence id order; items of unknown sequence last, in their order. */
-export function bySequenceId(items: readonly BatchItem[], idOf: (item: BatchItem) => number | undefined): BatchItem[] {
+export function bySequenceId<T>(items: readonly T[], idOf: (item: T) => number | undefined): T[] {
   const keyed = items.map((item, i) => ({ item, id: idOf(item) ?? Number.MAX_SAFE_INTEGER, i }));
   keyed.sort((a, b) => a.id - b.id || a.i - b.i);
   return keyed.map((k) => k.item);
+}
+
+/**
+ * A step's share of the batch (`size` tokens) for each queued item: every single-token item (a generating sequence) its
+ * token; then whole prompts, shortest first (ties in arrival order), while they fit; only when not even the shortest
+ * prompt fits is it cut, to what is left. Items taking nothing wait for a later step and are left out of the plan.
+ * A burst of prompts larger than the batch thus gets most of its first tokens after one step instead of all of them
+ * after the whole burst (8 × 77 tokens in 512: six prompts finish in the first step), and a short prompt never waits
+ * behind a long one. Cutting only when nothing fits whole keeps the step's shape even: llama.cpp computes a batch in one
+ * pass per layer of equal per-sequence token counts (split_equal), so a part-prompt beside whole ones costs extra passes.
+ * The longest wait is bounded by the sequence count: a prompt deferred now is the shortest once the others are decoded.
+ */
+export function wholePromptsFirst(items: readonly BatchItem[], size: number): PrioritizedBatchItem[] {
+  const amounts = new Map<BatchItem, number>();
+  let left = size;
+  for (const item of items) {
+    if (item.tokens.length === 1 && left > 0) {
+      amounts.set(item, 1);
+      left--;
+    }
+  }
+  const prompts = items.filter((item) => item.tokens.length > 1).sort((a, b) => a.tokens.length - b.tokens.length);
+  let tookPrompt = false;
+  for (const item of prompts) {
+    if (left <= 0 || (tookPrompt && item.tokens.length > left)) break;
+    const amount = Math.min(item.tokens.length, left);
+    amounts.set(item, amount);
+    left -= amount;
+    tookPrompt = true;
+  }
+  return items.filter((item) => amounts.has(item)).map((item) => ({ item, processAmount: amounts.get(item)! }));
 }
 
 /** Every item gets an equal share of the batch; what single-token items leave unused goes to the long (prompt) items in order. */

@@ -1,5 +1,5 @@
 // Decode steps over one context's sequences, driven directly on node-llama-cpp's native context (as llama-server's slot
-// loop drives llama_decode): each step carries every queued sequence (prompts in fair shares of the batch, in sequence id
+// loop drives llama_decode): each step carries every generating sequence and whole prompts shortest first (in sequence id
 // order), and each finished item's next token is sampled right after the decode. node-llama-cpp's evaluate and
 // dispatch layers cost about 0.5 ms of JS per token between two decodes on one stream; this costs a tenth of it.
 // When to dispatch a step is DecodeSync's call (its dispatch schedule), so steps stay full as with node-llama-cpp's.

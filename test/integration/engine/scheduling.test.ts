@@ -167,6 +167,27 @@ test("8 concurrent streams on numParallel 4 all complete, decoding in shared bat
   }
 });
 
+test("a burst of prompts larger than the batch: the first step decodes the shortest prompts whole, the others follow", async () => {
+  const steps: number[] = [];
+  const engine = await makeEngine({ numParallel: 4, maxQueue: 4, metrics: { onDecode: (_m, batchTokens) => steps.push(batchTokens) } });
+  try {
+    const model = await endless();
+    await engine.load(model, {});
+    // Shortest first in arrival order too, so the first step's prompts are the shortest however the arrivals split.
+    const words = [30, 60, 100, 150];
+    const results = await Promise.all(words.map((n, i) => collect(engine.generate(request(model, chat(`${i} ${"sea ".repeat(n)}`), { num_predict: 4, seed: i })))));
+    const prompts = results.map((r) => r.stats.promptEvalCount);
+    assert.deepEqual(results.map((r) => r.stats.evalCount), [4, 4, 4, 4]);
+    const total = prompts.reduce((a, b) => a + b, 0);
+    assert.ok(steps[0]! < total, `the burst (${total} tokens) needs more than one step; first step ${steps[0]}`);
+    // The first step holds whole prompts: the k shortest, for some k ≥ 1 (never a cut prompt beside whole ones).
+    const sums = prompts.map((_, k) => prompts.slice(0, k + 1).reduce((a, b) => a + b, 0));
+    assert.ok(sums.includes(steps[0]!), `first step ${steps[0]} tokens = whole prompts (${prompts.join(", ")})`);
+  } finally {
+    await engine.shutdown();
+  }
+});
+
 test("full batches: 4 streams take one decode step per token position, each step carrying every stream", async () => {
   const steps: Array<{ sequences: number; active: number }> = [];
   const engine = await makeEngine({ numParallel: 4, maxQueue: 4, metrics: { onDecode: (_m, _b, sequences, active) => steps.push({ sequences, active }) } });

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { BatchItem } from "node-llama-cpp";
-import { bySequenceId, DecodeSync, fairShare } from "../../../server/engine/decode-sync.ts";
+import { bySequenceId, DecodeSync, fairShare, wholePromptsFirst } from "../../../server/engine/decode-sync.ts";
 
 const item = (n: number): BatchItem => ({ tokens: Array(n).fill(1), logits: [], evaluationPriority: 5 }) as unknown as BatchItem;
 
@@ -16,6 +16,34 @@ test("fairShare gives every single-token item a slot and the rest to long prompt
 test("fairShare never exceeds the batch size", () => {
   const plan = fairShare([item(10), item(10), item(10)], 2);
   assert.ok(plan.reduce((n, p) => n + p.processAmount, 0) <= 2);
+});
+
+const amounts = (items: BatchItem[], plan: ReturnType<typeof wholePromptsFirst>) => items.map((it) => plan.find((p) => p.item === it)?.processAmount ?? 0);
+
+test("wholePromptsFirst: every generating sequence its token, then whole prompts shortest first while they fit", () => {
+  const items = [item(1), item(300), item(1), item(150), item(100)];
+  const plan = wholePromptsFirst(items, 256);
+  assert.deepEqual(amounts(items, plan), [1, 0, 1, 150, 100], "the 300-token prompt waits for the next step");
+  assert.deepEqual(plan.map((p) => p.item), [items[0], items[2], items[3], items[4]], "in the order given, waiting ones left out");
+});
+
+test("wholePromptsFirst: a burst larger than the batch finishes most prompts in the first step, the rest in the next", () => {
+  const burst = Array.from({ length: 8 }, () => item(77));
+  const first = wholePromptsFirst(burst, 512);
+  assert.deepEqual(amounts(burst, first), [77, 77, 77, 77, 77, 77, 0, 0], "ties in arrival order; no part-prompt beside whole ones");
+  // The six decoded ones generate; the other two prompts come next, whole.
+  const next = [...Array.from({ length: 6 }, () => item(1)), burst[6]!, burst[7]!];
+  assert.deepEqual(amounts(next, wholePromptsFirst(next, 512)), [1, 1, 1, 1, 1, 1, 77, 77]);
+});
+
+test("wholePromptsFirst: when no prompt fits whole, the shortest takes what is left; never more than the batch", () => {
+  const items = [item(1), item(900), item(700), item(1)];
+  const plan = wholePromptsFirst(items, 512);
+  assert.deepEqual(amounts(items, plan), [1, 0, 510, 1]);
+  const tiny = [item(10), item(10), item(10)];
+  assert.deepEqual(amounts(tiny, wholePromptsFirst(tiny, 2)), [2, 0, 0]);
+  const singles = [item(1), item(1), item(1)];
+  assert.equal(wholePromptsFirst(singles, 2).length, 2);
 });
 
 /** n sequences queue one token each and the step carrying them is dispatched. */
@@ -123,7 +151,7 @@ test("the default wait bound is a safety net of a few decode steps, not a fracti
   assert.equal(sync.stats.dispatchTimeouts, 1);
 });
 
-test("batch items are ordered by sequence id, so llama.cpp computes them in one run", () => {
+test("a step's items are laid out in sequence id order (llama.cpp computes them in one run), whole prompts shortest first", () => {
   const sync = new DecodeSync({});
   const items = [item(1), item(1), item(5), item(1)];
   const ids = new Map([[items[0]!, 3], [items[1]!, 0], [items[2]!, 2], [items[3]!, 1]]);
@@ -131,4 +159,8 @@ test("batch items are ordered by sequence id, so llama.cpp computes them in one 
   const plan = sync.prioritize({ items, size: 512 });
   assert.deepEqual(plan.map((p) => ids.get(p.item)), [0, 1, 2, 3]);
   assert.deepEqual(bySequenceId([item(1), items[1]!], (it) => ids.get(it)).map((it) => ids.get(it)), [0, undefined], "unknown ones last");
+  const prompts = [item(40), item(1), item(30), item(500)];
+  const pids = new Map([[prompts[0]!, 2], [prompts[1]!, 3], [prompts[2]!, 0], [prompts[3]!, 1]]);
+  sync.sequenceIdOf = (it) => pids.get(it);
+  assert.deepEqual(sync.prioritize({ items: prompts, size: 100 }).map((p) => [pids.get(p.item), p.processAmount]), [[0, 30], [2, 40], [3, 1]]);
 });
