@@ -168,9 +168,7 @@ export class DecodeSync {
    * (wholePromptsFirst), laid out in sequence id order. Disabled: node-llama-cpp's "maximumParallelism" fair share.
    */
   readonly prioritize = ({ items, size }: { items: readonly BatchItem[]; size: number }): PrioritizedBatchItem[] => {
-    const idOf = this.sequenceIdOf;
-    const plan = this.opts.disabled ? fairShare(items, size)
-      : idOf ? bySequenceId(wholePromptsFirst(items, size), (p) => idOf(p.item)) : wholePromptsFirst(items, size);
+    const plan = this.opts.disabled ? fairShare(items, size) : bySequenceId(wholePromptsFirst(items, size), (p) => this.sequenceIdOf?.(p.item));
     const batchTokens = plan.reduce((n, p) => n + p.processAmount, 0);
     if (batchTokens > 0) {
       // Every item is one sequence (node-llama-cpp queues one decode per sequence at a time).
