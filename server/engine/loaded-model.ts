@@ -104,7 +104,7 @@ export class LoadedModel {
         o.metrics.onQueueDepth?.(name, pool.queued);
         o.metrics.onBusySequences?.(name, pool.busy);
       });
-      decodeSync.onDecode = (batch, generating, active) => o.metrics.onDecode?.(name, batch, generating, active);
+      decodeSync.onDecode = (batch, sequences, active, continued) => o.metrics.onDecode?.(name, batch, sequences, active, continued);
       // The GGUF's own Jinja template, rendered as written (as llama.cpp does): node-llama-cpp's "auto" swaps in a built-in
       // wrapper it deems equivalent, which drops template details such as SmolLM2's default system prompt.
       const chatWrapper = (model.fileInfo.metadata.tokenizer?.chat_template ? resolveChatWrapper(model, { type: "jinjaTemplate" }) : undefined)

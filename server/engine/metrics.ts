@@ -10,11 +10,12 @@ export interface EngineMetricsSink {
   /** Time from request arrival to the first generated token. */
   onFirstToken?(model: string, seconds: number): void;
   /**
-   * One llama_decode call. `batchTokens` = tokens in the batch, `sequences` = sequences the step carried (generating or
+   * One llama_decode call. `batchTokens` = tokens in the batch, `sequences` = sequences the call carried (generating or
    * evaluating their prompt), `activeSequences` = sequences of that model inside a generation at the time.
-   * Batch fill = sequences / activeSequences (1 = every active sequence was in the step).
+   * Batch fill = sequences / activeSequences (1 = every active sequence was in the step). `continued`: a further call of
+   * the current decode step (a burst of prompts larger than the batch), not a new step.
    */
-  onDecode?(model: string, batchTokens: number, sequences: number, activeSequences: number): void;
+  onDecode?(model: string, batchTokens: number, sequences: number, activeSequences: number, continued: boolean): void;
   /** Requests waiting for a free sequence of the model. */
   onQueueDepth?(model: string, depth: number): void;
   /** Sequences of the model busy with a request. */

@@ -1,6 +1,7 @@
 // Decode steps over one context's sequences, driven directly on node-llama-cpp's native context (as llama-server's slot
 // loop drives llama_decode): each step carries every generating sequence and whole prompts shortest first (in sequence id
-// order), and each finished item's next token is sampled right after the decode. node-llama-cpp's evaluate and
+// order), and each finished item's next token is sampled right after the decode. A step of prompts alone goes on with
+// further calls for the prompts left (DecodeSync.continueStep), so a burst larger than the batch is one step. node-llama-cpp's evaluate and
 // dispatch layers cost about 0.5 ms of JS per token between two decodes on one stream; this costs a tenth of it.
 // When to dispatch a step is DecodeSync's call (its dispatch schedule), so steps stay full as with node-llama-cpp's.
 // Small steps (generation) decode on the JS thread when the patched addon allows it (inline decode, below).
@@ -89,6 +90,9 @@ export interface InlineDecodePolicy {
 
 export const INLINE_DECODE: InlineDecodePolicy = { maxTokens: 32, maxStepMs: 100 };
 
+/** Most tokens one step decodes (in calls of at most the batch size): llama-server's default batch (n_batch). */
+const MAX_STEP_TOKENS = 2048;
+
 interface Pending extends BatchItem {
   slot: Slot;
   /** Tokens not yet decoded (shrinks as a long prompt is decoded over several steps). */
@@ -97,6 +101,8 @@ interface Pending extends BatchItem {
   resolve(token: Token): void;
   reject(err: unknown): void;
 }
+
+type Plan = Array<{ item: Pending; processAmount: number }>;
 
 export class StepBatcher {
   private readonly native: NativeContext;
@@ -241,8 +247,24 @@ export class StepBatcher {
     this.endStep();
   }
 
+  /**
+   * One step: a decode call of what DecodeSync plans, and, when that call carried no generating sequence, further calls
+   * for the prompts left over (DecodeSync.continueStep). Between two calls the finished items' tokens go out.
+   */
   private async decodeAndSample(): Promise<void> {
-    const plan = this.sync.prioritize({ items: this.queue, size: this.batchSize }) as Array<{ item: Pending; processAmount: number }>;
+    const first = this.sync.prioritize({ items: this.queue, size: this.batchSize }) as Plan;
+    let plan = first;
+    let stepTokens = 0;
+    while (plan.length > 0 && (await this.decodeCall(plan))) {
+      stepTokens += plan.reduce((n, p) => n + p.processAmount, 0);
+      plan = this.sync.continueStep(first, this.queue, this.batchSize, stepTokens, MAX_STEP_TOKENS) as Plan;
+      // The finished prompts' first tokens go out before the next call (which may block the JS thread).
+      if (plan.length > 0) await new Promise((r) => setImmediate(r));
+    }
+  }
+
+  /** Decodes the plan and samples each finished item's next token; false when the decode failed. */
+  private async decodeCall(plan: Plan): Promise<boolean> {
     const finished: Array<{ item: Pending; logitIndex: number }> = [];
     try {
       const total = plan.reduce((n, p) => n + p.processAmount, 0);
@@ -265,9 +287,9 @@ export class StepBatcher {
         item.reject(err);
       }
       this.queue = this.queue.filter((q) => !plan.some((p) => p.item === q));
-      return;
+      return false;
     }
-    // Sampling reads the decode's logits: all of it before the next step is dispatched.
+    // Sampling reads the decode's logits: all of it before the next call.
     const sampled = await Promise.allSettled(finished.map(({ item, logitIndex }) => item.sample(logitIndex)));
     finished.forEach(({ item }, i) => {
       const r = sampled[i]!;
@@ -275,6 +297,7 @@ export class StepBatcher {
       else if (r.value < 0) item.reject(new Error("failed to sample the next token"));
       else item.resolve(r.value as Token);
     });
+    return true;
   }
 
   private async decode(tokens: number): Promise<void> {

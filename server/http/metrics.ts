@@ -16,7 +16,8 @@ export class ServerMetrics {
   readonly busySequences = new Gauge({ name: "gantry_busy_sequences", help: "Sequences generating right now", labelNames: ["model"], registers: [this.registry] });
   readonly loadedModels = new Gauge({ name: "gantry_loaded_models", help: "Models loaded in memory", registers: [this.registry] });
   readonly loadSeconds = new Histogram({ name: "gantry_model_load_seconds", help: "Model load time", labelNames: ["model"], buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120], registers: [this.registry] });
-  readonly decodeSteps = new Counter({ name: "gantry_decode_steps_total", help: "Batched decode calls (llama_decode) of generation contexts", labelNames: ["model"], registers: [this.registry] });
+  readonly decodeSteps = new Counter({ name: "gantry_decode_steps_total", help: "Batched decode steps of generation contexts: one per token position of the generating streams (a burst of prompts larger than the batch is one step of several calls)", labelNames: ["model"], registers: [this.registry] });
+  readonly decodeCalls = new Counter({ name: "gantry_decode_calls_total", help: "llama_decode calls of generation contexts", labelNames: ["model"], registers: [this.registry] });
   readonly sequenceMoves = new Counter({ name: "gantry_sequence_moves_total", help: "Busy sequences moved down to close a gap in the busy sequence ids (result: ok, failed)", labelNames: ["model", "result"], registers: [this.registry] });
   readonly batchFill = new Histogram({ name: "gantry_batch_fill_ratio", help: "Per decode step: sequences in the step / sequences generating (1 = full batch)", labelNames: ["model"], buckets: [0.25, 0.5, 0.75, 0.9, 0.99, 1], registers: [this.registry] });
 
@@ -30,7 +31,9 @@ export class ServerMetrics {
     return {
       onLoad: (model, seconds) => { this.loadSeconds.observe({ model }, seconds); this.loadedModels.set(++loaded); },
       onUnload: () => { this.loadedModels.set(loaded = Math.max(0, loaded - 1)); },
-      onDecode: (model, _batchTokens, sequences, active) => {
+      onDecode: (model, _batchTokens, sequences, active, continued) => {
+        this.decodeCalls.inc({ model });
+        if (continued) return;
         this.decodeSteps.inc({ model });
         if (active > 0) this.batchFill.observe({ model }, Math.min(1, sequences / active));
       },

@@ -9,7 +9,7 @@ export interface InProcessResult {
   tokens: number;
   seconds: number;
   ttftMs: number[];
-  /** llama_decode calls made during the run. */
+  /** Decode steps made during the run (one per token position of the streams; llama-server: llama_decode calls). */
   decodes: number;
 }
 
@@ -23,7 +23,7 @@ export async function openInProcess(modelPath: string, engineOptions: Partial<En
   let decodes = 0;
   const engine = await createEngine({
     logger: silentLogger, threads: 0, maxQueue: engineOptions.numParallel, maxLoadedModels: 1, contextLength: 2048,
-    defaultKeepAliveMs: null, ...engineOptions, metrics: { onDecode: () => { decodes++; } },
+    defaultKeepAliveMs: null, ...engineOptions, metrics: { onDecode: (_m, _b, _s, _a, continued) => { if (!continued) decodes++; } },
   });
   const model: ModelSpec = { name: "bench", digest: "sha256:bench", modelPath, parameters: {}, messages: [], adapters: [], size: 0 };
   await engine.load(model, {});

@@ -1,7 +1,7 @@
 // Gantry against llama.cpp's own llama-server (and llama-bench), built from the llama.cpp release node-llama-cpp ships,
 // on the same GGUF files, thread count, parallel sequences and context per sequence, interleaved over rounds.
 //  - benchLlamaServer: the main table (single-stream prompt/generation speed, aggregate tokens/s at concurrency 1/4/8
-//    with 64 and 256 generated tokens, time to first token under load, decode calls per token position).
+//    with 64 and 256 generated tokens, time to first token under load, decode steps per token position).
 //  - benchCauses: the two causes of the gap, before and after: per-decode thread start-up (prebuilt binary, patched
 //    build without and with the persistent threadpool) and batch fill (node-llama-cpp's own dispatch vs DecodeSync).
 import { median, minMedMax, pairedRatio, spread } from "../table.ts";
@@ -95,7 +95,7 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
       }
       for (const s of MAIN.filter((x) => x.concurrency > 1)) {
         const g = runs(res, GANTRY, s.key).map((r) => r.stepsPerPosition), l = runs(res, LLAMA, s.key).map((r) => r.stepsPerPosition);
-        row(`decode calls per token position, ${shapeOf(s)} (ideal 1.0)`, g, l, { g, l, lowerIsBetter: true });
+        row(`decode steps per token position, ${shapeOf(s)} (ideal 1.0)`, g, l, { g, l, lowerIsBetter: true });
       }
       const short = [...res.values()].flatMap((byScenario) => [...byScenario.values()].flat()).reduce((n, r) => n + r.short, 0);
       if (short > 0) engines.push(`${m.label}: WARNING ${short} requests generated fewer tokens than asked`);
@@ -171,7 +171,7 @@ export async function benchCauses(models: BenchModel[], o: CompareOptions): Prom
       rows: seq,
     },
     {
-      title: `Cause 2 — batch fill: decode calls per token position (ideal 1.0) and aggregate tok/s, 4 and 8 concurrent requests × 64 tokens, ${o.rounds} interleaved rounds`,
+      title: `Cause 2 — batch fill: decode steps per token position (ideal 1.0) and aggregate tok/s, 4 and 8 concurrent requests × 64 tokens, ${o.rounds} interleaved rounds`,
       header: ["model", "server", "c4 decodes/position", "c4 tok/s", "c4 ÷ llama-server", "c8 decodes/position", "c8 tok/s", "c8 ÷ llama-server"],
       rows: fill,
     },

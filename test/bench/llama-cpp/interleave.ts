@@ -1,6 +1,6 @@
 // Runs scenarios on several servers interleaved — per round and scenario each target in turn (A B, then B A in the next
 // round, so neither side always runs first) — and records, per run: aggregate generated tokens/s as the client sees
-// it, time to first token, the server's own prompt and generation speed, and decode calls per token position.
+// it, time to first token, the server's own prompt and generation speed, and decode steps per token position.
 import { settle } from "../settle.ts";
 import type { BenchTarget, Completion } from "./targets.ts";
 

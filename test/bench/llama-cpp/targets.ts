@@ -19,7 +19,10 @@ export interface BenchTarget {
   label: string;
   url: string;
   complete(prompt: string, nPredict: number, seed: number): Promise<Completion>;
-  /** Total llama_decode calls so far (from the server's /metrics). */
+  /**
+   * Decode steps so far (from the server's /metrics): llama-server's llama_decode calls (up to 2048 tokens each); Gantry's
+   * steps (a burst of prompts beyond its 512-token batch is one step of several calls, as it is one llama-server call).
+   */
   decodeSteps(): Promise<number>;
   stop(): Promise<void>;
 }

@@ -167,22 +167,29 @@ test("8 concurrent streams on numParallel 4 all complete, decoding in shared bat
   }
 });
 
-test("a burst of prompts larger than the batch: the first step decodes the shortest prompts whole, the others follow", async () => {
-  const steps: number[] = [];
-  const engine = await makeEngine({ numParallel: 4, maxQueue: 4, metrics: { onDecode: (_m, batchTokens) => steps.push(batchTokens) } });
+test("a burst of prompts larger than the batch is one step: the shortest prompts whole in its first call, then all streams in lock step", async () => {
+  const calls: Array<{ tokens: number; sequences: number; continued: boolean }> = [];
+  const engine = await makeEngine({ numParallel: 4, maxQueue: 4, metrics: { onDecode: (_m, tokens, sequences, _a, continued) => calls.push({ tokens, sequences, continued }) } });
   try {
     const model = await endless();
     await engine.load(model, {});
-    // Shortest first in arrival order too, so the first step's prompts are the shortest however the arrivals split.
+    // Shortest first in arrival order too, so the first call's prompts are the shortest however the arrivals split.
     const words = [30, 60, 100, 150];
-    const results = await Promise.all(words.map((n, i) => collect(engine.generate(request(model, chat(`${i} ${"sea ".repeat(n)}`), { num_predict: 4, seed: i })))));
+    const n = 4;
+    const results = await Promise.all(words.map((w, i) => collect(engine.generate(request(model, chat(`${i} ${"sea ".repeat(w)}`), { num_predict: n, seed: i })))));
     const prompts = results.map((r) => r.stats.promptEvalCount);
-    assert.deepEqual(results.map((r) => r.stats.evalCount), [4, 4, 4, 4]);
+    assert.deepEqual(results.map((r) => r.stats.evalCount), [n, n, n, n]);
     const total = prompts.reduce((a, b) => a + b, 0);
-    assert.ok(steps[0]! < total, `the burst (${total} tokens) needs more than one step; first step ${steps[0]}`);
-    // The first step holds whole prompts: the k shortest, for some k ≥ 1 (never a cut prompt beside whole ones).
+    assert.ok(calls[0]!.tokens < total, `the burst (${total} tokens) needs more than one call; first call ${calls[0]!.tokens}`);
+    // The first call holds whole prompts: the k shortest, for some k ≥ 1 (never a cut prompt beside whole ones).
     const sums = prompts.map((_, k) => prompts.slice(0, k + 1).reduce((a, b) => a + b, 0));
-    assert.ok(sums.includes(steps[0]!), `first step ${steps[0]} tokens = whole prompts (${prompts.join(", ")})`);
+    assert.ok(sums.includes(calls[0]!.tokens), `first call ${calls[0]!.tokens} tokens = whole prompts (${prompts.join(", ")})`);
+    // The rest of the burst follows in further calls of the same step, so the streams then generate together.
+    const firstStep = calls.slice(0, calls.findIndex((c, i) => i > 0 && !c.continued));
+    assert.equal(firstStep.reduce((a, c) => a + c.tokens, 0), total, "every prompt decoded in the first step");
+    const steps = calls.filter((c) => !c.continued);
+    assert.equal(steps.length, n, `one step per token position: ${JSON.stringify(calls)}`);
+    assert.deepEqual(steps.slice(1).map((s) => [s.tokens, s.sequences]), Array(n - 1).fill([4, 4]), "every later step carries the four streams' tokens");
   } finally {
     await engine.shutdown();
   }

@@ -46,6 +46,52 @@ test("wholePromptsFirst: when no prompt fits whole, the shortest takes what is l
   assert.equal(wholePromptsFirst(singles, 2).length, 2);
 });
 
+test("continueStep: a step of prompts only goes on with the prompts left, whole and shortest first, within the step cap", () => {
+  const sync = new DecodeSync({});
+  const burst = [item(77), item(200), ...Array.from({ length: 7 }, () => item(77))];
+  const first = sync.prioritize({ items: burst, size: 512 });
+  assert.deepEqual(amounts(burst, first), [77, 0, 77, 77, 77, 77, 77, 0, 0]);
+  // The six done generate meanwhile (single-token items): they wait for the next step.
+  const left = [...Array.from({ length: 6 }, () => item(1)), burst[1]!, burst[7]!, burst[8]!];
+  const next = sync.continueStep(first, left, 512, 462, 2048);
+  assert.deepEqual(amounts(left, next), [0, 0, 0, 0, 0, 0, 200, 77, 77]);
+  assert.deepEqual(next.map((p) => p.item.tokens.length), [200, 77, 77], "in sequence order (unknown ids: the order given)");
+  // The step cap: 48 tokens left in the step cut the shortest prompt; none left ends the step.
+  assert.deepEqual(amounts(left, sync.continueStep(first, left, 512, 2000, 2048)), [0, 0, 0, 0, 0, 0, 0, 48, 0]);
+  assert.deepEqual(sync.continueStep(first, left, 512, 2048, 2048), []);
+  assert.deepEqual(sync.continueStep(first, left.slice(0, 6), 512, 462, 2048), [], "no prompt left");
+  assert.equal(sync.stats.decodes, 1, "one step");
+  assert.equal(sync.stats.decodeCalls, 3);
+});
+
+test("continueStep: a step that carried a generating sequence ends after its call; so does every step with the gate disabled", () => {
+  const sync = new DecodeSync({});
+  const items = [item(1), item(600)];
+  const first = sync.prioritize({ items, size: 512 });
+  assert.deepEqual(amounts(items, first), [1, 511]);
+  assert.deepEqual(sync.continueStep(first, [item(89)], 512, 512, 2048), [], "the generating stream's next token comes first");
+  const disabled = new DecodeSync({ disabled: true });
+  const prompts = [item(400), item(400)];
+  assert.deepEqual(disabled.continueStep(disabled.prioritize({ items: prompts, size: 512 }), [item(144)], 512, 512, 2048), []);
+});
+
+test("a further call of a step reports as such, and its sequences do not hold the gate of those done before it", async () => {
+  const sync = new DecodeSync({ maxWaitMs: 10_000 });
+  const seen: boolean[] = [];
+  sync.onDecode = (_b, _s, _a, continued) => seen.push(continued);
+  for (let i = 0; i < 3; i++) { sync.enter(); sync.beforeDecode(); }
+  const burst = [item(300), item(300), item(300)];
+  const first = sync.prioritize({ items: burst, size: 512 });
+  assert.equal(first.length, 1);
+  sync.afterDecode(); // the first prompt is done; the other two are decoded in a further call
+  const next = sync.continueStep(first, [item(1), burst[1]!, burst[2]!], 512, 300, 2048);
+  assert.equal(next.length, 1);
+  // The first stream's next token queues now, for the next step, and its text goes out during the call.
+  await sync.gate();
+  assert.deepEqual(seen, [false, true]);
+  assert.equal(sync.stats.gateTimeouts, 0);
+});
+
 /** n sequences queue one token each and the step carrying them is dispatched. */
 function stepInFlight(sync: DecodeSync, n: number): void {
   for (let i = 0; i < n; i++) { sync.enter(); sync.beforeDecode(); }
