@@ -12,8 +12,8 @@ export interface EngineMetricsSink {
   /**
    * One llama_decode call. `batchTokens` = tokens in the batch, `sequences` = sequences the call carried (generating or
    * evaluating their prompt), `activeSequences` = sequences of that model inside a generation at the time.
-   * Batch fill = sequences / activeSequences (1 = every active sequence was in the step). `continued`: a further call of
-   * the current decode step (a burst of prompts larger than the batch), not a new step.
+   * Batch fill = sequences / activeSequences of a step's first call (1 = every active sequence was in the step).
+   * `continued`: a further call of the current decode step (a burst of prompts larger than the batch), not a new step.
    */
   onDecode?(model: string, batchTokens: number, sequences: number, activeSequences: number, continued: boolean): void;
   /** Requests waiting for a free sequence of the model. */

@@ -1,8 +1,9 @@
 // Decode steps over one context's sequences, driven directly on node-llama-cpp's native context (as llama-server's slot
 // loop drives llama_decode): each step carries every generating sequence and whole prompts shortest first (in sequence id
 // order), and each finished item's next token is sampled right after the decode. A step of prompts alone goes on with
-// further calls for the prompts left (DecodeSync.continueStep), so a burst larger than the batch is one step. node-llama-cpp's evaluate and
-// dispatch layers cost about 0.5 ms of JS per token between two decodes on one stream; this costs a tenth of it.
+// further calls for the prompts left (DecodeSync.continueStep), so a burst larger than the batch is one step.
+// node-llama-cpp's evaluate and dispatch layers cost about 0.5 ms of JS per token between two decodes on one stream; this
+// costs a tenth of it.
 // When to dispatch a step is DecodeSync's call (its dispatch schedule), so steps stay full as with node-llama-cpp's.
 // Small steps (generation) decode on the JS thread when the patched addon allows it (inline decode, below).
 import type { BatchItem, Token } from "node-llama-cpp";
@@ -103,6 +104,8 @@ interface Pending extends BatchItem {
 }
 
 type Plan = Array<{ item: Pending; processAmount: number }>;
+
+const tokensOf = (plan: Plan): number => plan.reduce((n, p) => n + p.processAmount, 0);
 
 export class StepBatcher {
   private readonly native: NativeContext;
@@ -240,26 +243,27 @@ export class StepBatcher {
     const turn = this.turns.take();
     if (turn) await turn;
     try {
-      await this.decodeAndSample();
+      // One step: a decode call of what DecodeSync plans, and, when that call carried no generating sequence, further
+      // calls for the prompts left over. A generation step takes no more promise hops than its one call.
+      const first = this.sync.prioritize({ items: this.queue, size: this.batchSize }) as Plan;
+      if (await this.decodeCall(first)) {
+        const more = this.sync.continueStep(first, this.queue, this.batchSize, tokensOf(first), MAX_STEP_TOKENS) as Plan;
+        if (more.length > 0) await this.continueStep(first, more);
+      }
     } finally {
       this.turns.give();
     }
     this.endStep();
   }
 
-  /**
-   * One step: a decode call of what DecodeSync plans, and, when that call carried no generating sequence, further calls
-   * for the prompts left over (DecodeSync.continueStep). Between two calls the finished items' tokens go out.
-   */
-  private async decodeAndSample(): Promise<void> {
-    const first = this.sync.prioritize({ items: this.queue, size: this.batchSize }) as Plan;
-    let plan = first;
-    let stepTokens = 0;
-    while (plan.length > 0 && (await this.decodeCall(plan))) {
-      stepTokens += plan.reduce((n, p) => n + p.processAmount, 0);
-      plan = this.sync.continueStep(first, this.queue, this.batchSize, stepTokens, MAX_STEP_TOKENS) as Plan;
-      // The finished prompts' first tokens go out before the next call (which may block the JS thread).
-      if (plan.length > 0) await new Promise((r) => setImmediate(r));
+  /** The further calls of a step of prompts (DecodeSync.continueStep); the finished prompts' first tokens go out before each. */
+  private async continueStep(first: Plan, more: Plan): Promise<void> {
+    let stepTokens = tokensOf(first);
+    for (let plan = more; plan.length > 0; plan = this.sync.continueStep(first, this.queue, this.batchSize, stepTokens, MAX_STEP_TOKENS) as Plan) {
+      // The next call may block the JS thread (inline decode).
+      await new Promise((r) => setImmediate(r));
+      if (!(await this.decodeCall(plan))) return;
+      stepTokens += tokensOf(plan);
     }
   }
 
@@ -267,7 +271,7 @@ export class StepBatcher {
   private async decodeCall(plan: Plan): Promise<boolean> {
     const finished: Array<{ item: Pending; logitIndex: number }> = [];
     try {
-      const total = plan.reduce((n, p) => n + p.processAmount, 0);
+      const total = tokensOf(plan);
       this.native.initBatch(total);
       for (const { item, processAmount } of plan) {
         const done = processAmount === item.tokens.length;
