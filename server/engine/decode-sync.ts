@@ -201,8 +201,8 @@ export class DecodeSync {
   private record(plan: readonly PrioritizedBatchItem[], continued: boolean): void {
     const batchTokens = plan.reduce((n, p) => n + p.processAmount, 0);
     if (batchTokens === 0) return;
-    // Every item is one sequence (node-llama-cpp queues one decode per sequence at a time).
-    const sequences = plan.filter((p) => p.processAmount > 0).length;
+    // Every item is one sequence (one decode queued per sequence at a time), and every planned item takes a token.
+    const sequences = plan.length;
     if (!continued) this.stats.decodes++;
     this.stats.decodeCalls++;
     this.dispatchedAt = performance.now();
