@@ -1,12 +1,13 @@
 // `npm run bench [section...]`: runs the benchmarks and prints their tables. Sections: serving, llama, causes, pull,
 // cli, operator (default: all). `llama` compares Gantry with llama.cpp's llama-server and llama-bench built from the
 // llama.cpp release node-llama-cpp ships; `causes` measures the two causes of the gap before and after.
-// GANTRY_BENCH_ROUNDS (default 9 for serving: its paired ratios need that many to settle on 2 noisy cores; 3 for llama and causes) sets the interleaved rounds, GANTRY_BENCH_MODELS (default 250m,1b) the generated models.
+// GANTRY_BENCH_ROUNDS (default 9 for serving: its paired ratios need that many to settle on 2 noisy cores; 3 for llama and causes) sets the interleaved rounds, GANTRY_BENCH_MODELS (default 250m,1b) the generated models, GANTRY_BENCH_LLAMA_SLOTS (lru, default, or pinned) how llama-server assigns slots to concurrent requests.
 // Benchmarks measure; they never assert. Compare ratios measured side by side in one run, not absolute numbers.
 import { benchModelPath, smollm2Path } from "../support/models.ts";
 import type { BenchShapeName } from "../support/gguf/bench.ts";
 import { benchCli } from "./cli.ts";
 import { benchCauses, benchLlamaServer, type BenchModel } from "./llama-cpp/compare.ts";
+import { llamaSlotsFromEnv } from "./llama-cpp/targets.ts";
 import { benchOperator, printOperatorTable } from "./operator.ts";
 import { benchPull } from "./pull.ts";
 import { benchServing } from "./serving.ts";
@@ -40,7 +41,8 @@ if (run("llama") || run("causes")) {
   const models: BenchModel[] = [];
   for (const shape of shapes) models.push({ label: `bench-${shape}`, path: await benchModelPath(shape) });
   const shape = { threads: Number(process.env.GANTRY_BENCH_THREADS ?? 2), parallel: 8, contextPerSequence: 1024 };
-  const tables = [...(run("llama") ? await benchLlamaServer(models, { rounds, shape }) : []), ...(run("causes") ? await benchCauses(models, { rounds, shape }) : [])];
+  const o = { rounds, shape, llamaSlots: llamaSlotsFromEnv() };
+  const tables = [...(run("llama") ? await benchLlamaServer(models, o) : []), ...(run("causes") ? await benchCauses(models, o) : [])];
   for (const t of tables) printTable(t.title, t.header, t.rows);
 }
 

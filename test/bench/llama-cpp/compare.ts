@@ -7,7 +7,7 @@
 import { median, minMedMax, pairedRatio, spread } from "../table.ts";
 import { interleave, warm, type Results, type RunResult, type Scenario } from "./interleave.ts";
 import { llamaBench } from "./llama-bench.ts";
-import { startGantry, startLlamaServer, type BenchTarget, type ServeShape } from "./targets.ts";
+import { startGantry, startLlamaServer, type BenchTarget, type LlamaSlots, type ServeShape } from "./targets.ts";
 import { llamaTools } from "./tools.ts";
 
 export interface BenchModel {
@@ -18,6 +18,8 @@ export interface BenchModel {
 export interface CompareOptions {
   rounds: number;
   shape: ServeShape;
+  /** How llama-server assigns slots to concurrent requests (GANTRY_BENCH_LLAMA_SLOTS; default its own LRU choice). */
+  llamaSlots?: LlamaSlots;
 }
 
 export interface Table {
@@ -68,7 +70,7 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
     const targets: BenchTarget[] = [];
     try {
       targets.push(await startGantry(GANTRY, m.path, o.shape));
-      targets.push(await startLlamaServer(LLAMA, tools.server, m.path, o.shape));
+      targets.push(await startLlamaServer(LLAMA, tools.server, m.path, o.shape, o.llamaSlots));
       engines.push(`${m.label}: gantry engine = ${await engineOf(targets[0]!.url)}`);
       await warm(targets);
       const pp: number[] = [], tg: number[] = [];
@@ -104,7 +106,8 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
       await stopAll(targets);
     }
   }
-  const shape = `${o.shape.threads} threads, ${o.shape.parallel} parallel sequences × ${o.shape.contextPerSequence} context`;
+  const slots = o.llamaSlots === "pinned" ? "llama-server slots pinned (request i → slot i)" : "llama-server picks its slots (LRU)";
+  const shape = `${o.shape.threads} threads, ${o.shape.parallel} parallel sequences × ${o.shape.contextPerSequence} context, ${slots}`;
   return [
     {
       title: `Gantry vs llama-server ${tools.release} (${tools.commit.slice(0, 12)}, the llama.cpp node-llama-cpp ships): ${shape}; min / median / max of ${o.rounds} interleaved rounds; ratio of the medians, and the median of each round's own ratio with the rounds in which Gantry did at least as well (TTFT: as low)\n${engines.join("\n")}`,
@@ -147,7 +150,7 @@ export async function benchCauses(models: BenchModel[], o: CompareOptions): Prom
     const targets: BenchTarget[] = [];
     try {
       for (const v of VARIANTS) targets.push(await startGantry(v.label, m.path, o.shape, v.env));
-      targets.push(await startLlamaServer(LLAMA, tools.server, m.path, o.shape));
+      targets.push(await startLlamaServer(LLAMA, tools.server, m.path, o.shape, o.llamaSlots));
       await warm(targets);
       const res = await interleave(targets, CAUSES, o.rounds, `${m.label} causes`);
       const l1 = runs(res, LLAMA, "c1 n64").map((r) => r.genTps);

@@ -48,7 +48,7 @@ export async function runScenario(target: BenchTarget, s: Scenario, round: numbe
   const runs: Completion[] = [];
   for (let rep = 0; rep < repeat; rep++) {
     runs.push(...await Promise.all(lengths.map((n, i) =>
-      target.complete(promptFor(`r${round}-${rep}-${s.key}-${i}`, s.longPrompt ?? false), n, 1000 * round + 100 * rep + i))));
+      target.complete(promptFor(`r${round}-${rep}-${s.key}-${i}`, s.longPrompt ?? false), n, 1000 * round + 100 * rep + i, i))));
   }
   const seconds = (performance.now() - t0) / 1000;
   const steps = (await target.decodeSteps()) - before;
@@ -86,5 +86,5 @@ export async function interleave(targets: BenchTarget[], scenarios: Scenario[], 
 
 /** Warm-up: loads the model and touches its pages on every target. */
 export async function warm(targets: BenchTarget[]): Promise<void> {
-  for (const t of targets) await t.complete(promptFor(`warm-${t.label}`, false), 4, 1);
+  for (const t of targets) await t.complete(promptFor(`warm-${t.label}`, false), 4, 1, 0);
 }

@@ -18,7 +18,8 @@ export interface Completion {
 export interface BenchTarget {
   label: string;
   url: string;
-  complete(prompt: string, nPredict: number, seed: number): Promise<Completion>;
+  /** `stream`: the request's index among the run's concurrent requests (0 …). */
+  complete(prompt: string, nPredict: number, seed: number, stream: number): Promise<Completion>;
   /**
    * Decode steps so far (from the server's /metrics): llama-server's llama_decode calls (up to 2048 tokens each); Gantry's
    * steps (a burst of prompts beyond its 512-token batch is one step of several calls, as it is one llama-server call).
@@ -88,13 +89,26 @@ export async function startGantry(label: string, modelPath: string, shape: Serve
   };
 }
 
-export async function startLlamaServer(label: string, binary: string, modelPath: string, shape: ServeShape, extraArgs: string[] = []): Promise<BenchTarget> {
+/**
+ * How llama-server assigns slots: "lru" (its default: a request takes the least recently used idle slot, so concurrent
+ * requests often land on non-adjacent slots, and with one KV stream per slot a step then makes more than one pass over
+ * the weights) or "pinned" (request i of a run asks for slot i with `id_slot`: adjacent slots, llama-server's best case).
+ */
+export type LlamaSlots = "lru" | "pinned";
+
+export function llamaSlotsFromEnv(env: NodeJS.ProcessEnv = process.env): LlamaSlots {
+  const v = env.GANTRY_BENCH_LLAMA_SLOTS ?? "lru";
+  if (v === "lru" || v === "pinned") return v;
+  throw new Error(`GANTRY_BENCH_LLAMA_SLOTS must be "lru" or "pinned", not ${JSON.stringify(v)}`);
+}
+
+export async function startLlamaServer(label: string, binary: string, modelPath: string, shape: ServeShape, slots: LlamaSlots = "lru"): Promise<BenchTarget> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   let out = "";
   const proc: ChildProcess = spawn(binary, [
     "-m", modelPath, "--host", "127.0.0.1", "--port", String(port), "-t", String(shape.threads), "-tb", String(shape.threads),
-    "-np", String(shape.parallel), "-c", String(shape.parallel * shape.contextPerSequence), "--metrics", ...extraArgs,
+    "-np", String(shape.parallel), "-c", String(shape.parallel * shape.contextPerSequence), "--metrics",
   ], { stdio: ["ignore", "pipe", "pipe"] });
   proc.stdout!.on("data", (d: Buffer) => { out = (out + d.toString()).slice(-20000); });
   proc.stderr!.on("data", (d: Buffer) => { out = (out + d.toString()).slice(-20000); });
@@ -111,10 +125,10 @@ export async function startLlamaServer(label: string, binary: string, modelPath:
   return {
     label,
     url,
-    async complete(prompt, nPredict, seed) {
+    async complete(prompt, nPredict, seed, stream) {
       const start = performance.now();
       let ttftMs = Number.NaN, done: Completion | undefined;
-      const body = { prompt, stream: true, n_predict: nPredict, seed, cache_prompt: true, ...SAMPLING };
+      const body = { prompt, stream: true, n_predict: nPredict, seed, cache_prompt: true, ...SAMPLING, ...(slots === "pinned" ? { id_slot: stream } : {}) };
       await postStreamingLines(`${url}/completion`, body, (line) => {
         if (!line.startsWith("data: ")) return false;
         const ev = JSON.parse(line.slice(6)) as { content?: string; stop?: boolean; timings?: { prompt_n: number; prompt_ms: number; predicted_n: number; predicted_ms: number } };
