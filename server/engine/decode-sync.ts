@@ -59,6 +59,8 @@ export class DecodeSync {
   /** Moving average of the time from a dispatch to the first token it delivers. */
   private stepMs = 4;
   private dispatchedAt: number | undefined;
+  /** Whether the current step's first call carried a generating sequence (single-token item). */
+  private stepGenerates = false;
   onDecode: ((batchTokens: number, sequences: number, active: number, continued: boolean) => void) | undefined;
 
   constructor(opts: DecodeSyncOptions) {
@@ -172,22 +174,25 @@ export class DecodeSync {
    */
   readonly prioritize = ({ items, size }: { items: readonly BatchItem[]; size: number }): PrioritizedBatchItem[] => {
     const plan = this.opts.disabled ? fairShare(items, size) : this.inSequenceOrder(wholePromptsFirst(items, size));
+    // Decided now: once decoded, an item's tokens are what is left of it (none for a generating sequence).
+    this.stepGenerates = plan.some((p) => p.item.tokens.length === 1);
     this.record(plan, false);
     return plan;
   };
 
   /**
-   * The next decode call of a step that carried no generating sequence (`first`: the step's first call), or none: the
-   * queued prompts left over (whole, shortest first), while the step holds fewer than `maxStepTokens`. A burst of
-   * prompts larger than the batch is thus decoded in one step, as llama-server decodes it in one call of several
-   * 512-token passes, and every stream then generates in lock step; between the calls the finished prompts' first
-   * tokens go out. Deferring the rest to the next step instead would add it to the streams' first generation step, and
-   * the deferred streams would end one step after the others (measured: 8 × 64 tokens, 0.99 of llama-server).
+   * The next decode call of the current step (the one prioritize planned) when its first call carried no generating
+   * sequence, or none: the queued prompts left over in `items` (whole, shortest first), while the step holds fewer than
+   * `maxStepTokens`. A burst of prompts larger than the batch is thus decoded in one step, as llama-server decodes it in
+   * one call of several 512-token passes, and every stream then generates in lock step; between the calls the finished
+   * prompts' first tokens go out. Deferring the rest to the next step instead would add it to the streams' first
+   * generation step, and the deferred streams would end one step after the others (measured: 8 × 64 tokens, 0.99 of
+   * llama-server).
    * Generating sequences that queue meanwhile wait for the next step (as long as llama-server's callers wait for its call).
    */
-  continueStep(first: readonly PrioritizedBatchItem[], items: readonly BatchItem[], size: number, stepTokens: number, maxStepTokens: number): PrioritizedBatchItem[] {
+  continueStep(items: readonly BatchItem[], size: number, stepTokens: number, maxStepTokens: number): PrioritizedBatchItem[] {
     const left = Math.min(size, maxStepTokens - stepTokens);
-    if (this.opts.disabled || left <= 0 || first.some((p) => p.item.tokens.length === 1)) return [];
+    if (this.opts.disabled || left <= 0 || this.stepGenerates) return [];
     const plan = this.inSequenceOrder(wholePromptsFirst(items.filter((item) => item.tokens.length > 1), left));
     this.record(plan, true);
     return plan;

@@ -247,8 +247,9 @@ export class StepBatcher {
       // calls for the prompts left over. A generation step takes no more promise hops than its one call.
       const first = this.sync.prioritize({ items: this.queue, size: this.batchSize }) as Plan;
       if (await this.decodeCall(first)) {
-        const more = this.nextCall(first, tokensOf(first));
-        if (more.length > 0) await this.continueStep(first, more);
+        const firstTokens = tokensOf(first);
+        const more = this.nextCall(firstTokens);
+        if (more.length > 0) await this.continueStep(firstTokens, more);
       }
     } finally {
       this.turns.give();
@@ -256,10 +257,9 @@ export class StepBatcher {
     this.endStep();
   }
 
-  /** The further calls of a step of prompts (DecodeSync.continueStep); the finished prompts' first tokens go out before each. */
-  private async continueStep(first: Plan, more: Plan): Promise<void> {
-    let stepTokens = tokensOf(first);
-    for (let plan = more; plan.length > 0; plan = this.nextCall(first, stepTokens)) {
+  /** The further calls of a step of prompts after its first `stepTokens` (DecodeSync.continueStep); the finished prompts' first tokens go out before each. */
+  private async continueStep(stepTokens: number, more: Plan): Promise<void> {
+    for (let plan = more; plan.length > 0; plan = this.nextCall(stepTokens)) {
       // The next call may block the JS thread (inline decode).
       await new Promise((r) => setImmediate(r));
       if (!(await this.decodeCall(plan))) return;
@@ -268,8 +268,8 @@ export class StepBatcher {
   }
 
   /** The step's next call after `stepTokens` tokens (none: the step ends), as DecodeSync.continueStep plans it. */
-  private nextCall(first: Plan, stepTokens: number): Plan {
-    return this.sync.continueStep(first, this.queue, this.batchSize, stepTokens, MAX_STEP_TOKENS) as Plan;
+  private nextCall(stepTokens: number): Plan {
+    return this.sync.continueStep(this.queue, this.batchSize, stepTokens, MAX_STEP_TOKENS) as Plan;
   }
 
   /** Decodes the plan and samples each finished item's next token; false when the decode failed. */

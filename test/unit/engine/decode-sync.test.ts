@@ -20,6 +20,11 @@ test("fairShare never exceeds the batch size", () => {
 
 const amounts = (items: BatchItem[], plan: ReturnType<typeof wholePromptsFirst>) => items.map((it) => plan.find((p) => p.item === it)?.processAmount ?? 0);
 
+/** Decodes a plan as StepBatcher does: each item keeps the tokens not yet decoded (none, once it is done). */
+function decoded(plan: ReturnType<typeof wholePromptsFirst>): void {
+  for (const p of plan) (p.item as { tokens: BatchItem["tokens"] }).tokens = p.item.tokens.slice(p.processAmount);
+}
+
 test("wholePromptsFirst: every generating sequence its token, then whole prompts shortest first while they fit", () => {
   const items = [item(1), item(300), item(1), item(150), item(100)];
   const plan = wholePromptsFirst(items, 256);
@@ -51,15 +56,16 @@ test("continueStep: a step of prompts only goes on with the prompts left, whole 
   const burst = [item(77), item(200), ...Array.from({ length: 7 }, () => item(77))];
   const first = sync.prioritize({ items: burst, size: 512 });
   assert.deepEqual(amounts(burst, first), [77, 0, 77, 77, 77, 77, 77, 0, 0]);
+  decoded(first);
   // The six done generate meanwhile (single-token items): they wait for the next step.
   const left = [...Array.from({ length: 6 }, () => item(1)), burst[1]!, burst[7]!, burst[8]!];
-  const next = sync.continueStep(first, left, 512, 462, 2048);
+  const next = sync.continueStep(left, 512, 462, 2048);
   assert.deepEqual(amounts(left, next), [0, 0, 0, 0, 0, 0, 200, 77, 77]);
   assert.deepEqual(next.map((p) => p.item.tokens.length), [200, 77, 77], "in sequence order (unknown ids: the order given)");
   // The step cap: 48 tokens left in the step cut the shortest prompt; none left ends the step.
-  assert.deepEqual(amounts(left, sync.continueStep(first, left, 512, 2000, 2048)), [0, 0, 0, 0, 0, 0, 0, 48, 0]);
-  assert.deepEqual(sync.continueStep(first, left, 512, 2048, 2048), []);
-  assert.deepEqual(sync.continueStep(first, left.slice(0, 6), 512, 462, 2048), [], "no prompt left");
+  assert.deepEqual(amounts(left, sync.continueStep(left, 512, 2000, 2048)), [0, 0, 0, 0, 0, 0, 0, 48, 0]);
+  assert.deepEqual(sync.continueStep(left, 512, 2048, 2048), []);
+  assert.deepEqual(sync.continueStep(left.slice(0, 6), 512, 462, 2048), [], "no prompt left");
   assert.equal(sync.stats.decodes, 1, "one step");
   assert.equal(sync.stats.decodeCalls, 3);
 });
@@ -69,10 +75,16 @@ test("continueStep: a step that carried a generating sequence ends after its cal
   const items = [item(1), item(600)];
   const first = sync.prioritize({ items, size: 512 });
   assert.deepEqual(amounts(items, first), [1, 511]);
-  assert.deepEqual(sync.continueStep(first, [item(89)], 512, 512, 2048), [], "the generating stream's next token comes first");
+  decoded(first);
+  assert.deepEqual(sync.continueStep([items[1]!, item(89)], 512, 512, 2048), [], "the generating stream's next token comes first");
+  // A step of one generating stream, with a prompt arriving during its decode.
+  decoded(sync.prioritize({ items: [item(1)], size: 512 }));
+  assert.deepEqual(sync.continueStep([item(89)], 512, 1, 2048), [], "the new prompt waits for the next step, beside the stream");
   const disabled = new DecodeSync({ disabled: true });
   const prompts = [item(400), item(400)];
-  assert.deepEqual(disabled.continueStep(disabled.prioritize({ items: prompts, size: 512 }), [item(144)], 512, 512, 2048), []);
+  const plan = disabled.prioritize({ items: prompts, size: 512 });
+  decoded(plan);
+  assert.deepEqual(disabled.continueStep([...prompts, item(144)], 512, 512, 2048), []);
 });
 
 test("a further call of a step reports as such, and its sequences do not hold the gate of those done before it", async () => {
@@ -83,8 +95,9 @@ test("a further call of a step reports as such, and its sequences do not hold th
   const burst = [item(300), item(300), item(300)];
   const first = sync.prioritize({ items: burst, size: 512 });
   assert.equal(first.length, 1);
+  decoded(first);
   sync.afterDecode(); // the first prompt is done; the other two are decoded in a further call
-  const next = sync.continueStep(first, [item(1), burst[1]!, burst[2]!], 512, 300, 2048);
+  const next = sync.continueStep([item(1), burst[1]!, burst[2]!], 512, 300, 2048);
   assert.equal(next.length, 1);
   // The first stream's next token queues now, for the next step, and its text goes out during the call.
   await sync.gate();
