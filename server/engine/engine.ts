@@ -8,7 +8,7 @@ import { commonPrefixLength, contextOverflow, runGeneration } from "./generation
 import { GrammarCache } from "./grammars.ts";
 import { llamaRuntime, setThreadpoolPoll, type EngineBuildMode } from "./llama-runtime.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
-import { ModelRegistry, shuttingDown } from "./model-registry.ts";
+import { ModelRegistry, shuttingDown, type LoadRequest } from "./model-registry.ts";
 import { buildPrompt, type RenderTemplate } from "./prompt.ts";
 import { resolveSampling } from "./sampling.ts";
 import { resolveThreads } from "./threads.ts";
@@ -68,7 +68,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
     const sampling = resolveSampling(req.model.parameters, req.options);
     const signal = AbortSignal.any([req.signal, shutdownController.signal]);
     try {
-      const { loaded, loadDurationNs } = await registry.acquire(req.model, sampling.numCtx, keepAliveOf(req.keepAliveMs), signal);
+      const { loaded, loadDurationNs } = await registry.acquire(req.model, sampling, keepAliveOf(req.keepAliveMs), signal);
       try {
         const prompt = buildPrompt({ model: loaded.model, spec: req.model, chatWrapper: loaded.chatWrapper, renderTemplate: opts.renderTemplate }, req.input);
         if (prompt.tokens.length >= loaded.contextLength) throw contextOverflow(prompt.tokens.length, loaded.contextLength);
@@ -93,9 +93,9 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
     }
   }
 
-  async function withModel<T>(model: ModelSpec, keepAliveMs: number | null | undefined, numCtx: number | undefined, signal: AbortSignal | undefined,
+  async function withModel<T>(model: ModelSpec, keepAliveMs: number | null | undefined, load: LoadRequest, signal: AbortSignal | undefined,
     fn: (loaded: Awaited<ReturnType<ModelRegistry["acquire"]>>) => Promise<T>): Promise<T> {
-    const held = await registry.acquire(model, numCtx, keepAliveOf(keepAliveMs), signal);
+    const held = await registry.acquire(model, load, keepAliveOf(keepAliveMs), signal);
     try {
       return await fn(held);
     } finally {
@@ -109,7 +109,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
     generate,
     announce: () => arrivals.announce(),
 
-    load: (model, o) => withModel(model, o.keepAliveMs, o.numCtx, o.signal, async ({ loadDurationNs }) => ({ loadDurationNs })),
+    load: (model, o) => withModel(model, o.keepAliveMs, resolveSampling(model.parameters, o.options ?? {}), o.signal, async ({ loadDurationNs }) => ({ loadDurationNs })),
 
     async unload(name) {
       const loaded = registry.byName(name);
@@ -121,14 +121,14 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
     embed(req: EmbedRequest): Promise<EmbedResult> {
       const startedNs = process.hrtime.bigint();
       const sampling = resolveSampling(req.model.parameters, req.options);
-      return withModel(req.model, req.keepAliveMs, sampling.numCtx, req.signal, async ({ loaded, loadDurationNs }) => {
+      return withModel(req.model, req.keepAliveMs, sampling, req.signal, async ({ loaded, loadDurationNs }) => {
         const { embeddings, promptTokens } = await embedTexts(loaded, req.input, req.truncate);
         metrics.onTokens?.(loaded.spec.name, promptTokens, 0);
         return { embeddings, promptEvalCount: promptTokens, loadDurationNs, totalDurationNs: Number(process.hrtime.bigint() - startedNs) };
       });
     },
 
-    countTokens: (model, text) => withModel(model, undefined, undefined, undefined, async ({ loaded }) => loaded.model.tokenize(text, true).length),
+    countTokens: (model, text) => withModel(model, undefined, {}, undefined, async ({ loaded }) => loaded.model.tokenize(text, true).length),
 
     running(): RunningModel[] {
       return [...registry.models.values()].map((m) => ({

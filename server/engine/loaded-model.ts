@@ -12,6 +12,8 @@ export interface LoadOptions {
   spec: ModelSpec;
   /** Context length per sequence asked for (num_ctx or the server default); capped by the model's trained context. */
   requestedContextLength: number;
+  /** Memory-map the weights from the file (else read them into memory): weights-mapping.ts. */
+  mappedWeights: boolean;
   parallel: number;
   maxQueue: number;
   threads: number;
@@ -36,6 +38,8 @@ export class LoadedModel {
   readonly batcher: StepBatcher;
   readonly contextLength: number;
   readonly requestedContextLength: number;
+  /** The weights are memory-mapped from the GGUF file (else read into memory). */
+  readonly mappedWeights: boolean;
   readonly parallel: number;
   readonly loadDurationNs: number;
   /** Size of the persistent threadpool attached to the context (0 = none: ggml starts threads per decode). */
@@ -56,7 +60,7 @@ export class LoadedModel {
 
   private constructor(init: {
     spec: ModelSpec; model: LlamaModel; context: LlamaContext; chatWrapper: ChatWrapper; pool: SequencePool<Slot>;
-    decodeSync: DecodeSync; batcher: StepBatcher; contextLength: number; requestedContextLength: number; parallel: number; threads: number; loadDurationNs: number;
+    decodeSync: DecodeSync; batcher: StepBatcher; contextLength: number; requestedContextLength: number; mappedWeights: boolean; parallel: number; threads: number; loadDurationNs: number;
     threadpoolThreads: number;
     inlineSampling: boolean;
     moveSequences: boolean;
@@ -73,6 +77,7 @@ export class LoadedModel {
     this.decodeSync = init.decodeSync;
     this.contextLength = init.contextLength;
     this.requestedContextLength = init.requestedContextLength;
+    this.mappedWeights = init.mappedWeights;
     this.parallel = init.parallel;
     this.threads = init.threads;
     this.loadDurationNs = init.loadDurationNs;
@@ -82,7 +87,7 @@ export class LoadedModel {
 
   static async load(o: LoadOptions): Promise<LoadedModel> {
     const started = process.hrtime.bigint();
-    const model = await o.llama.loadModel({ modelPath: o.spec.modelPath });
+    const model = await o.llama.loadModel({ modelPath: o.spec.modelPath, useMmap: o.mappedWeights });
     try {
       const decodeSync = new DecodeSync({ ...(o.decodeWaitMs !== undefined ? { maxWaitMs: o.decodeWaitMs } : {}), disabled: o.decodeSyncDisabled });
       const contextLength = Math.min(o.requestedContextLength, model.trainContextSize > 0 ? model.trainContextSize : o.requestedContextLength);
@@ -112,7 +117,7 @@ export class LoadedModel {
       const loadDurationNs = Number(process.hrtime.bigint() - started);
       o.metrics.onLoad?.(name, loadDurationNs / 1e9);
       return new LoadedModel({
-        spec: o.spec, model, context, chatWrapper, pool, decodeSync, batcher, contextLength, requestedContextLength: o.requestedContextLength, parallel: o.parallel,
+        spec: o.spec, model, context, chatWrapper, pool, decodeSync, batcher, contextLength, requestedContextLength: o.requestedContextLength, mappedWeights: o.mappedWeights, parallel: o.parallel,
         threads: o.threads, loadDurationNs, threadpoolThreads: threadpoolThreads(context), inlineSampling: inlineSampling(context), moveSequences: o.moveSequences, metrics: o.metrics,
       });
     } catch (e) {

@@ -1,4 +1,4 @@
-// Which models are loaded: load on first use, reload when num_ctx changes (once idle), keep-alive expiry, and
+// Which models are loaded: load on first use, reload when num_ctx or use_mmap changes (once idle), keep-alive expiry, and
 // least-recently-used eviction of idle models when maxLoadedModels would be exceeded (waiting when none is idle).
 import type { Llama } from "node-llama-cpp";
 import { AppError, isAppError } from "../common/errors.ts";
@@ -7,6 +7,13 @@ import { LoadedModel } from "./loaded-model.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { clientClosed } from "./sequence-pool.ts";
 import type { ModelSpec } from "./types.ts";
+import { mapWeights } from "./weights-mapping.ts";
+
+/** A request's load options (undefined: whatever the loaded model has, or the default when loading). */
+export interface LoadRequest {
+  numCtx?: number | undefined;
+  useMmap?: boolean | undefined;
+}
 
 export interface RegistryOptions {
   llama: Llama;
@@ -38,16 +45,17 @@ export class ModelRegistry {
   }
 
   /**
-   * The loaded model, held for one request (call `release` when done). `numCtx` undefined accepts whatever context the
+   * The loaded model, held for one request (call `release` when done). A load option left undefined accepts what the
    * loaded model has; a different value reloads it once idle.
    */
-  async acquire(spec: ModelSpec, numCtx: number | undefined, keepAliveMs: number | null, signal?: AbortSignal): Promise<{ loaded: LoadedModel; loadDurationNs: number }> {
+  async acquire(spec: ModelSpec, load: LoadRequest, keepAliveMs: number | null, signal?: AbortSignal): Promise<{ loaded: LoadedModel; loadDurationNs: number }> {
     for (;;) {
       if (this.closed) throw shuttingDown();
       if (signal?.aborted) throw clientClosed();
       const existing = this.models.get(weightsKey(spec));
       if (existing) {
-        const fits = !existing.unloading && (numCtx === undefined || existing.requestedContextLength === numCtx);
+        const fits = !existing.unloading && (load.numCtx === undefined || existing.requestedContextLength === load.numCtx)
+          && (load.useMmap === undefined || existing.mappedWeights === mapWeights(load.useMmap, this.o.llama));
         if (fits) {
           existing.names.add(spec.name);
           existing.hold(keepAliveMs);
@@ -67,7 +75,7 @@ export class ModelRegistry {
         else await this.changed(signal);
         continue;
       }
-      const loaded = await this.load(spec, numCtx);
+      const loaded = await this.load(spec, load);
       loaded.hold(keepAliveMs);
       return { loaded, loadDurationNs: loaded.loadDurationNs };
     }
@@ -125,18 +133,19 @@ export class ModelRegistry {
     for (const l of ls) l();
   }
 
-  private async load(spec: ModelSpec, numCtx: number | undefined): Promise<LoadedModel> {
-    const requested = numCtx ?? this.o.contextLength;
+  private async load(spec: ModelSpec, load: LoadRequest): Promise<LoadedModel> {
+    const requested = load.numCtx ?? this.o.contextLength;
+    const mappedWeights = mapWeights(load.useMmap, this.o.llama);
     const p = (async () => {
       const started = Date.now();
       try {
         const loaded = await LoadedModel.load({
-          llama: this.o.llama, spec, requestedContextLength: requested, parallel: this.o.numParallel, maxQueue: this.o.maxQueue,
+          llama: this.o.llama, spec, requestedContextLength: requested, mappedWeights, parallel: this.o.numParallel, maxQueue: this.o.maxQueue,
           threads: this.o.threads, metrics: this.o.metrics, decodeWaitMs: this.o.decodeWaitMs, decodeSyncDisabled: this.o.decodeSyncDisabled, inlineDecode: this.o.inlineDecode, moveSequences: this.o.moveSequences,
         });
         loaded.names.add(spec.name);
         this.models.set(weightsKey(spec), loaded);
-        this.o.logger.info({ model: spec.name, contextLength: loaded.contextLength, parallel: loaded.parallel, threadpoolThreads: loaded.threadpoolThreads, ms: Date.now() - started }, "model loaded");
+        this.o.logger.info({ model: spec.name, contextLength: loaded.contextLength, parallel: loaded.parallel, mappedWeights, threadpoolThreads: loaded.threadpoolThreads, ms: Date.now() - started }, "model loaded");
         return loaded;
       } catch (e) {
         if (isAppError(e)) throw e;

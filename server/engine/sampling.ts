@@ -29,6 +29,8 @@ export interface ResolvedSampling {
   frequencyPenalty: number;
   /** Requested context length per sequence, if any. */
   numCtx: number | undefined;
+  /** Requested weights mapping (use_mmap), if any. */
+  useMmap: boolean | undefined;
 }
 
 /** Merges options (request over model defaults) and fills Ollama's defaults. `contextLength` resolves repeat_last_n = -1. */
@@ -48,6 +50,7 @@ export function resolveSampling(modelParams: SamplingOptions, request: SamplingO
     presencePenalty: o.presence_penalty ?? OLLAMA_DEFAULTS.presence_penalty,
     frequencyPenalty: o.frequency_penalty ?? OLLAMA_DEFAULTS.frequency_penalty,
     numCtx: o.num_ctx !== undefined && o.num_ctx > 0 ? o.num_ctx : undefined,
+    useMmap: o.use_mmap,
   };
 }
 

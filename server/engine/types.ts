@@ -18,6 +18,8 @@ export interface SamplingOptions {
   frequency_penalty?: number;
   /** Context length per sequence for this model load. */
   num_ctx?: number;
+  /** Memory-map the weights (true) or read them into memory (false) for this model load; unset: weights-mapping.ts. */
+  use_mmap?: boolean;
 }
 
 export type ChatRole = "system" | "user" | "assistant" | "tool";
@@ -148,8 +150,11 @@ export interface EngineBuildInfo {
 
 export interface Engine {
   readonly buildInfo: EngineBuildInfo;
-  /** Loads the model if needed (for `keep_alive`-only requests and `gantry serve --model`); returns load time in ns (0 if already loaded). */
-  load(model: ModelSpec, opts: { keepAliveMs?: number | null; numCtx?: number; signal?: AbortSignal }): Promise<{ loadDurationNs: number }>;
+  /**
+   * Loads the model if needed (for `keep_alive`-only requests and `gantry serve --model`); returns load time in ns (0 if
+   * already loaded). `options`: the request's options, of which the load options (num_ctx, use_mmap) apply over the model's.
+   */
+  load(model: ModelSpec, opts: { keepAliveMs?: number | null; options?: SamplingOptions; signal?: AbortSignal }): Promise<{ loadDurationNs: number }>;
   /** Unloads now (keep_alive 0). Waits for running requests of that model to finish. Returns false if it was not loaded. */
   unload(name: string): Promise<boolean>;
   /**

@@ -32,7 +32,7 @@ export function keepAliveFrom(value: string | number | undefined): number | null
 export function samplingFrom(o: Options | undefined): SamplingOptions {
   if (!o) return {};
   const out: SamplingOptions = {};
-  const copy = ["temperature", "top_p", "top_k", "min_p", "seed", "num_predict", "num_ctx", "repeat_penalty", "repeat_last_n", "presence_penalty", "frequency_penalty"] as const;
+  const copy = ["temperature", "top_p", "top_k", "min_p", "seed", "num_predict", "num_ctx", "use_mmap", "repeat_penalty", "repeat_last_n", "presence_penalty", "frequency_penalty"] as const;
   for (const k of copy) if (o[k] !== undefined) (out as Record<string, unknown>)[k] = o[k];
   if (o.stop !== undefined) out.stop = (Array.isArray(o.stop) ? o.stop : [o.stop]).filter((s) => s.length > 0);
   return out;

@@ -78,7 +78,7 @@ export async function decodeLayers(blobs: BlobStore, layers: readonly Descriptor
 /** The engine's options subset of the stored parameters. */
 export function toSamplingOptions(p: ModelParameters): SamplingOptions {
   const keys = ["temperature", "top_p", "top_k", "min_p", "seed", "num_predict", "stop", "repeat_penalty", "repeat_last_n",
-    "presence_penalty", "frequency_penalty", "num_ctx"] as const satisfies readonly (keyof SamplingOptions & keyof ModelParameters)[];
+    "presence_penalty", "frequency_penalty", "num_ctx", "use_mmap"] as const satisfies readonly (keyof SamplingOptions & keyof ModelParameters)[];
   const out: Record<string, unknown> = {};
   for (const k of keys) if (p[k] !== undefined) out[k] = p[k];
   return out as SamplingOptions;

@@ -31,7 +31,7 @@ export async function loadOrUnload(deps: ServerDeps, res: Response, plan: Genera
     return;
   }
   const t0 = process.hrtime.bigint();
-  const { loadDurationNs } = await deps.engine.load(plan.model, { keepAliveMs: plan.keepAliveMs, numCtx: plan.options.num_ctx });
+  const { loadDurationNs } = await deps.engine.load(plan.model, { keepAliveMs: plan.keepAliveMs, options: plan.options });
   res.json(shape({ done: true, done_reason: "load", total_duration: Number(process.hrtime.bigint() - t0), load_duration: loadDurationNs }));
 }
 

@@ -1,4 +1,5 @@
-// Admission, sequence pool, abort, keep-alive, LRU eviction and num_ctx reloads on the real runtime (tiny models).
+// Admission, sequence pool, abort, keep-alive, LRU eviction and num_ctx / use_mmap reloads on the real runtime (tiny models).
+import fs from "node:fs";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { isAppError } from "../../../server/common/errors.ts";
@@ -143,8 +144,31 @@ test("a different num_ctx reloads the model with that context length", async () 
     const same = await collect(engine.generate(request(model, chat("c"), { num_predict: 1 })));
     assert.equal(same.stats.loadDurationNs, 0);
     // num_ctx beyond the trained context (512) is capped.
-    await engine.load(model, { numCtx: 4096 });
+    await engine.load(model, { options: { num_ctx: 4096 } });
     assert.equal(engine.running()[0]!.contextLength, 512);
+  } finally {
+    await engine.shutdown();
+  }
+});
+
+/** Whether this process maps the file (Linux /proc). */
+const mapped = (file: string): boolean => fs.readFileSync("/proc/self/maps", "utf8").split("\n").some((l) => l.endsWith(file));
+
+test("use_mmap: on CPU the weights are read into memory unless use_mmap maps them; a different value reloads the model", async () => {
+  const engine = await makeEngine();
+  try {
+    const model = await endless();
+    await collect(engine.generate(request(model, chat("m"), { num_predict: 1 })));
+    assert.equal(mapped(model.modelPath), false, "read into memory by default");
+    const on = await collect(engine.generate(request(model, chat("m"), { num_predict: 1, use_mmap: true })));
+    assert.ok(on.stats.loadDurationNs > 0, "reloaded");
+    assert.equal(mapped(model.modelPath), true);
+    // Without use_mmap the loaded model is used as it is.
+    assert.equal((await collect(engine.generate(request(model, chat("m"), { num_predict: 1 })))).stats.loadDurationNs, 0);
+    assert.equal(mapped(model.modelPath), true);
+    // The Modelfile's PARAMETER use_mmap applies to keep_alive-only loads too.
+    await engine.load({ ...model, parameters: { use_mmap: false } }, {});
+    assert.equal(mapped(model.modelPath), false);
   } finally {
     await engine.shutdown();
   }

@@ -14,6 +14,7 @@ test("Ollama defaults apply when nothing is set", () => {
   assert.equal(s.seed, undefined);
   assert.deepEqual(s.stop, []);
   assert.equal(s.numCtx, undefined);
+  assert.equal(s.useMmap, undefined);
 });
 
 test("request options override model parameters, which override defaults", () => {
@@ -22,6 +23,11 @@ test("request options override model parameters, which override defaults", () =>
   assert.equal(s.topK, 5);
   assert.deepEqual(s.stop, ["b"]);
   assert.equal(s.numCtx, 1024);
+});
+
+test("use_mmap: the request's over the Modelfile's", () => {
+  assert.equal(resolveSampling({ use_mmap: true }, {}).useMmap, true);
+  assert.equal(resolveSampling({ use_mmap: true }, { use_mmap: false }).useMmap, false);
 });
 
 test("undefined request fields do not erase model parameters", () => {

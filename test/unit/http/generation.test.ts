@@ -4,7 +4,7 @@ import { decodeImages, formatFrom, keepAliveFrom, samplingFrom } from "../../../
 import type { AppError } from "../../../server/common/errors.ts";
 
 test("Ollama options map onto engine options; stop becomes a list; inert options are dropped", () => {
-  assert.deepEqual(samplingFrom({ temperature: 0, stop: "x", num_gpu: 1, use_mmap: true }), { temperature: 0, stop: ["x"] });
+  assert.deepEqual(samplingFrom({ temperature: 0, stop: "x", num_gpu: 1, use_mmap: true }), { temperature: 0, stop: ["x"], use_mmap: true });
   assert.deepEqual(samplingFrom({ stop: ["a", "", "b"], num_ctx: 512, seed: 1 }), { stop: ["a", "b"], num_ctx: 512, seed: 1 });
   assert.deepEqual(samplingFrom(undefined), {});
 });
