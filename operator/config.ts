@@ -11,14 +11,25 @@ import { QuantitySchema, TolerationSchema } from "./api/v1alpha1/modelapp.ts";
 export const GPU_TOLERATION = { key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" } as const;
 
 export const ResourceProfileSchema = z.object({
-  gpuResource: z.string().min(1).optional().describe("Extended resource a GPU replica requests, e.g. nvidia.com/gpu; unset for CPU profiles."),
+  gpuResource: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("Extended resource a GPU replica requests, e.g. nvidia.com/gpu; unset for CPU profiles."),
   nodeSelector: z.record(z.string(), z.string()).default({}).describe("Node selector of the profile's pods."),
   tolerations: z.array(TolerationSchema).default([]).describe("Tolerations of the profile's pods."),
-  image: z.string().min(1).optional().describe("Image variant for the profile (e.g. a CUDA build); the operator's image when unset."),
+  image: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("Image variant for the profile (e.g. a CUDA build); the operator's image when unset."),
   runtimeClassName: z.string().min(1).optional(),
   cpu: QuantitySchema.optional().describe("Default CPU request per replica."),
   memory: QuantitySchema.optional().describe("Default memory request and limit per replica."),
-  env: z.record(z.string(), z.string()).default({}).describe("Extra server environment for the profile (e.g. NODE_LLAMA_CPP_GPU=cuda)."),
+  env: z
+    .record(z.string(), z.string())
+    .default({})
+    .describe("Extra server environment for the profile (e.g. NODE_LLAMA_CPP_GPU=cuda)."),
 });
 export type ResourceProfile = z.infer<typeof ResourceProfileSchema>;
 
@@ -27,32 +38,60 @@ export const DEFAULT_PROFILES: Record<string, z.input<typeof ResourceProfileSche
   "nvidia-gpu": { gpuResource: "nvidia.com/gpu", tolerations: [GPU_TOLERATION], env: { NODE_LLAMA_CPP_GPU: "cuda" } },
 };
 
-export const OperatorConfigSchema = z.object({
-  image: z.string().min(1).default(`ghcr.io/gantry-dev/gantry:${VERSION}`).describe("Image of the server pods."),
-  imagePullPolicy: z.enum(["Always", "IfNotPresent", "Never"]).optional(),
-  gatewayUrl: z.string().url().default("http://gantry-gateway.gantry-system.svc").describe("The gateway's base URL; an app's URL is <gatewayUrl>/<namespace>/<name>."),
-  hubUrl: z.string().url().optional().describe("GANTRY_HUB_URL for the pods' model pulls (the public hub when unset)."),
-  resourceProfiles: z.record(z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/), ResourceProfileSchema).default({})
-    .describe("Resource profiles added to the defaults cpu and nvidia-gpu; a profile of the same name replaces a default whole."),
-  podLabels: z.record(z.string(), z.string()).default({}).describe("Extra labels on every server pod."),
-  podAnnotations: z.record(z.string(), z.string()).default({}).describe("Extra annotations on every server pod."),
-  serverPort: z.int().min(1).max(65535).default(11434),
-  watchNamespace: z.string().optional().describe("Reconcile only this namespace (all namespaces when unset)."),
-  workers: z.int().min(1).max(64).default(8).describe("Reconciles running at once (never two for the same app)."),
-  listen: z.string().default("0.0.0.0:8080").describe("Address of /healthz, /readyz, /metrics and the load-report API."),
-  leaderElection: z.object({
-    enabled: z.boolean().default(true),
-    namespace: z.string().default("gantry-system"),
-    name: z.string().default("gantry-operator"),
-    leaseDurationSeconds: z.int().min(2).default(15),
-    renewDeadlineSeconds: z.int().min(1).default(10),
-    retryPeriodSeconds: z.int().min(1).default(2),
-  }).default({ enabled: true, namespace: "gantry-system", name: "gantry-operator", leaseDurationSeconds: 15, renewDeadlineSeconds: 10, retryPeriodSeconds: 2 }),
-  autoscaler: z.object({
-    intervalSeconds: z.number().positive().default(5).describe("How often replica counts are recomputed."),
-    reportTtlSeconds: z.number().positive().default(30).describe("A gateway's load report counts for this long."),
-  }).default({ intervalSeconds: 5, reportTtlSeconds: 30 }),
-}).strict();
+export const OperatorConfigSchema = z
+  .object({
+    image: z.string().min(1).default(`ghcr.io/gantry-dev/gantry:${VERSION}`).describe("Image of the server pods."),
+    imagePullPolicy: z.enum(["Always", "IfNotPresent", "Never"]).optional(),
+    gatewayUrl: z
+      .string()
+      .url()
+      .default("http://gantry-gateway.gantry-system.svc")
+      .describe("The gateway's base URL; an app's URL is <gatewayUrl>/<namespace>/<name>."),
+    hubUrl: z
+      .string()
+      .url()
+      .optional()
+      .describe("GANTRY_HUB_URL for the pods' model pulls (the public hub when unset)."),
+    resourceProfiles: z
+      .record(z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/), ResourceProfileSchema)
+      .default({})
+      .describe(
+        "Resource profiles added to the defaults cpu and nvidia-gpu; a profile of the same name replaces a default whole.",
+      ),
+    podLabels: z.record(z.string(), z.string()).default({}).describe("Extra labels on every server pod."),
+    podAnnotations: z.record(z.string(), z.string()).default({}).describe("Extra annotations on every server pod."),
+    serverPort: z.int().min(1).max(65535).default(11434),
+    watchNamespace: z.string().optional().describe("Reconcile only this namespace (all namespaces when unset)."),
+    workers: z.int().min(1).max(64).default(8).describe("Reconciles running at once (never two for the same app)."),
+    listen: z
+      .string()
+      .default("0.0.0.0:8080")
+      .describe("Address of /healthz, /readyz, /metrics and the load-report API."),
+    leaderElection: z
+      .object({
+        enabled: z.boolean().default(true),
+        namespace: z.string().default("gantry-system"),
+        name: z.string().default("gantry-operator"),
+        leaseDurationSeconds: z.int().min(2).default(15),
+        renewDeadlineSeconds: z.int().min(1).default(10),
+        retryPeriodSeconds: z.int().min(1).default(2),
+      })
+      .default({
+        enabled: true,
+        namespace: "gantry-system",
+        name: "gantry-operator",
+        leaseDurationSeconds: 15,
+        renewDeadlineSeconds: 10,
+        retryPeriodSeconds: 2,
+      }),
+    autoscaler: z
+      .object({
+        intervalSeconds: z.number().positive().default(5).describe("How often replica counts are recomputed."),
+        reportTtlSeconds: z.number().positive().default(30).describe("A gateway's load report counts for this long."),
+      })
+      .default({ intervalSeconds: 5, reportTtlSeconds: 30 }),
+  })
+  .strict();
 export type OperatorConfig = z.infer<typeof OperatorConfigSchema> & { profiles: Record<string, ResourceProfile> };
 
 /** Validates a config object (from a file) and merges the profiles over the defaults. */
@@ -60,17 +99,29 @@ export function parseOperatorConfig(input: unknown): OperatorConfig {
   const r = OperatorConfigSchema.safeParse(input ?? {});
   if (!r.success) throw new ConfigError(r.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`));
   const profiles: Record<string, ResourceProfile> = {};
-  for (const [name, p] of Object.entries({ ...DEFAULT_PROFILES, ...r.data.resourceProfiles })) profiles[name] = ResourceProfileSchema.parse(p);
+  for (const [name, p] of Object.entries({ ...DEFAULT_PROFILES, ...r.data.resourceProfiles }))
+    profiles[name] = ResourceProfileSchema.parse(p);
   return { ...r.data, profiles };
 }
 
 /** Reads the config file (YAML or JSON) when one is named; environment overrides win over the file. */
-export function loadOperatorConfig(file: string | undefined, env: Record<string, string | undefined> = process.env): OperatorConfig {
+export function loadOperatorConfig(
+  file: string | undefined,
+  env: Record<string, string | undefined> = process.env,
+): OperatorConfig {
   let input: Record<string, unknown> = {};
   if (file) {
     let text: string;
-    try { text = fs.readFileSync(file, "utf8"); } catch (e) { throw new ConfigError([`cannot read config file ${file}: ${(e as Error).message}`]); }
-    try { input = (parseYaml(text) ?? {}) as Record<string, unknown>; } catch (e) { throw new ConfigError([`${file}: ${(e as Error).message}`]); }
+    try {
+      text = fs.readFileSync(file, "utf8");
+    } catch (e) {
+      throw new ConfigError([`cannot read config file ${file}: ${(e as Error).message}`]);
+    }
+    try {
+      input = (parseYaml(text) ?? {}) as Record<string, unknown>;
+    } catch (e) {
+      throw new ConfigError([`${file}: ${(e as Error).message}`]);
+    }
   }
   const overrides: Record<string, unknown> = {};
   if (env.GANTRY_OPERATOR_LISTEN) overrides.listen = env.GANTRY_OPERATOR_LISTEN;

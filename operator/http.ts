@@ -7,12 +7,19 @@ import { parseBody } from "../server/common/validate.ts";
 import { LoadReportSchema } from "./controller/autoscaler.ts";
 import type { Controller } from "./controller/controller.ts";
 
-export function createOperatorApp(controller: Pick<Controller, "ready" | "isLeader" | "metrics" | "recordLoad">, logger: Logger): express.Express {
+export function createOperatorApp(
+  controller: Pick<Controller, "ready" | "isLeader" | "metrics" | "recordLoad">,
+  logger: Logger,
+): express.Express {
   const app = express();
   app.disable("x-powered-by");
-  app.get("/healthz", (_req, res) => { res.json({ status: "ok" }); });
+  app.get("/healthz", (_req, res) => {
+    res.json({ status: "ok" });
+  });
   app.get("/readyz", (_req, res) => {
-    res.status(controller.ready ? 200 : 503).json({ status: controller.ready ? "ok" : "syncing", leader: controller.isLeader });
+    res
+      .status(controller.ready ? 200 : 503)
+      .json({ status: controller.ready ? "ok" : "syncing", leader: controller.isLeader });
   });
   app.get("/metrics", async (_req, res) => {
     res.type(controller.metrics.registry.contentType).send(await controller.metrics.registry.metrics());
@@ -21,7 +28,9 @@ export function createOperatorApp(controller: Pick<Controller, "ready" | "isLead
     controller.recordLoad(parseBody(LoadReportSchema, req.body));
     res.status(204).end();
   });
-  app.use((req, _res, next) => { next(new AppError("NOT_FOUND", `${req.method} ${req.path} does not exist`)); });
+  app.use((req, _res, next) => {
+    next(new AppError("NOT_FOUND", `${req.method} ${req.path} does not exist`));
+  });
   const onError: ErrorRequestHandler = (err, req, res, _next) => {
     const e = fromBodyParserError(err) ?? toAppError(err);
     if (e.status >= 500) logger.error({ err: e.cause ?? e, route: req.path }, "request failed");

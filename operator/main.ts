@@ -29,7 +29,8 @@ export async function startOperator(opts: OperatorOptions, logger: Logger): Prom
   const env = opts.env ?? process.env;
   const config = loadOperatorConfig(opts.configFile, env);
   const kc = new KubeConfig();
-  if (opts.kubeconfig) kc.loadFromFile(opts.kubeconfig); else kc.loadFromDefault();
+  if (opts.kubeconfig) kc.loadFromFile(opts.kubeconfig);
+  else kc.loadFromDefault();
   const identity = env.POD_NAME || `${os.hostname()}-${crypto.randomBytes(3).toString("hex")}`;
   const controller = new Controller({ kc, config, logger, identity });
   const { host, port } = parseHostPort(config.listen);
@@ -39,15 +40,35 @@ export async function startOperator(opts: OperatorOptions, logger: Logger): Prom
   });
   const addr = server.address();
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${typeof addr === "object" && addr ? addr.port : port}`;
-  logger.info({ url, identity, version: VERSION, namespace: config.watchNamespace ?? "(all)", api: kc.getCurrentCluster()?.server }, "gantry operator listening");
+  logger.info(
+    {
+      url,
+      identity,
+      version: VERSION,
+      namespace: config.watchNamespace ?? "(all)",
+      api: kc.getCurrentCluster()?.server,
+    },
+    "gantry operator listening",
+  );
   let closing: Promise<void> | undefined;
-  const close = () => (closing ??= (async () => {
-    await controller.stop();
-    await new Promise<void>((resolve) => { server.close(() => resolve()); server.closeAllConnections(); });
-  })());
+  const close = () =>
+    (closing ??= (async () => {
+      await controller.stop();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    })());
   // Losing the lease while running means another replica leads now: exit and let the pod restart as a standby.
-  void controller.start(() => { logger.error("lost leadership: exiting"); void close().finally(() => process.exit(1)); })
-    .catch((err: unknown) => { logger.error({ err: String(err) }, "operator failed to start"); process.exit(1); });
+  void controller
+    .start(() => {
+      logger.error("lost leadership: exiting");
+      void close().finally(() => process.exit(1));
+    })
+    .catch((err: unknown) => {
+      logger.error({ err: String(err) }, "operator failed to start");
+      process.exit(1);
+    });
   return { controller, url, config, close };
 }
 

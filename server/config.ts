@@ -7,30 +7,85 @@ import { parseKeepAlive } from "./common/duration.ts";
 const intFrom = (min: number) => z.coerce.number().int().min(min);
 
 export const ServerConfigSchema = z.object({
-  GANTRY_HOST: z.string().default("127.0.0.1:11434").describe("Address the server listens on and the CLI connects to (host:port, or http://host:port)"),
-  GANTRY_MODELS: z.string().default(path.join(os.homedir(), ".gantry", "models")).describe("Model store directory (blobs/ and manifests/)"),
-  GANTRY_KEEP_ALIVE: z.string().default("5m")
-    .refine((v) => { try { parseKeepAlive(v); return true; } catch { return false; } }, "must be a duration like 5m, 1h, 30s, seconds, or negative for forever")
-    .describe("How long a model stays loaded after its last request (duration or seconds; negative = forever; 0 = unload at once)"),
-  GANTRY_NUM_PARALLEL: intFrom(1).max(64).default(4).describe("Parallel sequences per loaded model (requests decoded together in one batch)"),
-  GANTRY_MAX_QUEUE: intFrom(0).default(512).describe("Requests that may wait for a free sequence per model before the server answers 503"),
-  GANTRY_MAX_LOADED_MODELS: intFrom(1).default(3).describe("Models loaded at once; the least recently used idle one is evicted for another"),
-  GANTRY_CONTEXT_LENGTH: intFrom(64).default(4096).describe("Default context length per sequence (num_ctx overrides it)"),
+  GANTRY_HOST: z
+    .string()
+    .default("127.0.0.1:11434")
+    .describe("Address the server listens on and the CLI connects to (host:port, or http://host:port)"),
+  GANTRY_MODELS: z
+    .string()
+    .default(path.join(os.homedir(), ".gantry", "models"))
+    .describe("Model store directory (blobs/ and manifests/)"),
+  GANTRY_KEEP_ALIVE: z
+    .string()
+    .default("5m")
+    .refine((v) => {
+      try {
+        parseKeepAlive(v);
+        return true;
+      } catch {
+        return false;
+      }
+    }, "must be a duration like 5m, 1h, 30s, seconds, or negative for forever")
+    .describe(
+      "How long a model stays loaded after its last request (duration or seconds; negative = forever; 0 = unload at once)",
+    ),
+  GANTRY_NUM_PARALLEL: intFrom(1)
+    .max(64)
+    .default(4)
+    .describe("Parallel sequences per loaded model (requests decoded together in one batch)"),
+  GANTRY_MAX_QUEUE: intFrom(0)
+    .default(512)
+    .describe("Requests that may wait for a free sequence per model before the server answers 503"),
+  GANTRY_MAX_LOADED_MODELS: intFrom(1)
+    .default(3)
+    .describe("Models loaded at once; the least recently used idle one is evicted for another"),
+  GANTRY_CONTEXT_LENGTH: intFrom(64)
+    .default(4096)
+    .describe("Default context length per sequence (num_ctx overrides it)"),
   GANTRY_THREADS: intFrom(0).default(0).describe("CPU threads for inference (0 = number of physical cores)"),
-  GANTRY_ENGINE_BUILD: z.enum(["auto", "prebuilt"]).default("auto")
-    .describe("Inference binary: auto = the patched node-llama-cpp build made by setup (persistent threadpool) when present, else the prebuilt one; prebuilt = always the package's prebuilt binary"),
-  GANTRY_THREADPOOL_POLL: intFrom(0).max(100).default(50)
-    .describe("Busy-wait level of the persistent threadpool's idle threads between decode steps (ggml poll, 0-100, llama-server's default 50; 0 = sleep at once, for cores shared with other work)"),
-  GANTRY_INLINE_DECODE: z.enum(["on", "off"]).default("on")
-    .describe("Decode generation steps on the server's JS thread (patched build): faster when every core computes; off = always on a worker thread, for measurements"),
-  GANTRY_SEQUENCE_MOVES: z.enum(["on", "off"]).default("on")
-    .describe("When a stream ends between two others, move the highest busy sequence into the gap (llama.cpp decodes a step in one pass only across consecutive sequence ids); off = leave gaps, for measurements"),
-  GANTRY_DECODE_SYNC: z.enum(["on", "off"]).default("on")
-    .describe("Keep every decode step full (all sequences with a token ready); off = node-llama-cpp's own dispatch, for measurements"),
-  GANTRY_ORIGINS: z.string().default("").describe("Extra allowed CORS origins, comma-separated (localhost origins are always allowed)"),
+  GANTRY_ENGINE_BUILD: z
+    .enum(["auto", "prebuilt"])
+    .default("auto")
+    .describe(
+      "Inference binary: auto = the patched node-llama-cpp build made by setup (persistent threadpool) when present, else the prebuilt one; prebuilt = always the package's prebuilt binary",
+    ),
+  GANTRY_THREADPOOL_POLL: intFrom(0)
+    .max(100)
+    .default(50)
+    .describe(
+      "Busy-wait level of the persistent threadpool's idle threads between decode steps (ggml poll, 0-100, llama-server's default 50; 0 = sleep at once, for cores shared with other work)",
+    ),
+  GANTRY_INLINE_DECODE: z
+    .enum(["on", "off"])
+    .default("on")
+    .describe(
+      "Decode generation steps on the server's JS thread (patched build): faster when every core computes; off = always on a worker thread, for measurements",
+    ),
+  GANTRY_SEQUENCE_MOVES: z
+    .enum(["on", "off"])
+    .default("on")
+    .describe(
+      "When a stream ends between two others, move the highest busy sequence into the gap (llama.cpp decodes a step in one pass only across consecutive sequence ids); off = leave gaps, for measurements",
+    ),
+  GANTRY_DECODE_SYNC: z
+    .enum(["on", "off"])
+    .default("on")
+    .describe(
+      "Keep every decode step full (all sequences with a token ready); off = node-llama-cpp's own dispatch, for measurements",
+    ),
+  GANTRY_ORIGINS: z
+    .string()
+    .default("")
+    .describe("Extra allowed CORS origins, comma-separated (localhost origins are always allowed)"),
   GANTRY_BODY_LIMIT: z.string().default("32mb").describe("Largest accepted request body"),
-  GANTRY_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info").describe("Log level"),
-  GANTRY_HUB_URL: z.string().default("https://huggingface.co").describe("Hugging Face hub base URL for hf.co/<org>/<repo> pulls"),
+  GANTRY_LOG_LEVEL: z
+    .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
+    .default("info")
+    .describe("Log level"),
+  GANTRY_HUB_URL: z
+    .string()
+    .default("https://huggingface.co")
+    .describe("Hugging Face hub base URL for hf.co/<org>/<repo> pulls"),
   HF_TOKEN: z.string().optional().describe("Hugging Face token sent with hub requests (private repos)"),
 });
 

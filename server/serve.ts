@@ -27,7 +27,11 @@ export interface RunningServer {
   close(deadlineMs?: number): Promise<void>;
 }
 
-export async function startServer(config: ServerConfig, logger: Logger, opts: { preload?: string[] } = {}): Promise<RunningServer> {
+export async function startServer(
+  config: ServerConfig,
+  logger: Logger,
+  opts: { preload?: string[] } = {},
+): Promise<RunningServer> {
   const store = new ModelStore({ root: config.GANTRY_MODELS, logger });
   const metrics = new ServerMetrics();
   const engine = await createEngine({
@@ -48,8 +52,23 @@ export async function startServer(config: ServerConfig, logger: Logger, opts: { 
   });
   const readiness: ReadinessState = { loading: null, shuttingDown: false, failed: null };
   const app = createServerApp(
-    { logger, engine, store, metrics, version: VERSION, readiness, config: { bodyLimit: config.GANTRY_BODY_LIMIT, origins: config.GANTRY_ORIGINS } },
-    { raw: [blobRoutes({ store, logger })], json: [createRoutes({ store, logger }), modelRoutes({ store, logger }), pullRoutes({ store, logger, hub: { url: config.GANTRY_HUB_URL, token: config.HF_TOKEN } })] },
+    {
+      logger,
+      engine,
+      store,
+      metrics,
+      version: VERSION,
+      readiness,
+      config: { bodyLimit: config.GANTRY_BODY_LIMIT, origins: config.GANTRY_ORIGINS },
+    },
+    {
+      raw: [blobRoutes({ store, logger })],
+      json: [
+        createRoutes({ store, logger }),
+        modelRoutes({ store, logger }),
+        pullRoutes({ store, logger, hub: { url: config.GANTRY_HUB_URL, token: config.HF_TOKEN } }),
+      ],
+    },
   );
   const { host, port } = parseHostPort(config.GANTRY_HOST);
   const server = await new Promise<Server>((resolve, reject) => {
@@ -76,19 +95,22 @@ export async function startServer(config: ServerConfig, logger: Logger, opts: { 
       readiness.loading = null;
     }
   };
-  const preloading = (async () => { for (const ref of opts.preload ?? []) await preload(ref); })();
+  const preloading = (async () => {
+    for (const ref of opts.preload ?? []) await preload(ref);
+  })();
 
   let closing: Promise<void> | undefined;
-  const close = (deadlineMs = 10_000) => (closing ??= (async () => {
-    readiness.shuttingDown = true;
-    logger.info("shutting down");
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    server.closeIdleConnections();
-    await preloading.catch(() => undefined);
-    await engine.shutdown({ deadlineMs });
-    server.closeAllConnections();
-    await closed;
-    logger.info("stopped");
-  })());
+  const close = (deadlineMs = 10_000) =>
+    (closing ??= (async () => {
+      readiness.shuttingDown = true;
+      logger.info("shutting down");
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      await preloading.catch(() => undefined);
+      await engine.shutdown({ deadlineMs });
+      server.closeAllConnections();
+      await closed;
+      logger.info("stopped");
+    })());
   return { server, url, engine, readiness, close };
 }

@@ -12,6 +12,7 @@ step "typecheck"
 node_modules/.bin/tsc -p tsconfig.json
 step "lint"
 node_modules/.bin/eslint .
+node_modules/.bin/prettier --check --log-level=warn .
 if [ -f operator/api/v1alpha1/gen-crds.ts ]; then
   step "crds/ up to date"
   node operator/api/v1alpha1/gen-crds.ts --check

@@ -12,11 +12,15 @@ import { parseKeepAlive } from "../../server/common/duration.ts";
 
 export const LoadReportSchema = z.object({
   gateway: z.string().min(1).max(253).describe("Identity of the reporting gateway instance."),
-  apps: z.array(z.object({
-    namespace: z.string().min(1).max(63),
-    name: z.string().min(1).max(63),
-    inFlight: z.int().min(0).max(1_000_000).describe("Requests being served or held for the app right now."),
-  })).max(100_000),
+  apps: z
+    .array(
+      z.object({
+        namespace: z.string().min(1).max(63),
+        name: z.string().min(1).max(63),
+        inFlight: z.int().min(0).max(1_000_000).describe("Requests being served or held for the app right now."),
+      }),
+    )
+    .max(100_000),
 });
 export type LoadReport = z.infer<typeof LoadReportSchema>;
 
@@ -32,7 +36,8 @@ export class LoadReports {
   /** Stores a snapshot; returns the keys of apps it reports busy. */
   record(report: LoadReport, now: number): string[] {
     const counts = new Map<string, number>();
-    for (const a of report.apps) counts.set(`${a.namespace}/${a.name}`, (counts.get(`${a.namespace}/${a.name}`) ?? 0) + a.inFlight);
+    for (const a of report.apps)
+      counts.set(`${a.namespace}/${a.name}`, (counts.get(`${a.namespace}/${a.name}`) ?? 0) + a.inFlight);
     this.snapshots.set(report.gateway, { at: now, counts });
     return [...counts].filter(([, n]) => n > 0).map(([k]) => k);
   }
@@ -46,7 +51,10 @@ export class LoadReports {
   totals(now: number): Map<string, number> {
     const sum = new Map<string, number>();
     for (const [gateway, s] of this.snapshots) {
-      if (now - s.at > this.ttlMs) { this.snapshots.delete(gateway); continue; }
+      if (now - s.at > this.ttlMs) {
+        this.snapshots.delete(gateway);
+        continue;
+      }
       for (const [key, n] of s.counts) sum.set(key, (sum.get(key) ?? 0) + n);
     }
     return sum;

@@ -2,7 +2,8 @@
 // the operator sends no requests at all. Pure.
 //
 // Rendered objects only name the fields the operator owns; the API server adds defaults (protocol, dnsPolicy,
-// terminationMessagePath…) and other managers may add more (a sidecar, an annotation). So the check is "desired ⊆ live":
+// terminationMessagePath…) and other managers may add more (a sidecar, an annotation). So the check is "desired ⊆
+// live":
 // objects recursively, lists of named items matched by name (uid for owner references), other lists exactly, and
 // resource quantities by value ("1000m" equals "1").
 
@@ -38,7 +39,11 @@ export function covers(live: unknown, desired: unknown, path: readonly string[] 
     if (!isRecord(live)) return Object.keys(desired).length === 0 && live === undefined;
     return Object.entries(desired).every(([k, v]) => covers(live[k], v, [...path, k]));
   }
-  if (isQuantityPath(path) && (typeof desired === "string" || typeof desired === "number") && (typeof live === "string" || typeof live === "number")) {
+  if (
+    isQuantityPath(path) &&
+    (typeof desired === "string" || typeof desired === "number") &&
+    (typeof live === "string" || typeof live === "number")
+  ) {
     return sameQuantity(desired, live);
   }
   return live === desired;

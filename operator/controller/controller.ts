@@ -38,14 +38,32 @@ export class Controller {
 
   constructor(o: ControllerOptions) {
     this.o = o;
-    this.cachesHolder = new ClusterCaches(o.kc, { ...(o.config.watchNamespace ? { namespace: o.config.watchNamespace } : {}), logger: o.logger });
+    this.cachesHolder = new ClusterCaches(o.kc, {
+      ...(o.config.watchNamespace ? { namespace: o.config.watchNamespace } : {}),
+      logger: o.logger,
+    });
     this.loads = new LoadReports(o.config.autoscaler.reportTtlSeconds * 1000);
-    this.metrics = new OperatorMetrics(() => this.cachesHolder.caches.apps.list(), { inFlight: () => this.loads.totals(Date.now()) });
-    this.writer = new KubeWriter(o.kc, { instance: o.identity, count: (verb, resource, code) => this.metrics.kubeRequests.inc({ verb, resource, code: String(code) }) });
+    this.metrics = new OperatorMetrics(() => this.cachesHolder.caches.apps.list(), {
+      inFlight: () => this.loads.totals(Date.now()),
+    });
+    this.writer = new KubeWriter(o.kc, {
+      instance: o.identity,
+      count: (verb, resource, code) => this.metrics.kubeRequests.inc({ verb, resource, code: String(code) }),
+    });
     const le = o.config.leaderElection;
     this.elector = le.enabled
-      ? new LeaderElector(this.writer, { namespace: le.namespace, name: le.name, identity: o.identity, leaseDurationSeconds: le.leaseDurationSeconds,
-        renewDeadlineSeconds: le.renewDeadlineSeconds, retryPeriodSeconds: le.retryPeriodSeconds }, o.logger)
+      ? new LeaderElector(
+          this.writer,
+          {
+            namespace: le.namespace,
+            name: le.name,
+            identity: o.identity,
+            leaseDurationSeconds: le.leaseDurationSeconds,
+            renewDeadlineSeconds: le.renewDeadlineSeconds,
+            retryPeriodSeconds: le.retryPeriodSeconds,
+          },
+          o.logger,
+        )
       : undefined;
   }
 
@@ -63,29 +81,48 @@ export class Controller {
 
   /** Starts the watches, then campaigns for leadership (or leads at once without election). */
   async start(onLostLeadership: () => void): Promise<void> {
-    this.cachesHolder.onChange((kind, obj) => { for (const key of this.keysFor(kind, obj)) this.queue.add(key); this.metrics.queueDepth.set(this.queue.length); });
+    this.cachesHolder.onChange((kind, obj) => {
+      for (const key of this.keysFor(kind, obj)) this.queue.add(key);
+      this.metrics.queueDepth.set(this.queue.length);
+    });
     await this.cachesHolder.start();
     this.o.logger.info({ apps: this.caches.apps.list().length }, "caches synced");
-    if (!this.elector) { this.lead(); return; }
-    this.elector.run(() => this.lead(), () => { this.leading = false; this.metrics.leader.set(0); onLostLeadership(); });
+    if (!this.elector) {
+      this.lead();
+      return;
+    }
+    this.elector.run(
+      () => this.lead(),
+      () => {
+        this.leading = false;
+        this.metrics.leader.set(0);
+        onLostLeadership();
+      },
+    );
   }
 
   /** Which apps to look at again when an object changes. */
   private keysFor(kind: CacheName, obj: KubernetesObject): string[] {
     const ns = obj.metadata?.namespace ?? "default";
     switch (kind) {
-      case "apps": return [appKey(ns, obj.metadata?.name ?? "")];
+      case "apps":
+        return [appKey(ns, obj.metadata?.name ?? "")];
       case "pods": {
         const app = obj.metadata?.labels?.[APP_LABEL];
         return app ? [appKey(ns, app)] : [];
       }
       case "claims": // every app naming the volume renders it
-        return this.caches.apps.list(ns).filter((a) => {
-          const p = parseModelAppSpec(a.spec);
-          return p.ok && p.spec.modelVolume.name === obj.metadata?.name;
-        }).map((a) => appKey(ns, a.metadata.name));
+        return this.caches.apps
+          .list(ns)
+          .filter((a) => {
+            const p = parseModelAppSpec(a.spec);
+            return p.ok && p.spec.modelVolume.name === obj.metadata?.name;
+          })
+          .map((a) => appKey(ns, a.metadata.name));
       default: {
-        const owner = (obj.metadata?.ownerReferences ?? []).find((r: V1OwnerReference) => r.controller && r.apiVersion === API_VERSION && r.kind === KIND);
+        const owner = (obj.metadata?.ownerReferences ?? []).find(
+          (r: V1OwnerReference) => r.controller && r.apiVersion === API_VERSION && r.kind === KIND,
+        );
         return owner ? [appKey(ns, owner.name)] : [];
       }
     }
@@ -113,7 +150,13 @@ export class Controller {
       const end = this.metrics.reconcileDuration.startTimer();
       let result: ReconcileResult | "error";
       try {
-        result = await reconcile(key, { caches: this.caches, writer: this.writer, config: this.o.config, logger: this.o.logger, now: () => new Date() });
+        result = await reconcile(key, {
+          caches: this.caches,
+          writer: this.writer,
+          config: this.o.config,
+          logger: this.o.logger,
+          now: () => new Date(),
+        });
         this.queue.forget(key);
       } catch (err) {
         result = "error";
@@ -134,7 +177,10 @@ export class Controller {
     for (const key of busy) {
       const { namespace, name } = parseKey(key);
       const app = this.caches.apps.get(name, namespace);
-      if (app) void this.autoscale(app).catch((err: unknown) => this.o.logger.warn({ app: key, err: String(err) }, "scale failed"));
+      if (app)
+        void this.autoscale(app).catch((err: unknown) =>
+          this.o.logger.warn({ app: key, err: String(err) }, "scale failed"),
+        );
     }
   }
 
@@ -142,8 +188,10 @@ export class Controller {
     const apps = this.caches.apps.list();
     const live = new Set(apps.map((a) => appKey(a.metadata.namespace ?? "default", a.metadata.name)));
     for (const key of this.history.keys()) if (!live.has(key)) this.history.delete(key);
-    for (const app of apps) await this.autoscale(app).catch((err: unknown) =>
-      this.o.logger.warn({ app: `${app.metadata.namespace}/${app.metadata.name}`, err: String(err) }, "scale failed"));
+    for (const app of apps)
+      await this.autoscale(app).catch((err: unknown) =>
+        this.o.logger.warn({ app: `${app.metadata.namespace}/${app.metadata.name}`, err: String(err) }, "scale failed"),
+      );
   }
 
   private async autoscale(app: ModelApp): Promise<void> {
@@ -152,11 +200,21 @@ export class Controller {
     if (!parsed.ok) return;
     const { scaling, server } = parsed.spec;
     if (scaling.minReplicas > scaling.maxReplicas) return;
-    const ns = app.metadata.namespace ?? "default", key = appKey(ns, app.metadata.name), now = Date.now();
-    const current = Math.min(scaling.maxReplicas, Math.max(scaling.minReplicas, parsed.spec.replicas ?? scaling.minReplicas));
+    const ns = app.metadata.namespace ?? "default",
+      key = appKey(ns, app.metadata.name),
+      now = Date.now();
+    const current = Math.min(
+      scaling.maxReplicas,
+      Math.max(scaling.minReplicas, parsed.spec.replicas ?? scaling.minReplicas),
+    );
     const { replicas, history } = decideReplicas({
-      inFlight: this.loads.inFlight(key, now), target: scaling.targetConcurrency ?? server.parallel,
-      min: scaling.minReplicas, max: scaling.maxReplicas, current, history: this.history.get(key) ?? [], now,
+      inFlight: this.loads.inFlight(key, now),
+      target: scaling.targetConcurrency ?? server.parallel,
+      min: scaling.minReplicas,
+      max: scaling.maxReplicas,
+      current,
+      history: this.history.get(key) ?? [],
+      now,
       scaleDownDelayMs: scaleDownDelayMs(scaling.scaleDownDelay),
     });
     this.history.set(key, history);
@@ -164,8 +222,21 @@ export class Controller {
     await this.writer.scale(ns, app.metadata.name, replicas);
     this.metrics.scaleEvents.inc({ direction: replicas > current ? "up" : "down" });
     this.o.logger.info({ app: key, from: current, to: replicas }, "scaled");
-    await this.writer.event({ regarding: { apiVersion: API_VERSION, kind: KIND, name: app.metadata.name, namespace: ns, ...(app.metadata.uid ? { uid: app.metadata.uid } : {}) },
-      type: "Normal", reason: replicas > current ? "ScaledUp" : "ScaledDown", message: `replicas ${current} → ${replicas}` }, new Date());
+    await this.writer.event(
+      {
+        regarding: {
+          apiVersion: API_VERSION,
+          kind: KIND,
+          name: app.metadata.name,
+          namespace: ns,
+          ...(app.metadata.uid ? { uid: app.metadata.uid } : {}),
+        },
+        type: "Normal",
+        reason: replicas > current ? "ScaledUp" : "ScaledDown",
+        message: `replicas ${current} → ${replicas}`,
+      },
+      new Date(),
+    );
   }
 
   /** Stops reconciling, hands back the lease and stops the watches. */

@@ -20,10 +20,12 @@ export interface LeaderElectionOptions {
 type LeaseApi = Pick<KubeWriter, "readLease" | "createLease" | "replaceLease">;
 
 /**
- * A Lease's times are MicroTime: RFC 3339 with exactly six fractional digits. client-node writes Dates with three (which
+ * A Lease's times are MicroTime: RFC 3339 with exactly six fractional digits. client-node writes Dates with three
+ * (which
  * the API server refuses) but passes strings through untouched.
  */
-const microTime = (d: Date | string): Date => new Date(d).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z") as unknown as Date;
+const microTime = (d: Date | string): Date =>
+  new Date(d).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z") as unknown as Date;
 
 export class LeaderElector {
   private readonly o: LeaderElectionOptions;
@@ -82,8 +84,13 @@ export class LeaderElector {
       if (statusOf(err) !== 404) throw err;
       await this.api.createLease(this.o.namespace, {
         metadata: { name: this.o.name, namespace: this.o.namespace },
-        spec: { holderIdentity: this.o.identity, leaseDurationSeconds: this.o.leaseDurationSeconds,
-          acquireTime: microTime(now), renewTime: microTime(now), leaseTransitions: 0 },
+        spec: {
+          holderIdentity: this.o.identity,
+          leaseDurationSeconds: this.o.leaseDurationSeconds,
+          acquireTime: microTime(now),
+          renewTime: microTime(now),
+          leaseTransitions: 0,
+        },
       });
       return true;
     }
@@ -101,7 +108,7 @@ export class LeaderElector {
       spec: {
         holderIdentity: this.o.identity,
         leaseDurationSeconds: this.o.leaseDurationSeconds,
-        acquireTime: microTime(takingOver ? now : spec.acquireTime ?? now),
+        acquireTime: microTime(takingOver ? now : (spec.acquireTime ?? now)),
         renewTime: microTime(now),
         leaseTransitions: (spec.leaseTransitions ?? 0) + (takingOver && holder !== "" ? 1 : 0),
       },
@@ -122,8 +129,13 @@ export class LeaderElector {
       if (lease.spec?.holderIdentity !== this.o.identity) return;
       await this.api.replaceLease(this.o.namespace, this.o.name, {
         metadata: { ...lease.metadata },
-        spec: { ...lease.spec, holderIdentity: "", leaseDurationSeconds: 1, renewTime: microTime(new Date()),
-          ...(lease.spec?.acquireTime ? { acquireTime: microTime(lease.spec.acquireTime) } : {}) },
+        spec: {
+          ...lease.spec,
+          holderIdentity: "",
+          leaseDurationSeconds: 1,
+          renewTime: microTime(new Date()),
+          ...(lease.spec?.acquireTime ? { acquireTime: microTime(lease.spec.acquireTime) } : {}),
+        },
       });
       this.logger.info("released the lease");
     } catch (err) {

@@ -30,7 +30,8 @@ export interface ReconcileDeps {
 const isControlledBy = (obj: KubernetesObject, uid: string | undefined): boolean =>
   (obj.metadata?.ownerReferences ?? []).some((r: V1OwnerReference) => r.controller === true && r.uid === uid);
 
-const isManaged = (obj: KubernetesObject): boolean => obj.metadata?.labels?.["app.kubernetes.io/managed-by"] === MANAGED_BY;
+const isManaged = (obj: KubernetesObject): boolean =>
+  obj.metadata?.labels?.["app.kubernetes.io/managed-by"] === MANAGED_BY;
 
 export const appKey = (namespace: string, name: string): string => `${namespace}/${name}`;
 
@@ -47,19 +48,29 @@ function volumeUsers(apps: Cache<ModelApp>, namespace: string, volume: string): 
     const parsed = parseModelAppSpec(a.spec);
     if (!parsed.ok || parsed.spec.modelVolume.name !== volume) continue;
     const created = a.metadata.creationTimestamp;
-    users.push({ name: a.metadata.name, namespace, uid: a.metadata.uid,
-      creationTimestamp: created instanceof Date ? created.toISOString() : String(created ?? ""), volume: parsed.spec.modelVolume });
+    users.push({
+      name: a.metadata.name,
+      namespace,
+      uid: a.metadata.uid,
+      creationTimestamp: created instanceof Date ? created.toISOString() : String(created ?? ""),
+      volume: parsed.spec.modelVolume,
+    });
   }
   return users;
 }
 
 function cacheFor(caches: Caches, kind: string): Cache<KubernetesObject> {
   switch (kind) {
-    case "Deployment": return caches.deployments as Cache<KubernetesObject>;
-    case "Service": return caches.services as Cache<KubernetesObject>;
-    case "ConfigMap": return caches.configMaps as Cache<KubernetesObject>;
-    case "PersistentVolumeClaim": return caches.claims as Cache<KubernetesObject>;
-    default: throw new Error(`no cache for ${kind}`);
+    case "Deployment":
+      return caches.deployments as Cache<KubernetesObject>;
+    case "Service":
+      return caches.services as Cache<KubernetesObject>;
+    case "ConfigMap":
+      return caches.configMaps as Cache<KubernetesObject>;
+    case "PersistentVolumeClaim":
+      return caches.claims as Cache<KubernetesObject>;
+    default:
+      throw new Error(`no cache for ${kind}`);
   }
 }
 
@@ -81,13 +92,22 @@ class Reconciler {
 
   private event(type: EventInput["type"], reason: string, message: string): void {
     const { name, namespace = "default", uid } = this.app.metadata;
-    this.events.push({ regarding: { apiVersion: API_VERSION, kind: KIND, name, namespace, ...(uid ? { uid } : {}) }, type, reason, message });
+    this.events.push({
+      regarding: { apiVersion: API_VERSION, kind: KIND, name, namespace, ...(uid ? { uid } : {}) },
+      type,
+      reason,
+      message,
+    });
   }
 
-  /** The live object (cache first; an API read on a miss, since objects without the operator's labels are not cached). */
+  /**
+   * The live object (cache first; an API read on a miss, since objects without the operator's labels are not cached).
+   */
   private async live(obj: RenderedObject): Promise<KubernetesObject | undefined> {
     const { name, namespace } = obj.metadata;
-    return cacheFor(this.d.caches, obj.kind).get(name, namespace) ?? await this.d.writer.get(obj.kind, namespace, name);
+    return (
+      cacheFor(this.d.caches, obj.kind).get(name, namespace) ?? (await this.d.writer.get(obj.kind, namespace, name))
+    );
   }
 
   async applyVolume(claim: RenderedObject): Promise<void> {
@@ -108,7 +128,8 @@ class Reconciler {
     if (live && isApplied(live, obj)) return;
     await this.d.writer.apply(obj as KubernetesObject & RenderedObject);
     if (!live) this.created.push(`${obj.kind} ${obj.metadata.name}`);
-    else if (obj.kind === "Deployment" && podHash(live) !== podHash(obj)) this.event("Normal", "RollingUpdate", `spec changed: rolling the pods of Deployment ${obj.metadata.name}`);
+    else if (obj.kind === "Deployment" && podHash(live) !== podHash(obj))
+      this.event("Normal", "RollingUpdate", `spec changed: rolling the pods of Deployment ${obj.metadata.name}`);
   }
 
   observeAndReport(resolved: ResolvedApp | { invalid: string }): ModelAppStatus {
@@ -116,12 +137,18 @@ class Reconciler {
     const deployment = this.d.caches.deployments.get(name, namespace);
     const pods = this.d.caches.pods.list(namespace).filter((p) => p.metadata?.labels?.[APP_LABEL] === name);
     const status = computeStatus({
-      app: this.app, resolved,
-      observed: { ...(deployment && isControlledBy(deployment, this.app.metadata.uid) ? { deployment } : {}), pods: "invalid" in resolved ? [] : pods,
-        ...(this.conflict ? { conflict: this.conflict } : {}) },
-      gatewayUrl: this.d.config.gatewayUrl, now: this.d.now(),
+      app: this.app,
+      resolved,
+      observed: {
+        ...(deployment && isControlledBy(deployment, this.app.metadata.uid) ? { deployment } : {}),
+        pods: "invalid" in resolved ? [] : pods,
+        ...(this.conflict ? { conflict: this.conflict } : {}),
+      },
+      gatewayUrl: this.d.config.gatewayUrl,
+      now: this.d.now(),
     });
-    const before = findCondition(this.app.status?.conditions, CONDITION.Ready), after = findCondition(status.conditions, CONDITION.Ready);
+    const before = findCondition(this.app.status?.conditions, CONDITION.Ready),
+      after = findCondition(status.conditions, CONDITION.Ready);
     if (after && (before?.status !== after.status || before.reason !== after.reason)) {
       const normal = after.status === "True" || after.reason === REASON.Starting || after.reason === REASON.Pulling;
       this.event(normal ? "Normal" : "Warning", after.reason, after.message);
@@ -158,12 +185,15 @@ export async function reconcile(key: string, d: ReconcileDeps): Promise<Reconcil
     return "invalid";
   }
   const plan = renderApp(resolved, d.config, volumeUsers(d.caches.apps, namespace, resolved.spec.modelVolume.name));
-  // Two waves of independent requests: what the pods mount (volume, Modelfile ConfigMap), then the Deployment and Service.
-  const mounted = plan.owned.filter((o) => o.kind === "ConfigMap"), rest = plan.owned.filter((o) => o.kind !== "ConfigMap");
+  // Two waves of independent requests: what the pods mount (volume, Modelfile ConfigMap), then the Deployment and
+  // Service.
+  const mounted = plan.owned.filter((o) => o.kind === "ConfigMap"),
+    rest = plan.owned.filter((o) => o.kind !== "ConfigMap");
   await Promise.all([r.applyVolume(plan.volume), ...mounted.map((o) => r.applyOwned(o))]);
   await Promise.all(rest.map((o) => r.applyOwned(o)));
   if (r.conflict) d.logger.warn({ namespace, name, conflict: r.conflict }, "not adopting an existing object");
-  if (await r.writeStatus(r.observeAndReport(resolved))) d.logger.debug({ namespace, name, generation: app.metadata.generation }, "status written");
+  if (await r.writeStatus(r.observeAndReport(resolved)))
+    d.logger.debug({ namespace, name, generation: app.metadata.generation }, "status written");
   await r.flushEvents();
   return r.conflict ? "conflict" : "success";
 }

@@ -22,7 +22,9 @@ function parseReport(message: string | undefined): PrepareReport | undefined {
   try {
     const r = JSON.parse(message) as unknown;
     if (r && typeof r === "object") return r as PrepareReport;
-  } catch { /* a log tail, not a report */ }
+  } catch {
+    /* a log tail, not a report */
+  }
   return { error: message.trim().split("\n").filter(Boolean).at(-1) ?? message.trim() };
 }
 
@@ -42,7 +44,10 @@ function observeModel(pods: readonly V1Pod[]): ModelObservation {
       continue;
     }
     const server = pod.status?.containerStatuses?.find((c) => c.name === SERVER_CONTAINER);
-    if (server?.ready) { seen.cached ??= {}; continue; }
+    if (server?.ready) {
+      seen.cached ??= {};
+      continue;
+    }
     const failure = done ?? init?.lastState?.terminated;
     if (failure && failure.exitCode !== 0) {
       const report = parseReport(failure.message);
@@ -58,26 +63,55 @@ function observeModel(pods: readonly V1Pod[]): ModelObservation {
 function scheduling(app: ResolvedApp, pods: readonly V1Pod[]): ConditionInput {
   if (pods.length === 0) {
     return app.replicas === 0
-      ? { type: CONDITION.Scheduled, status: "Unknown", reason: REASON.NoReplicas, message: "scaled to zero: no pods to schedule" }
+      ? {
+          type: CONDITION.Scheduled,
+          status: "Unknown",
+          reason: REASON.NoReplicas,
+          message: "scaled to zero: no pods to schedule",
+        }
       : { type: CONDITION.Scheduled, status: "Unknown", reason: REASON.Pending, message: "waiting for pods" };
   }
-  const stuck = pods.map((p) => p.status?.conditions?.find((c) => c.type === "PodScheduled" && c.status === "False")).find(Boolean);
+  const stuck = pods
+    .map((p) => p.status?.conditions?.find((c) => c.type === "PodScheduled" && c.status === "False"))
+    .find(Boolean);
   if (stuck) {
     const gpu = app.profile.gpuResource;
     const insufficientGpu = gpu !== undefined && (stuck.message ?? "").includes(`Insufficient ${gpu}`);
-    return { type: CONDITION.Scheduled, status: "False", reason: insufficientGpu ? REASON.InsufficientGPU : REASON.Unschedulable,
-      message: insufficientGpu ? `no node has ${app.gpus} free ${gpu} for a replica: ${stuck.message}` : stuck.message ?? "pod cannot be scheduled" };
+    return {
+      type: CONDITION.Scheduled,
+      status: "False",
+      reason: insufficientGpu ? REASON.InsufficientGPU : REASON.Unschedulable,
+      message: insufficientGpu
+        ? `no node has ${app.gpus} free ${gpu} for a replica: ${stuck.message}`
+        : (stuck.message ?? "pod cannot be scheduled"),
+    };
   }
   const nodes = [...new Set(pods.map((p) => p.spec?.nodeName).filter((n): n is string => Boolean(n)))].sort();
-  if (nodes.length === 0) return { type: CONDITION.Scheduled, status: "Unknown", reason: REASON.Pending, message: "waiting for the scheduler" };
-  return { type: CONDITION.Scheduled, status: "True", reason: REASON.Scheduled, message: `pods run on ${nodes.join(", ")}` };
+  if (nodes.length === 0)
+    return {
+      type: CONDITION.Scheduled,
+      status: "Unknown",
+      reason: REASON.Pending,
+      message: "waiting for the scheduler",
+    };
+  return {
+    type: CONDITION.Scheduled,
+    status: "True",
+    reason: REASON.Scheduled,
+    message: `pods run on ${nodes.join(", ")}`,
+  };
 }
 
 function serverFailure(pods: readonly V1Pod[]): string | undefined {
   for (const pod of pods) {
     const server = pod.status?.containerStatuses?.find((c) => c.name === SERVER_CONTAINER);
     const waiting = server?.state?.waiting;
-    if (waiting?.reason === "CrashLoopBackOff" || waiting?.reason === "CreateContainerConfigError" || waiting?.reason === "ImagePullBackOff" || waiting?.reason === "ErrImagePull") {
+    if (
+      waiting?.reason === "CrashLoopBackOff" ||
+      waiting?.reason === "CreateContainerConfigError" ||
+      waiting?.reason === "ImagePullBackOff" ||
+      waiting?.reason === "ErrImagePull"
+    ) {
       const last = server?.lastState?.terminated?.message?.trim().split("\n").filter(Boolean).at(-1);
       return `${waiting.reason}${last ? `: ${last}` : waiting.message ? `: ${waiting.message}` : ""}`;
     }
@@ -85,8 +119,11 @@ function serverFailure(pods: readonly V1Pod[]): string | undefined {
   return undefined;
 }
 
-const readyCondition = (status: ConditionInput["status"], reason: ConditionInput["reason"], message: string): ConditionInput =>
-  ({ type: CONDITION.Ready, status, reason, message });
+const readyCondition = (
+  status: ConditionInput["status"],
+  reason: ConditionInput["reason"],
+  message: string,
+): ConditionInput => ({ type: CONDITION.Ready, status, reason, message });
 
 export interface StatusInput {
   app: ModelApp;
@@ -100,7 +137,8 @@ export interface StatusInput {
 export function computeStatus({ app, resolved, observed, gatewayUrl, now }: StatusInput): ModelAppStatus {
   const prev = app.status ?? {};
   const generation = app.metadata.generation;
-  const name = app.metadata.name, namespace = app.metadata.namespace ?? "default";
+  const name = app.metadata.name,
+    namespace = app.metadata.namespace ?? "default";
   const base: ModelAppStatus = {
     observedGeneration: generation,
     replicas: observed.deployment?.status?.replicas ?? 0,
@@ -109,14 +147,21 @@ export function computeStatus({ app, resolved, observed, gatewayUrl, now }: Stat
     url: `${gatewayUrl.replace(/\/+$/, "")}/${namespace}/${name}`,
   };
   let conditions = prev.conditions ?? [];
-  const set = (c: ConditionInput) => { conditions = setCondition(conditions, c, generation, now); };
+  const set = (c: ConditionInput) => {
+    conditions = setCondition(conditions, c, generation, now);
+  };
 
   if ("invalid" in resolved) {
     set(readyCondition("False", REASON.InvalidSpec, resolved.invalid));
     set({ type: CONDITION.ModelCached, status: "Unknown", reason: REASON.InvalidSpec, message: "the spec is invalid" });
     set({ type: CONDITION.Scheduled, status: "Unknown", reason: REASON.InvalidSpec, message: "the spec is invalid" });
     // What the volume holds does not change with a bad spec: keep the model's digest for when the spec is fixed.
-    return { ...base, ...(prev.model ? { model: prev.model } : {}), ...(prev.modelRef ? { modelRef: prev.modelRef } : {}), conditions };
+    return {
+      ...base,
+      ...(prev.model ? { model: prev.model } : {}),
+      ...(prev.modelRef ? { modelRef: prev.modelRef } : {}),
+      conditions,
+    };
   }
 
   // Model: what pods show now; else what was known about the same model (pods come and go, the volume stays).
@@ -126,16 +171,33 @@ export function computeStatus({ app, resolved, observed, gatewayUrl, now }: Stat
   let digest = sameModel ? prev.model : undefined;
   if (model.cached) {
     digest = model.cached.digest ?? digest;
-    set({ type: CONDITION.ModelCached, status: "True", reason: REASON.Cached, message: `${resolved.spec.model} is in volume ${volume}` });
+    set({
+      type: CONDITION.ModelCached,
+      status: "True",
+      reason: REASON.Cached,
+      message: `${resolved.spec.model} is in volume ${volume}`,
+    });
   } else if (model.failed) {
     set({ type: CONDITION.ModelCached, status: "False", reason: model.failed.reason, message: model.failed.message });
   } else if (model.pulling) {
-    set({ type: CONDITION.ModelCached, status: "False", reason: REASON.Pulling, message: `pulling ${resolved.spec.model} into volume ${volume}` });
+    set({
+      type: CONDITION.ModelCached,
+      status: "False",
+      reason: REASON.Pulling,
+      message: `pulling ${resolved.spec.model} into volume ${volume}`,
+    });
   } else {
     // No pod says anything now (scaled to zero): what was known about the same model still holds.
     const known = sameModel ? findCondition(conditions, CONDITION.ModelCached) : undefined;
-    if (known && known.reason !== REASON.InvalidSpec) set({ ...known, type: CONDITION.ModelCached, reason: known.reason as ConditionInput["reason"] });
-    else set({ type: CONDITION.ModelCached, status: "Unknown", reason: REASON.Pending, message: `${resolved.spec.model} is pulled when a replica starts` });
+    if (known && known.reason !== REASON.InvalidSpec)
+      set({ ...known, type: CONDITION.ModelCached, reason: known.reason as ConditionInput["reason"] });
+    else
+      set({
+        type: CONDITION.ModelCached,
+        status: "Unknown",
+        reason: REASON.Pending,
+        message: `${resolved.spec.model} is pulled when a replica starts`,
+      });
   }
   const cachedCond = findCondition(conditions, CONDITION.ModelCached)!;
 
@@ -146,8 +208,16 @@ export function computeStatus({ app, resolved, observed, gatewayUrl, now }: Stat
   const failure = serverFailure(observed.pods);
   if (observed.conflict) set(readyCondition("False", REASON.ResourceExists, observed.conflict));
   else if (ready > 0) set(readyCondition("True", REASON.Serving, `${ready} of ${resolved.replicas} replicas ready`));
-  else if (cachedCond.status === "False" && cachedCond.reason !== REASON.Pulling) set(readyCondition("False", cachedCond.reason as ConditionInput["reason"], cachedCond.message));
-  else if (resolved.replicas === 0) set(readyCondition("True", REASON.ScaledToZero, "scaled to zero: the next request through the gateway starts a replica"));
+  else if (cachedCond.status === "False" && cachedCond.reason !== REASON.Pulling)
+    set(readyCondition("False", cachedCond.reason as ConditionInput["reason"], cachedCond.message));
+  else if (resolved.replicas === 0)
+    set(
+      readyCondition(
+        "True",
+        REASON.ScaledToZero,
+        "scaled to zero: the next request through the gateway starts a replica",
+      ),
+    );
   else if (sched.status === "False") set(readyCondition("False", sched.reason, sched.message));
   else if (cachedCond.reason === REASON.Pulling) set(readyCondition("False", REASON.Pulling, cachedCond.message));
   else if (failure) set(readyCondition("False", REASON.ServerFailed, failure));

@@ -33,19 +33,30 @@ export class WorkQueue {
     this.dirty.add(key);
     if (this.processing.has(key)) return; // done() queues it again
     const waiter = this.waiters.shift();
-    if (waiter) { this.dirty.delete(key); this.processing.add(key); waiter(key); return; }
+    if (waiter) {
+      this.dirty.delete(key);
+      this.processing.add(key);
+      waiter(key);
+      return;
+    }
     this.queue.push(key);
   }
 
   /** Adds the key after a delay (one pending timer per key: the earliest deadline wins). */
   addAfter(key: string, delayMs: number): void {
     if (this.shuttingDown) return;
-    if (delayMs <= 0) { this.add(key); return; }
+    if (delayMs <= 0) {
+      this.add(key);
+      return;
+    }
     const at = Date.now() + delayMs;
     const pending = this.timers.get(key);
     if (pending && pending.at <= at) return;
     if (pending) clearTimeout(pending.timer);
-    const timer = setTimeout(() => { this.timers.delete(key); this.add(key); }, delayMs);
+    const timer = setTimeout(() => {
+      this.timers.delete(key);
+      this.add(key);
+    }, delayMs);
     timer.unref();
     this.timers.set(key, { at, timer });
   }

@@ -2,8 +2,16 @@
 // the apps' pods and every PVC. Reads come from these caches, never from the API server, so a steady state costs no
 // requests. client-node's informer stops on any error but 410 Gone: each one here restarts itself with backoff.
 import type {
-  KubeConfig, KubernetesListObject, KubernetesObject, ObjectCache, Informer,
-  V1ConfigMap, V1Deployment, V1PersistentVolumeClaim, V1Pod, V1Service,
+  KubeConfig,
+  KubernetesListObject,
+  KubernetesObject,
+  ObjectCache,
+  Informer,
+  V1ConfigMap,
+  V1Deployment,
+  V1PersistentVolumeClaim,
+  V1Pod,
+  V1Service,
 } from "@kubernetes/client-node";
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, makeInformer } from "@kubernetes/client-node";
 import type { Logger } from "../../server/common/logger.ts";
@@ -47,12 +55,20 @@ export class ClusterCaches {
 
   constructor(kc: KubeConfig, opts: { namespace?: string; logger: Logger }) {
     this.logger = opts.logger;
-    const core = kc.makeApiClient(CoreV1Api), apps = kc.makeApiClient(AppsV1Api), custom = kc.makeApiClient(CustomObjectsApi);
+    const core = kc.makeApiClient(CoreV1Api),
+      apps = kc.makeApiClient(AppsV1Api),
+      custom = kc.makeApiClient(CustomObjectsApi);
     const ns = opts.namespace;
     const path = (prefix: string, plural: string) => `${prefix}${ns ? `/namespaces/${ns}` : ""}/${plural}`;
     const watch = (kind: CacheName, p: string, list: () => Promise<unknown>, selector?: string): void => {
       let listed!: () => void;
-      const w = { kind, listed: new Promise<void>((r) => { listed = r; }), backoffMs: MIN_BACKOFF_MS } as Watched;
+      const w = {
+        kind,
+        listed: new Promise<void>((r) => {
+          listed = r;
+        }),
+        backoffMs: MIN_BACKOFF_MS,
+      } as Watched;
       const listFn = async () => {
         const l = await list();
         listed();
@@ -62,19 +78,52 @@ export class ClusterCaches {
       w.informer = makeInformer(kc, p, listFn, selector) as AnyInformer;
       this.watched.push(w);
     };
-    watch("apps", path(`/apis/${GROUP}/${VERSION}`, PLURAL),
-      () => ns ? custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: PLURAL })
-        : custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL }));
-    watch("deployments", path("/apis/apps/v1", "deployments"),
-      () => ns ? apps.listNamespacedDeployment({ namespace: ns, labelSelector: MANAGED }) : apps.listDeploymentForAllNamespaces({ labelSelector: MANAGED }), MANAGED);
-    watch("services", path("/api/v1", "services"),
-      () => ns ? core.listNamespacedService({ namespace: ns, labelSelector: MANAGED }) : core.listServiceForAllNamespaces({ labelSelector: MANAGED }), MANAGED);
-    watch("configMaps", path("/api/v1", "configmaps"),
-      () => ns ? core.listNamespacedConfigMap({ namespace: ns, labelSelector: MANAGED }) : core.listConfigMapForAllNamespaces({ labelSelector: MANAGED }), MANAGED);
-    watch("claims", path("/api/v1", "persistentvolumeclaims"),
-      () => ns ? core.listNamespacedPersistentVolumeClaim({ namespace: ns }) : core.listPersistentVolumeClaimForAllNamespaces());
-    watch("pods", path("/api/v1", "pods"),
-      () => ns ? core.listNamespacedPod({ namespace: ns, labelSelector: APP_LABEL }) : core.listPodForAllNamespaces({ labelSelector: APP_LABEL }), APP_LABEL);
+    watch("apps", path(`/apis/${GROUP}/${VERSION}`, PLURAL), () =>
+      ns
+        ? custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: PLURAL })
+        : custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL }),
+    );
+    watch(
+      "deployments",
+      path("/apis/apps/v1", "deployments"),
+      () =>
+        ns
+          ? apps.listNamespacedDeployment({ namespace: ns, labelSelector: MANAGED })
+          : apps.listDeploymentForAllNamespaces({ labelSelector: MANAGED }),
+      MANAGED,
+    );
+    watch(
+      "services",
+      path("/api/v1", "services"),
+      () =>
+        ns
+          ? core.listNamespacedService({ namespace: ns, labelSelector: MANAGED })
+          : core.listServiceForAllNamespaces({ labelSelector: MANAGED }),
+      MANAGED,
+    );
+    watch(
+      "configMaps",
+      path("/api/v1", "configmaps"),
+      () =>
+        ns
+          ? core.listNamespacedConfigMap({ namespace: ns, labelSelector: MANAGED })
+          : core.listConfigMapForAllNamespaces({ labelSelector: MANAGED }),
+      MANAGED,
+    );
+    watch("claims", path("/api/v1", "persistentvolumeclaims"), () =>
+      ns
+        ? core.listNamespacedPersistentVolumeClaim({ namespace: ns })
+        : core.listPersistentVolumeClaimForAllNamespaces(),
+    );
+    watch(
+      "pods",
+      path("/api/v1", "pods"),
+      () =>
+        ns
+          ? core.listNamespacedPod({ namespace: ns, labelSelector: APP_LABEL })
+          : core.listPodForAllNamespaces({ labelSelector: APP_LABEL }),
+      APP_LABEL,
+    );
     this.caches = Object.fromEntries(this.watched.map((w) => [w.kind, w.informer])) as unknown as Caches;
   }
 
@@ -100,7 +149,9 @@ export class ClusterCaches {
 
   /** Starts an informer and restarts it after every error (a failed list or watch), with exponential backoff. */
   private keepAlive(w: Watched): void {
-    const start = (): void => { if (!this.stopped) w.informer.start().catch(restart); };
+    const start = (): void => {
+      if (!this.stopped) w.informer.start().catch(restart);
+    };
     const restart = (err: unknown): void => {
       if (this.stopped) return;
       this.logger.warn({ kind: w.kind, err: String(err), retryMs: w.backoffMs }, "watch failed; restarting");

@@ -2,7 +2,14 @@
 // status and scale writes, events, existence checks and leases. Each request is counted (verb, resource, code) so the
 // "no writes at steady state" promise can be measured.
 import type { KubeConfig, KubernetesObject, V1Lease } from "@kubernetes/client-node";
-import { AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import {
+  AppsV1Api,
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  PatchStrategy,
+  setHeaderOptions,
+} from "@kubernetes/client-node";
 import { API_VERSION, GROUP, KIND, PLURAL, VERSION, type ModelAppStatus } from "../api/v1alpha1/modelapp.ts";
 import { FIELD_MANAGER } from "../render/labels.ts";
 
@@ -59,11 +66,18 @@ export class KubeWriter {
     const { name, namespace } = obj.metadata;
     const params = { name, namespace, body: obj, fieldManager: FIELD_MANAGER, force: true };
     switch (obj.kind) {
-      case "Deployment": return this.counted("apply", "deployments", () => this.apps.patchNamespacedDeployment(params, apply));
-      case "Service": return this.counted("apply", "services", () => this.core.patchNamespacedService(params, apply));
-      case "ConfigMap": return this.counted("apply", "configmaps", () => this.core.patchNamespacedConfigMap(params, apply));
-      case "PersistentVolumeClaim": return this.counted("apply", "persistentvolumeclaims", () => this.core.patchNamespacedPersistentVolumeClaim(params, apply));
-      default: throw new Error(`apply: unsupported kind ${obj.kind}`);
+      case "Deployment":
+        return this.counted("apply", "deployments", () => this.apps.patchNamespacedDeployment(params, apply));
+      case "Service":
+        return this.counted("apply", "services", () => this.core.patchNamespacedService(params, apply));
+      case "ConfigMap":
+        return this.counted("apply", "configmaps", () => this.core.patchNamespacedConfigMap(params, apply));
+      case "PersistentVolumeClaim":
+        return this.counted("apply", "persistentvolumeclaims", () =>
+          this.core.patchNamespacedPersistentVolumeClaim(params, apply),
+        );
+      default:
+        throw new Error(`apply: unsupported kind ${obj.kind}`);
     }
   }
 
@@ -71,11 +85,16 @@ export class KubeWriter {
   async get(kind: string, namespace: string, name: string): Promise<KubernetesObject | undefined> {
     const read = (): Promise<KubernetesObject> => {
       switch (kind) {
-        case "Deployment": return this.apps.readNamespacedDeployment({ name, namespace });
-        case "Service": return this.core.readNamespacedService({ name, namespace });
-        case "ConfigMap": return this.core.readNamespacedConfigMap({ name, namespace });
-        case "PersistentVolumeClaim": return this.core.readNamespacedPersistentVolumeClaim({ name, namespace });
-        default: throw new Error(`get: unsupported kind ${kind}`);
+        case "Deployment":
+          return this.apps.readNamespacedDeployment({ name, namespace });
+        case "Service":
+          return this.core.readNamespacedService({ name, namespace });
+        case "ConfigMap":
+          return this.core.readNamespacedConfigMap({ name, namespace });
+        case "PersistentVolumeClaim":
+          return this.core.readNamespacedPersistentVolumeClaim({ name, namespace });
+        default:
+          throw new Error(`get: unsupported kind ${kind}`);
       }
     };
     try {
@@ -89,28 +108,65 @@ export class KubeWriter {
   /** Writes a ModelApp's whole status (server-side apply on the status subresource). */
   applyStatus(namespace: string, name: string, status: ModelAppStatus): Promise<unknown> {
     const body = { apiVersion: API_VERSION, kind: KIND, metadata: { name, namespace }, status };
-    return this.counted("apply", "modelapps/status", () => this.custom.patchNamespacedCustomObjectStatus(
-      { group: GROUP, version: VERSION, namespace, plural: PLURAL, name, body, fieldManager: FIELD_MANAGER, force: true }, apply));
+    return this.counted("apply", "modelapps/status", () =>
+      this.custom.patchNamespacedCustomObjectStatus(
+        {
+          group: GROUP,
+          version: VERSION,
+          namespace,
+          plural: PLURAL,
+          name,
+          body,
+          fieldManager: FIELD_MANAGER,
+          force: true,
+        },
+        apply,
+      ),
+    );
   }
 
   /** Sets a ModelApp's desired replicas through its scale subresource (as `kubectl scale` does). */
   scale(namespace: string, name: string, replicas: number): Promise<unknown> {
-    return this.counted("patch", "modelapps/scale", () => this.custom.patchNamespacedCustomObjectScale(
-      { group: GROUP, version: VERSION, namespace, plural: PLURAL, name, body: { spec: { replicas } }, fieldManager: FIELD_MANAGER }, mergePatch));
+    return this.counted("patch", "modelapps/scale", () =>
+      this.custom.patchNamespacedCustomObjectScale(
+        {
+          group: GROUP,
+          version: VERSION,
+          namespace,
+          plural: PLURAL,
+          name,
+          body: { spec: { replicas } },
+          fieldManager: FIELD_MANAGER,
+        },
+        mergePatch,
+      ),
+    );
   }
 
   /** Records an Event about an object (best effort: a failed event never fails a reconcile). */
   async event(e: EventInput, now: Date): Promise<void> {
     try {
-      await this.counted("create", "events", () => this.core.createNamespacedEvent({ namespace: e.regarding.namespace, body: {
-        metadata: { generateName: `${e.regarding.name}.` },
-        involvedObject: { ...e.regarding },
-        type: e.type, reason: e.reason, message: e.message.slice(0, 1024),
-        firstTimestamp: now, lastTimestamp: now, count: 1,
-        source: { component: this.component },
-        reportingComponent: this.component, reportingInstance: this.instance,
-      } }));
-    } catch { /* the namespace may be going away; events are advisory */ }
+      await this.counted("create", "events", () =>
+        this.core.createNamespacedEvent({
+          namespace: e.regarding.namespace,
+          body: {
+            metadata: { generateName: `${e.regarding.name}.` },
+            involvedObject: { ...e.regarding },
+            type: e.type,
+            reason: e.reason,
+            message: e.message.slice(0, 1024),
+            firstTimestamp: now,
+            lastTimestamp: now,
+            count: 1,
+            source: { component: this.component },
+            reportingComponent: this.component,
+            reportingInstance: this.instance,
+          },
+        }),
+      );
+    } catch {
+      /* the namespace may be going away; events are advisory */
+    }
   }
 
   readLease(namespace: string, name: string): Promise<V1Lease> {

@@ -24,7 +24,13 @@ type EnvVar = { name: string; value?: string; valueFrom?: unknown };
 /** The operator's variables (sorted) followed by the user's; a user variable replaces the operator's of that name. */
 function mergeEnv(own: Record<string, string>, user: readonly EnvVar[]): EnvVar[] {
   const userNames = new Set(user.map((e) => e.name));
-  return [...Object.keys(own).sort().filter((name) => !userNames.has(name)).map((name) => ({ name, value: own[name]! })), ...user.map((e) => ({ ...e }))];
+  return [
+    ...Object.keys(own)
+      .sort()
+      .filter((name) => !userNames.has(name))
+      .map((name) => ({ name, value: own[name]! })),
+    ...user.map((e) => ({ ...e })),
+  ];
 }
 
 function serverEnv(app: ResolvedApp, config: Pick<OperatorConfig, "serverPort">): EnvVar[] {
@@ -47,10 +53,12 @@ function serverEnv(app: ResolvedApp, config: Pick<OperatorConfig, "serverPort">)
 function resources(app: ResolvedApp) {
   const cpu = app.spec.resources.cpu ?? app.profile.cpu;
   const memory = app.spec.resources.memory ?? app.profile.memory;
-  const requests: Record<string, string> = {}, limits: Record<string, string> = {};
+  const requests: Record<string, string> = {},
+    limits: Record<string, string> = {};
   if (cpu !== undefined) requests.cpu = quantityString(cpu);
   if (memory !== undefined) requests.memory = limits.memory = quantityString(memory);
-  if (app.gpus > 0 && app.profile.gpuResource) requests[app.profile.gpuResource] = limits[app.profile.gpuResource] = String(app.gpus);
+  if (app.gpus > 0 && app.profile.gpuResource)
+    requests[app.profile.gpuResource] = limits[app.profile.gpuResource] = String(app.gpus);
   return { ...(Object.keys(requests).length ? { requests } : {}), ...(Object.keys(limits).length ? { limits } : {}) };
 }
 
@@ -62,8 +70,10 @@ function prepareContainer(app: ResolvedApp, image: string, config: Pick<Operator
   args.push("--report", "/dev/termination-log");
   // The user's environment (HF_TOKEN for private repositories, proxies, another hub) applies to the pull too; the
   // model volume's mount point does not move.
-  const env = mergeEnv({ GANTRY_MODELS: MODELS_PATH, ...(config.hubUrl ? { GANTRY_HUB_URL: config.hubUrl } : {}) },
-    (app.spec.env ?? []).filter((e) => e.name !== "GANTRY_MODELS"));
+  const env = mergeEnv(
+    { GANTRY_MODELS: MODELS_PATH, ...(config.hubUrl ? { GANTRY_HUB_URL: config.hubUrl } : {}) },
+    (app.spec.env ?? []).filter((e) => e.name !== "GANTRY_MODELS"),
+  );
   return {
     name: PREPARE_CONTAINER,
     image,
@@ -79,9 +89,16 @@ function prepareContainer(app: ResolvedApp, image: string, config: Pick<Operator
   };
 }
 
-function serverContainer(app: ResolvedApp, image: string, config: Pick<OperatorConfig, "serverPort" | "imagePullPolicy">) {
+function serverContainer(
+  app: ResolvedApp,
+  image: string,
+  config: Pick<OperatorConfig, "serverPort" | "imagePullPolicy">,
+) {
   const probe = (periodSeconds: number, failureThreshold: number) => ({
-    httpGet: { path: "/health", port: "http" }, periodSeconds, timeoutSeconds: 5, failureThreshold,
+    httpGet: { path: "/health", port: "http" },
+    periodSeconds,
+    timeoutSeconds: 5,
+    failureThreshold,
   });
   return {
     name: SERVER_CONTAINER,
@@ -105,12 +122,20 @@ function podSpec(app: ResolvedApp, config: OperatorConfig) {
   const tolerations = [...app.profile.tolerations, ...(app.spec.tolerations ?? [])];
   return {
     ...(app.profile.runtimeClassName ? { runtimeClassName: app.profile.runtimeClassName } : {}),
-    ...(Object.keys(nodeSelector).length ? { nodeSelector: Object.fromEntries(Object.entries(nodeSelector).sort(([a], [b]) => (a < b ? -1 : 1))) } : {}),
+    ...(Object.keys(nodeSelector).length
+      ? { nodeSelector: Object.fromEntries(Object.entries(nodeSelector).sort(([a], [b]) => (a < b ? -1 : 1))) }
+      : {}),
     ...(tolerations.length ? { tolerations } : {}),
     enableServiceLinks: false,
     automountServiceAccountToken: false,
     terminationGracePeriodSeconds: 30,
-    securityContext: { runAsNonRoot: true, runAsUser: RUN_AS_USER, runAsGroup: RUN_AS_USER, fsGroup: RUN_AS_USER, seccompProfile: { type: "RuntimeDefault" } },
+    securityContext: {
+      runAsNonRoot: true,
+      runAsUser: RUN_AS_USER,
+      runAsGroup: RUN_AS_USER,
+      fsGroup: RUN_AS_USER,
+      seccompProfile: { type: "RuntimeDefault" },
+    },
     initContainers: [prepareContainer(app, image, config)],
     containers: [serverContainer(app, image, config)],
     volumes: [
@@ -125,7 +150,8 @@ export function renderDeployment(app: ResolvedApp, config: OperatorConfig) {
   const podLabels = { ...config.podLabels, ...appLabels(app, "model-server") };
   const specHash = stableHash({ labels: podLabels, annotations: config.podAnnotations, spec });
   // A volume only one node can mount cannot hold an old and a new pod on different nodes: replace, don't surge.
-  const singleAttach = app.spec.modelVolume.accessMode === "ReadWriteOnce" || app.spec.modelVolume.accessMode === "ReadWriteOncePod";
+  const singleAttach =
+    app.spec.modelVolume.accessMode === "ReadWriteOnce" || app.spec.modelVolume.accessMode === "ReadWriteOncePod";
   return {
     apiVersion: "apps/v1",
     kind: "Deployment",
@@ -138,7 +164,9 @@ export function renderDeployment(app: ResolvedApp, config: OperatorConfig) {
     spec: {
       replicas: app.replicas,
       selector: { matchLabels: selectorLabels(app) },
-      strategy: singleAttach ? { type: "Recreate" } : { type: "RollingUpdate", rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
+      strategy: singleAttach
+        ? { type: "Recreate" }
+        : { type: "RollingUpdate", rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
       template: {
         metadata: { labels: podLabels, annotations: { ...config.podAnnotations, [SPEC_HASH_ANNOTATION]: specHash } },
         spec,

@@ -37,12 +37,24 @@ export const appLabels = (app: Pick<AppIdentity, "name">, component: string): Re
 
 /** The label selector string of an app's pods (status.selector, for the scale subresource). */
 export const selectorString = (app: Pick<AppIdentity, "name">): string =>
-  Object.entries(selectorLabels(app)).map(([k, v]) => `${k}=${v}`).join(",");
+  Object.entries(selectorLabels(app))
+    .map(([k, v]) => `${k}=${v}`)
+    .join(",");
 
 /** The owner reference that makes the app the controller of an object (garbage collected with it). */
 export const controllerRef = (app: AppIdentity): OwnerReference => ({
-  apiVersion: API_VERSION, kind: KIND, name: app.name, uid: app.uid, controller: true, blockOwnerDeletion: true,
+  apiVersion: API_VERSION,
+  kind: KIND,
+  name: app.name,
+  uid: app.uid,
+  controller: true,
+  blockOwnerDeletion: true,
 });
 
 /** A plain owner reference: the object lives while any of its owners does (shared model volumes). */
-export const ownerRef = (app: AppIdentity): OwnerReference => ({ apiVersion: API_VERSION, kind: KIND, name: app.name, uid: app.uid });
+export const ownerRef = (app: AppIdentity): OwnerReference => ({
+  apiVersion: API_VERSION,
+  kind: KIND,
+  name: app.name,
+  uid: app.uid,
+});

@@ -9,7 +9,12 @@ export function renderModelfileConfigMap(app: ResolvedApp) {
   return {
     apiVersion: "v1",
     kind: "ConfigMap",
-    metadata: { name: modelfileConfigMapName(app), namespace: app.namespace, labels: appLabels(app, "modelfile"), ownerReferences: [controllerRef(app)] },
+    metadata: {
+      name: modelfileConfigMapName(app),
+      namespace: app.namespace,
+      labels: appLabels(app, "modelfile"),
+      ownerReferences: [controllerRef(app)],
+    },
     data: { Modelfile: app.modelfile },
   };
 }

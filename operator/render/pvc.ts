@@ -12,7 +12,15 @@ export interface VolumeUser extends AppIdentity {
 
 /** Orders the apps sharing a volume: oldest first, then by name (the first one defines the claim). */
 export const byAge = (a: VolumeUser, b: VolumeUser): number =>
-  a.creationTimestamp < b.creationTimestamp ? -1 : a.creationTimestamp > b.creationTimestamp ? 1 : a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+  a.creationTimestamp < b.creationTimestamp
+    ? -1
+    : a.creationTimestamp > b.creationTimestamp
+      ? 1
+      : a.name < b.name
+        ? -1
+        : a.name > b.name
+          ? 1
+          : 0;
 
 export function renderModelVolume(users: readonly VolumeUser[]) {
   if (users.length === 0) throw new Error("renderModelVolume: no apps use the volume");
@@ -24,7 +32,11 @@ export function renderModelVolume(users: readonly VolumeUser[]) {
     metadata: {
       name: volume.name,
       namespace,
-      labels: { "app.kubernetes.io/name": "gantry", "app.kubernetes.io/component": "model-volume", "app.kubernetes.io/managed-by": MANAGED_BY },
+      labels: {
+        "app.kubernetes.io/name": "gantry",
+        "app.kubernetes.io/component": "model-volume",
+        "app.kubernetes.io/managed-by": MANAGED_BY,
+      },
       ownerReferences: [...sorted].sort((a, b) => (a.uid < b.uid ? -1 : 1)).map(ownerRef),
     },
     spec: {

@@ -3,7 +3,18 @@
 import type { Quantity } from "../api/v1alpha1/modelapp.ts";
 
 const BINARY: Record<string, number> = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60 };
-const DECIMAL: Record<string, number> = { n: 1e-9, u: 1e-6, m: 1e-3, "": 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18 };
+const DECIMAL: Record<string, number> = {
+  n: 1e-9,
+  u: 1e-6,
+  m: 1e-3,
+  "": 1,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+  P: 1e15,
+  E: 1e18,
+};
 const FORM = /^([+-]?(?:\d+(?:\.\d*)?|\.\d+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$/;
 
 /** The numeric value of a quantity, or undefined when the text is not one. */
@@ -11,7 +22,8 @@ export function quantityValue(q: Quantity | string): number | undefined {
   if (typeof q === "number") return q;
   const m = FORM.exec(q.trim());
   if (!m) return undefined;
-  const n = Number(m[1]), suffix = m[2] ?? "";
+  const n = Number(m[1]),
+    suffix = m[2] ?? "";
   if (suffix in BINARY) return n * BINARY[suffix]!;
   if (suffix in DECIMAL) return n * DECIMAL[suffix]!;
   return n * 10 ** Number(suffix.slice(1));
@@ -22,7 +34,8 @@ export const quantityString = (q: Quantity): string => (typeof q === "number" ? 
 
 /** Equal amounts, however spelled (relative tolerance for float rounding of decimal suffixes). */
 export function sameQuantity(a: Quantity | string, b: Quantity | string): boolean {
-  const x = quantityValue(a), y = quantityValue(b);
+  const x = quantityValue(a),
+    y = quantityValue(b);
   if (x === undefined || y === undefined) return a === b;
   return x === y || Math.abs(x - y) <= 1e-9 * Math.max(Math.abs(x), Math.abs(y));
 }

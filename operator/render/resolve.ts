@@ -42,27 +42,43 @@ function checkModelfile(model: string, text: string): string {
     commands = parseModelfile(full).commands;
   } catch (e) {
     // Line numbers of the overrides: the FROM put in front is line 1, so the user's line N is the parser's N+1.
-    const msg = e instanceof ModelfileSyntaxError && e.line !== null
-      ? e.message.replace(/^line \d+/, `line ${e.line - 1}`)
-      : (e as Error).message;
+    const msg =
+      e instanceof ModelfileSyntaxError && e.line !== null
+        ? e.message.replace(/^line \d+/, `line ${e.line - 1}`)
+        : (e as Error).message;
     throw new InvalidSpecError(`spec.modelfile: ${msg}`);
   }
   const extra = commands.slice(1).find((c) => !ALLOWED_OVERRIDES.has(c.name));
   if (extra) {
-    throw new InvalidSpecError(`spec.modelfile: ${extra.name.toUpperCase()} is not allowed here (spec.model is the FROM; use TEMPLATE, SYSTEM, PARAMETER, MESSAGE or LICENSE)`);
+    throw new InvalidSpecError(
+      `spec.modelfile: ${extra.name.toUpperCase()} is not allowed here (spec.model is the FROM; use TEMPLATE, SYSTEM, PARAMETER, MESSAGE or LICENSE)`,
+    );
   }
   return full.endsWith("\n") ? full : `${full}\n`;
 }
 
-function resolveProfile(spec: ModelAppSpec, config: OperatorConfig): { name: string; profile: ResourceProfile; gpus: number } {
+function resolveProfile(
+  spec: ModelAppSpec,
+  config: OperatorConfig,
+): { name: string; profile: ResourceProfile; gpus: number } {
   const name = spec.resources.profile;
   const profile = config.profiles[name];
   if (!profile) {
-    throw new InvalidSpecError(`spec.resources.profile: unknown resource profile "${name}" (this operator has: ${Object.keys(config.profiles).sort().join(", ")})`);
+    throw new InvalidSpecError(
+      `spec.resources.profile: unknown resource profile "${name}" (this operator has: ${Object.keys(config.profiles).sort().join(", ")})`,
+    );
   }
   const gpus = spec.resources.gpus ?? (profile.gpuResource ? 1 : 0);
   if (gpus > 0 && !profile.gpuResource) {
-    throw new InvalidSpecError(`spec.resources.gpus: profile "${name}" has no GPUs; choose a GPU profile (${Object.entries(config.profiles).filter(([, p]) => p.gpuResource).map(([n]) => n).sort().join(", ") || "none configured"})`);
+    throw new InvalidSpecError(
+      `spec.resources.gpus: profile "${name}" has no GPUs; choose a GPU profile (${
+        Object.entries(config.profiles)
+          .filter(([, p]) => p.gpuResource)
+          .map(([n]) => n)
+          .sort()
+          .join(", ") || "none configured"
+      })`,
+    );
   }
   return { name, profile, gpus };
 }
@@ -76,7 +92,9 @@ export function resolveApp(app: ModelApp, config: OperatorConfig): ResolvedApp {
   try {
     const ref = parseModelRef(spec.model);
     if (ref.kind === "file") {
-      throw new InvalidSpecError(`spec.model: "${spec.model}" is a file path; a pod cannot see files of your machine (use hf.co/<org>/<repo>[:<quant>] or a model name in the volume)`);
+      throw new InvalidSpecError(
+        `spec.model: "${spec.model}" is a file path; a pod cannot see files of your machine (use hf.co/<org>/<repo>[:<quant>] or a model name in the volume)`,
+      );
     }
     source = ref.kind === "hub" ? "hub" : "volume";
     modelName = ref.kind === "hub" ? hubModelName(ref.hub) : formatModelName(ref.name);
@@ -87,12 +105,21 @@ export function resolveApp(app: ModelApp, config: OperatorConfig): ResolvedApp {
   const { name: profileName, profile, gpus } = resolveProfile(spec, config);
   const modelfile = spec.modelfile?.trim() ? checkModelfile(spec.model, spec.modelfile) : undefined;
   const { minReplicas, maxReplicas } = spec.scaling;
-  if (minReplicas > maxReplicas) throw new InvalidSpecError(`spec.scaling: minReplicas ${minReplicas} exceeds maxReplicas ${maxReplicas}`);
+  if (minReplicas > maxReplicas)
+    throw new InvalidSpecError(`spec.scaling: minReplicas ${minReplicas} exceeds maxReplicas ${maxReplicas}`);
   const replicas = Math.min(maxReplicas, Math.max(minReplicas, spec.replicas ?? minReplicas));
-  const name = app.metadata.name, namespace = app.metadata.namespace ?? "default";
+  const name = app.metadata.name,
+    namespace = app.metadata.namespace ?? "default";
   return {
-    name, namespace, uid: app.metadata.uid ?? "", generation: app.metadata.generation ?? 0,
-    spec, profileName, profile, gpus, source,
+    name,
+    namespace,
+    uid: app.metadata.uid ?? "",
+    generation: app.metadata.generation ?? 0,
+    spec,
+    profileName,
+    profile,
+    gpus,
+    source,
     servedModel: modelfile ? `${name}:latest` : modelName,
     ...(modelfile ? { modelfile } : {}),
     replicas,

@@ -7,7 +7,12 @@ export function renderService(app: ResolvedApp, config: Pick<OperatorConfig, "se
   return {
     apiVersion: "v1",
     kind: "Service",
-    metadata: { name: app.name, namespace: app.namespace, labels: appLabels(app, "model-server"), ownerReferences: [controllerRef(app)] },
+    metadata: {
+      name: app.name,
+      namespace: app.namespace,
+      labels: appLabels(app, "model-server"),
+      ownerReferences: [controllerRef(app)],
+    },
     spec: {
       type: "ClusterIP",
       selector: selectorLabels(app),

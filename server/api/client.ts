@@ -31,7 +31,10 @@ export type ChatRequest = z.input<typeof ChatRequestSchema>;
 /** /api/create body (`stream` is set by the client). */
 export type CreateRequest = Omit<StoreCreateRequest, "stream">;
 /** /api/pull body. */
-export interface PullRequest { model: string; insecure?: boolean }
+export interface PullRequest {
+  model: string;
+  insecure?: boolean;
+}
 export type ChatMessage = NonNullable<ChatRequest["messages"]>[number];
 
 interface DoneMetrics {
@@ -72,8 +75,13 @@ export async function* readNdjson<T>(body: AsyncIterable<Uint8Array>, status = 2
   let buffered = "";
   const parse = (line: string): T => {
     let obj: unknown;
-    try { obj = JSON.parse(line); } catch { throw new ApiError(status, `the server sent an invalid stream line: ${line.slice(0, 200)}`); }
-    if (obj && typeof obj === "object" && "error" in obj && typeof obj.error === "string") throw new ApiError(status, obj.error);
+    try {
+      obj = JSON.parse(line);
+    } catch {
+      throw new ApiError(status, `the server sent an invalid stream line: ${line.slice(0, 200)}`);
+    }
+    if (obj && typeof obj === "object" && "error" in obj && typeof obj.error === "string")
+      throw new ApiError(status, obj.error);
     return obj as T;
   };
   for await (const chunk of body) {
@@ -96,8 +104,11 @@ async function errorFrom(res: Response): Promise<ApiError> {
   try {
     const body = JSON.parse(text) as { error?: unknown };
     if (typeof body.error === "string") message = body.error;
-    else if (body.error && typeof body.error === "object" && "message" in body.error) message = String(body.error.message);
-  } catch { /* not JSON: keep the text */ }
+    else if (body.error && typeof body.error === "object" && "message" in body.error)
+      message = String(body.error.message);
+  } catch {
+    /* not JSON: keep the text */
+  }
   return new ApiError(res.status, message || `${res.status} ${res.statusText}`);
 }
 
@@ -114,14 +125,18 @@ export class GantryClient {
     this.fetchImpl = opts.fetch ?? fetch;
   }
 
-  private async request(method: string, path: string, init: { json?: unknown; body?: RequestInit["body"]; signal?: AbortSignal; headers?: Record<string, string> } = {}): Promise<Response> {
+  private async request(
+    method: string,
+    path: string,
+    init: { json?: unknown; body?: RequestInit["body"]; signal?: AbortSignal; headers?: Record<string, string> } = {},
+  ): Promise<Response> {
     const url = `${this.baseUrl}${path}`;
     let res: Response;
     try {
       res = await this.fetchImpl(url, {
         method,
         headers: { ...(init.json !== undefined ? { "Content-Type": "application/json" } : {}), ...init.headers },
-        body: init.json !== undefined ? JSON.stringify(init.json) : init.body ?? null,
+        body: init.json !== undefined ? JSON.stringify(init.json) : (init.body ?? null),
         signal: init.signal ?? null,
         // Node's fetch needs this to stream a request body (blob uploads).
         ...(init.body instanceof ReadableStream ? { duplex: "half" } : {}),
@@ -147,16 +162,30 @@ export class GantryClient {
     } catch (e) {
       if (e instanceof ApiError || signal?.aborted) throw e;
       // undici reports a dropped connection as "terminated": say what happened instead.
-      throw new Error(`the server at ${this.baseUrl} closed the connection before the response was complete`, { cause: e });
+      throw new Error(`the server at ${this.baseUrl} closed the connection before the response was complete`, {
+        cause: e,
+      });
     }
   }
 
-  version(): Promise<{ version: string }> { return this.json("GET", "/api/version"); }
-  list(): Promise<TagsResponse> { return this.json("GET", "/api/tags"); }
-  ps(): Promise<{ models: RunningModel[] }> { return this.json("GET", "/api/ps"); }
-  show(model: string): Promise<ShowResponse> { return this.json("POST", "/api/show", { model }); }
-  async delete(model: string): Promise<void> { await this.request("DELETE", "/api/delete", { json: { model } }); }
-  async copy(source: string, destination: string): Promise<void> { await this.request("POST", "/api/copy", { json: { source, destination } }); }
+  version(): Promise<{ version: string }> {
+    return this.json("GET", "/api/version");
+  }
+  list(): Promise<TagsResponse> {
+    return this.json("GET", "/api/tags");
+  }
+  ps(): Promise<{ models: RunningModel[] }> {
+    return this.json("GET", "/api/ps");
+  }
+  show(model: string): Promise<ShowResponse> {
+    return this.json("POST", "/api/show", { model });
+  }
+  async delete(model: string): Promise<void> {
+    await this.request("DELETE", "/api/delete", { json: { model } });
+  }
+  async copy(source: string, destination: string): Promise<void> {
+    await this.request("POST", "/api/copy", { json: { source, destination } });
+  }
 
   generate(req: GenerateRequest, signal?: AbortSignal): AsyncGenerator<GenerateChunk> {
     return this.stream("/api/generate", { ...req, stream: true }, signal);
@@ -182,6 +211,9 @@ export class GantryClient {
   /** Streams a local file to the server as the blob `digest`; the server verifies the digest. */
   async uploadBlob(digest: string, file: string): Promise<void> {
     const body = Readable.toWeb(fs.createReadStream(file)) as ReadableStream<Uint8Array>;
-    await this.request("POST", `/api/blobs/${digest}`, { body, headers: { "Content-Type": "application/octet-stream" } });
+    await this.request("POST", `/api/blobs/${digest}`, {
+      body,
+      headers: { "Content-Type": "application/octet-stream" },
+    });
   }
 }

@@ -5,29 +5,36 @@ import { z } from "zod";
 const nonNegInt = z.number().int().min(0);
 
 /** Runtime options Ollama accepts in `options` (and Modelfile PARAMETERs). Unknown keys are ignored, as Ollama does. */
-export const OptionsSchema = z.object({
-  temperature: z.number().min(0).max(100).optional(),
-  top_p: z.number().min(0).max(1).optional(),
-  top_k: nonNegInt.optional(),
-  min_p: z.number().min(0).max(1).optional(),
-  typical_p: z.number().optional(),
-  seed: z.number().int().optional(),
-  num_predict: z.number().int().min(-2).optional(),
-  num_ctx: z.number().int().min(1).max(1 << 20).optional(),
-  num_keep: z.number().int().optional(),
-  stop: z.union([z.string(), z.array(z.string())]).optional(),
-  repeat_penalty: z.number().min(0).optional(),
-  repeat_last_n: z.number().int().min(-1).optional(),
-  presence_penalty: z.number().optional(),
-  frequency_penalty: z.number().optional(),
-  penalize_newline: z.boolean().optional(),
-  num_batch: z.number().int().optional(),
-  num_gpu: z.number().int().optional(),
-  main_gpu: z.number().int().optional(),
-  use_mmap: z.boolean().optional(),
-  num_thread: z.number().int().optional(),
-  numa: z.boolean().optional(),
-}).loose();
+export const OptionsSchema = z
+  .object({
+    temperature: z.number().min(0).max(100).optional(),
+    top_p: z.number().min(0).max(1).optional(),
+    top_k: nonNegInt.optional(),
+    min_p: z.number().min(0).max(1).optional(),
+    typical_p: z.number().optional(),
+    seed: z.number().int().optional(),
+    num_predict: z.number().int().min(-2).optional(),
+    num_ctx: z
+      .number()
+      .int()
+      .min(1)
+      .max(1 << 20)
+      .optional(),
+    num_keep: z.number().int().optional(),
+    stop: z.union([z.string(), z.array(z.string())]).optional(),
+    repeat_penalty: z.number().min(0).optional(),
+    repeat_last_n: z.number().int().min(-1).optional(),
+    presence_penalty: z.number().optional(),
+    frequency_penalty: z.number().optional(),
+    penalize_newline: z.boolean().optional(),
+    num_batch: z.number().int().optional(),
+    num_gpu: z.number().int().optional(),
+    main_gpu: z.number().int().optional(),
+    use_mmap: z.boolean().optional(),
+    num_thread: z.number().int().optional(),
+    numa: z.boolean().optional(),
+  })
+  .loose();
 export type Options = z.infer<typeof OptionsSchema>;
 
 export const KeepAliveSchema = z.union([z.string(), z.number()]);

@@ -13,33 +13,36 @@ const withModelAlias = (body: unknown): unknown => {
 const stopList = z.union([z.string(), z.array(z.string())]).transform((v) => (typeof v === "string" ? [v] : v));
 
 /** Model default options (Modelfile PARAMETER / create `parameters`): Ollama's option names; `stop` always a list. */
-export const ModelParametersSchema = z.object({
-  num_ctx: z.number().int().positive(),
-  num_predict: z.number().int(),
-  num_keep: z.number().int(),
-  num_batch: z.number().int().positive(),
-  num_gpu: z.number().int(),
-  main_gpu: z.number().int(),
-  num_thread: z.number().int().nonnegative(),
-  seed: z.number().int(),
-  temperature: z.number().nonnegative(),
-  top_k: z.number().int(),
-  top_p: z.number(),
-  min_p: z.number(),
-  typical_p: z.number(),
-  repeat_last_n: z.number().int(),
-  repeat_penalty: z.number(),
-  presence_penalty: z.number(),
-  frequency_penalty: z.number(),
-  penalize_newline: z.boolean(),
-  mirostat: z.number().int(),
-  mirostat_eta: z.number(),
-  mirostat_tau: z.number(),
-  tfs_z: z.number(),
-  use_mmap: z.boolean(),
-  numa: z.boolean(),
-  stop: stopList,
-}).partial().strict();
+export const ModelParametersSchema = z
+  .object({
+    num_ctx: z.number().int().positive(),
+    num_predict: z.number().int(),
+    num_keep: z.number().int(),
+    num_batch: z.number().int().positive(),
+    num_gpu: z.number().int(),
+    main_gpu: z.number().int(),
+    num_thread: z.number().int().nonnegative(),
+    seed: z.number().int(),
+    temperature: z.number().nonnegative(),
+    top_k: z.number().int(),
+    top_p: z.number(),
+    min_p: z.number(),
+    typical_p: z.number(),
+    repeat_last_n: z.number().int(),
+    repeat_penalty: z.number(),
+    presence_penalty: z.number(),
+    frequency_penalty: z.number(),
+    penalize_newline: z.boolean(),
+    mirostat: z.number().int(),
+    mirostat_eta: z.number(),
+    mirostat_tau: z.number(),
+    tfs_z: z.number(),
+    use_mmap: z.boolean(),
+    numa: z.boolean(),
+    stop: stopList,
+  })
+  .partial()
+  .strict();
 export type ModelParameters = z.infer<typeof ModelParametersSchema>;
 
 export const StoredMessageSchema = z.object({
@@ -51,30 +54,39 @@ export type StoredMessage = z.infer<typeof StoredMessageSchema>;
 /** filename → blob digest (uploaded before with POST /api/blobs/:digest). */
 const FileMapSchema = z.record(z.string().min(1), z.string());
 
-export const CreateRequestSchema = z.preprocess(withModelAlias, z.object({
-  model: z.string().min(1, "model name is required"),
-  from: z.string().min(1).optional(),
-  files: FileMapSchema.optional(),
-  adapters: FileMapSchema.optional(),
-  template: z.string().optional(),
-  system: z.string().optional(),
-  parameters: ModelParametersSchema.optional(),
-  messages: z.array(StoredMessageSchema).optional(),
-  license: z.union([z.string(), z.array(z.string())]).optional(),
-  quantize: z.string().optional(),
-  modelfile: z.string().optional(),
-  stream: z.boolean().optional(),
-}));
+export const CreateRequestSchema = z.preprocess(
+  withModelAlias,
+  z.object({
+    model: z.string().min(1, "model name is required"),
+    from: z.string().min(1).optional(),
+    files: FileMapSchema.optional(),
+    adapters: FileMapSchema.optional(),
+    template: z.string().optional(),
+    system: z.string().optional(),
+    parameters: ModelParametersSchema.optional(),
+    messages: z.array(StoredMessageSchema).optional(),
+    license: z.union([z.string(), z.array(z.string())]).optional(),
+    quantize: z.string().optional(),
+    modelfile: z.string().optional(),
+    stream: z.boolean().optional(),
+  }),
+);
 export type CreateRequest = z.infer<typeof CreateRequestSchema>;
 
-export const ShowRequestSchema = z.preprocess(withModelAlias, z.object({
-  model: z.string().min(1, "model name is required"),
-  verbose: z.boolean().optional(),
-}));
+export const ShowRequestSchema = z.preprocess(
+  withModelAlias,
+  z.object({
+    model: z.string().min(1, "model name is required"),
+    verbose: z.boolean().optional(),
+  }),
+);
 
-export const DeleteRequestSchema = z.preprocess(withModelAlias, z.object({
-  model: z.string().min(1, "model name is required"),
-}));
+export const DeleteRequestSchema = z.preprocess(
+  withModelAlias,
+  z.object({
+    model: z.string().min(1, "model name is required"),
+  }),
+);
 
 export const CopyRequestSchema = z.object({
   source: z.string().min(1, "source model name is required"),
@@ -99,15 +111,17 @@ export const ModelDetailsSchema = z.object({
 });
 
 export const TagsResponseSchema = z.object({
-  models: z.array(z.object({
-    name: z.string(),
-    model: z.string(),
-    modified_at: z.string(),
-    size: z.number(),
-    /** Bare hex, as Ollama reports it. */
-    digest: z.string(),
-    details: ModelDetailsSchema,
-  })),
+  models: z.array(
+    z.object({
+      name: z.string(),
+      model: z.string(),
+      modified_at: z.string(),
+      size: z.number(),
+      /** Bare hex, as Ollama reports it. */
+      digest: z.string(),
+      details: ModelDetailsSchema,
+    }),
+  ),
 });
 export type TagsResponse = z.infer<typeof TagsResponseSchema>;
 

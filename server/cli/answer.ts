@@ -13,16 +13,25 @@ export interface AnswerStats {
 }
 
 /** Writes each content chunk as it arrives (one write per chunk, so a pipe sees tokens as they come). */
-export async function streamAnswer(ctx: CliContext, req: ChatRequest, signal?: AbortSignal): Promise<{ text: string; stats: AnswerStats | null }> {
+export async function streamAnswer(
+  ctx: CliContext,
+  req: ChatRequest,
+  signal?: AbortSignal,
+): Promise<{ text: string; stats: AnswerStats | null }> {
   let text = "";
   let stats: AnswerStats | null = null;
   for await (const chunk of ctx.client.chat(req, signal)) {
     const piece = chunk.message?.content ?? "";
-    if (piece) { text += piece; ctx.stdout.write(piece); }
+    if (piece) {
+      text += piece;
+      ctx.stdout.write(piece);
+    }
     if (chunk.done) {
       stats = {
-        evalCount: chunk.eval_count ?? 0, evalDurationNs: chunk.eval_duration ?? 0,
-        totalDurationNs: chunk.total_duration ?? 0, promptEvalCount: chunk.prompt_eval_count ?? 0,
+        evalCount: chunk.eval_count ?? 0,
+        evalDurationNs: chunk.eval_duration ?? 0,
+        totalDurationNs: chunk.total_duration ?? 0,
+        promptEvalCount: chunk.prompt_eval_count ?? 0,
       };
     }
   }
@@ -31,18 +40,36 @@ export async function streamAnswer(ctx: CliContext, req: ChatRequest, signal?: A
 
 export function formatStats(s: AnswerStats): string {
   const rate = s.evalDurationNs > 0 ? (s.evalCount * 1e9) / s.evalDurationNs : 0;
-  return `total duration:       ${(s.totalDurationNs / 1e6).toFixed(1)}ms\nprompt eval count:    ${s.promptEvalCount} token(s)\n` +
-    `eval count:           ${s.evalCount} token(s)\neval rate:            ${rate.toFixed(2)} tokens/s\n`;
+  return (
+    `total duration:       ${(s.totalDurationNs / 1e6).toFixed(1)}ms\nprompt eval count:    ${s.promptEvalCount} token(s)\n` +
+    `eval count:           ${s.evalCount} token(s)\neval rate:            ${rate.toFixed(2)} tokens/s\n`
+  );
 }
 
 const readImage = (file: string): string => {
-  try { return fs.readFileSync(file).toString("base64"); } catch { throw new Error(`cannot read image ${file}`); }
+  try {
+    return fs.readFileSync(file).toString("base64");
+  } catch {
+    throw new Error(`cannot read image ${file}`);
+  }
 };
 
 /** A user turn: image paths written in the text are attached (base64) and removed from the text. */
-export function userTurn(ctx: Pick<CliContext, "cwd" | "say">, text: string, extraImages: readonly string[] = []): ChatMessage {
-  const found = extractImagePaths(text, (p) => resolveUserPath(p, ctx.cwd), (p) => fs.statSync(p, { throwIfNoEntry: false })?.isFile() === true);
+export function userTurn(
+  ctx: Pick<CliContext, "cwd" | "say">,
+  text: string,
+  extraImages: readonly string[] = [],
+): ChatMessage {
+  const found = extractImagePaths(
+    text,
+    (p) => resolveUserPath(p, ctx.cwd),
+    (p) => fs.statSync(p, { throwIfNoEntry: false })?.isFile() === true,
+  );
   const files = [...extraImages, ...found.paths];
   for (const f of files) ctx.say(`Added image '${f}'`);
-  return { role: "user", content: files.length > 0 ? found.prompt : text, ...(files.length > 0 ? { images: files.map(readImage) } : {}) };
+  return {
+    role: "user",
+    content: files.length > 0 ? found.prompt : text,
+    ...(files.length > 0 ? { images: files.map(readImage) } : {}),
+  };
 }

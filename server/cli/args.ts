@@ -22,7 +22,12 @@ export interface ParsedArgs {
 /** Parses `argv` against `flags`; unknown flags and missing values are UsageErrors naming the command. */
 export function parseArgs(command: string, argv: readonly string[], flags: Record<string, FlagSpec>): ParsedArgs {
   try {
-    const { values, positionals } = nodeParseArgs({ args: [...argv], options: flags, allowPositionals: true, strict: true });
+    const { values, positionals } = nodeParseArgs({
+      args: [...argv],
+      options: flags,
+      allowPositionals: true,
+      strict: true,
+    });
     return { positionals, flags: values as ParsedArgs["flags"] };
   } catch (e) {
     const msg = e instanceof Error ? e.message : String(e);
@@ -34,10 +39,13 @@ export function parseArgs(command: string, argv: readonly string[], flags: Recor
 
 /** Exactly `n` positionals (names used in the message), else a UsageError with the usage line. */
 export function expectPositionals(positionals: readonly string[], names: readonly string[], usage: string): string[] {
-  if (positionals.length < names.length) throw new UsageError(`missing ${names.slice(positionals.length).join(" and ")} (usage: ${usage})`);
-  if (positionals.length > names.length) throw new UsageError(`unexpected argument "${positionals[names.length]}" (usage: ${usage})`);
+  if (positionals.length < names.length)
+    throw new UsageError(`missing ${names.slice(positionals.length).join(" and ")} (usage: ${usage})`);
+  if (positionals.length > names.length)
+    throw new UsageError(`unexpected argument "${positionals[names.length]}" (usage: ${usage})`);
   return [...positionals];
 }
 
-export const stringFlag = (v: ParsedArgs["flags"][string]): string | undefined => (typeof v === "string" ? v : undefined);
+export const stringFlag = (v: ParsedArgs["flags"][string]): string | undefined =>
+  typeof v === "string" ? v : undefined;
 export const boolFlag = (v: ParsedArgs["flags"][string]): boolean => v === true;

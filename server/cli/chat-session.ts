@@ -16,7 +16,9 @@ export class ChatSession {
     this.keepAlive = opts.keepAlive;
   }
 
-  get messages(): readonly ChatMessage[] { return this.history; }
+  get messages(): readonly ChatMessage[] {
+    return this.history;
+  }
 
   /** The /api/chat body for a new user turn: system message, the whole history, then the turn. */
   request(user: ChatMessage): ChatRequest {
@@ -34,12 +36,17 @@ export class ChatSession {
     this.history.push(user, { role: "assistant", content: answer });
   }
 
-  clear(): void { this.history = []; }
+  clear(): void {
+    this.history = [];
+  }
 
   /** Validates and sets an option; returns the error text for a bad name or value. */
   setParameter(name: string, values: readonly string[]): string | null {
     if (REPEATABLE_PARAMETERS.has(name)) {
-      for (const v of values) { const r = parseParameterValue(name, v); if (!r.ok) return r.message; }
+      for (const v of values) {
+        const r = parseParameterValue(name, v);
+        if (!r.ok) return r.message;
+      }
       this.options[name] = [...values];
       return null;
     }
@@ -53,7 +60,9 @@ export class ChatSession {
   /** "name value" lines of the parameters set in this session (the /show parameters "user defined" part). */
   describeOptions(): string {
     return Object.entries(this.options)
-      .flatMap(([k, v]) => (Array.isArray(v) ? v.map((x) => `${k.padEnd(30)} ${JSON.stringify(x)}`) : [`${k.padEnd(30)} ${String(v)}`]))
+      .flatMap(([k, v]) =>
+        Array.isArray(v) ? v.map((x) => `${k.padEnd(30)} ${JSON.stringify(x)}`) : [`${k.padEnd(30)} ${String(v)}`],
+      )
       .join("\n");
   }
 }

@@ -7,7 +7,10 @@ export function formatBytes(n: number): string {
   if (!Number.isFinite(n) || n < 0) return "?";
   let i = 0;
   let v = n;
-  while (v >= 1000 && i < UNITS.length - 1) { v /= 1000; i++; }
+  while (v >= 1000 && i < UNITS.length - 1) {
+    v /= 1000;
+    i++;
+  }
   if (i === 0) return `${Math.round(v)} B`;
   return `${v >= 100 ? Math.round(v) : v.toFixed(v >= 10 ? 1 : 2).replace(/\.?0+$/, "")} ${UNITS[i]}`;
 }
@@ -24,7 +27,8 @@ export function formatEta(seconds: number): string {
   return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
 }
 
-const plural = (n: number, unit: string) => `${n === 1 ? (unit === "hour" ? "An" : "A") : n} ${unit}${n === 1 ? "" : "s"}`;
+const plural = (n: number, unit: string) =>
+  `${n === 1 ? (unit === "hour" ? "An" : "A") : n} ${unit}${n === 1 ? "" : "s"}`;
 
 /** "Less than a second ago", "2 minutes ago", "3 weeks ago" — the wording `ollama list` uses. */
 export function relativeTime(then: Date, now: Date): string {
@@ -48,7 +52,10 @@ export function relativeTime(then: Date, now: Date): string {
 export function formatTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
   const line = (cells: readonly string[]) =>
-    cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd((widths[i] ?? 0) + 3))).join("").trimEnd();
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd((widths[i] ?? 0) + 3)))
+      .join("")
+      .trimEnd();
   return [header, ...rows].map(line).join("\n") + "\n";
 }
 

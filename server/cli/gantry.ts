@@ -21,8 +21,19 @@ import { versionCommand } from "./commands/version.ts";
 import { ensureServer, serverUrl } from "./server-launch.ts";
 
 const COMMANDS: readonly Command[] = [
-  serveCommand, runCommand, pullCommand, createCommand, showCommand, listCommand, psCommand, stopCommand, cpCommand, rmCommand, prepareCommand,
-  operatorCommand, versionCommand,
+  serveCommand,
+  runCommand,
+  pullCommand,
+  createCommand,
+  showCommand,
+  listCommand,
+  psCommand,
+  stopCommand,
+  cpCommand,
+  rmCommand,
+  prepareCommand,
+  operatorCommand,
+  versionCommand,
 ];
 
 function helpText(): string {
@@ -36,25 +47,39 @@ ${COMMANDS.map((c) => `  ${c.usage.padEnd(width + 2)}${c.summary}`).join("\n")}
 ${environmentHelp()}`;
 }
 
-const findCommand = (name: string): Command | undefined => COMMANDS.find((c) => c.name === name || c.aliases?.includes(name));
+const findCommand = (name: string): Command | undefined =>
+  COMMANDS.find((c) => c.name === name || c.aliases?.includes(name));
 
 function context(): CliContext {
   const env = process.env;
   const client = new GantryClient(serverUrl(env.GANTRY_HOST));
-  const say = (line: string) => { process.stderr.write(`${line}\n`); };
+  const say = (line: string) => {
+    process.stderr.write(`${line}\n`);
+  };
   return {
-    client, env, cwd: process.cwd(), stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, say,
+    client,
+    env,
+    cwd: process.cwd(),
+    stdin: process.stdin,
+    stdout: process.stdout,
+    stderr: process.stderr,
+    say,
     ensureServer: () => ensureServer(client, { env, say }),
   };
 }
 
 async function main(argv: string[]): Promise<void> {
   const [name, ...rest] = argv;
-  if (name === undefined || name === "--help" || name === "-h" || name === "help") { process.stdout.write(helpText()); return; }
+  if (name === undefined || name === "--help" || name === "-h" || name === "help") {
+    process.stdout.write(helpText());
+    return;
+  }
   const command = findCommand(name);
   if (!command) throw new Error(`unknown command "${name}" (see gantry --help)`);
   if (rest.includes("--help") || rest.includes("-h")) {
-    process.stdout.write(`Usage: ${command.usage}\n  ${command.summary}\n${command.details ? `\n${command.details()}` : ""}`);
+    process.stdout.write(
+      `Usage: ${command.usage}\n  ${command.summary}\n${command.details ? `\n${command.details()}` : ""}`,
+    );
     return;
   }
   await command.run(rest, context());
@@ -64,7 +89,11 @@ async function main(argv: string[]): Promise<void> {
 function errorLine(e: unknown): string {
   if (e instanceof ConfigError) return `invalid configuration: ${e.issues.join("; ")}`;
   const msg = e instanceof Error ? e.message : String(e);
-  return msg.split("\n").map((l) => l.trim()).filter(Boolean).join(" ");
+  return msg
+    .split("\n")
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .join(" ");
 }
 
 // `gantry run m "…" | head` closes the pipe early: that ends the command quietly, as for any Unix tool.

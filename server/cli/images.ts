@@ -4,7 +4,8 @@ import path from "node:path";
 
 export const IMAGE_EXTENSIONS = [".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp"] as const;
 
-export const isImagePath = (p: string): boolean => IMAGE_EXTENSIONS.includes(path.extname(p).toLowerCase() as (typeof IMAGE_EXTENSIONS)[number]);
+export const isImagePath = (p: string): boolean =>
+  IMAGE_EXTENSIONS.includes(path.extname(p).toLowerCase() as (typeof IMAGE_EXTENSIONS)[number]);
 
 /** A path token: absolute, ./, ../ or ~/, optionally quoted; backslash-escaped spaces allowed ("my\ cat.png"). */
 const PATH_TOKEN = /(['"])((?:~|\.{1,2})?\/[^'"]+?)\1|((?:~|\.{1,2})?\/(?:\\ |\S)+)/g;
@@ -20,17 +21,24 @@ export interface ExtractedImages {
  * Finds existing image files named in a prompt. `resolve` turns a written path into a real one (~, relative to cwd);
  * `exists` says whether it is a file. Paths that do not exist stay in the prompt as text.
  */
-export function extractImagePaths(prompt: string, resolve: (p: string) => string, exists: (p: string) => boolean): ExtractedImages {
+export function extractImagePaths(
+  prompt: string,
+  resolve: (p: string) => string,
+  exists: (p: string) => boolean,
+): ExtractedImages {
   const paths: string[] = [];
-  const rest = prompt.replace(PATH_TOKEN, (whole, _q: string | undefined, quoted: string | undefined, bare: string | undefined) => {
-    const written = quoted ?? (bare ?? "").replace(/[.,;:!?)]+$/, "");
-    const trailing = quoted === undefined ? (bare ?? "").slice(written.length) : "";
-    const unescaped = written.replace(/\\ /g, " ");
-    if (!isImagePath(unescaped)) return whole;
-    const real = resolve(unescaped);
-    if (!exists(real)) return whole;
-    paths.push(real);
-    return trailing;
-  });
+  const rest = prompt.replace(
+    PATH_TOKEN,
+    (whole, _q: string | undefined, quoted: string | undefined, bare: string | undefined) => {
+      const written = quoted ?? (bare ?? "").replace(/[.,;:!?)]+$/, "");
+      const trailing = quoted === undefined ? (bare ?? "").slice(written.length) : "";
+      const unescaped = written.replace(/\\ /g, " ");
+      if (!isImagePath(unescaped)) return whole;
+      const real = resolve(unescaped);
+      if (!exists(real)) return whole;
+      paths.push(real);
+      return trailing;
+    },
+  );
   return { prompt: rest.replace(/[ \t]{2,}/g, " ").trim(), paths };
 }

@@ -19,8 +19,16 @@ export function resolveUserPath(p: string, base: string, home = os.homedir()): s
 
 /** The model name for a GGUF file: its base name without .gguf, lower-cased, anything outside [a-z0-9_.-] as "-". */
 export function modelNameForFile(file: string): string {
-  const base = path.basename(file).replace(/\.gguf$/i, "").toLowerCase();
-  const clean = base.replace(/[^a-z0-9_.-]+/g, "-").replace(/\.{2,}/g, ".").replace(/^[^a-z0-9_]+/, "").replace(/[-.]+$/, "").slice(0, 80);
+  const base = path
+    .basename(file)
+    .replace(/\.gguf$/i, "")
+    .toLowerCase();
+  const clean = base
+    .replace(/[^a-z0-9_.-]+/g, "-")
+    .replace(/\.{2,}/g, ".")
+    .replace(/^[^a-z0-9_]+/, "")
+    .replace(/[-.]+$/, "")
+    .slice(0, 80);
   return clean || "model";
 }
 
@@ -33,7 +41,11 @@ export async function sha256File(file: string): Promise<string> {
 /** Makes sure the server holds `file` as a blob; returns its digest. `say` reports an upload. */
 export async function ensureBlob(client: GantryClient, file: string, say: (line: string) => void): Promise<string> {
   let stat: fs.Stats;
-  try { stat = fs.statSync(file); } catch { throw new Error(`file ${file} does not exist`); }
+  try {
+    stat = fs.statSync(file);
+  } catch {
+    throw new Error(`file ${file} does not exist`);
+  }
   if (!stat.isFile()) throw new Error(`${file} is not a file`);
   const digest = await sha256File(file);
   if (!(await client.hasBlob(digest))) {
@@ -44,9 +56,14 @@ export async function ensureBlob(client: GantryClient, file: string, say: (line:
 }
 
 /** `files`/`adapters` maps of /api/create for local files: base name → digest (uploaded when missing). */
-export async function uploadFiles(client: GantryClient, files: readonly string[], say: (line: string) => void): Promise<Record<string, string>> {
+export async function uploadFiles(
+  client: GantryClient,
+  files: readonly string[],
+  say: (line: string) => void,
+): Promise<Record<string, string>> {
   const map: Record<string, string> = {};
   // The server tells model files by their .gguf name; a blob path (FROM of a `show --modelfile`) has none.
-  for (const file of files) map[path.basename(file).replace(/(?<!\.gguf)$/i, ".gguf")] = await ensureBlob(client, file, say);
+  for (const file of files)
+    map[path.basename(file).replace(/(?<!\.gguf)$/i, ".gguf")] = await ensureBlob(client, file, say);
   return map;
 }

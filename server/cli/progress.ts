@@ -1,5 +1,6 @@
 // Progress display for the NDJSON status lines of /api/pull and /api/create. On a terminal every download gets a bar
-// that is redrawn in place; elsewhere (logs, pipes) a line is printed only when something changes state, never per chunk.
+// that is redrawn in place; elsewhere (logs, pipes) a line is printed only when something changes state, never per
+// chunk.
 import type { Progress } from "../api/store-schemas.ts";
 import { formatBytes, formatEta, formatSpeed, shortId } from "./format.ts";
 
@@ -21,14 +22,18 @@ export function renderBar(s: BarState, barWidth = BAR_WIDTH): string {
   const bar = `▕${"█".repeat(filled)}${" ".repeat(barWidth - filled)}▏`;
   const done = s.total > 0 && s.completed >= s.total;
   const bytes = done ? formatBytes(s.total) : `${formatBytes(s.completed)}/${formatBytes(s.total)}`;
-  const rate = !done && s.speed !== null && s.speed > 0 ? `  ${formatSpeed(s.speed)}  ${formatEta((s.total - s.completed) / s.speed)}` : "";
+  const rate =
+    !done && s.speed !== null && s.speed > 0
+      ? `  ${formatSpeed(s.speed)}  ${formatEta((s.total - s.completed) / s.speed)}`
+      : "";
   return `${s.label}: ${pct} ${bar} ${bytes}${rate}`;
 }
 
 /** The label of a status line: "pulling sha256:abcdef…" shortens to "pulling abcdef012345". */
 export function statusLabel(p: Progress): string {
   if (p.digest && p.status.includes(p.digest)) return p.status.replace(p.digest, shortId(p.digest));
-  if (p.digest && p.total !== undefined && !p.status.includes(shortId(p.digest))) return `${p.status} ${shortId(p.digest)}`;
+  if (p.digest && p.total !== undefined && !p.status.includes(shortId(p.digest)))
+    return `${p.status} ${shortId(p.digest)}`;
   return p.status;
 }
 
@@ -36,7 +41,9 @@ export function statusLabel(p: Progress): string {
 export class SpeedMeter {
   private readonly samples: { t: number; bytes: number }[] = [];
   private readonly windowMs: number;
-  constructor(windowMs = 5000) { this.windowMs = windowMs; }
+  constructor(windowMs = 5000) {
+    this.windowMs = windowMs;
+  }
 
   add(timeMs: number, completed: number): void {
     this.samples.push({ t: timeMs, bytes: completed });
@@ -45,7 +52,8 @@ export class SpeedMeter {
 
   /** Bytes per second, or null with fewer than two samples or no elapsed time. */
   speed(): number | null {
-    const first = this.samples[0], last = this.samples[this.samples.length - 1];
+    const first = this.samples[0],
+      last = this.samples[this.samples.length - 1];
     if (!first || !last || last.t <= first.t) return null;
     return Math.max(0, ((last.bytes - first.bytes) * 1000) / (last.t - first.t));
   }
@@ -80,10 +88,16 @@ export class ProgressDisplay {
     const key = isBar ? `bar:${p.digest ?? p.status}` : `status:${p.status}`;
     let line = this.lines.find((l) => l.key === key);
     const isNew = line === undefined;
-    if (!line) { line = { key, text: "" }; this.lines.push(line); }
+    if (!line) {
+      line = { key, text: "" };
+      this.lines.push(line);
+    }
     const wasDone = line.bar ? line.bar.state.completed >= line.bar.state.total : false;
     if (isBar) {
-      line.bar ??= { state: { label: statusLabel(p), completed: 0, total: p.total!, speed: null }, meter: new SpeedMeter() };
+      line.bar ??= {
+        state: { label: statusLabel(p), completed: 0, total: p.total!, speed: null },
+        meter: new SpeedMeter(),
+      };
       const s = line.bar.state;
       s.total = p.total!;
       s.completed = p.completed ?? s.completed;

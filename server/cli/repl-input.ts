@@ -34,7 +34,9 @@ const MARK = '"""';
 export class MultilineBuffer {
   private lines: string[] | null = null;
 
-  get open(): boolean { return this.lines !== null; }
+  get open(): boolean {
+    return this.lines !== null;
+  }
 
   push(line: string): string | null {
     if (this.lines === null) {
@@ -48,14 +50,19 @@ export class MultilineBuffer {
       return null;
     }
     const close = line.indexOf(MARK);
-    if (close < 0) { this.lines.push(line); return null; }
+    if (close < 0) {
+      this.lines.push(line);
+      return null;
+    }
     this.lines.push(line.slice(0, close));
     const text = this.lines.join("\n");
     this.lines = null;
     return text;
   }
 
-  cancel(): void { this.lines = null; }
+  cancel(): void {
+    this.lines = null;
+  }
 }
 
 const words = (s: string): string[] => s.trim().split(/\s+/).filter(Boolean);
@@ -63,7 +70,8 @@ const words = (s: string): string[] => s.trim().split(/\s+/).filter(Boolean);
 /** Splits "value" words, keeping double-quoted values together: /set parameter stop "a b" c → ["a b", "c"]. */
 function values(s: string): string[] {
   const out: string[] = [];
-  for (const m of s.matchAll(/"((?:[^"\\]|\\.)*)"|(\S+)/g)) out.push(m[1] !== undefined ? m[1].replace(/\\(.)/g, "$1") : m[2]!);
+  for (const m of s.matchAll(/"((?:[^"\\]|\\.)*)"|(\S+)/g))
+    out.push(m[1] !== undefined ? m[1].replace(/\\(.)/g, "$1") : m[2]!);
   return out;
 }
 
@@ -74,19 +82,26 @@ export function parseReplInput(text: string): ReplInput {
   const [cmd = "", ...args] = words(trimmed);
   const afterCmd = trimmed.slice(cmd.length).trim();
   switch (cmd.toLowerCase()) {
-    case "/bye": case "/exit": return { kind: "bye" };
-    case "/?": case "/help": return { kind: "help" };
-    case "/clear": return { kind: "clear" };
+    case "/bye":
+    case "/exit":
+      return { kind: "bye" };
+    case "/?":
+    case "/help":
+      return { kind: "help" };
+    case "/clear":
+      return { kind: "clear" };
     case "/set": {
       const what = (args[0] ?? "").toLowerCase();
       const rest = afterCmd.slice((args[0] ?? "").length).trim();
       if (what === "parameter") {
         const name = words(rest)[0];
         const vals = name === undefined ? [] : values(rest.slice(name.length));
-        if (name === undefined || vals.length === 0) return { kind: "invalid", message: "usage: /set parameter <name> <value>" };
+        if (name === undefined || vals.length === 0)
+          return { kind: "invalid", message: "usage: /set parameter <name> <value>" };
         return { kind: "set-parameter", name, values: vals };
       }
-      if (what === "system") return rest ? { kind: "set-system", text: rest } : { kind: "invalid", message: "usage: /set system <text>" };
+      if (what === "system")
+        return rest ? { kind: "set-system", text: rest } : { kind: "invalid", message: "usage: /set system <text>" };
       return { kind: "invalid", message: `unknown /set option "${args[0] ?? ""}" (use /set parameter or /set system)` };
     }
     case "/show": {

@@ -31,13 +31,17 @@ export function gantryHome(env: Record<string, string | undefined>): string {
 }
 
 /** The background server's log file: <gantry home>/logs/server.log. */
-export const serverLogPath = (env: Record<string, string | undefined>): string => path.join(gantryHome(env), "logs", "server.log");
+export const serverLogPath = (env: Record<string, string | undefined>): string =>
+  path.join(gantryHome(env), "logs", "server.log");
 
 /** The interactive chat's input history: <gantry home>/history. */
 export const historyPath = (env: Record<string, string | undefined>): string => path.join(gantryHome(env), "history");
 
 async function answers(client: GantryClient): Promise<boolean> {
-  try { await client.version(); return true; } catch (e) {
+  try {
+    await client.version();
+    return true;
+  } catch (e) {
     if (e instanceof ServerUnreachableError) return false;
     return true; // something answered, even if with an error
   }
@@ -63,7 +67,9 @@ export async function ensureServer(client: GantryClient, opts: LaunchOptions): P
   });
   fs.closeSync(fd);
   let exited: number | null = null;
-  child.once("exit", (code) => { exited = code ?? 1; });
+  child.once("exit", (code) => {
+    exited = code ?? 1;
+  });
   child.unref();
   opts.say(`started gantry server in the background (pid ${child.pid}, log ${log})`);
   const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
@@ -72,5 +78,7 @@ export async function ensureServer(client: GantryClient, opts: LaunchOptions): P
     if (await answers(client)) return;
     await new Promise((r) => setTimeout(r, 150));
   }
-  throw new Error(`the background server did not answer within ${Math.round((opts.timeoutMs ?? 60_000) / 1000)}s; see ${log}`);
+  throw new Error(
+    `the background server did not answer within ${Math.round((opts.timeoutMs ?? 60_000) / 1000)}s; see ${log}`,
+  );
 }

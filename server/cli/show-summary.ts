@@ -1,9 +1,13 @@
 // The readable summary `gantry show <model>` prints by default (Ollama's layout). Pure.
 import type { ShowResponse } from "../api/store-schemas.ts";
 
-type ShowSummaryInput = Pick<ShowResponse, "details" | "model_info" | "capabilities" | "parameters" | "system" | "license">;
+type ShowSummaryInput = Pick<
+  ShowResponse,
+  "details" | "model_info" | "capabilities" | "parameters" | "system" | "license"
+>;
 
-const section = (title: string, rows: readonly string[]): string[] => (rows.length === 0 ? [] : [`  ${title}`, ...rows.map((r) => `    ${r}`), ""]);
+const section = (title: string, rows: readonly string[]): string[] =>
+  rows.length === 0 ? [] : [`  ${title}`, ...rows.map((r) => `    ${r}`), ""];
 
 const table = (pairs: readonly (readonly [string, string | undefined])[]): string[] => {
   const present = pairs.filter((p): p is readonly [string, string] => p[1] !== undefined && p[1] !== "");
@@ -13,22 +17,32 @@ const table = (pairs: readonly (readonly [string, string | undefined])[]): strin
 
 /** First `n` non-empty lines of a text block. */
 const head = (text: string | undefined, n: number): string[] =>
-  (text ?? "").split("\n").map((l) => l.trimEnd()).filter((l) => l.trim() !== "").slice(0, n);
+  (text ?? "")
+    .split("\n")
+    .map((l) => l.trimEnd())
+    .filter((l) => l.trim() !== "")
+    .slice(0, n);
 
 export function formatShowSummary(show: ShowSummaryInput): string {
   const info = show.model_info;
   const arch = typeof info["general.architecture"] === "string" ? info["general.architecture"] : show.details.family;
   const num = (key: string): string | undefined => (typeof info[key] === "number" ? String(info[key]) : undefined);
   const lines = [
-    ...section("Model", table([
-      ["architecture", arch],
-      ["parameters", show.details.parameter_size],
-      ["context length", num(`${arch}.context_length`)],
-      ["embedding length", num(`${arch}.embedding_length`)],
-      ["quantization", show.details.quantization_level],
-    ])),
+    ...section(
+      "Model",
+      table([
+        ["architecture", arch],
+        ["parameters", show.details.parameter_size],
+        ["context length", num(`${arch}.context_length`)],
+        ["embedding length", num(`${arch}.embedding_length`)],
+        ["quantization", show.details.quantization_level],
+      ]),
+    ),
     ...section("Capabilities", show.capabilities),
-    ...section("Parameters", head(show.parameters, 50).map((l) => l.replace(/^(\S+)\s+/, (_m, k: string) => `${k.padEnd(16)}`))),
+    ...section(
+      "Parameters",
+      head(show.parameters, 50).map((l) => l.replace(/^(\S+)\s+/, (_m, k: string) => `${k.padEnd(16)}`)),
+    ),
     ...section("System", head(show.system, 5)),
     ...section("License", head(show.license, 2)),
   ];

@@ -11,7 +11,10 @@ export class ConfigError extends Error {
   }
 }
 
-export function parseEnv<S extends z.ZodObject>(schema: S, env: Record<string, string | undefined> = process.env): z.infer<S> {
+export function parseEnv<S extends z.ZodObject>(
+  schema: S,
+  env: Record<string, string | undefined> = process.env,
+): z.infer<S> {
   const input: Record<string, string> = {};
   for (const key of Object.keys(schema.shape)) {
     const v = env[key];
@@ -19,7 +22,12 @@ export function parseEnv<S extends z.ZodObject>(schema: S, env: Record<string, s
   }
   const parsed = schema.safeParse(input);
   if (!parsed.success) {
-    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}${input[String(i.path[0])] !== undefined ? ` (got "${input[String(i.path[0])]}")` : ""}`));
+    throw new ConfigError(
+      parsed.error.issues.map(
+        (i) =>
+          `${i.path.join(".")}: ${i.message}${input[String(i.path[0])] !== undefined ? ` (got "${input[String(i.path[0])]}")` : ""}`,
+      ),
+    );
   }
   return parsed.data;
 }

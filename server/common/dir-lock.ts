@@ -10,7 +10,11 @@ export function lockHeld(lockDir: string): boolean {
     pid = Number(fs.readFileSync(path.join(lockDir, "pid"), "utf8"));
   } catch {
     // Just created (pid not written yet) or left by a crash before writing it.
-    try { return Date.now() - fs.statSync(lockDir).mtimeMs < 10_000; } catch { return false; }
+    try {
+      return Date.now() - fs.statSync(lockDir).mtimeMs < 10_000;
+    } catch {
+      return false;
+    }
   }
   try {
     process.kill(pid, 0);
@@ -21,7 +25,11 @@ export function lockHeld(lockDir: string): boolean {
 }
 
 /** Runs `fn` holding `lockDir`; while another live process holds it, polls every `pollMs` (calling `onWait` once). */
-export async function withDirLock<T>(lockDir: string, fn: () => Promise<T>, opts: { pollMs?: number; onWait?: () => void } = {}): Promise<T> {
+export async function withDirLock<T>(
+  lockDir: string,
+  fn: () => Promise<T>,
+  opts: { pollMs?: number; onWait?: () => void } = {},
+): Promise<T> {
   fs.mkdirSync(path.dirname(lockDir), { recursive: true });
   let waited = false;
   for (;;) {
@@ -30,8 +38,14 @@ export async function withDirLock<T>(lockDir: string, fn: () => Promise<T>, opts
       fs.writeFileSync(path.join(lockDir, "pid"), String(process.pid));
       break;
     } catch {
-      if (!lockHeld(lockDir)) { fs.rmSync(lockDir, { recursive: true, force: true }); continue; }
-      if (!waited) { opts.onWait?.(); waited = true; }
+      if (!lockHeld(lockDir)) {
+        fs.rmSync(lockDir, { recursive: true, force: true });
+        continue;
+      }
+      if (!waited) {
+        opts.onWait?.();
+        waited = true;
+      }
       await new Promise((r) => setTimeout(r, opts.pollMs ?? 500));
     }
   }

@@ -1,7 +1,7 @@
 // Durations as Ollama accepts them for keep_alive: a Go duration string ("5m", "1h30m", "300ms", "-1m"),
 // or a number of seconds. Negative means forever (null); 0 means now.
 
-const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, "µs": 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 /** Milliseconds, or null for "forever". Throws a plain Error with a clear message on bad input. */
 export function parseKeepAlive(value: string | number): number | null {
@@ -12,7 +12,10 @@ export function parseKeepAlive(value: string | number): number | null {
   const s = value.trim();
   if (/^-?\d+(\.\d+)?$/.test(s)) return parseKeepAlive(Number(s));
   const m = /^(-?)((?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+)$/.exec(s);
-  if (!m) throw new Error(`invalid duration "${value}" (use e.g. "5m", "1h", "30s", seconds as a number, or a negative value for forever)`);
+  if (!m)
+    throw new Error(
+      `invalid duration "${value}" (use e.g. "5m", "1h", "30s", seconds as a number, or a negative value for forever)`,
+    );
   let ms = 0;
   for (const part of m[2]!.matchAll(/(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/g)) ms += Number(part[1]) * UNIT_MS[part[2]!]!;
   return m[1] === "-" ? null : Math.round(ms);

@@ -39,7 +39,11 @@ export class AppError extends Error {
   /** Extra response headers, e.g. Retry-After for SERVER_BUSY. */
   readonly headers: Record<string, string>;
 
-  constructor(code: ErrorCode, message: string, opts: { param?: string | null; headers?: Record<string, string>; cause?: unknown } = {}) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    opts: { param?: string | null; headers?: Record<string, string>; cause?: unknown } = {},
+  ) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = "AppError";
     this.code = code;
@@ -62,8 +66,10 @@ export function toAppError(e: unknown): AppError {
   return new AppError("INTERNAL", "internal server error", { cause: e });
 }
 
-export const badRequest = (message: string, param?: string) => new AppError("BAD_REQUEST", message, { param: param ?? null });
-export const modelNotFound = (name: string) => new AppError("MODEL_NOT_FOUND", `model "${name}" not found, try pulling it first`, { param: "model" });
+export const badRequest = (message: string, param?: string) =>
+  new AppError("BAD_REQUEST", message, { param: param ?? null });
+export const modelNotFound = (name: string) =>
+  new AppError("MODEL_NOT_FOUND", `model "${name}" not found, try pulling it first`, { param: "model" });
 
 /** Ollama wire body: `{"error": "..."}`. */
 export function ollamaErrorBody(e: AppError): { error: string } {
@@ -71,7 +77,9 @@ export function ollamaErrorBody(e: AppError): { error: string } {
 }
 
 /** OpenAI wire body: `{"error": {"message", "type", "param", "code"}}`. */
-export function openaiErrorBody(e: AppError): { error: { message: string; type: string; param: string | null; code: string | null } } {
+export function openaiErrorBody(e: AppError): {
+  error: { message: string; type: string; param: string | null; code: string | null };
+} {
   return {
     error: {
       message: e.expose ? e.message : "internal server error",
@@ -85,9 +93,12 @@ export function openaiErrorBody(e: AppError): { error: { message: string; type: 
 /** Maps body-parser failures (invalid JSON, body too large) to AppErrors. */
 export function fromBodyParserError(err: unknown): AppError | undefined {
   const e = err as { type?: string; status?: number; message?: string };
-  if (e?.type === "entity.parse.failed") return new AppError("INVALID_JSON", `invalid JSON body: ${e.message ?? "parse error"}`);
-  if (e?.type === "entity.too.large") return new AppError("PAYLOAD_TOO_LARGE", "request body is larger than the server accepts");
-  if (e?.type === "encoding.unsupported" || e?.type === "charset.unsupported") return new AppError("UNSUPPORTED_MEDIA_TYPE", e.message ?? "unsupported encoding");
+  if (e?.type === "entity.parse.failed")
+    return new AppError("INVALID_JSON", `invalid JSON body: ${e.message ?? "parse error"}`);
+  if (e?.type === "entity.too.large")
+    return new AppError("PAYLOAD_TOO_LARGE", "request body is larger than the server accepts");
+  if (e?.type === "encoding.unsupported" || e?.type === "charset.unsupported")
+    return new AppError("UNSUPPORTED_MEDIA_TYPE", e.message ?? "unsupported encoding");
   if (e?.type === "request.aborted") return new AppError("CLIENT_CLOSED", "client closed the request");
   return undefined;
 }

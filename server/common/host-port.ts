@@ -5,10 +5,14 @@ export function parseHostPort(value: string, defaultPort = 11434): { host: strin
   let v = value.trim();
   let scheme = "http";
   const m = /^(https?):\/\/(.*)$/.exec(v);
-  if (m) { scheme = m[1]!; v = m[2]!.replace(/\/+$/, ""); }
+  if (m) {
+    scheme = m[1]!;
+    v = m[2]!.replace(/\/+$/, "");
+  }
   const ipv6 = /^\[([^\]]+)\](?::(\d+))?$/.exec(v);
   if (ipv6) return { host: ipv6[1]!, port: ipv6[2] ? Number(ipv6[2]) : defaultPort };
   const idx = v.lastIndexOf(":");
-  if (idx >= 0 && /^\d+$/.test(v.slice(idx + 1))) return { host: v.slice(0, idx) || "127.0.0.1", port: Number(v.slice(idx + 1)) };
+  if (idx >= 0 && /^\d+$/.test(v.slice(idx + 1)))
+    return { host: v.slice(0, idx) || "127.0.0.1", port: Number(v.slice(idx + 1)) };
   return { host: v || "127.0.0.1", port: m ? (scheme === "https" ? 443 : 80) : defaultPort };
 }

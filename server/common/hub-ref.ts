@@ -24,7 +24,11 @@ const TAG = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
 const MAX_PART = 96;
 
 const badRef = (input: string, why: string) =>
-  new AppError("MODEL_INVALID_NAME", `invalid hub reference "${input.slice(0, 200)}": ${why} (expected hf.co/<org>/<repo>[:<quant or file.gguf>])`, { param: "model" });
+  new AppError(
+    "MODEL_INVALID_NAME",
+    `invalid hub reference "${input.slice(0, 200)}": ${why} (expected hf.co/<org>/<repo>[:<quant or file.gguf>])`,
+    { param: "model" },
+  );
 
 /** True when the text names a hub model (hf.co/…, huggingface.co/…, with or without https://). */
 export function isHubRef(input: string): boolean {
@@ -38,7 +42,8 @@ export function parseHubRef(input: string): HubRef {
   const rest = text.replace(SCHEME, "");
   const slash = rest.indexOf("/");
   const host = (slash < 0 ? rest : rest.slice(0, slash)).toLowerCase();
-  if (!(HUB_HOSTS as readonly string[]).includes(host)) throw badRef(input, `host must be hf.co or huggingface.co, not "${host}"`);
+  if (!(HUB_HOSTS as readonly string[]).includes(host))
+    throw badRef(input, `host must be hf.co or huggingface.co, not "${host}"`);
   let body = slash < 0 ? "" : rest.slice(slash + 1).replace(/\/+$/, "");
   const colon = body.lastIndexOf(":");
   let tag: string | undefined;
@@ -48,9 +53,13 @@ export function parseHubRef(input: string): HubRef {
     if (tag === "") throw badRef(input, "empty tag after ':'");
   }
   const parts = body.split("/");
-  if (parts.length !== 2 || parts[0] === "" || parts[1] === "") throw badRef(input, "need exactly <org>/<repo> after the host");
+  if (parts.length !== 2 || parts[0] === "" || parts[1] === "")
+    throw badRef(input, "need exactly <org>/<repo> after the host");
   const [org, repo] = parts as [string, string];
-  for (const [kind, part] of [["org", org], ["repo", repo]] as const) {
+  for (const [kind, part] of [
+    ["org", org],
+    ["repo", repo],
+  ] as const) {
     if (part.length > MAX_PART) throw badRef(input, `${kind} longer than ${MAX_PART} characters`);
     if (!REPO_PART.test(part) || part.includes("..")) throw badRef(input, `${kind} "${part}" has invalid characters`);
   }

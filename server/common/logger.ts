@@ -3,7 +3,9 @@ import { pino, type Logger as PinoLogger } from "pino";
 
 export type Logger = PinoLogger;
 
-export function createLogger(opts: { level?: string; name?: string; destination?: NodeJS.WritableStream } = {}): Logger {
+export function createLogger(
+  opts: { level?: string; name?: string; destination?: NodeJS.WritableStream } = {},
+): Logger {
   return pino(
     {
       level: opts.level ?? "info",
@@ -11,7 +13,16 @@ export function createLogger(opts: { level?: string; name?: string; destination?
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
       redact: {
-        paths: ["req.headers.authorization", "req.headers.cookie", "headers.authorization", "authorization", "apiKey", "key", "*.prompt", "*.messages"],
+        paths: [
+          "req.headers.authorization",
+          "req.headers.cookie",
+          "headers.authorization",
+          "authorization",
+          "apiKey",
+          "key",
+          "*.prompt",
+          "*.messages",
+        ],
         censor: "[redacted]",
       },
     },

@@ -29,7 +29,8 @@ export interface ModelName {
 
 const MAX_PART = 80;
 const MAX_HOST = 350;
-const HOST = /^[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]{1,5})?$/;
+const HOST =
+  /^[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]{1,5})?$/;
 const NAMESPACE = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 const MODEL_OR_TAG = /^[a-zA-Z0-9_][a-zA-Z0-9_.-]*$/;
 const HOST_ALIASES: Record<string, string> = { "huggingface.co": HF_HOST };
@@ -72,9 +73,12 @@ export function parseModelName(input: string): ModelName {
 /** Short display name: default host and namespace dropped, tag always shown. */
 export function formatModelName(n: ModelName): string {
   const isDefaultHost = n.host.toLowerCase() === DEFAULT_HOST;
-  const prefix = isDefaultHost && n.namespace.toLowerCase() === DEFAULT_NAMESPACE ? ""
-    : isDefaultHost ? `${n.namespace}/`
-      : `${n.host}/${n.namespace}/`;
+  const prefix =
+    isDefaultHost && n.namespace.toLowerCase() === DEFAULT_NAMESPACE
+      ? ""
+      : isDefaultHost
+        ? `${n.namespace}/`
+        : `${n.host}/${n.namespace}/`;
   return `${prefix}${n.model}:${n.tag}`;
 }
 

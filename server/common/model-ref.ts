@@ -10,16 +10,19 @@ import { isHubRef, parseHubRef, type HubRef } from "./hub-ref.ts";
 import { parseModelName, type ModelName } from "./model-name.ts";
 
 export type ModelRef =
-  | { kind: "hub"; hub: HubRef }
-  | { kind: "file"; path: string }
-  | { kind: "name"; name: ModelName };
+  { kind: "hub"; hub: HubRef } | { kind: "file"; path: string } | { kind: "name"; name: ModelName };
 
 /** Whether a reference names a local file rather than a model: "/x", "./x", "../x", "~/x", or "*.gguf". */
 export function isLocalPath(ref: string): boolean {
   // A hub reference may end in ".gguf" when the full file name is used as the tag.
   if (isHubRef(ref)) return false;
-  return ref.startsWith("/") || ref.startsWith("./") || ref.startsWith("../") || ref.startsWith("~") ||
-    ref.toLowerCase().endsWith(".gguf");
+  return (
+    ref.startsWith("/") ||
+    ref.startsWith("./") ||
+    ref.startsWith("../") ||
+    ref.startsWith("~") ||
+    ref.toLowerCase().endsWith(".gguf")
+  );
 }
 
 /** Classifies and validates a model reference. Throws MODEL_INVALID_NAME saying what is wrong. */

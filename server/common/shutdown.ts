@@ -15,7 +15,13 @@ export function exitOnShutdownSignals(close: () => Promise<void>, logger: Logger
     }
     stopping = true;
     logger.info({ signal }, "received signal, shutting down");
-    close().then(() => process.exit(0), (e: unknown) => { logger.error({ err: e }, "shutdown failed"); process.exit(1); });
+    close().then(
+      () => process.exit(0),
+      (e: unknown) => {
+        logger.error({ err: e }, "shutdown failed");
+        process.exit(1);
+      },
+    );
   };
   process.on("SIGTERM", onSignal);
   process.on("SIGINT", onSignal);

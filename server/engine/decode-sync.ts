@@ -1,6 +1,7 @@
 // Keeps the shared decode batch full: every decode step carries every sequence that has a token ready.
 // Each sequence's loop gets its token, does its own work (detokenizing, stop strings) and queues the next one; a step
-// dispatched as soon as anything is queued carries only the sequences that were fastest (lock-step drift: 4 streams took
+// dispatched as soon as anything is queued carries only the sequences that were fastest (lock-step drift: 4 streams
+// took
 // 4/3 decode calls per token with node-llama-cpp's dispatcher). The step batcher (step-batcher.ts) asks this class when
 // to dispatch and how to fill a step; the names below ("dispatcher") mean that batcher.
 // Two mechanisms, driven by the sequences' own state changes (no polling):
@@ -22,7 +23,10 @@ export interface DecodeSyncOptions {
    * cheaper; the bound is a safety net).
    */
   maxWaitMs?: number;
-  /** Disable the gate, the dispatch schedule and the ordering (node-llama-cpp's own "nextCycle" behaviour), for comparisons. */
+  /**
+   * Disable the gate, the dispatch schedule and the ordering (node-llama-cpp's own "nextCycle" behaviour), for
+   * comparisons.
+   */
   disabled?: boolean;
 }
 
@@ -45,7 +49,9 @@ export class DecodeSync {
   private active = 0;
   /** Sequences that queued a token and wait for its result. */
   private awaiting = 0;
-  /** Results of dispatched decode steps not delivered yet (queued sequences whose decode is not dispatched excluded). */
+  /**
+   * Results of dispatched decode steps not delivered yet (queued sequences whose decode is not dispatched excluded).
+   */
   private inFlight = 0;
   /** Sequences handing text to their consumer: a slow client must not hold the others' decode back. */
   private suspended = 0;
@@ -55,7 +61,14 @@ export class DecodeSync {
   private pendingDispatch: (() => void) | undefined;
   private dispatchTimer: NodeJS.Timeout | undefined;
   private checkScheduled = false;
-  readonly stats: DecodeStats = { decodes: 0, decodeCalls: 0, gateTimeouts: 0, dispatchTimeouts: 0, batchTokens: 0, sequencesInSteps: 0 };
+  readonly stats: DecodeStats = {
+    decodes: 0,
+    decodeCalls: 0,
+    gateTimeouts: 0,
+    dispatchTimeouts: 0,
+    batchTokens: 0,
+    sequencesInSteps: 0,
+  };
   /** Moving average of the time from a dispatch to the first token it delivers. */
   private stepMs = 4;
   private dispatchedAt: number | undefined;
@@ -111,7 +124,8 @@ export class DecodeSync {
   /**
    * Call before queueing a decode (the prompt's included). Resolves once no decode step is in flight (or after the wait
    * bound), so the sequences of a step and newcomers queue the next step together. Release happens on a later
-   * macrotask, never in the microtasks that deliver the tokens: node-llama-cpp's dispatcher checks its queue right after
+   * macrotask, never in the microtasks that deliver the tokens: node-llama-cpp's dispatcher checks its queue right
+   * after
    * a decode, and sequences re-queueing within those microtasks would be split between that check and the next one.
    */
   gate(): Promise<void> | undefined {
@@ -119,11 +133,17 @@ export class DecodeSync {
     if (this.opts.disabled || (this.active <= 1 && this.parked.length === 0)) return undefined;
     const parked = new Promise<void>((resolve) => this.parked.push(resolve));
     if (this.inFlight === 0) this.scheduleRelease();
-    else this.parkTimer ??= setTimeout(() => { this.stats.gateTimeouts++; this.releaseAll(); }, this.waitBound());
+    else
+      this.parkTimer ??= setTimeout(() => {
+        this.stats.gateTimeouts++;
+        this.releaseAll();
+      }, this.waitBound());
     return parked;
   }
 
-  /** node-llama-cpp `batching.dispatchSchedule`: called once per pending decode with the function that dispatches it. */
+  /**
+   * node-llama-cpp `batching.dispatchSchedule`: called once per pending decode with the function that dispatches it.
+   */
   readonly dispatchSchedule = (dispatch: () => void): void => {
     if (this.opts.disabled) {
       setImmediate(dispatch);
@@ -136,7 +156,10 @@ export class DecodeSync {
     // A newer pending decode supersedes an older one (node-llama-cpp ignores stale dispatch callbacks anyway).
     if (this.dispatchTimer) clearTimeout(this.dispatchTimer);
     this.pendingDispatch = dispatch;
-    this.dispatchTimer = setTimeout(() => { this.stats.dispatchTimeouts++; this.firePending(); }, this.waitBound());
+    this.dispatchTimer = setTimeout(() => {
+      this.stats.dispatchTimeouts++;
+      this.firePending();
+    }, this.waitBound());
     this.scheduleCheck();
   };
 
@@ -163,7 +186,8 @@ export class DecodeSync {
 
   /**
    * The sequence a batch item belongs to, when known. Items are ordered by it: with a KV cache per sequence, llama.cpp
-   * splits a batch into one computation per run of consecutive, increasing sequence ids (llama_batch_allocr::split_equal),
+   * splits a batch into one computation per run of consecutive, increasing sequence ids
+   * (llama_batch_allocr::split_equal),
    * so 8 single-token items in arrival order could take up to 8 graph computations instead of one.
    */
   sequenceIdOf: ((item: BatchItem) => number | undefined) | undefined;
@@ -183,17 +207,29 @@ export class DecodeSync {
   /**
    * The next decode call of the current step (the one prioritize planned) when its first call carried no generating
    * sequence, or none: the queued prompts left over in `items` (whole, shortest first), while the step holds fewer than
-   * `maxStepTokens`. A burst of prompts larger than the batch is thus decoded in one step, as llama-server decodes it in
+   * `maxStepTokens`. A burst of prompts larger than the batch is thus decoded in one step, as llama-server decodes it
+   * in
    * one call of several 512-token passes, and every stream then generates in lock step; between the calls the finished
    * prompts' first tokens go out. Deferring the rest to the next step instead would add it to the streams' first
    * generation step, and the deferred streams would end one step after the others (measured: 8 × 64 tokens, 0.99 of
    * llama-server).
-   * Generating sequences that queue meanwhile wait for the next step (as long as llama-server's callers wait for its call).
+   * Generating sequences that queue meanwhile wait for the next step (as long as llama-server's callers wait for its
+   * call).
    */
-  continueStep(items: readonly BatchItem[], size: number, stepTokens: number, maxStepTokens: number): PrioritizedBatchItem[] {
+  continueStep(
+    items: readonly BatchItem[],
+    size: number,
+    stepTokens: number,
+    maxStepTokens: number,
+  ): PrioritizedBatchItem[] {
     const left = Math.min(size, maxStepTokens - stepTokens);
     if (this.opts.disabled || left <= 0 || this.stepGenerates) return [];
-    const plan = this.inSequenceOrder(wholePromptsFirst(items.filter((item) => item.tokens.length > 1), left));
+    const plan = this.inSequenceOrder(
+      wholePromptsFirst(
+        items.filter((item) => item.tokens.length > 1),
+        left,
+      ),
+    );
     this.record(plan, true);
     return plan;
   }
@@ -261,8 +297,10 @@ export function bySequenceId<T>(items: readonly T[], idOf: (item: T) => number |
  * prompt fits is it cut, to what is left. Items taking nothing wait for a later step and are left out of the plan.
  * A burst of prompts larger than the batch thus gets most of its first tokens after one step instead of all of them
  * after the whole burst (8 × 77 tokens in 512: six prompts finish in the first step), and a short prompt never waits
- * behind a long one. Cutting only when nothing fits whole keeps the step's shape even: llama.cpp computes a batch in one
- * pass per layer of equal per-sequence token counts (split_equal), so a part-prompt beside whole ones costs extra passes.
+ * behind a long one. Cutting only when nothing fits whole keeps the step's shape even: llama.cpp computes a batch in
+ * one
+ * pass per layer of equal per-sequence token counts (split_equal), so a part-prompt beside whole ones costs extra
+ * passes.
  * The longest wait is bounded by the sequence count: a prompt deferred now is the shortest once the others are decoded.
  */
 export function wholePromptsFirst(items: readonly BatchItem[], size: number): PrioritizedBatchItem[] {
@@ -286,7 +324,10 @@ export function wholePromptsFirst(items: readonly BatchItem[], size: number): Pr
   return items.filter((item) => amounts.has(item)).map((item) => ({ item, processAmount: amounts.get(item)! }));
 }
 
-/** Every item gets an equal share of the batch; what single-token items leave unused goes to the long (prompt) items in order. */
+/**
+ * Every item gets an equal share of the batch; what single-token items leave unused goes to the long (prompt) items in
+ * order.
+ */
 export function fairShare(items: readonly BatchItem[], size: number): PrioritizedBatchItem[] {
   if (items.length === 0) return [];
   const share = Math.max(1, Math.floor(size / items.length));

@@ -9,7 +9,11 @@ export function l2Normalize(v: readonly number[]): number[] {
   return norm === 0 ? [...v] : v.map((x) => x / norm);
 }
 
-export async function embedTexts(loaded: LoadedModel, inputs: string[], truncate: boolean): Promise<{ embeddings: number[][]; promptTokens: number }> {
+export async function embedTexts(
+  loaded: LoadedModel,
+  inputs: string[],
+  truncate: boolean,
+): Promise<{ embeddings: number[][]; promptTokens: number }> {
   const ctx = await loaded.embeddings();
   // node-llama-cpp adds BOS/EOS as the vocabulary wants and needs one free slot after the input.
   const fit = (tokens: Token[]): Token[] => {

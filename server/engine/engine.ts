@@ -12,7 +12,16 @@ import { ModelRegistry, shuttingDown, type LoadRequest } from "./model-registry.
 import { buildPrompt, type RenderTemplate } from "./prompt.ts";
 import { resolveSampling } from "./sampling.ts";
 import { resolveThreads } from "./threads.ts";
-import type { EmbedRequest, EmbedResult, Engine, EngineBuildInfo, GenerateRequest, GenerationEvent, ModelSpec, RunningModel } from "./types.ts";
+import type {
+  EmbedRequest,
+  EmbedResult,
+  Engine,
+  EngineBuildInfo,
+  GenerateRequest,
+  GenerationEvent,
+  ModelSpec,
+  RunningModel,
+} from "./types.ts";
 
 export interface EngineOptions {
   logger: Logger;
@@ -30,7 +39,9 @@ export interface EngineOptions {
   metrics?: EngineMetricsSink;
   /** Go-template renderer for TEMPLATE overrides. */
   renderTemplate?: RenderTemplate;
-  /** Longest wait (ms) for lagging sequences so a decode step carries all of them; default adaptive (see DecodeSync). */
+  /**
+   * Longest wait (ms) for lagging sequences so a decode step carries all of them; default adaptive (see DecodeSync).
+   */
   decodeWaitMs?: number;
   /** Use node-llama-cpp's own batch dispatch (for measurements). */
   disableDecodeSync?: boolean;
@@ -40,7 +51,10 @@ export interface EngineOptions {
   moveSequences?: boolean;
   /** auto: the patched local build when setup made it, else the prebuilt binary; prebuilt: always the prebuilt one. */
   engineBuild?: EngineBuildMode;
-  /** ggml poll level of the persistent threadpool's idle threads (0-100, default 50 as llama-server; 0 = sleep between decode steps). */
+  /**
+   * ggml poll level of the persistent threadpool's idle threads (0-100, default 50 as llama-server; 0 = sleep between
+   * decode steps).
+   */
   threadpoolPoll?: number;
 }
 
@@ -48,19 +62,32 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
   const threads = resolveThreads(opts.threads);
   const { llama, info: runtimeInfo } = await llamaRuntime(threads, opts.logger, opts.engineBuild);
   const inlineDecode = opts.inlineDecode ?? true;
-  const buildInfo: EngineBuildInfo = { ...runtimeInfo, inlineDecode: runtimeInfo.build === "patched-local" && inlineDecode };
+  const buildInfo: EngineBuildInfo = {
+    ...runtimeInfo,
+    inlineDecode: runtimeInfo.build === "patched-local" && inlineDecode,
+  };
   setThreadpoolPoll(opts.threadpoolPoll ?? 50);
   const metrics = opts.metrics ?? {};
   const registry = new ModelRegistry({
-    llama, logger: opts.logger, metrics, threads, numParallel: opts.numParallel, maxQueue: opts.maxQueue,
-    maxLoadedModels: opts.maxLoadedModels, contextLength: opts.contextLength, decodeWaitMs: opts.decodeWaitMs,
-    decodeSyncDisabled: opts.disableDecodeSync ?? false, inlineDecode, moveSequences: opts.moveSequences ?? true,
+    llama,
+    logger: opts.logger,
+    metrics,
+    threads,
+    numParallel: opts.numParallel,
+    maxQueue: opts.maxQueue,
+    maxLoadedModels: opts.maxLoadedModels,
+    contextLength: opts.contextLength,
+    decodeWaitMs: opts.decodeWaitMs,
+    decodeSyncDisabled: opts.disableDecodeSync ?? false,
+    inlineDecode,
+    moveSequences: opts.moveSequences ?? true,
   });
   const grammars = new GrammarCache(llama);
   const arrivals = new Arrivals();
   // Aborts every running request when a shutdown deadline passes.
   const shutdownController = new AbortController();
-  const keepAliveOf = (ms: number | null | undefined): number | null => (ms === undefined ? opts.defaultKeepAliveMs : ms);
+  const keepAliveOf = (ms: number | null | undefined): number | null =>
+    ms === undefined ? opts.defaultKeepAliveMs : ms;
   opts.logger.info({ threads, gpu: llama.gpu, numParallel: opts.numParallel, engine: buildInfo }, "engine ready");
 
   async function* generate(req: GenerateRequest): AsyncGenerator<GenerationEvent> {
@@ -68,22 +95,49 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
     const sampling = resolveSampling(req.model.parameters, req.options);
     const signal = AbortSignal.any([req.signal, shutdownController.signal]);
     try {
-      const { loaded, loadDurationNs } = await registry.acquire(req.model, sampling, keepAliveOf(req.keepAliveMs), signal);
+      const { loaded, loadDurationNs } = await registry.acquire(
+        req.model,
+        sampling,
+        keepAliveOf(req.keepAliveMs),
+        signal,
+      );
       try {
-        const prompt = buildPrompt({ model: loaded.model, spec: req.model, chatWrapper: loaded.chatWrapper, renderTemplate: opts.renderTemplate }, req.input);
-        if (prompt.tokens.length >= loaded.contextLength) throw contextOverflow(prompt.tokens.length, loaded.contextLength);
+        const prompt = buildPrompt(
+          {
+            model: loaded.model,
+            spec: req.model,
+            chatWrapper: loaded.chatWrapper,
+            renderTemplate: opts.renderTemplate,
+          },
+          req.input,
+        );
+        if (prompt.tokens.length >= loaded.contextLength)
+          throw contextOverflow(prompt.tokens.length, loaded.contextLength);
         const grammar = await grammars.get(req.format);
         // Waiting for a sequence to free up can take a whole generation: nobody should wait for this one meanwhile.
         if (loaded.pool.busy >= loaded.parallel) req.arrival?.settle();
         const slot = await loaded.pool.acquire(signal, (s) => commonPrefixLength(s.tokens, prompt.tokens));
         try {
           yield* runGeneration({
-            loaded, slot, promptTokens: prompt.tokens, stopStrings: prompt.stopStrings, sampling, grammar, signal, metrics, startedNs, loadDurationNs,
+            loaded,
+            slot,
+            promptTokens: prompt.tokens,
+            stopStrings: prompt.stopStrings,
+            sampling,
+            grammar,
+            signal,
+            metrics,
+            startedNs,
+            loadDurationNs,
             admission: opts.disableDecodeSync ? undefined : { arrival: req.arrival, arrivals },
           });
         } finally {
-          loaded.releaseSequence(slot, (err) => opts.logger.warn({ model: loaded.spec.name, err: err instanceof Error ? err.message : String(err) },
-            "could not move a busy sequence into a gap among the busy ones; this model's steps may take extra passes"));
+          loaded.releaseSequence(slot, (err) =>
+            opts.logger.warn(
+              { model: loaded.spec.name, err: err instanceof Error ? err.message : String(err) },
+              "could not move a busy sequence into a gap among the busy ones; this model's steps may take extra passes",
+            ),
+          );
         }
       } finally {
         registry.release(loaded);
@@ -93,8 +147,13 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
     }
   }
 
-  async function withModel<T>(model: ModelSpec, keepAliveMs: number | null | undefined, load: LoadRequest, signal: AbortSignal | undefined,
-    fn: (loaded: Awaited<ReturnType<ModelRegistry["acquire"]>>) => Promise<T>): Promise<T> {
+  async function withModel<T>(
+    model: ModelSpec,
+    keepAliveMs: number | null | undefined,
+    load: LoadRequest,
+    signal: AbortSignal | undefined,
+    fn: (loaded: Awaited<ReturnType<ModelRegistry["acquire"]>>) => Promise<T>,
+  ): Promise<T> {
     const held = await registry.acquire(model, load, keepAliveOf(keepAliveMs), signal);
     try {
       return await fn(held);
@@ -109,7 +168,14 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
     generate,
     announce: () => arrivals.announce(),
 
-    load: (model, o) => withModel(model, o.keepAliveMs, resolveSampling(model.parameters, o.options ?? {}), o.signal, async ({ loadDurationNs }) => ({ loadDurationNs })),
+    load: (model, o) =>
+      withModel(
+        model,
+        o.keepAliveMs,
+        resolveSampling(model.parameters, o.options ?? {}),
+        o.signal,
+        async ({ loadDurationNs }) => ({ loadDurationNs }),
+      ),
 
     async unload(name) {
       const loaded = registry.byName(name);
@@ -124,18 +190,29 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
       return withModel(req.model, req.keepAliveMs, sampling, req.signal, async ({ loaded, loadDurationNs }) => {
         const { embeddings, promptTokens } = await embedTexts(loaded, req.input, req.truncate);
         metrics.onTokens?.(loaded.spec.name, promptTokens, 0);
-        return { embeddings, promptEvalCount: promptTokens, loadDurationNs, totalDurationNs: Number(process.hrtime.bigint() - startedNs) };
+        return {
+          embeddings,
+          promptEvalCount: promptTokens,
+          loadDurationNs,
+          totalDurationNs: Number(process.hrtime.bigint() - startedNs),
+        };
       });
     },
 
-    countTokens: (model, text) => withModel(model, undefined, {}, undefined, async ({ loaded }) => loaded.model.tokenize(text, true).length),
+    countTokens: (model, text) =>
+      withModel(model, undefined, {}, undefined, async ({ loaded }) => loaded.model.tokenize(text, true).length),
 
     running(): RunningModel[] {
       return [...registry.models.values()].map((m) => ({
         name: m.spec.name,
         digest: m.spec.digest,
         size: m.spec.size,
-        expiresAt: m.idle && m.expiresAt !== null ? new Date(m.expiresAt).toISOString() : m.keepAliveMs === null ? null : new Date(Date.now() + m.keepAliveMs).toISOString(),
+        expiresAt:
+          m.idle && m.expiresAt !== null
+            ? new Date(m.expiresAt).toISOString()
+            : m.keepAliveMs === null
+              ? null
+              : new Date(Date.now() + m.keepAliveMs).toISOString(),
         contextLength: m.contextLength,
         parallel: m.parallel,
         busySequences: m.pool.busy,

@@ -42,7 +42,9 @@ export const commonPrefixLength = (a: readonly Token[], b: readonly Token[]): nu
   return i;
 };
 
-/** Keeps the part of the slot's KV cache that matches the prompt; returns the tokens still to evaluate (at least one). */
+/**
+ * Keeps the part of the slot's KV cache that matches the prompt; returns the tokens still to evaluate (at least one).
+ */
 export async function reusePrefix(batcher: StepBatcher, slot: Slot, prompt: Token[]): Promise<Token[]> {
   await batcher.truncate(slot, (held) => Math.min(commonPrefixLength(held, prompt), prompt.length - 1));
   return prompt.slice(slot.tokens.length);
@@ -56,8 +58,13 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
   const toEvaluate = await reusePrefix(batcher, slot, job.promptTokens);
   const history: Token[] = [...job.promptTokens];
   // Without a seed, each request draws its own (as Ollama does).
-  const sampler = new NativeSampler(model, sampling, sampling.seed ?? randomInt(2 ** 31), repeatWindow(sampling, loaded.contextLength),
-    job.grammar ? new LlamaGrammarEvaluationState({ model, grammar: job.grammar }) : undefined);
+  const sampler = new NativeSampler(
+    model,
+    sampling,
+    sampling.seed ?? randomInt(2 ** 31),
+    repeatWindow(sampling, loaded.contextLength),
+    job.grammar ? new LlamaGrammarEvaluationState({ model, grammar: job.grammar }) : undefined,
+  );
   const sample = (batchLogitIndex: number) => sampler.sample(batcher.sampleToken, batchLogitIndex, history);
   const text = new TokenTextStream((tokens, last) => model.detokenize(tokens as Token[], false, last as Token[]));
   const stops = new StopStringMatcher([...sampling.stop, ...job.stopStrings]);
@@ -76,7 +83,12 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
   // holds the text is "suspended": the others' decode steps do not wait for it.
   let consuming = false;
   let suspended = false;
-  const suspend = () => { if (!suspended) { suspended = true; sync.suspend(); } };
+  const suspend = () => {
+    if (!suspended) {
+      suspended = true;
+      sync.suspend();
+    }
+  };
   const queueNext = (tokens: Token[]) => {
     sync.beforeDecode();
     const next = batcher.evaluate(slot, tokens, sample);
@@ -98,7 +110,10 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
     queueNext(toEvaluate);
     for (;;) {
       const token = await Promise.race([pendingNext!, aborted]);
-      if (token === "abort") { reason = "abort"; break; }
+      if (token === "abort") {
+        reason = "abort";
+        break;
+      }
       pendingNext = undefined;
       if (firstTokenNs === undefined) {
         firstTokenNs = process.hrtime.bigint();
@@ -108,12 +123,16 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
       evalCount++;
       history.push(token);
       const piece = stops.push(text.push(token));
-      const end: DoneReason | undefined = piece.stopped ? "stop"
-        : job.signal.aborted ? "abort"
-        : sampling.maxTokens !== undefined && evalCount >= sampling.maxTokens ? "length"
-        // The token just sampled still has to be evaluated: it needs a free slot in the context.
-        : slot.tokens.length + 1 > loaded.contextLength ? "length"
-        : undefined;
+      const end: DoneReason | undefined = piece.stopped
+        ? "stop"
+        : job.signal.aborted
+          ? "abort"
+          : sampling.maxTokens !== undefined && evalCount >= sampling.maxTokens
+            ? "length"
+            : // The token just sampled still has to be evaluated: it needs a free slot in the context.
+              slot.tokens.length + 1 > loaded.contextLength
+              ? "length"
+              : undefined;
       if (end === undefined) {
         await sync.gate();
         queueNext([token]);
@@ -125,10 +144,16 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
           yield { type: "text", text: piece.emit };
         } finally {
           consuming = false;
-          if (suspended) { suspended = false; sync.resume(); }
+          if (suspended) {
+            suspended = false;
+            sync.resume();
+          }
         }
       }
-      if (end !== undefined) { reason = end; break; }
+      if (end !== undefined) {
+        reason = end;
+        break;
+      }
     }
     if (reason !== "abort") {
       const rest = stops.push(text.flush());

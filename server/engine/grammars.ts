@@ -20,21 +20,27 @@ export class GrammarCache {
     if (format === undefined) return undefined;
     if (format !== "json") {
       const problem = schemaProblem(format.schema);
-      if (problem) throw new AppError("BAD_REQUEST", `invalid JSON schema in "format": ${problem}`, { param: "format" });
+      if (problem)
+        throw new AppError("BAD_REQUEST", `invalid JSON schema in "format": ${problem}`, { param: "format" });
     }
     const key = format === "json" ? "json" : JSON.stringify(format.schema);
     let p = this.cache.get(key);
     if (!p) {
-      p = format === "json"
-        ? jsonGrammar(this.llama)
-        : this.llama.createGrammarForJsonSchema(format.schema as Parameters<Llama["createGrammarForJsonSchema"]>[0]);
+      p =
+        format === "json"
+          ? jsonGrammar(this.llama)
+          : this.llama.createGrammarForJsonSchema(format.schema as Parameters<Llama["createGrammarForJsonSchema"]>[0]);
       this.cache.set(key, p);
       p.catch(() => this.cache.delete(key));
     }
     try {
       return await p;
     } catch (e) {
-      throw new AppError("BAD_REQUEST", `invalid JSON schema in "format": ${e instanceof Error ? e.message : String(e)}`, { param: "format", cause: e });
+      throw new AppError(
+        "BAD_REQUEST",
+        `invalid JSON schema in "format": ${e instanceof Error ? e.message : String(e)}`,
+        { param: "format", cause: e },
+      );
     }
   }
 }
@@ -46,5 +52,9 @@ export class GrammarCache {
 async function jsonGrammar(llama: Llama): Promise<LlamaGrammar> {
   const grammar = await fs.promises.readFile(path.join(nodeLlamaCppDir(), "llama", "grammars", "json.gbnf"), "utf8");
   // The same options getGrammarFor uses for "json".
-  return llama.createGrammar({ grammar, stopGenerationTriggers: [LlamaText(["\n".repeat(4)])], trimWhitespaceSuffix: true });
+  return llama.createGrammar({
+    grammar,
+    stopGenerationTriggers: [LlamaText(["\n".repeat(4)])],
+    trimWhitespaceSuffix: true,
+  });
 }

@@ -10,12 +10,15 @@ export function schemaProblem(schema: unknown, at = "$"): string | null {
   const s = schema as Record<string, unknown>;
   if (s.type !== undefined) {
     const types = Array.isArray(s.type) ? s.type : [s.type];
-    for (const t of types) if (typeof t !== "string" || !TYPES.has(t)) return `${at}.type: unknown type ${JSON.stringify(t)}`;
+    for (const t of types)
+      if (typeof t !== "string" || !TYPES.has(t)) return `${at}.type: unknown type ${JSON.stringify(t)}`;
   }
   if (s.enum !== undefined && !Array.isArray(s.enum)) return `${at}.enum must be an array`;
-  if (s.required !== undefined && !(Array.isArray(s.required) && s.required.every((r) => typeof r === "string"))) return `${at}.required must be an array of strings`;
+  if (s.required !== undefined && !(Array.isArray(s.required) && s.required.every((r) => typeof r === "string")))
+    return `${at}.required must be an array of strings`;
   if (s.properties !== undefined) {
-    if (typeof s.properties !== "object" || s.properties === null || Array.isArray(s.properties)) return `${at}.properties must be an object`;
+    if (typeof s.properties !== "object" || s.properties === null || Array.isArray(s.properties))
+      return `${at}.properties must be an object`;
     for (const [k, v] of Object.entries(s.properties)) {
       const p = schemaProblem(v, `${at}.properties.${k}`);
       if (p) return p;

@@ -1,6 +1,7 @@
 // The node-llama-cpp runtime: loaded once per process (getLlama test-loads the binary in a child process, ~0.5 s) and
 // never compiled at run time. Threads are always explicit: the library default oversubscribes small machines.
-// Which binary: the patched local build that setup made (persistent threadpool, inline sampling and decoding; server/engine/native/) when it exists,
+// Which binary: the patched local build that setup made (persistent threadpool, inline sampling and decoding;
+// server/engine/native/) when it exists,
 // else the package's prebuilt binary; GANTRY_ENGINE_BUILD=prebuilt forces the prebuilt one (for A/B measurements).
 import { getLlama, LlamaLogLevel, type Llama } from "node-llama-cpp";
 import type { Logger } from "../common/logger.ts";
@@ -20,7 +21,9 @@ const runtimes = new Map<string, Promise<LlamaRuntime>>();
 /** NODE_LLAMA_CPP_THREADPOOL=0 turns the patched build's threadpool off (read by the addon at context creation). */
 export const threadpoolDisabledByEnv = (): boolean => offByEnv("NODE_LLAMA_CPP_THREADPOOL");
 
-/** NODE_LLAMA_CPP_INLINE_SAMPLING=0 makes the patched build sample on libuv workers again (read at context creation). */
+/**
+ * NODE_LLAMA_CPP_INLINE_SAMPLING=0 makes the patched build sample on libuv workers again (read at context creation).
+ */
 export const inlineSamplingDisabledByEnv = (): boolean => offByEnv("NODE_LLAMA_CPP_INLINE_SAMPLING");
 
 const offByEnv = (name: string): boolean => ["0", "false", "off"].includes(process.env[name] ?? "");
@@ -58,7 +61,8 @@ async function load(threads: number, logger: Logger, mode: EngineBuildMode): Pro
     logger: (level, message) => {
       const text = message.trim();
       if (!text) return;
-      if (level === LlamaLogLevel.error || level === LlamaLogLevel.fatal) logger.error({ component: "llama.cpp" }, text);
+      if (level === LlamaLogLevel.error || level === LlamaLogLevel.fatal)
+        logger.error({ component: "llama.cpp" }, text);
       else if (level === LlamaLogLevel.warn) logger.warn({ component: "llama.cpp" }, text);
       else logger.debug({ component: "llama.cpp" }, text);
     },
@@ -70,21 +74,39 @@ async function load(threads: number, logger: Logger, mode: EngineBuildMode): Pro
     inlineSampling: isPatched && !inlineSamplingDisabledByEnv(),
   };
   const reason = "reason" in patched ? patched.reason : "the patched build did not load";
-  if (isPatched) logger.info({ engine: info, binary: llama.buildType }, "engine: patched node-llama-cpp build (persistent threadpool per context, inline sampling and decoding)");
-  else if (mode === "prebuilt") logger.info({ engine: info, reason }, "engine: using the prebuilt binary (no persistent threadpool), as configured");
-  else logger.warn({ engine: info, reason }, "engine: patched node-llama-cpp build not available; using the prebuilt binary (no persistent threadpool, slower generation)");
+  if (isPatched)
+    logger.info(
+      { engine: info, binary: llama.buildType },
+      "engine: patched node-llama-cpp build (persistent threadpool per context, inline sampling and decoding)",
+    );
+  else if (mode === "prebuilt")
+    logger.info(
+      { engine: info, reason },
+      "engine: using the prebuilt binary (no persistent threadpool), as configured",
+    );
+  else
+    logger.warn(
+      { engine: info, reason },
+      "engine: patched node-llama-cpp build not available; using the prebuilt binary (no persistent threadpool, slower generation)",
+    );
   return { llama, info };
 }
 
 /** The patched build setup made, linked where getLlama finds it; or why there is none. */
 function findPatchedBuild(): { cmakeOptions: Readonly<Record<string, string>> } | { reason: string } {
   const gpu = process.env.NODE_LLAMA_CPP_GPU ?? "";
-  if (["cuda", "vulkan", "metal"].includes(gpu)) return { reason: `NODE_LLAMA_CPP_GPU=${gpu} asks for a GPU backend and the patched build is CPU-only` };
+  if (["cuda", "vulkan", "metal"].includes(gpu))
+    return { reason: `NODE_LLAMA_CPP_GPU=${gpu} asks for a GPU backend and the patched build is CPU-only` };
   try {
     const build = patchedBuild();
     const status = readBuildStatus(build);
     if (status?.state !== "built") {
-      return { reason: status?.state === "failed" ? `its build failed during setup (${status.reason}; log: ${status.log})` : `not built (setup builds it into ${build.dir})` };
+      return {
+        reason:
+          status?.state === "failed"
+            ? `its build failed during setup (${status.reason}; log: ${status.log})`
+            : `not built (setup builds it into ${build.dir})`,
+      };
     }
     const linkError = linkLocalBuild(build);
     if (linkError) return { reason: linkError };

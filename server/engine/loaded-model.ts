@@ -1,6 +1,13 @@
 // One loaded model: weights, one context with `parallel` sequences decoding in shared batches, the sequence pool and
 // queue, the chat wrapper (resolved once: it is expensive) and the keep-alive bookkeeping.
-import { resolveChatWrapper, type ChatWrapper, type Llama, type LlamaContext, type LlamaEmbeddingContext, type LlamaModel } from "node-llama-cpp";
+import {
+  resolveChatWrapper,
+  type ChatWrapper,
+  type Llama,
+  type LlamaContext,
+  type LlamaEmbeddingContext,
+  type LlamaModel,
+} from "node-llama-cpp";
 import { DecodeSync } from "./decode-sync.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { SequencePool } from "./sequence-pool.ts";
@@ -59,8 +66,19 @@ export class LoadedModel {
   private readonly metrics: EngineMetricsSink;
 
   private constructor(init: {
-    spec: ModelSpec; model: LlamaModel; context: LlamaContext; chatWrapper: ChatWrapper; pool: SequencePool<Slot>;
-    decodeSync: DecodeSync; batcher: StepBatcher; contextLength: number; requestedContextLength: number; mappedWeights: boolean; parallel: number; threads: number; loadDurationNs: number;
+    spec: ModelSpec;
+    model: LlamaModel;
+    context: LlamaContext;
+    chatWrapper: ChatWrapper;
+    pool: SequencePool<Slot>;
+    decodeSync: DecodeSync;
+    batcher: StepBatcher;
+    contextLength: number;
+    requestedContextLength: number;
+    mappedWeights: boolean;
+    parallel: number;
+    threads: number;
+    loadDurationNs: number;
     threadpoolThreads: number;
     inlineSampling: boolean;
     moveSequences: boolean;
@@ -89,36 +107,70 @@ export class LoadedModel {
     const started = process.hrtime.bigint();
     const model = await o.llama.loadModel({ modelPath: o.spec.modelPath, useMmap: o.mappedWeights });
     try {
-      const decodeSync = new DecodeSync({ ...(o.decodeWaitMs !== undefined ? { maxWaitMs: o.decodeWaitMs } : {}), disabled: o.decodeSyncDisabled });
-      const contextLength = Math.min(o.requestedContextLength, model.trainContextSize > 0 ? model.trainContextSize : o.requestedContextLength);
+      const decodeSync = new DecodeSync({
+        ...(o.decodeWaitMs !== undefined ? { maxWaitMs: o.decodeWaitMs } : {}),
+        disabled: o.decodeSyncDisabled,
+      });
+      const contextLength = Math.min(
+        o.requestedContextLength,
+        model.trainContextSize > 0 ? model.trainContextSize : o.requestedContextLength,
+      );
       const context = await model.createContext({
         contextSize: contextLength,
         sequences: o.parallel,
         threads: o.threads,
-        // As llama-server: llama.cpp enables flash attention where the backend supports it for the model (faster decode).
+        // As llama-server: llama.cpp enables flash attention where the backend supports it for the model (faster
+        // decode).
         flashAttention: "auto",
         failedCreationRemedy: false,
-        ...(o.spec.adapters.length > 0 ? { lora: { adapters: o.spec.adapters.map((filePath) => ({ filePath })) } } : {}),
+        ...(o.spec.adapters.length > 0
+          ? { lora: { adapters: o.spec.adapters.map((filePath) => ({ filePath })) } }
+          : {}),
       });
       // Decoding bypasses node-llama-cpp's sequences and batch dispatcher (step-batcher.ts): slots are sequence ids.
       const native = nativeOf(context) as unknown as NativeContext;
-      const batcher = new StepBatcher(native, context.batchSize, decodeSync, decodeTurnsFor(o.llama), o.inlineDecode ? INLINE_DECODE : undefined);
+      const batcher = new StepBatcher(
+        native,
+        context.batchSize,
+        decodeSync,
+        decodeTurnsFor(o.llama),
+        o.inlineDecode ? INLINE_DECODE : undefined,
+      );
       const slots = Array.from({ length: o.parallel }, (_, id) => new Slot(id));
       const name = o.spec.name;
       const pool = new SequencePool(slots, o.maxQueue, () => {
         o.metrics.onQueueDepth?.(name, pool.queued);
         o.metrics.onBusySequences?.(name, pool.busy);
       });
-      decodeSync.onDecode = (batch, sequences, active, continued) => o.metrics.onDecode?.(name, batch, sequences, active, continued);
-      // The GGUF's own Jinja template, rendered as written (as llama.cpp does): node-llama-cpp's "auto" swaps in a built-in
+      decodeSync.onDecode = (batch, sequences, active, continued) =>
+        o.metrics.onDecode?.(name, batch, sequences, active, continued);
+      // The GGUF's own Jinja template, rendered as written (as llama.cpp does): node-llama-cpp's "auto" swaps in a
+      // built-in
       // wrapper it deems equivalent, which drops template details such as SmolLM2's default system prompt.
-      const chatWrapper = (model.fileInfo.metadata.tokenizer?.chat_template ? resolveChatWrapper(model, { type: "jinjaTemplate" }) : undefined)
-        ?? resolveChatWrapper(model);
+      const chatWrapper =
+        (model.fileInfo.metadata.tokenizer?.chat_template
+          ? resolveChatWrapper(model, { type: "jinjaTemplate" })
+          : undefined) ?? resolveChatWrapper(model);
       const loadDurationNs = Number(process.hrtime.bigint() - started);
       o.metrics.onLoad?.(name, loadDurationNs / 1e9);
       return new LoadedModel({
-        spec: o.spec, model, context, chatWrapper, pool, decodeSync, batcher, contextLength, requestedContextLength: o.requestedContextLength, mappedWeights: o.mappedWeights, parallel: o.parallel,
-        threads: o.threads, loadDurationNs, threadpoolThreads: threadpoolThreads(context), inlineSampling: inlineSampling(context), moveSequences: o.moveSequences, metrics: o.metrics,
+        spec: o.spec,
+        model,
+        context,
+        chatWrapper,
+        pool,
+        decodeSync,
+        batcher,
+        contextLength,
+        requestedContextLength: o.requestedContextLength,
+        mappedWeights: o.mappedWeights,
+        parallel: o.parallel,
+        threads: o.threads,
+        loadDurationNs,
+        threadpoolThreads: threadpoolThreads(context),
+        inlineSampling: inlineSampling(context),
+        moveSequences: o.moveSequences,
+        metrics: o.metrics,
       });
     } catch (e) {
       await model.dispose();
@@ -135,17 +187,23 @@ export class LoadedModel {
     this.pool.release(slot);
     if (!this.moveSequences) return;
     for (let move = this.pool.compact(); move; move = this.pool.compact()) {
-      this.batcher.relocate(move.busy, move.free).then(() => this.metrics.onSequenceMove?.(this.spec.name, true), (err: unknown) => {
-        this.metrics.onSequenceMove?.(this.spec.name, false);
-        if (this.moveSequences) onMoveFailed(err);
-        this.moveSequences = false;
-      });
+      this.batcher.relocate(move.busy, move.free).then(
+        () => this.metrics.onSequenceMove?.(this.spec.name, true),
+        (err: unknown) => {
+          this.metrics.onSequenceMove?.(this.spec.name, false);
+          if (this.moveSequences) onMoveFailed(err);
+          this.moveSequences = false;
+        },
+      );
     }
   }
 
   /** Lazily created embedding context (same weights, its own KV). */
   embeddings(): Promise<LlamaEmbeddingContext> {
-    this.embeddingContext ??= this.model.createEmbeddingContext({ contextSize: this.contextLength, threads: this.threads });
+    this.embeddingContext ??= this.model.createEmbeddingContext({
+      contextSize: this.contextLength,
+      threads: this.threads,
+    });
     return this.embeddingContext;
   }
 
@@ -162,7 +220,10 @@ export class LoadedModel {
     this.expiresAt = null;
   }
 
-  /** Ends a request's use. When the model goes idle, the keep-alive decides: `onExpire` now (0), later (ms) or never (null). */
+  /**
+   * Ends a request's use. When the model goes idle, the keep-alive decides: `onExpire` now (0), later (ms) or never
+   * (null).
+   */
   release(onExpire: () => void): void {
     this.users--;
     this.lastUsed = Date.now();
@@ -201,7 +262,8 @@ interface PatchedNativeContext {
 }
 
 // node-llama-cpp keeps the native context in an internal field.
-const nativeOf = (context: LlamaContext): PatchedNativeContext | undefined => (context as unknown as { _ctx?: PatchedNativeContext })._ctx;
+const nativeOf = (context: LlamaContext): PatchedNativeContext | undefined =>
+  (context as unknown as { _ctx?: PatchedNativeContext })._ctx;
 
 /** The patched addon's threadpool size for a context; 0 with any other binary. */
 export function threadpoolThreads(context: LlamaContext): number {

@@ -1,4 +1,5 @@
-// Which models are loaded: load on first use, reload when num_ctx or use_mmap changes (once idle), keep-alive expiry, and
+// Which models are loaded: load on first use, reload when num_ctx or use_mmap changes (once idle), keep-alive expiry,
+// and
 // least-recently-used eviction of idle models when maxLoadedModels would be exceeded (waiting when none is idle).
 import type { Llama } from "node-llama-cpp";
 import { AppError, isAppError } from "../common/errors.ts";
@@ -48,14 +49,21 @@ export class ModelRegistry {
    * The loaded model, held for one request (call `release` when done). A load option left undefined accepts what the
    * loaded model has; a different value reloads it once idle.
    */
-  async acquire(spec: ModelSpec, load: LoadRequest, keepAliveMs: number | null, signal?: AbortSignal): Promise<{ loaded: LoadedModel; loadDurationNs: number }> {
+  async acquire(
+    spec: ModelSpec,
+    load: LoadRequest,
+    keepAliveMs: number | null,
+    signal?: AbortSignal,
+  ): Promise<{ loaded: LoadedModel; loadDurationNs: number }> {
     for (;;) {
       if (this.closed) throw shuttingDown();
       if (signal?.aborted) throw clientClosed();
       const existing = this.models.get(weightsKey(spec));
       if (existing) {
-        const fits = !existing.unloading && (load.numCtx === undefined || existing.requestedContextLength === load.numCtx)
-          && (load.useMmap === undefined || existing.mappedWeights === mapWeights(load.useMmap, this.o.llama));
+        const fits =
+          !existing.unloading &&
+          (load.numCtx === undefined || existing.requestedContextLength === load.numCtx) &&
+          (load.useMmap === undefined || existing.mappedWeights === mapWeights(load.useMmap, this.o.llama));
         if (fits) {
           existing.names.add(spec.name);
           existing.hold(keepAliveMs);
@@ -140,17 +148,41 @@ export class ModelRegistry {
       const started = Date.now();
       try {
         const loaded = await LoadedModel.load({
-          llama: this.o.llama, spec, requestedContextLength: requested, mappedWeights, parallel: this.o.numParallel, maxQueue: this.o.maxQueue,
-          threads: this.o.threads, metrics: this.o.metrics, decodeWaitMs: this.o.decodeWaitMs, decodeSyncDisabled: this.o.decodeSyncDisabled, inlineDecode: this.o.inlineDecode, moveSequences: this.o.moveSequences,
+          llama: this.o.llama,
+          spec,
+          requestedContextLength: requested,
+          mappedWeights,
+          parallel: this.o.numParallel,
+          maxQueue: this.o.maxQueue,
+          threads: this.o.threads,
+          metrics: this.o.metrics,
+          decodeWaitMs: this.o.decodeWaitMs,
+          decodeSyncDisabled: this.o.decodeSyncDisabled,
+          inlineDecode: this.o.inlineDecode,
+          moveSequences: this.o.moveSequences,
         });
         loaded.names.add(spec.name);
         this.models.set(weightsKey(spec), loaded);
-        this.o.logger.info({ model: spec.name, contextLength: loaded.contextLength, parallel: loaded.parallel, mappedWeights, threadpoolThreads: loaded.threadpoolThreads, ms: Date.now() - started }, "model loaded");
+        this.o.logger.info(
+          {
+            model: spec.name,
+            contextLength: loaded.contextLength,
+            parallel: loaded.parallel,
+            mappedWeights,
+            threadpoolThreads: loaded.threadpoolThreads,
+            ms: Date.now() - started,
+          },
+          "model loaded",
+        );
         return loaded;
       } catch (e) {
         if (isAppError(e)) throw e;
         this.o.logger.error({ err: e, model: spec.name }, "model load failed");
-        throw new AppError("MODEL_LOAD_FAILED", `failed to load model "${spec.name}": ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+        throw new AppError(
+          "MODEL_LOAD_FAILED",
+          `failed to load model "${spec.name}": ${e instanceof Error ? e.message : String(e)}`,
+          { cause: e },
+        );
       }
     })();
     this.loading.set(weightsKey(spec), p);

@@ -1,4 +1,5 @@
-// A sequence's token sampler on node-llama-cpp's native sampler (the AddonSampler its evaluate path creates), configured
+// A sequence's token sampler on node-llama-cpp's native sampler (the AddonSampler its evaluate path creates),
+// configured
 // from Ollama's options. The config is applied once per request: the native sampleToken takes every token it samples
 // into the repeat-penalty window itself, so while the sequence grows by exactly those tokens there is nothing to update
 // (node-llama-cpp's own path re-applies the whole config per token, which the native side then finds unchanged).
@@ -14,20 +15,29 @@ export interface NativeSamplerHandle {
 /** The native context's sampling call: resolves with the token (-1 = none). */
 export type NativeSampleToken = (batchLogitIndex: number, sampler: NativeSamplerHandle) => Promise<number>;
 
-/** The sampler config node-llama-cpp's _resolveSamplerConfig would build for these options, without the penalty window. */
-export function samplerConfig(s: ResolvedSampling, seed: number, window: number, grammarState: unknown): Record<string, unknown> {
+/**
+ * The sampler config node-llama-cpp's _resolveSamplerConfig would build for these options, without the penalty window.
+ */
+export function samplerConfig(
+  s: ResolvedSampling,
+  seed: number,
+  window: number,
+  grammarState: unknown,
+): Record<string, unknown> {
   return {
     temperature: s.temperature,
     minP: s.minP,
     topK: s.topK,
     topP: s.topP,
     seed,
-    ...(penaltiesOff(s) ? {} : {
-      repeatPenalty: s.repeatPenalty,
-      repeatPenaltyMaxTokens: window,
-      repeatPenaltyPresencePenalty: s.presencePenalty,
-      repeatPenaltyFrequencyPenalty: s.frequencyPenalty,
-    }),
+    ...(penaltiesOff(s)
+      ? {}
+      : {
+          repeatPenalty: s.repeatPenalty,
+          repeatPenaltyMaxTokens: window,
+          repeatPenaltyPresencePenalty: s.presencePenalty,
+          repeatPenaltyFrequencyPenalty: s.frequencyPenalty,
+        }),
     ...(grammarState !== undefined ? { grammarEvaluationState: grammarState } : {}),
   };
 }
@@ -37,14 +47,30 @@ export class NativeSampler {
   private readonly config: Record<string, unknown>;
   private readonly penalties: boolean;
   private readonly window: number;
-  /** The history length the native sampler's state matches once the token it last sampled is appended (-1: none yet). */
+  /**
+   * The history length the native sampler's state matches once the token it last sampled is appended (-1: none yet).
+   */
   private nextLength = -1;
 
-  constructor(model: LlamaModel, sampling: ResolvedSampling, seed: number, window: number, grammar: LlamaGrammarEvaluationState | undefined) {
+  constructor(
+    model: LlamaModel,
+    sampling: ResolvedSampling,
+    seed: number,
+    window: number,
+    grammar: LlamaGrammarEvaluationState | undefined,
+  ) {
     // node-llama-cpp internals: the bindings of the model's Llama and the native model (what its LlamaSampler uses).
-    const internal = model as unknown as { _llama: { _bindings: { AddonSampler: new (m: unknown) => NativeSamplerHandle } }; _model: unknown };
+    const internal = model as unknown as {
+      _llama: { _bindings: { AddonSampler: new (m: unknown) => NativeSamplerHandle } };
+      _model: unknown;
+    };
     this.handle = new internal._llama._bindings.AddonSampler(internal._model);
-    this.config = samplerConfig(sampling, seed, window, (grammar as unknown as { _state?: unknown } | undefined)?._state);
+    this.config = samplerConfig(
+      sampling,
+      seed,
+      window,
+      (grammar as unknown as { _state?: unknown } | undefined)?._state,
+    );
     this.penalties = !penaltiesOff(sampling);
     this.window = window;
   }

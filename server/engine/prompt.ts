@@ -1,7 +1,14 @@
-// Turns a PromptInput into tokens. Chat goes through the model's TEMPLATE override (Go template, rendered by the injected
+// Turns a PromptInput into tokens. Chat goes through the model's TEMPLATE override (Go template, rendered by the
+// injected
 // renderer) or the GGUF chat template (node-llama-cpp chat wrapper, resolved once per loaded model). Raw prompts are
 // tokenized verbatim.
-import { JinjaTemplateChatWrapper, type ChatHistoryItem, type ChatWrapper, type LlamaModel, type Token } from "node-llama-cpp";
+import {
+  JinjaTemplateChatWrapper,
+  type ChatHistoryItem,
+  type ChatWrapper,
+  type LlamaModel,
+  type Token,
+} from "node-llama-cpp";
 import { AppError, isAppError } from "../common/errors.ts";
 import type { ChatMessage, ModelSpec, PromptInput } from "./types.ts";
 
@@ -29,9 +36,11 @@ export interface PromptContext {
 }
 
 export function buildPrompt(ctx: PromptContext, input: PromptInput): BuiltPrompt {
-  const hasImages = input.kind === "chat" ? input.messages.some((m) => (m.images?.length ?? 0) > 0) : (input.images?.length ?? 0) > 0;
+  const hasImages =
+    input.kind === "chat" ? input.messages.some((m) => (m.images?.length ?? 0) > 0) : (input.images?.length ?? 0) > 0;
   // node-llama-cpp has no image input; silently dropping images would make the model answer about nothing.
-  if (hasImages) throw new AppError("BAD_REQUEST", `model "${ctx.spec.name}" does not support images`, { param: "images" });
+  if (hasImages)
+    throw new AppError("BAD_REQUEST", `model "${ctx.spec.name}" does not support images`, { param: "images" });
   if (input.kind === "chat") {
     const history = withDefaultSystem([...ctx.spec.messages, ...input.messages], ctx.spec.system);
     if (ctx.spec.template !== undefined) return renderToTokens(ctx, ctx.spec.template, templateData(history));
@@ -39,7 +48,10 @@ export function buildPrompt(ctx: PromptContext, input: PromptInput): BuiltPrompt
   }
   if (input.raw) return { tokens: withBos(ctx.model, ctx.model.tokenize(input.prompt, true)), stopStrings: [] };
   const history = withDefaultSystem(
-    [...(input.system !== undefined ? [{ role: "system" as const, content: input.system }] : []), { role: "user", content: input.prompt }],
+    [
+      ...(input.system !== undefined ? [{ role: "system" as const, content: input.system }] : []),
+      { role: "user", content: input.prompt },
+    ],
     ctx.spec.system,
   );
   const template = input.template ?? ctx.spec.template;
@@ -57,7 +69,10 @@ export function withDefaultSystem(history: ChatMessage[], system: string | undef
 export function templateData(history: ChatMessage[]): TemplateData {
   const lastUser = history.findLast((m) => m.role === "user");
   return {
-    System: history.filter((m) => m.role === "system").map((m) => m.content).join("\n"),
+    System: history
+      .filter((m) => m.role === "system")
+      .map((m) => m.content)
+      .join("\n"),
     Prompt: lastUser?.content ?? "",
     Response: "",
     Messages: history.map((m) => ({ Role: m.role, Content: m.content })),
@@ -65,7 +80,8 @@ export function templateData(history: ChatMessage[]): TemplateData {
 }
 
 function renderToTokens(ctx: PromptContext, template: string, data: TemplateData): BuiltPrompt {
-  if (!ctx.renderTemplate) throw new AppError("TEMPLATE_ERROR", "TEMPLATE overrides are not supported: no template renderer configured");
+  if (!ctx.renderTemplate)
+    throw new AppError("TEMPLATE_ERROR", "TEMPLATE overrides are not supported: no template renderer configured");
   let text: string;
   try {
     text = ctx.renderTemplate(template, data);

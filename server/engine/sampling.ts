@@ -33,7 +33,10 @@ export interface ResolvedSampling {
   useMmap: boolean | undefined;
 }
 
-/** Merges options (request over model defaults) and fills Ollama's defaults. `contextLength` resolves repeat_last_n = -1. */
+/**
+ * Merges options (request over model defaults) and fills Ollama's defaults. `contextLength` resolves repeat_last_n =
+ * -1.
+ */
 export function resolveSampling(modelParams: SamplingOptions, request: SamplingOptions): ResolvedSampling {
   const o: SamplingOptions = { ...dropUndefined(modelParams), ...dropUndefined(request) };
   const numPredict = o.num_predict;
@@ -55,7 +58,8 @@ export function resolveSampling(modelParams: SamplingOptions, request: SamplingO
 }
 
 /** The repeat-penalty window in tokens: Ollama's -1 means the whole context. */
-export const repeatWindow = (s: ResolvedSampling, contextLength: number): number => (s.repeatLastN < 0 ? contextLength : s.repeatLastN);
+export const repeatWindow = (s: ResolvedSampling, contextLength: number): number =>
+  s.repeatLastN < 0 ? contextLength : s.repeatLastN;
 
 /** True when no repeat penalty applies, so the sampler can skip the work. */
 export const penaltiesOff = (s: ResolvedSampling): boolean =>

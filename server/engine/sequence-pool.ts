@@ -13,7 +13,9 @@ interface Waiter<S> {
 }
 
 export const serverBusy = (): AppError =>
-  new AppError("SERVER_BUSY", "server busy, please try again. maximum pending requests exceeded", { headers: { "Retry-After": "1" } });
+  new AppError("SERVER_BUSY", "server busy, please try again. maximum pending requests exceeded", {
+    headers: { "Retry-After": "1" },
+  });
 
 export const clientClosed = (): AppError => new AppError("CLIENT_CLOSED", "the client closed the request");
 
@@ -98,17 +100,22 @@ export class SequencePool<S> {
   }
 
   /**
-   * Among the free sequences scoring within PREFER_SLACK of the best: the one leaving the fewest runs of consecutive busy
+   * Among the free sequences scoring within PREFER_SLACK of the best: the one leaving the fewest runs of consecutive
+   * busy
    * sequences, then the best scored, then the first created.
    */
   private takeFree(prefer: ((seq: S) => number) | undefined): S {
     const scores = this.free.map((s) => (prefer ? prefer(s) : 0));
     const floor = Math.max(...scores) - PREFER_SLACK;
-    let best = -1, bestRuns = Infinity;
+    let best = -1,
+      bestRuns = Infinity;
     this.free.forEach((s, i) => {
       if (scores[i]! < floor) return;
       const runs = this.busyRunsWith(s);
-      if (runs < bestRuns || (runs === bestRuns && scores[i]! > scores[best]!)) { best = i; bestRuns = runs; }
+      if (runs < bestRuns || (runs === bestRuns && scores[i]! > scores[best]!)) {
+        best = i;
+        bestRuns = runs;
+      }
     });
     return this.free.splice(best, 1)[0]!;
   }
@@ -120,9 +127,11 @@ export class SequencePool<S> {
    */
   compact(): { busy: S; free: S } | undefined {
     const busyAt = this.busyFlags();
-    const top = busyAt.lastIndexOf(true), hole = busyAt.indexOf(false, busyAt.indexOf(true));
+    const top = busyAt.lastIndexOf(true),
+      hole = busyAt.indexOf(false, busyAt.indexOf(true));
     if (top < 0 || hole < 0 || hole > top) return undefined;
-    const busy = this.all[top]!, free = this.all[hole]!;
+    const busy = this.all[top]!,
+      free = this.all[hole]!;
     this.all[top] = free;
     this.all[hole] = busy;
     this.sortFree();

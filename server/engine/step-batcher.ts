@@ -1,8 +1,10 @@
 // Decode steps over one context's sequences, driven directly on node-llama-cpp's native context (as llama-server's slot
-// loop drives llama_decode): each step carries every generating sequence and whole prompts shortest first (in sequence id
+// loop drives llama_decode): each step carries every generating sequence and whole prompts shortest first (in sequence
+// id
 // order), and each finished item's next token is sampled right after the decode. A step of prompts alone goes on with
 // further calls for the prompts left (DecodeSync.continueStep), so a burst larger than the batch is one step.
-// node-llama-cpp's evaluate and dispatch layers cost about 0.5 ms of JS per token between two decodes on one stream; this
+// node-llama-cpp's evaluate and dispatch layers cost about 0.5 ms of JS per token between two decodes on one stream;
+// this
 // costs a tenth of it.
 // When to dispatch a step is DecodeSync's call (its dispatch schedule), so steps stay full as with node-llama-cpp's.
 // Small steps (generation) decode on the JS thread when the patched addon allows it (inline decode, below).
@@ -14,14 +16,22 @@ import type { NativeSamplerHandle } from "./native-sampler.ts";
 export interface NativeContext {
   initBatch(size: number): void;
   /** Returns the batch logit index of each token index in `logitIndexes`. */
-  addToBatch(sequenceId: number, firstTokenSequenceIndex: number, tokens: Uint32Array, logitIndexes: Uint32Array): Uint32Array;
+  addToBatch(
+    sequenceId: number,
+    firstTokenSequenceIndex: number,
+    tokens: Uint32Array,
+    logitIndexes: Uint32Array,
+  ): Uint32Array;
   decodeBatch(): Promise<void>;
   /** Patched addon only: the same decode on the calling thread, returning when done (throws on failure). */
   decodeBatchInline?(): void;
   /** Samples from a logit row of the last decode; -1 = no token. Settled at once for plain sampling (patched addon). */
   sampleToken(batchLogitIndex: number, sampler: NativeSamplerHandle): Promise<number>;
   disposeSequence(sequenceId: number): void;
-  /** Makes the target sequence a copy of the source (with one KV stream per sequence: the whole stream, at the next decode). */
+  /**
+   * Makes the target sequence a copy of the source (with one KV stream per sequence: the whole stream, at the next
+   * decode).
+   */
   copySequenceStateFromOtherSequence(targetSequenceId: number, sourceSequenceId: number): Promise<number>;
   /** False when the model's memory cannot drop part of a sequence (the caller then clears it all). */
   removeTokenCellsFromSequence(sequenceId: number, start: number, end: number): boolean;
@@ -75,7 +85,8 @@ export function decodeTurnsFor(runtime: object): DecodeTurns {
 }
 
 /**
- * When a step decodes on the JS thread instead of a libuv worker (the patched addon's decodeBatchInline). With every core
+ * When a step decodes on the JS thread instead of a libuv worker (the patched addon's decodeBatchInline). With every
+ * core
  * computing, JS work overlapping a decode preempts a compute thread and stalls the others at the next barrier: measured
  * on 2 cores, 0.5 ms of JS per token during the decode slowed single-stream generation by 1.25 ms per token, while
  * inline decoding made it 5–10% faster (JS work then runs between decodes, and the two thread hand-offs are gone).
@@ -126,7 +137,13 @@ export class StepBatcher {
   readonly steps = { inline: 0, worker: 0 };
 
   /** `inline`: decode small steps on the JS thread (needs the patched addon; ignored without it). */
-  constructor(native: NativeContext, batchSize: number, sync: DecodeSync, turns: DecodeTurns = new DecodeTurns(), inline?: InlineDecodePolicy) {
+  constructor(
+    native: NativeContext,
+    batchSize: number,
+    sync: DecodeSync,
+    turns: DecodeTurns = new DecodeTurns(),
+    inline?: InlineDecodePolicy,
+  ) {
     this.native = native;
     this.inline = inline && typeof native.decodeBatchInline === "function" ? inline : undefined;
     this.turns = turns;
@@ -141,7 +158,8 @@ export class StepBatcher {
   }
 
   /** The native sampling call, for the sequences' samplers (inside their SampleFn, after a step's decode). */
-  readonly sampleToken = (batchLogitIndex: number, sampler: NativeSamplerHandle): Promise<number> => this.native.sampleToken(batchLogitIndex, sampler);
+  readonly sampleToken = (batchLogitIndex: number, sampler: NativeSamplerHandle): Promise<number> =>
+    this.native.sampleToken(batchLogitIndex, sampler);
 
   /** Queues `tokens` after what the slot holds; resolves with the token sampled after the last of them. */
   evaluate(slot: Slot, tokens: Token[], sample: SampleFn): Promise<Token> {
@@ -216,7 +234,10 @@ export class StepBatcher {
     })();
   }
 
-  /** Resolves when no edit is running (with no step in flight: none is queued either). The context waits before it is freed. */
+  /**
+   * Resolves when no edit is running (with no step in flight: none is queued either). The context waits before it is
+   * freed.
+   */
   async drained(): Promise<void> {
     while (this.editing) await this.editing;
   }
@@ -257,7 +278,10 @@ export class StepBatcher {
     this.endStep();
   }
 
-  /** The further calls of a step of prompts after its first `stepTokens` (DecodeSync.continueStep); the finished prompts' first tokens go out before each. */
+  /**
+   * The further calls of a step of prompts after its first `stepTokens` (DecodeSync.continueStep); the finished
+   * prompts' first tokens go out before each.
+   */
   private async continueStep(stepTokens: number, more: Plan): Promise<void> {
     for (let plan = more; plan.length > 0; plan = this.nextCall(stepTokens)) {
       // The next call may block the JS thread (inline decode).
@@ -281,7 +305,12 @@ export class StepBatcher {
       for (const { item, processAmount } of plan) {
         const done = processAmount === item.tokens.length;
         const part = item.tokens.slice(0, processAmount);
-        const logits = this.native.addToBatch(item.slot.id, item.slot.tokens.length, Uint32Array.from(part), done ? Uint32Array.of(processAmount - 1) : new Uint32Array(0));
+        const logits = this.native.addToBatch(
+          item.slot.id,
+          item.slot.tokens.length,
+          Uint32Array.from(part),
+          done ? Uint32Array.of(processAmount - 1) : new Uint32Array(0),
+        );
         item.slot.tokens.push(...part);
         item.tokens = item.tokens.slice(processAmount);
         if (done) finished.push({ item, logitIndex: logits[0]! });
@@ -319,7 +348,11 @@ export class StepBatcher {
       this.steps.worker++;
       await this.native.decodeBatch();
     }
-    if (small) this.smallStepMs = this.smallStepMs === 0 ? performance.now() - started : 0.8 * this.smallStepMs + 0.2 * (performance.now() - started);
+    if (small)
+      this.smallStepMs =
+        this.smallStepMs === 0
+          ? performance.now() - started
+          : 0.8 * this.smallStepMs + 0.2 * (performance.now() - started);
   }
 
   private endStep(): void {

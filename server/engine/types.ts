@@ -74,11 +74,17 @@ export interface GenerateRequest {
   /** Request options; merged over model.parameters by the engine. */
   options: SamplingOptions;
   format?: OutputFormat;
-  /** Milliseconds to keep the model loaded after this request; null = forever; 0 = unload when done. Undefined = server default. */
+  /**
+   * Milliseconds to keep the model loaded after this request; null = forever; 0 = unload when done. Undefined = server
+   * default.
+   */
   keepAliveMs?: number | null;
   /** Aborted when the client disconnects: generation stops and the sequence is freed at once. */
   signal: AbortSignal;
-  /** This request's announcement (Engine.announce), settled by the engine when the request reaches its first decode step. */
+  /**
+   * This request's announcement (Engine.announce), settled by the engine when the request reaches its first decode
+   * step.
+   */
   arrival?: Arrival;
 }
 
@@ -95,9 +101,7 @@ export interface GenerationStats {
   evalDurationNs: number;
 }
 
-export type GenerationEvent =
-  | { type: "text"; text: string }
-  | { type: "done"; stats: GenerationStats };
+export type GenerationEvent = { type: "text"; text: string } | { type: "done"; stats: GenerationStats };
 
 export interface EmbedRequest {
   model: ModelSpec;
@@ -151,20 +155,30 @@ export interface EngineBuildInfo {
 export interface Engine {
   readonly buildInfo: EngineBuildInfo;
   /**
-   * Loads the model if needed (for `keep_alive`-only requests and `gantry serve --model`); returns load time in ns (0 if
-   * already loaded). `options`: the request's options, of which the load options (num_ctx, use_mmap) apply over the model's.
+   * Loads the model if needed (for `keep_alive`-only requests and `gantry serve --model`); returns load time in ns (0
+   * if
+   * already loaded). `options`: the request's options, of which the load options (num_ctx, use_mmap) apply over the
+   * model's.
    */
-  load(model: ModelSpec, opts: { keepAliveMs?: number | null; options?: SamplingOptions; signal?: AbortSignal }): Promise<{ loadDurationNs: number }>;
-  /** Unloads now (keep_alive 0). Waits for running requests of that model to finish. Returns false if it was not loaded. */
+  load(
+    model: ModelSpec,
+    opts: { keepAliveMs?: number | null; options?: SamplingOptions; signal?: AbortSignal },
+  ): Promise<{ loadDurationNs: number }>;
+  /**
+   * Unloads now (keep_alive 0). Waits for running requests of that model to finish. Returns false if it was not loaded.
+   */
   unload(name: string): Promise<boolean>;
   /**
-   * Streams generated text. Throws AppError before the first event for: CONTEXT_OVERFLOW (prompt does not fit; message has
-   * the token counts), SERVER_BUSY (queue full; Retry-After header), MODEL_LOAD_FAILED, BAD_REQUEST (e.g. invalid schema).
+   * Streams generated text. Throws AppError before the first event for: CONTEXT_OVERFLOW (prompt does not fit; message
+   * has
+   * the token counts), SERVER_BUSY (queue full; Retry-After header), MODEL_LOAD_FAILED, BAD_REQUEST (e.g. invalid
+   * schema).
    */
   generate(req: GenerateRequest): AsyncIterable<GenerationEvent>;
   /**
    * Announces a request that is about to generate (called as soon as it is received, before parsing): a generation
-   * about to queue its prompt waits briefly for announced requests still on their way, so a burst is prefilled together.
+   * about to queue its prompt waits briefly for announced requests still on their way, so a burst is prefilled
+   * together.
    */
   announce(): Arrival;
   embed(req: EmbedRequest): Promise<EmbedResult>;

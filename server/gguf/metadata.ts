@@ -7,14 +7,48 @@ export const GGUF_MAGIC = "GGUF";
 
 /** llama.cpp's `llama_ftype` (general.file_type) → the quantization name Ollama reports. */
 const FILE_TYPES: Record<number, string> = {
-  0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K", 11: "Q3_K_S", 12: "Q3_K_M",
-  13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K", 19: "IQ2_XXS", 20: "IQ2_XS",
-  21: "Q2_K_S", 22: "IQ3_XS", 23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL", 26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S",
-  29: "IQ2_M", 30: "IQ4_XS", 31: "IQ1_M", 32: "BF16", 36: "TQ1_0", 37: "TQ2_0", 38: "MXFP4",
+  0: "F32",
+  1: "F16",
+  2: "Q4_0",
+  3: "Q4_1",
+  7: "Q8_0",
+  8: "Q5_0",
+  9: "Q5_1",
+  10: "Q2_K",
+  11: "Q3_K_S",
+  12: "Q3_K_M",
+  13: "Q3_K_L",
+  14: "Q4_K_S",
+  15: "Q4_K_M",
+  16: "Q5_K_S",
+  17: "Q5_K_M",
+  18: "Q6_K",
+  19: "IQ2_XXS",
+  20: "IQ2_XS",
+  21: "Q2_K_S",
+  22: "IQ3_XS",
+  23: "IQ3_XXS",
+  24: "IQ1_S",
+  25: "IQ4_NL",
+  26: "IQ3_S",
+  27: "IQ3_M",
+  28: "IQ2_S",
+  29: "IQ2_M",
+  30: "IQ4_XS",
+  31: "IQ1_M",
+  32: "BF16",
+  36: "TQ1_0",
+  37: "TQ2_0",
+  38: "MXFP4",
 };
 
 /** Keys whose values are vocabulary-sized arrays: dropped from model_info unless verbose, as Ollama does. */
-export const BULKY_KEYS = ["tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type", "tokenizer.ggml.merges"];
+export const BULKY_KEYS = [
+  "tokenizer.ggml.tokens",
+  "tokenizer.ggml.scores",
+  "tokenizer.ggml.token_type",
+  "tokenizer.ggml.merges",
+];
 
 export interface GgufSummary {
   architecture: string;
@@ -48,12 +82,14 @@ export async function hasGgufMagic(file: string): Promise<boolean> {
 
 /** Throws MODEL_INVALID_FILE unless the file is a GGUF. `label` names it in the message. */
 export async function assertGguf(file: string, label: string): Promise<void> {
-  if (!(await hasGgufMagic(file))) throw new AppError("MODEL_INVALID_FILE", `${label} is not a GGUF file (missing "GGUF" magic)`);
+  if (!(await hasGgufMagic(file)))
+    throw new AppError("MODEL_INVALID_FILE", `${label} is not a GGUF file (missing "GGUF" magic)`);
 }
 
 /** Ollama's format.HumanNumber: 134515008 → "134.52M", 1_000_000_000 → "1B", 1_710_000_000 → "1.7B". */
 export function humanParameterCount(n: number): string {
-  const fmt = (v: number, unit: string, decimals: number) => (Number.isInteger(v) ? `${v}${unit}` : `${v.toFixed(decimals)}${unit}`);
+  const fmt = (v: number, unit: string, decimals: number) =>
+    Number.isInteger(v) ? `${v}${unit}` : `${v.toFixed(decimals)}${unit}`;
   if (n >= 1e9) return fmt(n / 1e9, "B", 1);
   if (n >= 1e6) return fmt(n / 1e6, "M", 2);
   if (n >= 1e3) return `${Math.round(n / 1e3)}K`;
@@ -67,8 +103,10 @@ export const quantizationName = (fileType: unknown): string =>
 export async function readGgufSummary(file: string, opts: { verbose?: boolean } = {}): Promise<GgufSummary> {
   const header = await readGgufHeader(file);
   const modelInfo: Record<string, unknown> = Object.fromEntries(header.metadata);
-  const architecture = typeof modelInfo["general.architecture"] === "string" ? modelInfo["general.architecture"] : "unknown";
-  let parameterCount = typeof modelInfo["general.parameter_count"] === "number" ? modelInfo["general.parameter_count"] : 0;
+  const architecture =
+    typeof modelInfo["general.architecture"] === "string" ? modelInfo["general.architecture"] : "unknown";
+  let parameterCount =
+    typeof modelInfo["general.parameter_count"] === "number" ? modelInfo["general.parameter_count"] : 0;
   if (!parameterCount) {
     for (const t of header.tensors) parameterCount += t.dims.reduce((a, d) => a * d, 1);
     modelInfo["general.parameter_count"] = parameterCount;

@@ -20,7 +20,21 @@ export interface GgufHeader {
   tensors: GgufTensorInfo[];
 }
 
-const T = { U8: 0, I8: 1, U16: 2, I16: 3, U32: 4, I32: 5, F32: 6, BOOL: 7, STRING: 8, ARRAY: 9, U64: 10, I64: 11, F64: 12 } as const;
+const T = {
+  U8: 0,
+  I8: 1,
+  U16: 2,
+  I16: 3,
+  U32: 4,
+  I32: 5,
+  F32: 6,
+  BOOL: 7,
+  STRING: 8,
+  ARRAY: 9,
+  U64: 10,
+  I64: 11,
+  F64: 12,
+} as const;
 const SCALAR_SIZE: Record<number, number> = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
 const MIN_STRING = 8; // the u64 length prefix
 const MAX_DIMS = 8;
@@ -49,8 +63,12 @@ class Cursor {
     return at;
   }
 
-  remaining(): number { return this.fileSize - this.pos; }
-  u32(): number { return this.buf.readUInt32LE(this.take(4)); }
+  remaining(): number {
+    return this.fileSize - this.pos;
+  }
+  u32(): number {
+    return this.buf.readUInt32LE(this.take(4));
+  }
   u64(): number {
     const v = this.buf.readBigUInt64LE(this.take(8));
     if (v > BigInt(Number.MAX_SAFE_INTEGER)) throw invalid(`count ${v} is too large`);
@@ -58,7 +76,8 @@ class Cursor {
   }
   string(): string {
     const len = this.u64();
-    if (len > this.remaining()) throw invalid(`string of ${len} bytes at byte ${this.pos} runs past the end of the file`);
+    if (len > this.remaining())
+      throw invalid(`string of ${len} bytes at byte ${this.pos} runs past the end of the file`);
     const at = this.take(len);
     return this.buf.toString("utf8", at, at + len);
   }
@@ -67,17 +86,28 @@ class Cursor {
     if (size === undefined) throw invalid(`unknown value type ${type}`);
     const at = this.take(size);
     switch (type) {
-      case T.U8: return this.buf.readUInt8(at);
-      case T.I8: return this.buf.readInt8(at);
-      case T.U16: return this.buf.readUInt16LE(at);
-      case T.I16: return this.buf.readInt16LE(at);
-      case T.U32: return this.buf.readUInt32LE(at);
-      case T.I32: return this.buf.readInt32LE(at);
-      case T.F32: return this.buf.readFloatLE(at);
-      case T.BOOL: return this.buf.readUInt8(at) !== 0;
-      case T.U64: return Number(this.buf.readBigUInt64LE(at));
-      case T.I64: return Number(this.buf.readBigInt64LE(at));
-      default: return this.buf.readDoubleLE(at);
+      case T.U8:
+        return this.buf.readUInt8(at);
+      case T.I8:
+        return this.buf.readInt8(at);
+      case T.U16:
+        return this.buf.readUInt16LE(at);
+      case T.I16:
+        return this.buf.readInt16LE(at);
+      case T.U32:
+        return this.buf.readUInt32LE(at);
+      case T.I32:
+        return this.buf.readInt32LE(at);
+      case T.F32:
+        return this.buf.readFloatLE(at);
+      case T.BOOL:
+        return this.buf.readUInt8(at) !== 0;
+      case T.U64:
+        return Number(this.buf.readBigUInt64LE(at));
+      case T.I64:
+        return Number(this.buf.readBigInt64LE(at));
+      default:
+        return this.buf.readDoubleLE(at);
     }
   }
   value(type: number, depth = 0): GgufValue {
@@ -88,7 +118,8 @@ class Cursor {
     const count = this.u64();
     const minSize = elemType === T.STRING ? MIN_STRING : elemType === T.ARRAY ? 12 : SCALAR_SIZE[elemType];
     if (minSize === undefined) throw invalid(`unknown array element type ${elemType}`);
-    if (count > MAX_ARRAY || count * minSize > this.remaining()) throw invalid(`array of ${count} elements runs past the end of the file`);
+    if (count > MAX_ARRAY || count * minSize > this.remaining())
+      throw invalid(`array of ${count} elements runs past the end of the file`);
     const out: GgufValue[] = new Array(count);
     for (let i = 0; i < count; i++) out[i] = this.value(elemType, depth + 1);
     return out;
@@ -105,7 +136,8 @@ function parseHeader(buf: Buffer, fileSize: number): GgufHeader {
   const tensorCount = c.u64();
   const kvCount = c.u64();
   // Each key/value needs at least a string length and a type; each tensor info a name length, n_dims, type, offset.
-  if (kvCount * 12 + tensorCount * 24 > c.remaining()) throw invalid(`${kvCount} keys and ${tensorCount} tensors do not fit in the file`);
+  if (kvCount * 12 + tensorCount * 24 > c.remaining())
+    throw invalid(`${kvCount} keys and ${tensorCount} tensors do not fit in the file`);
   const metadata = new Map<string, GgufValue>();
   for (let i = 0; i < kvCount; i++) {
     const key = c.string();
@@ -129,7 +161,9 @@ const MAX_HEADER = 512 << 20;
 
 /** Reads a GGUF header, reading more of the file only while the header needs it. Throws MODEL_INVALID_FILE. */
 export async function readGgufHeader(file: string): Promise<GgufHeader> {
-  const handle = await fs.open(file, "r").catch((e: unknown) => { throw invalid(`cannot open file (${(e as Error).message})`); });
+  const handle = await fs.open(file, "r").catch((e: unknown) => {
+    throw invalid(`cannot open file (${(e as Error).message})`);
+  });
   try {
     const fileSize = (await handle.stat()).size;
     for (let want = Math.min(FIRST_READ, fileSize); ; want = Math.min(want * 4, fileSize)) {

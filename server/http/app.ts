@@ -13,7 +13,19 @@ import { serverInfoRoutes } from "./routes/server-info.ts";
 import { openaiRoutes } from "./openai/routes.ts";
 
 /** Paths served, with their methods: a known path with another method is a 405, anything else a 404. */
-const KNOWN_POST = ["/api/generate", "/api/chat", "/api/embed", "/api/embeddings", "/api/create", "/api/copy", "/api/show", "/api/pull", "/v1/chat/completions", "/v1/completions", "/v1/embeddings"];
+const KNOWN_POST = [
+  "/api/generate",
+  "/api/chat",
+  "/api/embed",
+  "/api/embeddings",
+  "/api/create",
+  "/api/copy",
+  "/api/show",
+  "/api/pull",
+  "/v1/chat/completions",
+  "/v1/completions",
+  "/v1/embeddings",
+];
 
 export interface StoreRouters {
   /** Routers that read the raw request body themselves (blob uploads): mounted before JSON parsing. */
@@ -41,13 +53,22 @@ export function createServerApp(deps: ServerDeps, store: StoreRouters = { raw: [
   app.use(openaiRoutes(deps));
   app.all(KNOWN_POST, (req, res) => {
     res.setHeader("Allow", "POST");
-    sendError(res, req.path.startsWith("/v1") ? "openai" : "ollama", new AppError("METHOD_NOT_ALLOWED", `method ${req.method} not allowed on ${req.path}`));
+    sendError(
+      res,
+      req.path.startsWith("/v1") ? "openai" : "ollama",
+      new AppError("METHOD_NOT_ALLOWED", `method ${req.method} not allowed on ${req.path}`),
+    );
   });
   app.use((req, res) => {
-    sendError(res, req.path.startsWith("/v1") ? "openai" : "ollama", new AppError("NOT_FOUND", `${req.method} ${req.path} not found`));
+    sendError(
+      res,
+      req.path.startsWith("/v1") ? "openai" : "ollama",
+      new AppError("NOT_FOUND", `${req.method} ${req.path} not found`),
+    );
   });
   const ollamaErrors = errorMiddleware("ollama", deps.logger);
   const openaiErrors = errorMiddleware("openai", deps.logger);
-  app.use(((err, req, res, next) => (req.path.startsWith("/v1") ? openaiErrors : ollamaErrors)(err, req, res, next)) as express.ErrorRequestHandler);
+  app.use(((err, req, res, next) =>
+    (req.path.startsWith("/v1") ? openaiErrors : ollamaErrors)(err, req, res, next)) as express.ErrorRequestHandler);
   return app;
 }

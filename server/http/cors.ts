@@ -9,20 +9,33 @@ export function originAllowed(origin: string, extra: string[]): boolean {
   return extra.some((pattern) => {
     if (pattern === "*") return true;
     if (!pattern.includes("*")) return pattern === origin;
-    const re = new RegExp("^" + pattern.split("*").map((s) => s.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*") + "$");
+    const re = new RegExp(
+      "^" +
+        pattern
+          .split("*")
+          .map((s) => s.replace(/[.+?^${}()|[\]\\]/g, "\\$&"))
+          .join(".*") +
+        "$",
+    );
     return re.test(origin);
   });
 }
 
 export function cors(extraOrigins: string): RequestHandler {
-  const extra = extraOrigins.split(",").map((s) => s.trim()).filter(Boolean);
+  const extra = extraOrigins
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   return (req, res, next) => {
     const origin = req.headers.origin;
     if (origin && originAllowed(origin, extra)) {
       res.setHeader("Access-Control-Allow-Origin", origin);
       res.setHeader("Vary", "Origin");
       res.setHeader("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, HEAD, OPTIONS");
-      res.setHeader("Access-Control-Allow-Headers", "Authorization, Content-Type, User-Agent, Accept, X-Requested-With, OpenAI-Beta, X-Stainless-Lang, X-Stainless-Package-Version, X-Stainless-OS, X-Stainless-Arch, X-Stainless-Runtime, X-Stainless-Runtime-Version, X-Stainless-Retry-Count, X-Stainless-Timeout");
+      res.setHeader(
+        "Access-Control-Allow-Headers",
+        "Authorization, Content-Type, User-Agent, Accept, X-Requested-With, OpenAI-Beta, X-Stainless-Lang, X-Stainless-Package-Version, X-Stainless-OS, X-Stainless-Arch, X-Stainless-Runtime, X-Stainless-Runtime-Version, X-Stainless-Retry-Count, X-Stainless-Timeout",
+      );
     }
     if (req.method === "OPTIONS") {
       res.status(origin && originAllowed(origin, extra) ? 204 : 403).end();

@@ -10,7 +10,10 @@ export function errorBody(shape: ErrorShape, e: AppError): unknown {
 }
 
 export function sendError(res: Response, shape: ErrorShape, e: AppError): void {
-  if (res.headersSent) { res.end(); return; }
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
   for (const [k, v] of Object.entries(e.headers)) res.setHeader(k, v);
   res.status(e.status).json(errorBody(shape, e));
 }

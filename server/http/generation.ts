@@ -6,7 +6,16 @@ import type { RequestHandler, Response } from "express";
 import { AppError } from "../common/errors.ts";
 import type { Arrival } from "../engine/arrivals.ts";
 import { parseKeepAlive } from "../common/duration.ts";
-import type { Engine, GenerateRequest, GenerationEvent, GenerationStats, ModelSpec, OutputFormat, PromptInput, SamplingOptions } from "../engine/types.ts";
+import type {
+  Engine,
+  GenerateRequest,
+  GenerationEvent,
+  GenerationStats,
+  ModelSpec,
+  OutputFormat,
+  PromptInput,
+  SamplingOptions,
+} from "../engine/types.ts";
 import type { Options } from "../api/schemas.ts";
 import type { ServerDeps } from "./deps.ts";
 
@@ -32,7 +41,20 @@ export function keepAliveFrom(value: string | number | undefined): number | null
 export function samplingFrom(o: Options | undefined): SamplingOptions {
   if (!o) return {};
   const out: SamplingOptions = {};
-  const copy = ["temperature", "top_p", "top_k", "min_p", "seed", "num_predict", "num_ctx", "use_mmap", "repeat_penalty", "repeat_last_n", "presence_penalty", "frequency_penalty"] as const;
+  const copy = [
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "seed",
+    "num_predict",
+    "num_ctx",
+    "use_mmap",
+    "repeat_penalty",
+    "repeat_last_n",
+    "presence_penalty",
+    "frequency_penalty",
+  ] as const;
   for (const k of copy) if (o[k] !== undefined) (out as Record<string, unknown>)[k] = o[k];
   if (o.stop !== undefined) out.stop = (Array.isArray(o.stop) ? o.stop : [o.stop]).filter((s) => s.length > 0);
   return out;
@@ -49,7 +71,8 @@ export function decodeImages(images: string[] | undefined, field: string): Uint8
   if (!images?.length) return undefined;
   return images.map((b64, i) => {
     const data = b64.replace(/^data:[^;]+;base64,/, "");
-    if (!/^[A-Za-z0-9+/=\s]+$/.test(data)) throw new AppError("BAD_REQUEST", `invalid ${field}.${i}: not base64 image data`, { param: field });
+    if (!/^[A-Za-z0-9+/=\s]+$/.test(data))
+      throw new AppError("BAD_REQUEST", `invalid ${field}.${i}: not base64 image data`, { param: field });
     return new Uint8Array(Buffer.from(data, "base64"));
   });
 }
@@ -73,12 +96,15 @@ export function announceGenerations(engine: Engine): RequestHandler {
   };
 }
 
-/** How long a freshly accepted connection counts as a request on its way (clients send theirs right after connecting). */
+/**
+ * How long a freshly accepted connection counts as a request on its way (clients send theirs right after connecting).
+ */
 export const CONNECTION_ARRIVAL_MS = 50;
 
 /**
  * A connection just accepted almost always carries a request a moment later: it counts as an arrival until its first
- * request is received (announced by then, see announceGenerations), it closes, or CONNECTION_ARRIVAL_MS pass. So a burst
+ * request is received (announced by then, see announceGenerations), it closes, or CONNECTION_ARRIVAL_MS pass. So a
+ * burst
  * of requests on new connections is prefilled together too, instead of the first one parsed going alone while the
  * others finish their TCP handshakes.
  */
@@ -111,7 +137,12 @@ export interface StartedGeneration {
  * Starts generating and waits for the first event, so that every error that can happen before output (model load,
  * context overflow, queue full, bad schema) surfaces as an exception the route turns into a proper status code.
  */
-export async function startGeneration(engine: Engine, plan: GenerationPlan, res: Response, signal: AbortSignal): Promise<StartedGeneration> {
+export async function startGeneration(
+  engine: Engine,
+  plan: GenerationPlan,
+  res: Response,
+  signal: AbortSignal,
+): Promise<StartedGeneration> {
   const arrival = arrivalOf(res);
   const req: GenerateRequest = { ...plan, signal, ...(arrival ? { arrival } : {}) };
   const it = engine.generate(req)[Symbol.asyncIterator]();
@@ -124,7 +155,13 @@ export async function startGeneration(engine: Engine, plan: GenerationPlan, res:
  * Runs a started generation to its end, calling onText per chunk. Records token metrics. Returns the final stats.
  * If the client disconnects the engine ends the stream with doneReason "abort".
  */
-export async function drain(deps: Pick<ServerDeps, "metrics">, started: StartedGeneration, model: string, t0: bigint, onText: (text: string) => void): Promise<GenerationStats> {
+export async function drain(
+  deps: Pick<ServerDeps, "metrics">,
+  started: StartedGeneration,
+  model: string,
+  t0: bigint,
+  onText: (text: string) => void,
+): Promise<GenerationStats> {
   let ev: GenerationEvent = started.first;
   let sawText = false;
   try {
@@ -133,7 +170,8 @@ export async function drain(deps: Pick<ServerDeps, "metrics">, started: StartedG
         const s = ev.stats;
         deps.metrics.promptTokens.inc({ model }, s.promptEvalCount);
         deps.metrics.generatedTokens.inc({ model }, s.evalCount);
-        if (s.evalCount > 0 && s.evalDurationNs > 0) deps.metrics.tokensPerSecond.observe({ model }, s.evalCount / (s.evalDurationNs / 1e9));
+        if (s.evalCount > 0 && s.evalDurationNs > 0)
+          deps.metrics.tokensPerSecond.observe({ model }, s.evalCount / (s.evalDurationNs / 1e9));
         return s;
       }
       if (!sawText && ev.text.length > 0) {

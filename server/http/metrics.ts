@@ -5,41 +5,133 @@ import type { EngineMetricsSink } from "../engine/metrics.ts";
 
 export class ServerMetrics {
   readonly registry = new Registry();
-  readonly requests = new Counter({ name: "gantry_http_requests_total", help: "HTTP requests by route, method and status", labelNames: ["route", "method", "status"], registers: [this.registry] });
-  readonly requestDuration = new Histogram({ name: "gantry_http_request_duration_seconds", help: "HTTP request duration", labelNames: ["route"], buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120], registers: [this.registry] });
-  readonly inFlight = new Gauge({ name: "gantry_in_flight_requests", help: "Generation requests being served or queued (drives autoscaling)", registers: [this.registry] });
-  readonly promptTokens = new Counter({ name: "gantry_prompt_tokens_total", help: "Prompt tokens evaluated", labelNames: ["model"], registers: [this.registry] });
-  readonly generatedTokens = new Counter({ name: "gantry_generated_tokens_total", help: "Tokens generated", labelNames: ["model"], registers: [this.registry] });
-  readonly ttft = new Histogram({ name: "gantry_time_to_first_token_seconds", help: "Time from request to first generated token", labelNames: ["model"], buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30], registers: [this.registry] });
-  readonly tokensPerSecond = new Histogram({ name: "gantry_tokens_per_second", help: "Generation speed of a request (generated tokens / eval time)", labelNames: ["model"], buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000], registers: [this.registry] });
-  readonly queueDepth = new Gauge({ name: "gantry_queue_depth", help: "Requests waiting for a free sequence", labelNames: ["model"], registers: [this.registry] });
-  readonly busySequences = new Gauge({ name: "gantry_busy_sequences", help: "Sequences generating right now", labelNames: ["model"], registers: [this.registry] });
-  readonly loadedModels = new Gauge({ name: "gantry_loaded_models", help: "Models loaded in memory", registers: [this.registry] });
-  readonly loadSeconds = new Histogram({ name: "gantry_model_load_seconds", help: "Model load time", labelNames: ["model"], buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120], registers: [this.registry] });
-  readonly decodeSteps = new Counter({ name: "gantry_decode_steps_total", help: "Batched decode steps of generation contexts: one per token position of the generating streams (a burst of prompts larger than the batch is one step of several calls)", labelNames: ["model"], registers: [this.registry] });
-  readonly decodeCalls = new Counter({ name: "gantry_decode_calls_total", help: "llama_decode calls of generation contexts", labelNames: ["model"], registers: [this.registry] });
-  readonly sequenceMoves = new Counter({ name: "gantry_sequence_moves_total", help: "Busy sequences moved down to close a gap in the busy sequence ids (result: ok, failed)", labelNames: ["model", "result"], registers: [this.registry] });
-  readonly batchFill = new Histogram({ name: "gantry_batch_fill_ratio", help: "Per decode step: sequences in the step / sequences generating (1 = full batch)", labelNames: ["model"], buckets: [0.25, 0.5, 0.75, 0.9, 0.99, 1], registers: [this.registry] });
+  readonly requests = new Counter({
+    name: "gantry_http_requests_total",
+    help: "HTTP requests by route, method and status",
+    labelNames: ["route", "method", "status"],
+    registers: [this.registry],
+  });
+  readonly requestDuration = new Histogram({
+    name: "gantry_http_request_duration_seconds",
+    help: "HTTP request duration",
+    labelNames: ["route"],
+    buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+    registers: [this.registry],
+  });
+  readonly inFlight = new Gauge({
+    name: "gantry_in_flight_requests",
+    help: "Generation requests being served or queued (drives autoscaling)",
+    registers: [this.registry],
+  });
+  readonly promptTokens = new Counter({
+    name: "gantry_prompt_tokens_total",
+    help: "Prompt tokens evaluated",
+    labelNames: ["model"],
+    registers: [this.registry],
+  });
+  readonly generatedTokens = new Counter({
+    name: "gantry_generated_tokens_total",
+    help: "Tokens generated",
+    labelNames: ["model"],
+    registers: [this.registry],
+  });
+  readonly ttft = new Histogram({
+    name: "gantry_time_to_first_token_seconds",
+    help: "Time from request to first generated token",
+    labelNames: ["model"],
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
+    registers: [this.registry],
+  });
+  readonly tokensPerSecond = new Histogram({
+    name: "gantry_tokens_per_second",
+    help: "Generation speed of a request (generated tokens / eval time)",
+    labelNames: ["model"],
+    buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000],
+    registers: [this.registry],
+  });
+  readonly queueDepth = new Gauge({
+    name: "gantry_queue_depth",
+    help: "Requests waiting for a free sequence",
+    labelNames: ["model"],
+    registers: [this.registry],
+  });
+  readonly busySequences = new Gauge({
+    name: "gantry_busy_sequences",
+    help: "Sequences generating right now",
+    labelNames: ["model"],
+    registers: [this.registry],
+  });
+  readonly loadedModels = new Gauge({
+    name: "gantry_loaded_models",
+    help: "Models loaded in memory",
+    registers: [this.registry],
+  });
+  readonly loadSeconds = new Histogram({
+    name: "gantry_model_load_seconds",
+    help: "Model load time",
+    labelNames: ["model"],
+    buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120],
+    registers: [this.registry],
+  });
+  readonly decodeSteps = new Counter({
+    name: "gantry_decode_steps_total",
+    help: "Batched decode steps of generation contexts: one per token position of the generating streams (a burst of prompts larger than the batch is one step of several calls)",
+    labelNames: ["model"],
+    registers: [this.registry],
+  });
+  readonly decodeCalls = new Counter({
+    name: "gantry_decode_calls_total",
+    help: "llama_decode calls of generation contexts",
+    labelNames: ["model"],
+    registers: [this.registry],
+  });
+  readonly sequenceMoves = new Counter({
+    name: "gantry_sequence_moves_total",
+    help: "Busy sequences moved down to close a gap in the busy sequence ids (result: ok, failed)",
+    labelNames: ["model", "result"],
+    registers: [this.registry],
+  });
+  readonly batchFill = new Histogram({
+    name: "gantry_batch_fill_ratio",
+    help: "Per decode step: sequences in the step / sequences generating (1 = full batch)",
+    labelNames: ["model"],
+    buckets: [0.25, 0.5, 0.75, 0.9, 0.99, 1],
+    registers: [this.registry],
+  });
 
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: "gantry_process_" });
   }
 
-  /** The engine's monitoring callbacks, recorded into this registry. Token counts and TTFT are recorded by the HTTP layer. */
+  /**
+   * The engine's monitoring callbacks, recorded into this registry. Token counts and TTFT are recorded by the HTTP
+   * layer.
+   */
   engineSink(): EngineMetricsSink {
     let loaded = 0;
     return {
-      onLoad: (model, seconds) => { this.loadSeconds.observe({ model }, seconds); this.loadedModels.set(++loaded); },
-      onUnload: () => { this.loadedModels.set(loaded = Math.max(0, loaded - 1)); },
+      onLoad: (model, seconds) => {
+        this.loadSeconds.observe({ model }, seconds);
+        this.loadedModels.set(++loaded);
+      },
+      onUnload: () => {
+        this.loadedModels.set((loaded = Math.max(0, loaded - 1)));
+      },
       onDecode: (model, _batchTokens, sequences, active, continued) => {
         this.decodeCalls.inc({ model });
         if (continued) return;
         this.decodeSteps.inc({ model });
         if (active > 0) this.batchFill.observe({ model }, Math.min(1, sequences / active));
       },
-      onSequenceMove: (model, ok) => { this.sequenceMoves.inc({ model, result: ok ? "ok" : "failed" }); },
-      onQueueDepth: (model, depth) => { this.queueDepth.set({ model }, depth); },
-      onBusySequences: (model, busy) => { this.busySequences.set({ model }, busy); },
+      onSequenceMove: (model, ok) => {
+        this.sequenceMoves.inc({ model, result: ok ? "ok" : "failed" });
+      },
+      onQueueDepth: (model, depth) => {
+        this.queueDepth.set({ model }, depth);
+      },
+      onBusySequences: (model, busy) => {
+        this.busySequences.set({ model }, busy);
+      },
     };
   }
 

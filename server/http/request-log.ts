@@ -12,7 +12,12 @@ export function requestLog(logger: Logger): RequestHandler {
     const log = (status: number) => {
       if (logged) return;
       logged = true;
-      const entry = { method: req.method, path: req.path, status, ms: Math.round(Number(process.hrtime.bigint() - started) / 1e6) };
+      const entry = {
+        method: req.method,
+        path: req.path,
+        status,
+        ms: Math.round(Number(process.hrtime.bigint() - started) / 1e6),
+      };
       if (QUIET.has(req.path)) logger.debug(entry, "request");
       else logger.info(entry, status === 499 ? "client closed the connection" : "request");
     };

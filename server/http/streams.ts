@@ -12,8 +12,12 @@ export function startNdjson(res: Response): LineStream {
   res.setHeader("Cache-Control", "no-cache");
   res.flushHeaders();
   return {
-    write: (obj) => { if (!res.writableEnded) res.write(JSON.stringify(obj) + "\n"); },
-    end: () => { if (!res.writableEnded) res.end(); },
+    write: (obj) => {
+      if (!res.writableEnded) res.write(JSON.stringify(obj) + "\n");
+    },
+    end: () => {
+      if (!res.writableEnded) res.end();
+    },
   };
 }
 
@@ -24,14 +28,23 @@ export function startSse(res: Response): LineStream {
   res.setHeader("Connection", "keep-alive");
   res.flushHeaders();
   return {
-    write: (obj) => { if (!res.writableEnded) res.write(`data: ${JSON.stringify(obj)}\n\n`); },
-    end: () => { if (!res.writableEnded) { res.write("data: [DONE]\n\n"); res.end(); } },
+    write: (obj) => {
+      if (!res.writableEnded) res.write(`data: ${JSON.stringify(obj)}\n\n`);
+    },
+    end: () => {
+      if (!res.writableEnded) {
+        res.write("data: [DONE]\n\n");
+        res.end();
+      }
+    },
   };
 }
 
 /** An AbortSignal that fires when the client goes away before the response finished. */
 export function clientAbortSignal(res: Response): AbortSignal {
   const ac = new AbortController();
-  res.on("close", () => { if (!res.writableFinished) ac.abort(new Error("client disconnected")); });
+  res.on("close", () => {
+    if (!res.writableFinished) ac.abort(new Error("client disconnected"));
+  });
   return ac.signal;
 }

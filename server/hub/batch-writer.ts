@@ -18,7 +18,12 @@ export class BatchWriter {
   private readonly idleMs: number;
   private idle: NodeJS.Timeout | undefined;
 
-  constructor(file: FileHandle, position: number, onWritten: (end: number) => void, opts: { batchBytes?: number; idleMs?: number } = {}) {
+  constructor(
+    file: FileHandle,
+    position: number,
+    onWritten: (end: number) => void,
+    opts: { batchBytes?: number; idleMs?: number } = {},
+  ) {
     this.file = file;
     this.position = position;
     this.onWritten = onWritten;
@@ -37,7 +42,10 @@ export class BatchWriter {
       const previous = this.startBatch();
       return this.queued > 1 ? previous : null;
     }
-    this.idle ??= setTimeout(() => { this.idle = undefined; void this.startBatch().catch(() => {}); }, this.idleMs);
+    this.idle ??= setTimeout(() => {
+      this.idle = undefined;
+      void this.startBatch().catch(() => {});
+    }, this.idleMs);
     return null;
   }
 
@@ -54,12 +62,19 @@ export class BatchWriter {
     this.idle = undefined;
     const previous = this.inflight;
     if (this.pendingBytes === 0) return previous;
-    const buffers = this.pending, at = this.position, end = at + this.pendingBytes;
+    const buffers = this.pending,
+      at = this.position,
+      end = at + this.pendingBytes;
     this.pending = [];
     this.pendingBytes = 0;
     this.position = end;
     this.queued++;
-    this.inflight = previous.then(() => this.writeAll(buffers, at)).then(() => this.onWritten(end)).finally(() => { this.queued--; });
+    this.inflight = previous
+      .then(() => this.writeAll(buffers, at))
+      .then(() => this.onWritten(end))
+      .finally(() => {
+        this.queued--;
+      });
     this.inflight.catch(() => {}); // reported by the next push() or flush()
     return previous;
   }

@@ -21,11 +21,15 @@ const TreeEntrySchema = z.object({
 });
 
 const ModelInfoSchema = z.object({
-  siblings: z.array(z.object({
-    rfilename: z.string(),
-    size: z.number().int().nonnegative().optional(),
-    lfs: z.object({ sha256: z.string(), size: z.number().int().nonnegative() }).optional(),
-  })).default([]),
+  siblings: z
+    .array(
+      z.object({
+        rfilename: z.string(),
+        size: z.number().int().nonnegative().optional(),
+        lfs: z.object({ sha256: z.string(), size: z.number().int().nonnegative() }).optional(),
+      }),
+    )
+    .default([]),
 });
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
@@ -35,9 +39,22 @@ const MAX_SMALL_FILE = 1 << 20;
 export function hubStatusError(status: number, ref: Pick<HubRef, "org" | "repo">, file?: string): AppError {
   const repo = hubRepoLabel(ref);
   const what = file ? `file ${file} in ${repo}` : `repository ${repo}`;
-  if (status === 401) return new AppError("UNAUTHORIZED", `the hub refused access to ${what} (401): the repository may be private or gated; set HF_TOKEN to a token that can read it`);
-  if (status === 403) return new AppError("FORBIDDEN", `the hub forbids access to ${what} (403): HF_TOKEN lacks permission, or the repository's terms must be accepted on the hub first`);
-  if (status === 404) return new AppError("MODEL_NOT_FOUND", file ? `file ${file} not found in ${repo}` : `repository ${repo} not found on the hub`, { param: "model" });
+  if (status === 401)
+    return new AppError(
+      "UNAUTHORIZED",
+      `the hub refused access to ${what} (401): the repository may be private or gated; set HF_TOKEN to a token that can read it`,
+    );
+  if (status === 403)
+    return new AppError(
+      "FORBIDDEN",
+      `the hub forbids access to ${what} (403): HF_TOKEN lacks permission, or the repository's terms must be accepted on the hub first`,
+    );
+  if (status === 404)
+    return new AppError(
+      "MODEL_NOT_FOUND",
+      file ? `file ${file} not found in ${repo}` : `repository ${repo} not found on the hub`,
+      { param: "model" },
+    );
   return new AppError("UPSTREAM_FAILED", `the hub answered ${status} for ${what}`);
 }
 
@@ -72,17 +89,20 @@ export class HubClient {
   /** Every file of the repo at the ref's revision, with sizes and LFS sha256s. */
   async listFiles(ref: HubRef, signal?: AbortSignal): Promise<HubFile[]> {
     const repoPath = `${encodeURIComponent(ref.org)}/${encodeURIComponent(ref.repo)}`;
-    let url: string | null = `${this.baseUrl}/api/models/${repoPath}/tree/${encodeURIComponent(ref.revision)}?recursive=true`;
+    let url: string | null =
+      `${this.baseUrl}/api/models/${repoPath}/tree/${encodeURIComponent(ref.revision)}?recursive=true`;
     const files: HubFile[] = [];
     while (url) {
       const res = await this.get(url, ref, undefined, signal);
       if (!res.ok) {
         // Hubs without the tree API: the model info lists the files (sizes and sha256 only with ?blobs=true).
-        if (files.length === 0 && (res.status === 400 || res.status === 405 || res.status === 501)) return this.listFromModelInfo(ref, repoPath, signal);
+        if (files.length === 0 && (res.status === 400 || res.status === 405 || res.status === 501))
+          return this.listFromModelInfo(ref, repoPath, signal);
         throw hubStatusError(res.status, ref);
       }
       const entries = z.array(TreeEntrySchema).safeParse(await res.json().catch(() => null));
-      if (!entries.success) throw new AppError("UPSTREAM_FAILED", `the hub sent an unreadable file list for ${hubRepoLabel(ref)}`);
+      if (!entries.success)
+        throw new AppError("UPSTREAM_FAILED", `the hub sent an unreadable file list for ${hubRepoLabel(ref)}`);
       for (const e of entries.data) {
         if (e.type !== "file") continue;
         const sha = e.lfs && SHA256_HEX.test(e.lfs.oid) ? e.lfs.oid : undefined;
@@ -98,7 +118,8 @@ export class HubClient {
     const res = await this.get(this.fileUrl(ref, file), ref, file, signal);
     if (!res.ok) throw hubStatusError(res.status, ref, file);
     const body = Buffer.from(await res.arrayBuffer());
-    if (body.length > MAX_SMALL_FILE) throw new AppError("UPSTREAM_FAILED", `${file} in ${hubRepoLabel(ref)} is larger than ${MAX_SMALL_FILE} bytes`);
+    if (body.length > MAX_SMALL_FILE)
+      throw new AppError("UPSTREAM_FAILED", `${file} in ${hubRepoLabel(ref)} is larger than ${MAX_SMALL_FILE} bytes`);
     return body;
   }
 
@@ -111,10 +132,16 @@ export class HubClient {
   }
 
   private async listFromModelInfo(ref: HubRef, repoPath: string, signal?: AbortSignal): Promise<HubFile[]> {
-    const res = await this.get(`${this.baseUrl}/api/models/${repoPath}/revision/${encodeURIComponent(ref.revision)}?blobs=true`, ref, undefined, signal);
+    const res = await this.get(
+      `${this.baseUrl}/api/models/${repoPath}/revision/${encodeURIComponent(ref.revision)}?blobs=true`,
+      ref,
+      undefined,
+      signal,
+    );
     if (!res.ok) throw hubStatusError(res.status, ref);
     const info = ModelInfoSchema.safeParse(await res.json().catch(() => null));
-    if (!info.success) throw new AppError("UPSTREAM_FAILED", `the hub sent unreadable model info for ${hubRepoLabel(ref)}`);
+    if (!info.success)
+      throw new AppError("UPSTREAM_FAILED", `the hub sent unreadable model info for ${hubRepoLabel(ref)}`);
     return info.data.siblings.map((s) => ({
       path: s.rfilename,
       size: s.lfs?.size ?? s.size ?? 0,
@@ -122,13 +149,28 @@ export class HubClient {
     }));
   }
 
-  private async get(url: string, ref: HubRef, file: string | undefined, signal?: AbortSignal, method = "GET"): Promise<Response> {
+  private async get(
+    url: string,
+    ref: HubRef,
+    file: string | undefined,
+    signal?: AbortSignal,
+    method = "GET",
+  ): Promise<Response> {
     try {
-      return await fetch(url, { method, headers: this.headers(), redirect: method === "HEAD" ? "manual" : "follow", ...(signal ? { signal } : {}) });
+      return await fetch(url, {
+        method,
+        headers: this.headers(),
+        redirect: method === "HEAD" ? "manual" : "follow",
+        ...(signal ? { signal } : {}),
+      });
     } catch (e) {
       if (signal?.aborted) throw e;
       const target = file ? `${file} in ${hubRepoLabel(ref)}` : hubRepoLabel(ref);
-      throw new AppError("UPSTREAM_FAILED", `cannot reach the hub at ${this.baseUrl} for ${target}: ${(e as Error).cause ?? (e as Error).message}`, { cause: e });
+      throw new AppError(
+        "UPSTREAM_FAILED",
+        `cannot reach the hub at ${this.baseUrl} for ${target}: ${(e as Error).cause ?? (e as Error).message}`,
+        { cause: e },
+      );
     }
   }
 }

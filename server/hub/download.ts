@@ -33,7 +33,13 @@ export interface DownloadTuning {
   maxParts: number;
 }
 
-export const DEFAULT_TUNING: DownloadTuning = { stallMs: 30_000, maxAttempts: 6, backoffMs: 500, parallelThreshold: 64 << 20, maxParts: 4 };
+export const DEFAULT_TUNING: DownloadTuning = {
+  stallMs: 30_000,
+  maxAttempts: 6,
+  backoffMs: 500,
+  parallelThreshold: 64 << 20,
+  maxParts: 4,
+};
 
 export interface DownloadRequest {
   url: string;
@@ -70,11 +76,21 @@ export async function downloadVerified(req: DownloadRequest): Promise<void> {
   const sidecarFile = sidecarPath(req.partialPath);
   const digest = `sha256:${req.sha256}`;
   const saved = await readSidecar(sidecarFile, { digest, total: req.size });
-  const fresh = (parts: number): Sidecar => ({ version: 1, url: req.url, digest, total: req.size, parts: planParts(req.size, parts) });
+  const fresh = (parts: number): Sidecar => ({
+    version: 1,
+    url: req.url,
+    digest,
+    total: req.size,
+    parts: planParts(req.size, parts),
+  });
   const wantedParts = req.size > tuning.parallelThreshold ? tuning.maxParts : 1;
-  const partialExists = await fs.stat(req.partialPath).then(() => true, () => false);
+  const partialExists = await fs.stat(req.partialPath).then(
+    () => true,
+    () => false,
+  );
   let state = saved && partialExists ? saved : fresh(wantedParts);
-  if (state === saved && completedBytes(state.parts) > 0) log.info({ file: req.label, completed: completedBytes(state.parts), total: req.size }, "resuming partial download");
+  if (state === saved && completedBytes(state.parts) > 0)
+    log.info({ file: req.label, completed: completedBytes(state.parts), total: req.size }, "resuming partial download");
 
   let reported = 0;
   const report = () => {
@@ -93,7 +109,10 @@ export async function downloadVerified(req: DownloadRequest): Promise<void> {
         await run.stop();
         await fs.rm(req.partialPath, { force: true });
         await fs.rm(sidecarFile, { force: true });
-        throw new AppError("STORE_DIGEST_MISMATCH", `sha256 mismatch for ${req.label}: the hub lists sha256:${req.sha256}, the downloaded data is sha256:${actual}; the partial download was deleted, pull again`);
+        throw new AppError(
+          "STORE_DIGEST_MISMATCH",
+          `sha256 mismatch for ${req.label}: the hub lists sha256:${req.sha256}, the downloaded data is sha256:${actual}; the partial download was deleted, pull again`,
+        );
       }
       return;
     } catch (e) {
@@ -134,7 +153,14 @@ class Download {
   /** Hashes the written prefix of the file on a worker thread while the download runs. */
   private hasher: FileHasher | null = null;
 
-  constructor(req: DownloadRequest, tuning: DownloadTuning, state: Sidecar, file: fs.FileHandle, log: Logger, report: () => void) {
+  constructor(
+    req: DownloadRequest,
+    tuning: DownloadTuning,
+    state: Sidecar,
+    file: fs.FileHandle,
+    log: Logger,
+    report: () => void,
+  ) {
     this.req = req;
     this.tuning = tuning;
     this.state = state;
@@ -176,7 +202,9 @@ class Download {
     this.saving = this.saving.then(async () => {
       if (!this.dirty) return;
       this.dirty = false;
-      await writeSidecar(sidecarPath(this.req.partialPath), this.state).catch((e: unknown) => this.log.warn({ err: e }, "cannot write download sidecar"));
+      await writeSidecar(sidecarPath(this.req.partialPath), this.state).catch((e: unknown) =>
+        this.log.warn({ err: e }, "cannot write download sidecar"),
+      );
     });
     return this.saving;
   }
@@ -187,7 +215,8 @@ class Download {
       const before = part.done;
       try {
         await this.fetchInto(part);
-        if (part.done < part.end - part.start) throw new RetryableError("connection closed before the part was complete");
+        if (part.done < part.end - part.start)
+          throw new RetryableError("connection closed before the part was complete");
       } catch (e) {
         const aborted = this.stopAll.signal.aborted;
         if (aborted || !(e instanceof RetryableError)) {
@@ -196,12 +225,18 @@ class Download {
         }
         failures = part.done > before ? 1 : failures + 1;
         if (failures >= this.tuning.maxAttempts) {
-          const err = new AppError("UPSTREAM_FAILED", `download of ${this.req.label} failed after ${failures} attempts without progress: ${e.message}`);
+          const err = new AppError(
+            "UPSTREAM_FAILED",
+            `download of ${this.req.label} failed after ${failures} attempts without progress: ${e.message}`,
+          );
           this.stopAll.abort(err);
           throw err;
         }
         const delay = Math.min(10_000, this.tuning.backoffMs * 2 ** (failures - 1));
-        this.log.warn({ file: this.req.label, part: index, completed: part.done, reason: e.message, retryInMs: delay }, "download part interrupted; retrying");
+        this.log.warn(
+          { file: this.req.label, part: index, completed: part.done, reason: e.message, retryInMs: delay },
+          "download part interrupted; retrying",
+        );
         await sleep(delay, undefined, { signal: this.stopAll.signal }).catch(() => {});
       }
     }
@@ -221,7 +256,10 @@ class Download {
     // Re-arming a timer per 64 KiB chunk is measurable at 1 GB/s: note the time, check it when the timer fires.
     let lastData = Date.now();
     const arm = () => {
-      timer = setTimeout(() => (Date.now() - lastData >= this.tuning.stallMs ? conn.abort(STALLED) : arm()), Math.max(1, lastData + this.tuning.stallMs - Date.now()));
+      timer = setTimeout(
+        () => (Date.now() - lastData >= this.tuning.stallMs ? conn.abort(STALLED) : arm()),
+        Math.max(1, lastData + this.tuning.stallMs - Date.now()),
+      );
     };
     try {
       let res: HttpGetResponse;
@@ -235,7 +273,10 @@ class Download {
       arm();
       let pos = from;
       if (res.status === 200 && ranged) {
-        if (!single) { res.body.destroy(); throw new RangeIgnoredError(); }
+        if (!single) {
+          res.body.destroy();
+          throw new RangeIgnoredError();
+        }
         part.done = 0; // the server sent the whole file: start over
         pos = 0;
         this.dirty = true;
@@ -246,7 +287,10 @@ class Download {
         const m = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(range);
         if (!m || Number(m[1]) !== from || (m[3] !== "*" && Number(m[3]) !== this.state.total)) {
           res.body.destroy();
-          throw new AppError("UPSTREAM_FAILED", `the hub answered a range request for ${this.req.label} with Content-Range "${range}" (wanted bytes ${from}-${part.end - 1}/${this.state.total})`);
+          throw new AppError(
+            "UPSTREAM_FAILED",
+            `the hub answered a range request for ${this.req.label} with Content-Range "${range}" (wanted bytes ${from}-${part.end - 1}/${this.state.total})`,
+          );
         }
       } else if (res.status !== 200) {
         res.body.destroy();
@@ -274,7 +318,10 @@ class Download {
             const wait = writer.push(n === chunk.length ? chunk : chunk.subarray(0, n));
             if (wait) {
               body.pause();
-              wait.then(() => body.resume(), (e: unknown) => body.destroy(e as Error));
+              wait.then(
+                () => body.resume(),
+                (e: unknown) => body.destroy(e as Error),
+              );
             }
           });
           body.once("end", resolve);
@@ -297,11 +344,13 @@ class Download {
 
   private classify(e: unknown, conn: AbortSignal): unknown {
     if (this.stopAll.signal.aborted) return this.stopAll.signal.reason;
-    if (conn.aborted && conn.reason === STALLED) return new RetryableError(`no data for ${this.tuning.stallMs} ms (stalled)`);
+    if (conn.aborted && conn.reason === STALLED)
+      return new RetryableError(`no data for ${this.tuning.stallMs} ms (stalled)`);
     if (e instanceof AppError) return e;
     const err = e as Error & { code?: string; cause?: { code?: string; message?: string } };
     // A full or read-only disk does not heal by retrying: fail at once (the partial file stays for a later resume).
-    if (err.code && LOCAL_FS_ERRORS.has(err.code)) return new AppError("INTERNAL", `cannot write ${this.req.partialPath}: ${err.message}`, { cause: e });
+    if (err.code && LOCAL_FS_ERRORS.has(err.code))
+      return new AppError("INTERNAL", `cannot write ${this.req.partialPath}: ${err.message}`, { cause: e });
     return new RetryableError(err.cause?.code ?? err.cause?.message ?? err.message);
   }
 }

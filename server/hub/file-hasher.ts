@@ -13,7 +13,9 @@ export class FileHasher {
   constructor(file: string) {
     this.worker = new Worker(new URL("./hash-worker.ts", import.meta.url), { workerData: { file } });
     this.result = new Promise<string>((resolve, reject) => {
-      this.worker.once("message", (m: { sha256?: string; error?: string }) => (m.sha256 ? resolve(m.sha256) : reject(new Error(`hashing failed: ${m.error}`))));
+      this.worker.once("message", (m: { sha256?: string; error?: string }) =>
+        m.sha256 ? resolve(m.sha256) : reject(new Error(`hashing failed: ${m.error}`)),
+      );
       this.worker.once("error", reject);
     });
     this.result.catch(() => {}); // surfaced by finish()

@@ -16,7 +16,12 @@ export function httpGet(url: string, headers: Record<string, string>, signal: Ab
   return follow(new URL(url), headers, signal, 0);
 }
 
-async function follow(url: URL, headers: Record<string, string>, signal: AbortSignal, hops: number): Promise<HttpGetResponse> {
+async function follow(
+  url: URL,
+  headers: Record<string, string>,
+  signal: AbortSignal,
+  hops: number,
+): Promise<HttpGetResponse> {
   const res = await request(url, headers, signal);
   const location = res.headers.location;
   if (res.statusCode && res.statusCode >= 300 && res.statusCode < 400 && location) {
@@ -29,7 +34,10 @@ async function follow(url: URL, headers: Record<string, string>, signal: AbortSi
   }
   return {
     status: res.statusCode ?? 0,
-    header: (name) => { const v = res.headers[name.toLowerCase()]; return Array.isArray(v) ? v.join(", ") : v; },
+    header: (name) => {
+      const v = res.headers[name.toLowerCase()];
+      return Array.isArray(v) ? v.join(", ") : v;
+    },
     body: res,
   };
 }

@@ -7,10 +7,13 @@ const withModelAlias = (body: unknown): unknown =>
     ? { ...body, model: (body as { name: unknown }).name }
     : body;
 
-export const PullRequestSchema = z.preprocess(withModelAlias, z.object({
-  model: z.string().min(1, "model name is required"),
-  /** Accepted for compatibility; hub pulls always use the configured GANTRY_HUB_URL. */
-  insecure: z.boolean().optional(),
-  stream: z.boolean().optional(),
-}));
+export const PullRequestSchema = z.preprocess(
+  withModelAlias,
+  z.object({
+    model: z.string().min(1, "model name is required"),
+    /** Accepted for compatibility; hub pulls always use the configured GANTRY_HUB_URL. */
+    insecure: z.boolean().optional(),
+    stream: z.boolean().optional(),
+  }),
+);
 export type PullRequest = z.infer<typeof PullRequestSchema>;

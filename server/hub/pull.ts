@@ -1,5 +1,6 @@
 // pullModel: an hf.co reference → blobs and a manifest in the store, with Ollama's progress status lines:
-//   pulling manifest → pulling <12 hex> {digest, total, completed}… → verifying sha256 digest → writing manifest → success
+// pulling manifest → pulling <12 hex> {digest, total, completed}… → verifying sha256 digest → writing manifest →
+// success
 // Model files (every part of a split set) and the projector are downloaded resumably and verified against the hub's
 // LFS sha256; the small optional repo files (template, system, params) are fetched whole. The model is stored under
 // its hub name, hf.co/<org>/<repo>:<QUANT | file | latest>.
@@ -11,7 +12,14 @@ import { silentLogger } from "../common/logger.ts";
 import { ModelParametersSchema, type Progress } from "../api/store-schemas.ts";
 import { readGgufSummary } from "../gguf/metadata.ts";
 import { blobFileName, digestOf, type Digest } from "../store/digest.ts";
-import { CONFIG_MEDIA_TYPE, MANIFEST_MEDIA_TYPE, layerMediaType, type Descriptor, type LayerKind, type ModelConfig } from "../store/manifests.ts";
+import {
+  CONFIG_MEDIA_TYPE,
+  MANIFEST_MEDIA_TYPE,
+  layerMediaType,
+  type Descriptor,
+  type LayerKind,
+  type ModelConfig,
+} from "../store/manifests.ts";
 import type { ModelStore } from "../store/model-store.ts";
 import { formatModelName, parseModelName } from "../common/model-name.ts";
 import { HubClient, hubStatusError } from "./client.ts";
@@ -60,7 +68,11 @@ interface LargeLayer {
 
 export async function pullModel(refText: string, opts: PullOptions): Promise<PullResult> {
   if (!isHubRef(refText)) {
-    throw new AppError("MODEL_INVALID_NAME", `cannot pull "${refText.slice(0, 200)}": only hub models can be pulled, as hf.co/<org>/<repo>[:<quant>]`, { param: "model" });
+    throw new AppError(
+      "MODEL_INVALID_NAME",
+      `cannot pull "${refText.slice(0, 200)}": only hub models can be pulled, as hf.co/<org>/<repo>[:<quant>]`,
+      { param: "model" },
+    );
   }
   const ref = parseHubRef(refText);
   const name = parseModelName(hubModelName(ref));
@@ -72,9 +84,16 @@ export async function pullModel(refText: string, opts: PullOptions): Promise<Pul
   progress({ status: "pulling manifest" });
   const selection = selectGgufFiles(await client.listFiles(ref, opts.signal), ref, hubRepoLabel(ref));
   const large: LargeLayer[] = [];
-  for (const [kind, file] of [...selection.model.map((f) => ["model", f] as const), ...(selection.projector ? [["projector", selection.projector] as const] : [])]) {
+  for (const [kind, file] of [
+    ...selection.model.map((f) => ["model", f] as const),
+    ...(selection.projector ? [["projector", selection.projector] as const] : []),
+  ]) {
     const sha = await client.sha256Of(ref, file, opts.signal);
-    if (!sha) throw new AppError("UPSTREAM_FAILED", `the hub reports no sha256 for ${file.path} in ${hubRepoLabel(ref)}, so it cannot be verified`);
+    if (!sha)
+      throw new AppError(
+        "UPSTREAM_FAILED",
+        `the hub reports no sha256 for ${file.path} in ${hubRepoLabel(ref)}, so it cannot be verified`,
+      );
     large.push({ kind, file, digest: digestOf(sha) });
   }
   log.info({ model: formatModelName(name), files: large.map((l) => l.file.path) }, "pulling from the hub");
@@ -92,7 +111,10 @@ export async function pullModel(refText: string, opts: PullOptions): Promise<Pul
 
   progress({ status: "verifying sha256 digest" });
   const modelDigests = layers.filter((l) => l.mediaType === layerMediaType("model")).map((l) => l.digest);
-  const modelPath = modelDigests.length > 1 ? await linkSplitParts(store.root, store.blobs, modelDigests) : store.blobs.path(modelDigests[0]!);
+  const modelPath =
+    modelDigests.length > 1
+      ? await linkSplitParts(store.root, store.blobs, modelDigests)
+      : store.blobs.path(modelDigests[0]!);
   const config = await modelConfig(modelPath, log);
   const configBlob = await store.blobs.put(Buffer.from(JSON.stringify(config), "utf8"));
 
@@ -111,9 +133,15 @@ export async function pullModel(refText: string, opts: PullOptions): Promise<Pul
  * Progress lines of one layer: at most one per interval, the first and the last always, and a suppressed value is
  * sent when the interval is over (so a stalled download shows where it stopped, not where it was 200 ms before).
  */
-function layerProgress(opts: PullOptions, digest: Digest, total: number): ((completed: number) => void) & { cancel(): void } {
+function layerProgress(
+  opts: PullOptions,
+  digest: Digest,
+  total: number,
+): ((completed: number) => void) & { cancel(): void } {
   const interval = opts.progressIntervalMs ?? 200;
-  let last = -Infinity, sent = -1, pending = -1;
+  let last = -Infinity,
+    sent = -1,
+    pending = -1;
   let timer: NodeJS.Timeout | undefined;
   const send = (completed: number) => {
     clearTimeout(timer);
@@ -132,12 +160,22 @@ function layerProgress(opts: PullOptions, digest: Digest, total: number): ((comp
   return Object.assign(emit, { cancel: () => clearTimeout(timer) });
 }
 
-async function fetchLayer(opts: PullOptions, client: HubClient, ref: HubRef, layer: LargeLayer, downloads: SharedDownloads, log: Logger): Promise<void> {
+async function fetchLayer(
+  opts: PullOptions,
+  client: HubClient,
+  ref: HubRef,
+  layer: LargeLayer,
+  downloads: SharedDownloads,
+  log: Logger,
+): Promise<void> {
   const emit = layerProgress(opts, layer.digest, layer.file.size);
   if (await opts.store.blobs.has(layer.digest)) return emit(layer.file.size);
   emit(0);
   try {
-    await downloads.join(layer.digest, (task) => downloadToStore(opts, client, ref, layer, task, log), { signal: opts.signal, onProgress: (p) => emit(p.completed) });
+    await downloads.join(layer.digest, (task) => downloadToStore(opts, client, ref, layer, task, log), {
+      signal: opts.signal,
+      onProgress: (p) => emit(p.completed),
+    });
   } catch (e) {
     emit.cancel();
     throw e;
@@ -146,7 +184,14 @@ async function fetchLayer(opts: PullOptions, client: HubClient, ref: HubRef, lay
 }
 
 /** The shared download of one blob: into blobs/sha256-<hex>-partial, verified, then moved into place. */
-async function downloadToStore(opts: PullOptions, client: HubClient, ref: HubRef, layer: LargeLayer, task: DownloadTask, log: Logger): Promise<void> {
+async function downloadToStore(
+  opts: PullOptions,
+  client: HubClient,
+  ref: HubRef,
+  layer: LargeLayer,
+  task: DownloadTask,
+  log: Logger,
+): Promise<void> {
   const { blobs } = opts.store;
   if (await blobs.has(layer.digest)) return;
   await fs.mkdir(blobs.dir, { recursive: true });
@@ -168,7 +213,13 @@ async function downloadToStore(opts: PullOptions, client: HubClient, ref: HubRef
   await fs.rm(sidecarPath(partial), { force: true });
 }
 
-async function fetchTextLayer(opts: PullOptions, client: HubClient, ref: HubRef, kind: "template" | "system" | "params", file: HubFile): Promise<Descriptor> {
+async function fetchTextLayer(
+  opts: PullOptions,
+  client: HubClient,
+  ref: HubRef,
+  kind: "template" | "system" | "params",
+  file: HubFile,
+): Promise<Descriptor> {
   let body = await client.fetchSmall(ref, file.path, opts.signal);
   if (kind === "params") {
     // The params file becomes the model's default options: reject it now rather than break every later load.
@@ -178,7 +229,11 @@ async function fetchTextLayer(opts: PullOptions, client: HubClient, ref: HubRef,
     } catch {
       parsed = null;
     }
-    if (!parsed?.success) throw new AppError("UPSTREAM_FAILED", `the params file of ${hubRepoLabel(ref)} is not a JSON object of model parameters`);
+    if (!parsed?.success)
+      throw new AppError(
+        "UPSTREAM_FAILED",
+        `the params file of ${hubRepoLabel(ref)} is not a JSON object of model parameters`,
+      );
     body = Buffer.from(JSON.stringify(parsed.data), "utf8");
   }
   const stored = await opts.store.blobs.put(body);
@@ -190,9 +245,21 @@ async function fetchTextLayer(opts: PullOptions, client: HubClient, ref: HubRef,
 async function modelConfig(modelPath: string, log: Logger): Promise<ModelConfig> {
   try {
     const s = await readGgufSummary(modelPath);
-    return { model_format: "gguf", model_family: s.architecture, model_families: [s.architecture], model_type: s.parameterSize, file_type: s.quantizationLevel };
+    return {
+      model_format: "gguf",
+      model_family: s.architecture,
+      model_families: [s.architecture],
+      model_type: s.parameterSize,
+      file_type: s.quantizationLevel,
+    };
   } catch (e) {
     log.warn({ err: e, modelPath }, "cannot read GGUF metadata of a pulled model");
-    return { model_format: "gguf", model_family: "unknown", model_families: ["unknown"], model_type: "unknown", file_type: "unknown" };
+    return {
+      model_format: "gguf",
+      model_family: "unknown",
+      model_families: ["unknown"],
+      model_type: "unknown",
+      file_type: "unknown",
+    };
   }
 }

@@ -37,7 +37,8 @@ export const isProjector = (p: string): boolean => isGguf(p) && path.basename(p)
 export function splitPart(fileName: string): { part: number; count: number; prefix: string } | null {
   const m = SPLIT_SUFFIX.exec(fileName);
   if (!m) return null;
-  const part = Number(m[1]), count = Number(m[2]);
+  const part = Number(m[1]),
+    count = Number(m[2]);
   if (part < 1 || count < 1 || part > count) return null;
   return { part, count, prefix: fileName.slice(0, m.index) };
 }
@@ -77,7 +78,8 @@ function modelChoices(files: readonly HubFile[]): Choice[] {
     const count = splitPart(parts[0]!.path)!.count;
     const ordered = [...parts].sort((a, b) => splitPart(a.path)!.part - splitPart(b.path)!.part);
     const complete = ordered.length === count && ordered.every((f, i) => splitPart(f.path)!.part === i + 1);
-    if (complete) choices.push({ files: ordered, quant: quantOf(ordered[0]!.path), size: ordered.reduce((a, f) => a + f.size, 0) });
+    if (complete)
+      choices.push({ files: ordered, quant: quantOf(ordered[0]!.path), size: ordered.reduce((a, f) => a + f.size, 0) });
   }
   return choices.sort((a, b) => a.size - b.size || a.files[0]!.path.localeCompare(b.files[0]!.path));
 }
@@ -88,31 +90,51 @@ const availableQuants = (choices: readonly Choice[]): string => {
 };
 
 function chooseModel(choices: Choice[], want: { quant?: string; file?: string }, repoLabel: string): Choice {
-  if (choices.length === 0) throw new AppError("MODEL_NOT_FOUND", `${repoLabel} has no GGUF model files`, { param: "model" });
+  if (choices.length === 0)
+    throw new AppError("MODEL_NOT_FOUND", `${repoLabel} has no GGUF model files`, { param: "model" });
   if (want.file !== undefined) {
     const wanted = want.file.toLowerCase();
     const hit = (f: HubFile) => f.path.toLowerCase() === wanted || path.basename(f.path).toLowerCase() === wanted;
     const choice = choices.find((c) => c.files.some(hit));
-    if (!choice) throw new AppError("MODEL_NOT_FOUND", `file ${want.file} not found in ${repoLabel}; available quants: ${availableQuants(choices)}`, { param: "model" });
+    if (!choice)
+      throw new AppError(
+        "MODEL_NOT_FOUND",
+        `file ${want.file} not found in ${repoLabel}; available quants: ${availableQuants(choices)}`,
+        { param: "model" },
+      );
     return choice;
   }
   const quant = (want.quant ?? DEFAULT_QUANT).toUpperCase();
   const byQuant = choices.filter((c) => c.quant === quant);
   if (byQuant.length) return byQuant[0]!;
   if (want.quant === undefined) return choices[0]!; // no Q4_K_M: the smallest model
-  throw new AppError("MODEL_NOT_FOUND", `quant ${quant} not found in ${repoLabel}; available quants: ${availableQuants(choices)}`, { param: "model" });
+  throw new AppError(
+    "MODEL_NOT_FOUND",
+    `quant ${quant} not found in ${repoLabel}; available quants: ${availableQuants(choices)}`,
+    { param: "model" },
+  );
 }
 
 function chooseProjector(files: readonly HubFile[], quant: string | null): HubFile | undefined {
-  const projectors = files.filter((f) => isProjector(f.path)).sort((a, b) => a.size - b.size || a.path.localeCompare(b.path));
+  const projectors = files
+    .filter((f) => isProjector(f.path))
+    .sort((a, b) => a.size - b.size || a.path.localeCompare(b.path));
   const withQuant = (q: string) => projectors.find((f) => quantOf(f.path) === q);
   return (quant ? withQuant(quant) : undefined) ?? withQuant("F16") ?? projectors[0];
 }
 
 /** Picks the files to pull from a repo's file list. Throws MODEL_NOT_FOUND naming what is available. */
-export function selectGgufFiles(files: readonly HubFile[], want: { quant?: string; file?: string }, repoLabel = "the repository"): HubSelection {
+export function selectGgufFiles(
+  files: readonly HubFile[],
+  want: { quant?: string; file?: string },
+  repoLabel = "the repository",
+): HubSelection {
   if (want.file !== undefined && isProjector(want.file)) {
-    throw new AppError("BAD_REQUEST", `${want.file} is a projector (mmproj) file, not a model; name the model file or quant instead`, { param: "model" });
+    throw new AppError(
+      "BAD_REQUEST",
+      `${want.file} is a projector (mmproj) file, not a model; name the model file or quant instead`,
+      { param: "model" },
+    );
   }
   const model = chooseModel(modelChoices(files), want, repoLabel);
   const selection: HubSelection = { model: model.files, quant: model.quant };

@@ -48,7 +48,13 @@ export class SharedDownloads {
       const created: Entry = { promise: Promise.resolve(), events, abort, watchers: 0, last: null };
       created.promise = (async () => {
         try {
-          await start({ signal: abort.signal, progress: (p) => { created.last = p; events.emit("progress", p); } });
+          await start({
+            signal: abort.signal,
+            progress: (p) => {
+              created.last = p;
+              events.emit("progress", p);
+            },
+          });
         } finally {
           this.active.delete(key);
         }
@@ -77,7 +83,20 @@ export class SharedDownloads {
         reject(watcher.signal!.reason);
       };
       watcher.signal?.addEventListener("abort", onAbort, { once: true });
-      e.promise.then(() => { if (!left) { leave(); resolve(); } }, (err: unknown) => { if (!left) { leave(); reject(err); } });
+      e.promise.then(
+        () => {
+          if (!left) {
+            leave();
+            resolve();
+          }
+        },
+        (err: unknown) => {
+          if (!left) {
+            leave();
+            reject(err);
+          }
+        },
+      );
     });
   }
 }

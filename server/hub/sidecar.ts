@@ -29,7 +29,8 @@ export function planParts(total: number, count: number): Part[] {
   const n = Math.max(1, Math.min(count, total || 1));
   const size = Math.ceil(total / n);
   const parts: Part[] = [];
-  for (let start = 0; start < total || parts.length === 0; start += size) parts.push({ start, end: Math.min(total, start + size), done: 0 });
+  for (let start = 0; start < total || parts.length === 0; start += size)
+    parts.push({ start, end: Math.min(total, start + size), done: 0 });
   return parts;
 }
 

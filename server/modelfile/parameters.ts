@@ -52,8 +52,10 @@ const FALSE_WORDS = new Set(["0", "f", "F", "false", "FALSE", "False"]);
 export function parseParameterValue(key: string, raw: string): ParameterResult {
   if (!isParameterName(key)) return { ok: false, message: `unknown parameter "${key}"` };
   const type = PARAMETER_TYPES[key];
-  const invalid = (expected: string): ParameterResult =>
-    ({ ok: false, message: `invalid value for ${key}: expected ${expected}, got ${JSON.stringify(raw)}` });
+  const invalid = (expected: string): ParameterResult => ({
+    ok: false,
+    message: `invalid value for ${key}: expected ${expected}, got ${JSON.stringify(raw)}`,
+  });
   switch (type) {
     case "int": {
       const n = Number(raw);
@@ -68,6 +70,8 @@ export function parseParameterValue(key: string, raw: string): ParameterResult {
       if (FALSE_WORDS.has(raw)) return { ok: true, value: false };
       return invalid("true or false");
     case "string":
-      return raw === "" ? { ok: false, message: `invalid value for ${key}: must not be empty` } : { ok: true, value: raw };
+      return raw === ""
+        ? { ok: false, message: `invalid value for ${key}: must not be empty` }
+        : { ok: true, value: raw };
   }
 }

@@ -33,9 +33,12 @@ const ESCAPES: Record<string, string> = { n: "\n", t: "\t", r: "\r", '"': '"', "
 /** What the value is missing, phrased per command, e.g. "PARAMETER needs a name and a value". */
 function missingArgs(name: CommandName): string {
   switch (name) {
-    case "parameter": return "PARAMETER needs a name and a value";
-    case "message": return "MESSAGE needs a role and a content";
-    default: return `${name.toUpperCase()} needs a value`;
+    case "parameter":
+      return "PARAMETER needs a name and a value";
+    case "message":
+      return "MESSAGE needs a role and a content";
+    default:
+      return `${name.toUpperCase()} needs a value`;
   }
 }
 
@@ -193,7 +196,8 @@ export function parseModelfile(text: string): Modelfile {
         if (isNewline(ch) || ch === EOF) {
           emit(buf);
           state = "lineStart";
-        } else if (!isBlank(ch)) fail(`unexpected text after closing quote: ${JSON.stringify(src.slice(i).split("\n")[0])}`, line);
+        } else if (!isBlank(ch))
+          fail(`unexpected text after closing quote: ${JSON.stringify(src.slice(i).split("\n")[0])}`, line);
         break;
     }
 

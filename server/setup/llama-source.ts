@@ -21,7 +21,10 @@ export function bundlePath(packageDir = nodeLlamaCppDir()): string {
 }
 
 export async function bundledRelease(packageDir = nodeLlamaCppDir()): Promise<BundledRelease> {
-  const info = JSON.parse(fs.readFileSync(path.join(packageDir, "llama", "llama.cpp.info.json"), "utf8")) as { tag: string; llamaCppGithubRepo: string };
+  const info = JSON.parse(fs.readFileSync(path.join(packageDir, "llama", "llama.cpp.info.json"), "utf8")) as {
+    tag: string;
+    llamaCppGithubRepo: string;
+  };
   const heads = await run("git", ["bundle", "list-heads", bundlePath(packageDir)], { capture: true });
   const commit = /^([0-9a-f]{40})\s/m.exec(heads)?.[1];
   if (!commit) throw new Error(`no commit in ${bundlePath(packageDir)}`);
@@ -29,11 +32,19 @@ export async function bundledRelease(packageDir = nodeLlamaCppDir()): Promise<Bu
 }
 
 /** Clones the bundle into `dest` (which must not exist yet) and applies node-llama-cpp's own llama.cpp patches. */
-export async function cloneBundledLlamaCpp(dest: string, opts: { packageDir?: string; log?: string } = {}): Promise<void> {
+export async function cloneBundledLlamaCpp(
+  dest: string,
+  opts: { packageDir?: string; log?: string } = {},
+): Promise<void> {
   const packageDir = opts.packageDir ?? nodeLlamaCppDir();
   await run("git", ["clone", "--quiet", bundlePath(packageDir), dest], { log: opts.log });
   const patchesDir = path.join(packageDir, "llama", "patches");
-  const patches = fs.existsSync(patchesDir) ? fs.readdirSync(patchesDir).filter((f) => f.endsWith(".diff")).sort() : [];
+  const patches = fs.existsSync(patchesDir)
+    ? fs
+        .readdirSync(patchesDir)
+        .filter((f) => f.endsWith(".diff"))
+        .sort()
+    : [];
   for (const p of patches) await applyPatch(dest, path.join(patchesDir, p), opts.log);
 }
 
@@ -41,7 +52,10 @@ export async function cloneBundledLlamaCpp(dest: string, opts: { packageDir?: st
 export async function applyPatch(dir: string, patchFile: string, log?: string): Promise<void> {
   // GIT_CEILING_DIRECTORIES keeps git from treating an enclosing repository (a cache inside a checkout) as the target.
   const env = { ...process.env, GIT_CEILING_DIRECTORIES: path.dirname(path.resolve(dir)) };
-  const applied = await run("git", ["apply", "--reverse", "--check", patchFile], { cwd: dir, env }).then(() => true, () => false);
+  const applied = await run("git", ["apply", "--reverse", "--check", patchFile], { cwd: dir, env }).then(
+    () => true,
+    () => false,
+  );
   if (!applied) await run("git", ["apply", "--whitespace=nowarn", patchFile], { cwd: dir, env, log });
 }
 
@@ -59,8 +73,10 @@ export function run(cmd: string, args: string[], opts: RunOptions = {}): Promise
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ["ignore", "pipe", "pipe"] });
     const logFd = opts.log ? fs.openSync(opts.log, "a") : undefined;
-    if (logFd !== undefined) fs.writeSync(logFd, `\n$ ${[cmd, ...args].join(" ")}${opts.cwd ? `   (in ${opts.cwd})` : ""}\n`);
-    let out = "", tail = "";
+    if (logFd !== undefined)
+      fs.writeSync(logFd, `\n$ ${[cmd, ...args].join(" ")}${opts.cwd ? `   (in ${opts.cwd})` : ""}\n`);
+    let out = "",
+      tail = "";
     const onData = (d: Buffer, isStdout: boolean) => {
       const s = d.toString();
       if (opts.capture && isStdout) out += s;
@@ -69,7 +85,10 @@ export function run(cmd: string, args: string[], opts: RunOptions = {}): Promise
     };
     child.stdout.on("data", (d: Buffer) => onData(d, true));
     child.stderr.on("data", (d: Buffer) => onData(d, false));
-    child.once("error", (e) => { if (logFd !== undefined) fs.closeSync(logFd); reject(e); });
+    child.once("error", (e) => {
+      if (logFd !== undefined) fs.closeSync(logFd);
+      reject(e);
+    });
     child.once("close", (code) => {
       if (logFd !== undefined) fs.closeSync(logFd);
       if (code === 0) resolve(out);
@@ -103,20 +122,41 @@ export function buildTools(): { ok: true; cmake: string; generator: string[] } |
   const git = which("git");
   const ninja = which("ninja");
   const make = which("make");
-  const missing = [!cmake && "cmake", !cxx && "a C++ compiler", !cc && "a C compiler", !git && "git", !ninja && !make && "ninja or make"].filter((m): m is string => !!m);
+  const missing = [
+    !cmake && "cmake",
+    !cxx && "a C++ compiler",
+    !cc && "a C compiler",
+    !git && "git",
+    !ninja && !make && "ninja or make",
+  ].filter((m): m is string => !!m);
   if (missing.length > 0 || !cmake) return { ok: false, missing };
   return { ok: true, cmake, generator: ninja ? ["-G", "Ninja"] : ["-G", "Unix Makefiles"] };
 }
 
 /** Configures (once) and builds `targets` of the CMake project in `src` into `build`, Release, output in `log`. */
-export async function cmakeBuild(o: { src: string; build: string; options: Record<string, string>; targets: string[]; log: string; env?: NodeJS.ProcessEnv; jobs?: number }): Promise<void> {
+export async function cmakeBuild(o: {
+  src: string;
+  build: string;
+  options: Record<string, string>;
+  targets: string[];
+  log: string;
+  env?: NodeJS.ProcessEnv;
+  jobs?: number;
+}): Promise<void> {
   const tools = buildTools();
   if (!tools.ok) throw new Error(`missing build tools: ${tools.missing.join(", ")}`);
   const env = o.env ?? process.env;
   if (!fs.existsSync(path.join(o.build, "CMakeCache.txt"))) {
     const defs = Object.entries({ CMAKE_BUILD_TYPE: "Release", ...o.options }).map(([k, v]) => `-D${k}=${v}`);
-    await run(tools.cmake, ["-S", o.src, "-B", o.build, ...tools.generator, "--no-warn-unused-cli", ...defs], { env, log: o.log });
+    await run(tools.cmake, ["-S", o.src, "-B", o.build, ...tools.generator, "--no-warn-unused-cli", ...defs], {
+      env,
+      log: o.log,
+    });
   }
   const jobs = o.jobs ?? os.availableParallelism();
-  await run(tools.cmake, ["--build", o.build, "--config", "Release", "--parallel", String(jobs), "--target", ...o.targets], { env, log: o.log });
+  await run(
+    tools.cmake,
+    ["--build", o.build, "--config", "Release", "--parallel", String(jobs), "--target", ...o.targets],
+    { env, log: o.log },
+  );
 }

@@ -72,18 +72,25 @@ export class BlobStore {
     const hash = createHash("sha256");
     let size = 0;
     try {
-      const input = typeof source === "string" || source instanceof Uint8Array ? Readable.from([Buffer.from(source)]) : source;
-      await pipeline(input, async function* (chunks: AsyncIterable<Uint8Array | string>) {
-        for await (const chunk of chunks) {
-          const buf = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
-          hash.update(buf);
-          size += buf.length;
-          yield buf;
-        }
-      }, createWriteStream(temp, { flags: "wx", flush: true })); // flush: fsync before close
+      const input =
+        typeof source === "string" || source instanceof Uint8Array ? Readable.from([Buffer.from(source)]) : source;
+      await pipeline(
+        input,
+        async function* (chunks: AsyncIterable<Uint8Array | string>) {
+          for await (const chunk of chunks) {
+            const buf = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+            hash.update(buf);
+            size += buf.length;
+            yield buf;
+          }
+        },
+        createWriteStream(temp, { flags: "wx", flush: true }),
+      ); // flush: fsync before close
       const digest = digestOf(hash.digest("hex"));
       if (expected && digest !== expected) {
-        throw new AppError("STORE_DIGEST_MISMATCH", `digest mismatch: expected ${expected}, got ${digest}`, { param: "digest" });
+        throw new AppError("STORE_DIGEST_MISMATCH", `digest mismatch: expected ${expected}, got ${digest}`, {
+          param: "digest",
+        });
       }
       return { digest, size, created: await this.linkIntoPlace(temp, digest) };
     } finally {
@@ -98,7 +105,10 @@ export class BlobStore {
   async importFile(file: string, expected?: Digest): Promise<PutResult> {
     const hashed = await hashFile(file);
     if (expected && hashed.digest !== expected) {
-      throw new AppError("STORE_DIGEST_MISMATCH", `digest mismatch for ${file}: expected ${expected}, got ${hashed.digest}`);
+      throw new AppError(
+        "STORE_DIGEST_MISMATCH",
+        `digest mismatch for ${file}: expected ${expected}, got ${hashed.digest}`,
+      );
     }
     if (await this.has(hashed.digest)) return { ...hashed, created: false };
     await fs.mkdir(this.dir, { recursive: true });

@@ -8,8 +8,14 @@ import type { CreateRequest, ModelParameters, Progress } from "../api/store-sche
 import type { BlobStore } from "./blobs.ts";
 import { parseDigest, type Digest } from "./digest.ts";
 import {
-  CONFIG_MEDIA_TYPE, MANIFEST_MEDIA_TYPE, layerKind, layerMediaType,
-  type Descriptor, type LayerKind, type ManifestStore, type ModelConfig,
+  CONFIG_MEDIA_TYPE,
+  MANIFEST_MEDIA_TYPE,
+  layerKind,
+  layerMediaType,
+  type Descriptor,
+  type LayerKind,
+  type ManifestStore,
+  type ModelConfig,
 } from "./manifests.ts";
 import { decodeLayers } from "./layers.ts";
 import { parseModelName } from "../common/model-name.ts";
@@ -32,18 +38,32 @@ interface NewLayer {
   created: boolean;
 }
 
-const descriptor = (kind: LayerKind, digest: Digest, size: number): Descriptor => ({ mediaType: layerMediaType(kind), digest, size });
+const descriptor = (kind: LayerKind, digest: Digest, size: number): Descriptor => ({
+  mediaType: layerMediaType(kind),
+  digest,
+  size,
+});
 
-async function uploadedGguf(ctx: CreateContext, kind: LayerKind, fileName: string, digestText: string): Promise<NewLayer> {
+async function uploadedGguf(
+  ctx: CreateContext,
+  kind: LayerKind,
+  fileName: string,
+  digestText: string,
+): Promise<NewLayer> {
   const digest = parseDigest(digestText);
   const size = await ctx.blobs.size(digest);
-  if (size === null) throw new AppError("BLOB_NOT_FOUND", `blob ${digest} for "${fileName}" has not been uploaded (POST /api/blobs/${digest})`);
+  if (size === null)
+    throw new AppError(
+      "BLOB_NOT_FOUND",
+      `blob ${digest} for "${fileName}" has not been uploaded (POST /api/blobs/${digest})`,
+    );
   await assertGguf(ctx.blobs.path(digest), `"${fileName}"`);
   return { layer: descriptor(kind, digest, size), created: false };
 }
 
 async function baseLayers(ctx: CreateContext, req: CreateRequest, progress: ProgressListener): Promise<NewLayer[]> {
-  if (req.from !== undefined && req.files !== undefined) throw new AppError("BAD_REQUEST", `give either "from" or "files", not both`);
+  if (req.from !== undefined && req.files !== undefined)
+    throw new AppError("BAD_REQUEST", `give either "from" or "files", not both`);
   if (req.from !== undefined) {
     if (!isPathRef(req.from)) {
       const base = await ctx.manifests.read(parseModelName(req.from));
@@ -51,7 +71,12 @@ async function baseLayers(ctx: CreateContext, req: CreateRequest, progress: Prog
       return base.manifest.layers.map((layer) => ({ layer, created: false }));
     }
     const file = path.resolve(req.from);
-    if (!(await fs.stat(file).then((s) => s.isFile(), () => false))) {
+    if (
+      !(await fs.stat(file).then(
+        (s) => s.isFile(),
+        () => false,
+      ))
+    ) {
       throw new AppError("BAD_REQUEST", `file "${req.from}" does not exist on the server`, { param: "from" });
     }
     await assertGguf(file, `"${req.from}"`);
@@ -65,10 +90,14 @@ async function baseLayers(ctx: CreateContext, req: CreateRequest, progress: Prog
       if (!fileName.toLowerCase().endsWith(".gguf")) {
         throw new AppError("UNSUPPORTED_FIELD", `"${fileName}": only GGUF files can be imported`, { param: "files" });
       }
-      layers.push(await uploadedGguf(ctx, fileName.toLowerCase().includes("mmproj") ? "projector" : "model", fileName, digest));
+      layers.push(
+        await uploadedGguf(ctx, fileName.toLowerCase().includes("mmproj") ? "projector" : "model", fileName, digest),
+      );
     }
     if (layers.filter((l) => layerKind(l.layer) === "model").length !== 1) {
-      throw new AppError("BAD_REQUEST", `"files" must contain exactly one model GGUF (split GGUFs are not supported)`, { param: "files" });
+      throw new AppError("BAD_REQUEST", `"files" must contain exactly one model GGUF (split GGUFs are not supported)`, {
+        param: "files",
+      });
     }
     progress({ status: "parsing GGUF" });
     return layers;
@@ -82,19 +111,26 @@ async function textLayer(ctx: CreateContext, kind: LayerKind, text: string): Pro
 }
 
 /** The overriding layers of a request, and the kinds of base layers they replace. */
-async function overrideLayers(ctx: CreateContext, req: CreateRequest, base: Descriptor[]): Promise<{ added: NewLayer[]; replaced: Set<LayerKind> }> {
+async function overrideLayers(
+  ctx: CreateContext,
+  req: CreateRequest,
+  base: Descriptor[],
+): Promise<{ added: NewLayer[]; replaced: Set<LayerKind> }> {
   const added: NewLayer[] = [];
   const replaced = new Set<LayerKind>();
   const text = async (kind: LayerKind, values: string[]) => {
     replaced.add(kind);
     for (const v of values) added.push(await textLayer(ctx, kind, v));
   };
-  for (const [fileName, digest] of Object.entries(req.adapters ?? {})) added.push(await uploadedGguf(ctx, "adapter", fileName, digest));
+  for (const [fileName, digest] of Object.entries(req.adapters ?? {}))
+    added.push(await uploadedGguf(ctx, "adapter", fileName, digest));
   if (req.template !== undefined) await text("template", [req.template]);
   if (req.system !== undefined) await text("system", [req.system]);
   if (req.parameters !== undefined) {
     // New parameters override the base model's one by one, as Modelfile PARAMETER lines do.
-    const inherited = base.some((l) => layerKind(l) === "params") ? (await decodeLayers(ctx.blobs, base)).parameters : {};
+    const inherited = base.some((l) => layerKind(l) === "params")
+      ? (await decodeLayers(ctx.blobs, base)).parameters
+      : {};
     const merged: ModelParameters = { ...inherited, ...req.parameters };
     await text("params", [JSON.stringify(merged)]);
   }
@@ -104,19 +140,34 @@ async function overrideLayers(ctx: CreateContext, req: CreateRequest, base: Desc
 }
 
 export async function createModel(ctx: CreateContext, req: CreateRequest, progress: ProgressListener): Promise<void> {
-  if (req.quantize !== undefined) throw new AppError("UNSUPPORTED_FIELD", `"quantize" is not supported: import an already quantized GGUF`, { param: "quantize" });
+  if (req.quantize !== undefined)
+    throw new AppError("UNSUPPORTED_FIELD", `"quantize" is not supported: import an already quantized GGUF`, {
+      param: "quantize",
+    });
   if (req.modelfile !== undefined) {
-    throw new AppError("UNSUPPORTED_FIELD", `"modelfile" is not supported: send from/files/template/system/parameters (the gantry CLI parses Modelfiles)`, { param: "modelfile" });
+    throw new AppError(
+      "UNSUPPORTED_FIELD",
+      `"modelfile" is not supported: send from/files/template/system/parameters (the gantry CLI parses Modelfiles)`,
+      { param: "modelfile" },
+    );
   }
   const name = parseModelName(req.model);
   const base = await baseLayers(ctx, req, progress);
-  const { added, replaced } = await overrideLayers(ctx, req, base.map((b) => b.layer));
-  const kept = base.filter((b) => { const k = layerKind(b.layer); return k === null || !replaced.has(k); });
+  const { added, replaced } = await overrideLayers(
+    ctx,
+    req,
+    base.map((b) => b.layer),
+  );
+  const kept = base.filter((b) => {
+    const k = layerKind(b.layer);
+    return k === null || !replaced.has(k);
+  });
   const layers = sortLayers(dedupe([...kept, ...added]));
 
   const model = layers.find((l) => layerKind(l.layer) === "model")!.layer;
   const summary = await ctx.gguf.get(model.digest, ctx.blobs.path(model.digest));
-  for (const l of layers) progress({ status: `${l.created ? "creating new" : "using existing"} layer ${l.layer.digest}` });
+  for (const l of layers)
+    progress({ status: `${l.created ? "creating new" : "using existing"} layer ${l.layer.digest}` });
 
   const config: ModelConfig = {
     model_format: "gguf",
@@ -138,11 +189,25 @@ export async function createModel(ctx: CreateContext, req: CreateRequest, progre
 }
 
 const dedupe = (layers: NewLayer[]): NewLayer[] =>
-  layers.filter((l, i) => layers.findIndex((o) => o.layer.digest === l.layer.digest && o.layer.mediaType === l.layer.mediaType) === i);
+  layers.filter(
+    (l, i) =>
+      layers.findIndex((o) => o.layer.digest === l.layer.digest && o.layer.mediaType === l.layer.mediaType) === i,
+  );
 
 // Model first, then a fixed order, so equal content always gives an equal manifest.
-const KIND_ORDER: readonly (LayerKind | null)[] = ["model", "projector", "adapter", "template", "system", "params", "messages", "license", null];
+const KIND_ORDER: readonly (LayerKind | null)[] = [
+  "model",
+  "projector",
+  "adapter",
+  "template",
+  "system",
+  "params",
+  "messages",
+  "license",
+  null,
+];
 const sortLayers = (layers: NewLayer[]): NewLayer[] =>
-  layers.map((l, i) => ({ l, i }))
+  layers
+    .map((l, i) => ({ l, i }))
     .sort((a, b) => KIND_ORDER.indexOf(layerKind(a.l.layer)) - KIND_ORDER.indexOf(layerKind(b.l.layer)) || a.i - b.i)
     .map((x) => x.l);

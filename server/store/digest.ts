@@ -7,10 +7,17 @@ export type Digest = `sha256:${string}`;
 
 const DIGEST_PATTERN = /^sha256[:-]([0-9a-fA-F]{64})$/;
 
-/** Parses "sha256:<hex>" or "sha256-<hex>" (hex in either case) into the normalised form; throws STORE_INVALID_DIGEST. */
+/**
+ * Parses "sha256:<hex>" or "sha256-<hex>" (hex in either case) into the normalised form; throws STORE_INVALID_DIGEST.
+ */
 export function parseDigest(value: string): Digest {
   const m = DIGEST_PATTERN.exec(value);
-  if (!m) throw new AppError("STORE_INVALID_DIGEST", `invalid digest "${value.slice(0, 100)}": expected sha256:<64 hex digits>`, { param: "digest" });
+  if (!m)
+    throw new AppError(
+      "STORE_INVALID_DIGEST",
+      `invalid digest "${value.slice(0, 100)}": expected sha256:<64 hex digits>`,
+      { param: "digest" },
+    );
   return `sha256:${m[1]!.toLowerCase()}`;
 }
 

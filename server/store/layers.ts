@@ -2,7 +2,12 @@
 import fs from "node:fs/promises";
 import { AppError } from "../common/errors.ts";
 import type { SamplingOptions } from "../engine/types.ts";
-import { ModelParametersSchema, StoredMessageSchema, type ModelParameters, type StoredMessage } from "../api/store-schemas.ts";
+import {
+  ModelParametersSchema,
+  StoredMessageSchema,
+  type ModelParameters,
+  type StoredMessage,
+} from "../api/store-schemas.ts";
 import type { BlobStore } from "./blobs.ts";
 import type { Digest } from "./digest.ts";
 import { layerKind, type Descriptor } from "./manifests.ts";
@@ -29,7 +34,10 @@ export interface DecodedLayers {
 }
 
 const missingBlob = (d: Descriptor) =>
-  new AppError("BLOB_NOT_FOUND", `blob ${d.digest} of this model is missing from the store; create or pull the model again`);
+  new AppError(
+    "BLOB_NOT_FOUND",
+    `blob ${d.digest} of this model is missing from the store; create or pull the model again`,
+  );
 
 async function readText(blobs: BlobStore, d: Descriptor): Promise<string> {
   try {
@@ -55,19 +63,42 @@ async function fileRef(blobs: BlobStore, d: Descriptor): Promise<BlobRef> {
 
 export async function decodeLayers(blobs: BlobStore, layers: readonly Descriptor[]): Promise<DecodedLayers> {
   const modelParts: BlobRef[] = [];
-  const out: Omit<DecodedLayers, "model" | "modelParts"> = { adapters: [], parameters: {}, messages: [], licenses: [], size: 0 };
+  const out: Omit<DecodedLayers, "model" | "modelParts"> = {
+    adapters: [],
+    parameters: {},
+    messages: [],
+    licenses: [],
+    size: 0,
+  };
   for (const layer of layers) {
     out.size += layer.size;
     switch (layerKind(layer)) {
-      case "model": modelParts.push(await fileRef(blobs, layer)); break;
-      case "projector": out.projector = await fileRef(blobs, layer); break;
-      case "adapter": out.adapters.push(await fileRef(blobs, layer)); break;
-      case "template": out.template = await readText(blobs, layer); break;
-      case "system": out.system = await readText(blobs, layer); break;
-      case "license": out.licenses.push(await readText(blobs, layer)); break;
-      case "params": out.parameters = ModelParametersSchema.parse(await readJson(blobs, layer)); break;
-      case "messages": out.messages = StoredMessageSchema.array().parse(await readJson(blobs, layer)); break;
-      case null: break; // unknown media types (newer Ollama layers) are carried along but not interpreted
+      case "model":
+        modelParts.push(await fileRef(blobs, layer));
+        break;
+      case "projector":
+        out.projector = await fileRef(blobs, layer);
+        break;
+      case "adapter":
+        out.adapters.push(await fileRef(blobs, layer));
+        break;
+      case "template":
+        out.template = await readText(blobs, layer);
+        break;
+      case "system":
+        out.system = await readText(blobs, layer);
+        break;
+      case "license":
+        out.licenses.push(await readText(blobs, layer));
+        break;
+      case "params":
+        out.parameters = ModelParametersSchema.parse(await readJson(blobs, layer));
+        break;
+      case "messages":
+        out.messages = StoredMessageSchema.array().parse(await readJson(blobs, layer));
+        break;
+      case null:
+        break; // unknown media types (newer Ollama layers) are carried along but not interpreted
     }
   }
   const model = modelParts[0];
@@ -77,8 +108,21 @@ export async function decodeLayers(blobs: BlobStore, layers: readonly Descriptor
 
 /** The engine's options subset of the stored parameters. */
 export function toSamplingOptions(p: ModelParameters): SamplingOptions {
-  const keys = ["temperature", "top_p", "top_k", "min_p", "seed", "num_predict", "stop", "repeat_penalty", "repeat_last_n",
-    "presence_penalty", "frequency_penalty", "num_ctx", "use_mmap"] as const satisfies readonly (keyof SamplingOptions & keyof ModelParameters)[];
+  const keys = [
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "seed",
+    "num_predict",
+    "stop",
+    "repeat_penalty",
+    "repeat_last_n",
+    "presence_penalty",
+    "frequency_penalty",
+    "num_ctx",
+    "use_mmap",
+  ] as const satisfies readonly (keyof SamplingOptions & keyof ModelParameters)[];
   const out: Record<string, unknown> = {};
   for (const k of keys) if (p[k] !== undefined) out[k] = p[k];
   return out as SamplingOptions;

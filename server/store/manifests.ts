@@ -11,7 +11,16 @@ import { fromManifestPath, nameKey, toManifestPath, type ModelName } from "../co
 export const MANIFEST_MEDIA_TYPE = "application/vnd.docker.distribution.manifest.v2+json";
 export const CONFIG_MEDIA_TYPE = "application/vnd.docker.container.image.v1+json";
 
-export const LAYER_KINDS = ["model", "template", "system", "params", "messages", "license", "projector", "adapter"] as const;
+export const LAYER_KINDS = [
+  "model",
+  "template",
+  "system",
+  "params",
+  "messages",
+  "license",
+  "projector",
+  "adapter",
+] as const;
 export type LayerKind = (typeof LAYER_KINDS)[number];
 export const layerMediaType = (kind: LayerKind): string => `application/vnd.ollama.image.${kind}`;
 
@@ -123,7 +132,13 @@ export class ManifestStore {
   // Exact path first (the common case), then a case-insensitive scan.
   private async locate(name: ModelName): Promise<string | null> {
     const exact = this.fileOf(name);
-    if (await fs.stat(exact).then((s) => s.isFile(), () => false)) return exact;
+    if (
+      await fs.stat(exact).then(
+        (s) => s.isFile(),
+        () => false,
+      )
+    )
+      return exact;
     const key = nameKey(name);
     for (const file of await this.walk()) {
       const n = this.nameOfFile(file);

@@ -38,9 +38,14 @@ export class ModelStore implements ModelResolver {
   async resolve(ref: string): Promise<ModelSpec> {
     const { displayName, layers } = await this.locate(ref);
     // llama.cpp finds the other parts of a split model only next to the first, under the split naming pattern.
-    const modelPath = layers.modelParts.length > 1
-      ? await linkSplitParts(this.root, this.blobs, layers.modelParts.map((p) => p.digest))
-      : layers.model.path;
+    const modelPath =
+      layers.modelParts.length > 1
+        ? await linkSplitParts(
+            this.root,
+            this.blobs,
+            layers.modelParts.map((p) => p.digest),
+          )
+        : layers.model.path;
     return {
       name: displayName,
       digest: layers.model.digest,
@@ -89,7 +94,8 @@ export class ModelStore implements ModelResolver {
       if (!stillUsed.has(digest)) await this.blobs.remove(digest);
     }
     const parts = layersOf(stored.manifest, "model").map((l) => l.digest);
-    if (parts.length > 1 && !stillUsed.has(parts[0]!)) await fs.rm(splitModelDir(this.root, parts), { recursive: true, force: true });
+    if (parts.length > 1 && !stillUsed.has(parts[0]!))
+      await fs.rm(splitModelDir(this.root, parts), { recursive: true, force: true });
     this.logger.info({ model: formatModelName(stored.name) }, "model deleted");
   }
 
@@ -113,23 +119,33 @@ export class ModelStore implements ModelResolver {
   /** POST /api/show data. */
   async show(name: string, opts: { verbose?: boolean } = {}): Promise<ShowResponse> {
     const { displayName, layers, modifiedAt } = await this.locate(name);
-    const summary = opts.verbose ? await readGgufSummary(layers.model.path, { verbose: true }) : await this.gguf.get(layers.model.digest, layers.model.path);
+    const summary = opts.verbose
+      ? await readGgufSummary(layers.model.path, { verbose: true })
+      : await this.gguf.get(layers.model.digest, layers.model.path);
     const template = layers.template ?? summary.chatTemplate;
     const parameters = formatParameters(layers.parameters);
     return {
       ...(layers.licenses.length ? { license: layers.licenses.join("\n") } : {}),
       modelfile: renderModelfile({
-        displayName, modelPath: layers.model.path, adapterPaths: layers.adapters.map((a) => a.path),
+        displayName,
+        modelPath: layers.model.path,
+        adapterPaths: layers.adapters.map((a) => a.path),
         ...(layers.template !== undefined ? { template: layers.template } : {}),
         ...(layers.system !== undefined ? { system: layers.system } : {}),
-        parameters: layers.parameters, messages: layers.messages, licenses: layers.licenses,
+        parameters: layers.parameters,
+        messages: layers.messages,
+        licenses: layers.licenses,
       }),
       ...(parameters ? { parameters } : {}),
       ...(template !== undefined ? { template } : {}),
       ...(layers.system !== undefined ? { system: layers.system } : {}),
       details: detailsOf(summary),
       model_info: summary.modelInfo,
-      capabilities: modelCapabilities({ isEmbedding: summary.isEmbedding, ...(template !== undefined ? { template } : {}), hasProjector: !!layers.projector }),
+      capabilities: modelCapabilities({
+        isEmbedding: summary.isEmbedding,
+        ...(template !== undefined ? { template } : {}),
+        hasProjector: !!layers.projector,
+      }),
       modified_at: modifiedAt.toISOString(),
       ...(layers.messages.length ? { messages: layers.messages } : {}),
     };
@@ -141,7 +157,8 @@ export class ModelStore implements ModelResolver {
       parsed = parseModelName(name);
     } catch (e) {
       // "./missing.gguf" is a file that is not there rather than a malformed model name.
-      if (isPathRef(name)) throw new AppError("MODEL_NOT_FOUND", `model file "${name}" not found on the server`, { param: "model" });
+      if (isPathRef(name))
+        throw new AppError("MODEL_NOT_FOUND", `model file "${name}" not found on the server`, { param: "model" });
       throw e;
     }
     const stored = await this.manifests.read(parsed);
@@ -152,10 +169,16 @@ export class ModelStore implements ModelResolver {
   // The config blob answers list() cheaply; models whose config is unreadable fall back to the GGUF header.
   private async details(m: StoredManifest): Promise<ModelDetails> {
     try {
-      const config = ModelConfigSchema.parse(JSON.parse(await fs.readFile(this.blobs.path(m.manifest.config.digest), "utf8")));
+      const config = ModelConfigSchema.parse(
+        JSON.parse(await fs.readFile(this.blobs.path(m.manifest.config.digest), "utf8")),
+      );
       return {
-        parent_model: "", format: "gguf", family: config.model_family, families: config.model_families,
-        parameter_size: config.model_type, quantization_level: config.file_type,
+        parent_model: "",
+        format: "gguf",
+        family: config.model_family,
+        families: config.model_families,
+        parameter_size: config.model_type,
+        quantization_level: config.file_type,
       };
     } catch {
       const layers = await decodeLayers(this.blobs, m.manifest.layers);
@@ -167,7 +190,12 @@ export class ModelStore implements ModelResolver {
   private async adHocFile(ref: string): Promise<string | null> {
     if (!ref.toLowerCase().endsWith(".gguf")) return null;
     const file = path.resolve(ref);
-    return (await fs.stat(file).then((s) => s.isFile(), () => false)) ? file : null;
+    return (await fs.stat(file).then(
+      (s) => s.isFile(),
+      () => false,
+    ))
+      ? file
+      : null;
   }
 
   private async fileDigest(file: string): Promise<Digest> {
@@ -187,19 +215,35 @@ export class ModelStore implements ModelResolver {
     const file = await this.adHocFile(ref);
     if (!file) {
       const stored = await this.read(ref);
-      return { displayName: formatModelName(stored.name), layers: await decodeLayers(this.blobs, stored.manifest.layers), modifiedAt: stored.modifiedAt };
+      return {
+        displayName: formatModelName(stored.name),
+        layers: await decodeLayers(this.blobs, stored.manifest.layers),
+        modifiedAt: stored.modifiedAt,
+      };
     }
     await assertGguf(file, `"${file}"`);
     const [digest, stat] = await Promise.all([this.fileDigest(file), fs.stat(file)]);
     return {
       displayName: file,
-      layers: { model: { digest, path: file }, modelParts: [{ digest, path: file }], adapters: [], parameters: {}, messages: [], licenses: [], size: stat.size },
+      layers: {
+        model: { digest, path: file },
+        modelParts: [{ digest, path: file }],
+        adapters: [],
+        parameters: {},
+        messages: [],
+        licenses: [],
+        size: stat.size,
+      },
       modifiedAt: stat.mtime,
     };
   }
 }
 
 const detailsOf = (s: GgufSummary): ModelDetails => ({
-  parent_model: "", format: "gguf", family: s.architecture, families: [s.architecture],
-  parameter_size: s.parameterSize, quantization_level: s.quantizationLevel,
+  parent_model: "",
+  format: "gguf",
+  family: s.architecture,
+  families: [s.architecture],
+  parameter_size: s.parameterSize,
+  quantization_level: s.quantizationLevel,
 });

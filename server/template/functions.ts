@@ -32,13 +32,16 @@ function less(a: unknown, b: unknown): boolean {
     if (isBasic(a) && isBasic(b) && typeof a !== "boolean" && typeof b !== "boolean") {
       throw new EvalError(`incompatible types for comparison: ${kindOf(a)} and ${kindOf(b)}`);
     }
-    throw new EvalError(`invalid type for comparison: ${kindOf(typeof a === "number" || typeof a === "string" ? b : a)}`);
+    throw new EvalError(
+      `invalid type for comparison: ${kindOf(typeof a === "number" || typeof a === "string" ? b : a)}`,
+    );
   }
   return (a as number | string) < (b as number | string);
 }
 
 function toIndex(v: unknown): number {
-  if (typeof v !== "number" || !Number.isInteger(v)) throw new EvalError(`cannot index slice/array with type ${kindOf(v)}`);
+  if (typeof v !== "number" || !Number.isInteger(v))
+    throw new EvalError(`cannot index slice/array with type ${kindOf(v)}`);
   return v;
 }
 

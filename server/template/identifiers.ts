@@ -5,11 +5,21 @@ import type { Template } from "./ast.ts";
 
 function fromArg(arg: ArgNode, out: Set<string>): void {
   switch (arg.type) {
-    case "field": for (const p of arg.path) out.add(p.toLowerCase()); break;
-    case "variable": for (const p of arg.path) out.add(p.toLowerCase()); break;
-    case "chain": fromArg(arg.node, out); for (const p of arg.path) out.add(p.toLowerCase()); break;
-    case "pipe": fromPipe(arg.pipe, out); break;
-    default: break;
+    case "field":
+      for (const p of arg.path) out.add(p.toLowerCase());
+      break;
+    case "variable":
+      for (const p of arg.path) out.add(p.toLowerCase());
+      break;
+    case "chain":
+      fromArg(arg.node, out);
+      for (const p of arg.path) out.add(p.toLowerCase());
+      break;
+    case "pipe":
+      fromPipe(arg.pipe, out);
+      break;
+    default:
+      break;
   }
 }
 

@@ -3,10 +3,23 @@
 import { TemplateError } from "./errors.ts";
 
 export type TokenKind =
-  | "text" | "leftDelim" | "rightDelim"
-  | "identifier" | "field" | "variable" | "dot"
-  | "string" | "number" | "bool" | "nil"
-  | "leftParen" | "rightParen" | "pipe" | "declare" | "assign" | "comma"
+  | "text"
+  | "leftDelim"
+  | "rightDelim"
+  | "identifier"
+  | "field"
+  | "variable"
+  | "dot"
+  | "string"
+  | "number"
+  | "bool"
+  | "nil"
+  | "leftParen"
+  | "rightParen"
+  | "pipe"
+  | "declare"
+  | "assign"
+  | "comma"
   | "eof";
 
 export interface Token {
@@ -24,7 +37,16 @@ export interface Token {
 const isSpace = (ch: string | undefined) => ch === " " || ch === "\t" || ch === "\r" || ch === "\n";
 const isAlnum = (ch: string | undefined) => ch !== undefined && /[\p{L}\p{Nd}_]/u.test(ch);
 const SIMPLE_ESCAPES: Record<string, string> = {
-  a: "\x07", b: "\b", f: "\f", n: "\n", r: "\r", t: "\t", v: "\v", "\\": "\\", '"': '"', "'": "'",
+  a: "\x07",
+  b: "\b",
+  f: "\f",
+  n: "\n",
+  r: "\r",
+  t: "\t",
+  v: "\v",
+  "\\": "\\",
+  '"': '"',
+  "'": "'",
 };
 const NUMBER_RE = /^[+-]?(0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|(\d[\d_]*\.?[\d_]*|\.\d[\d_]*)([eE][+-]?\d+)?)/;
 const TRIM_CHARS = /[ \t\r\n]+$/;
@@ -102,28 +124,37 @@ export function lex(src: string): Token[] {
         i += 2;
         break;
       }
-      if (ch === "(") { parenDepth++; push("leftParen", i, ++i, ch, spaced); }
-      else if (ch === ")") {
+      if (ch === "(") {
+        parenDepth++;
+        push("leftParen", i, ++i, ch, spaced);
+      } else if (ch === ")") {
         if (parenDepth === 0) fail(i, "unexpected right paren");
         parenDepth--;
         push("rightParen", i, ++i, ch, spaced);
-      }
-      else if (ch === "|") push("pipe", i, ++i, ch, spaced);
+      } else if (ch === "|") push("pipe", i, ++i, ch, spaced);
       else if (ch === ",") push("comma", i, ++i, ch, spaced);
       else if (ch === "=") push("assign", i, ++i, ch, spaced);
-      else if (src.startsWith(":=", i)) { i += 2; push("declare", start, i, ":=", spaced); }
-      else if (ch === '"') {
+      else if (src.startsWith(":=", i)) {
+        i += 2;
+        push("declare", start, i, ":=", spaced);
+      } else if (ch === '"') {
         let value = "";
         i++;
         for (;;) {
           const c = src[i];
           if (c === undefined || c === "\n") fail(start, "unterminated quoted string");
-          if (c === '"') { i++; break; }
+          if (c === '"') {
+            i++;
+            break;
+          }
           if (c === "\\") {
             const [decoded, next] = readEscape(src, i + 1, '"', fail);
             value += decoded;
             i = next;
-          } else { value += c; i++; }
+          } else {
+            value += c;
+            i++;
+          }
         }
         push("string", start, i, value, spaced);
       } else if (ch === "`") {
@@ -135,7 +166,11 @@ export function lex(src: string): Token[] {
         // A character constant is a number in Go templates.
         let value: string;
         if (src[i + 1] === "\\") [value, i] = readEscape(src, i + 2, "'", fail);
-        else { const cp = src.codePointAt(i + 1); value = cp === undefined ? "" : String.fromCodePoint(cp); i += 1 + value.length; }
+        else {
+          const cp = src.codePointAt(i + 1);
+          value = cp === undefined ? "" : String.fromCodePoint(cp);
+          i += 1 + value.length;
+        }
         if (value === "" || src[i] !== "'") fail(start, "malformed character constant");
         i++;
         push("number", start, i, src.slice(start, i), spaced, value.codePointAt(0)!);
@@ -147,9 +182,14 @@ export function lex(src: string): Token[] {
         i++;
         while (isAlnum(src[i])) i++;
         push("field", start, i, src.slice(start + 1, i), spaced);
-      } else if (/[0-9+\-.]/.test(ch) && NUMBER_RE.test(src.slice(i, i + 64)) && (ch !== "." || /\d/.test(src[i + 1] ?? ""))) {
+      } else if (
+        /[0-9+\-.]/.test(ch) &&
+        NUMBER_RE.test(src.slice(i, i + 64)) &&
+        (ch !== "." || /\d/.test(src[i + 1] ?? ""))
+      ) {
         const literal = NUMBER_RE.exec(src.slice(i, i + 64))![0];
-        if (isAlnum(src[i + literal.length])) fail(start, `bad number syntax: "${src.slice(i, i + literal.length + 1)}"`);
+        if (isAlnum(src[i + literal.length]))
+          fail(start, `bad number syntax: "${src.slice(i, i + literal.length + 1)}"`);
         const value = parseNumber(literal);
         if (Number.isNaN(value)) fail(start, `bad number syntax: "${literal}"`);
         i += literal.length;
@@ -170,7 +210,12 @@ export function lex(src: string): Token[] {
 }
 
 /** Decodes one Go escape sequence starting after the backslash; returns the text and the index after it. */
-function readEscape(src: string, at: number, quote: string, fail: (at: number, msg: string) => never): [string, number] {
+function readEscape(
+  src: string,
+  at: number,
+  quote: string,
+  fail: (at: number, msg: string) => never,
+): [string, number] {
   const c = src[at];
   if (c !== undefined && c in SIMPLE_ESCAPES && (c !== "'" || quote === "'") && (c !== '"' || quote === '"')) {
     return [SIMPLE_ESCAPES[c]!, at + 1];

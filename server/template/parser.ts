@@ -143,13 +143,21 @@ class Parser {
   }
 
   private parseDeclarations(context: string): { decl: string[]; isAssign: boolean } {
-    const a = this.peek(), b = this.peek(1), c = this.peek(2), d = this.peek(3);
+    const a = this.peek(),
+      b = this.peek(1),
+      c = this.peek(2),
+      d = this.peek(3);
     let decl: string[] = [];
     let op: Token | null = null;
     if (a.kind === "variable" && (b.kind === "declare" || b.kind === "assign")) {
       decl = [a.text];
       op = b;
-    } else if (a.kind === "variable" && b.kind === "comma" && c.kind === "variable" && (d.kind === "declare" || d.kind === "assign")) {
+    } else if (
+      a.kind === "variable" &&
+      b.kind === "comma" &&
+      c.kind === "variable" &&
+      (d.kind === "declare" || d.kind === "assign")
+    ) {
       if (context !== "range") this.fail(b.pos, `too many declarations in ${context}`);
       decl = [a.text, c.text];
       op = d;
@@ -195,7 +203,10 @@ class Parser {
       case "pipe":
         return { type: "chain", pos: node.pos, end, node, path };
       default:
-        return this.fail(this.peek().pos, `unexpected . after term ${JSON.stringify(this.src.slice(node.pos, node.end))}`);
+        return this.fail(
+          this.peek().pos,
+          `unexpected . after term ${JSON.stringify(this.src.slice(node.pos, node.end))}`,
+        );
     }
   }
 
@@ -207,15 +218,21 @@ class Parser {
         if (KEYWORDS.has(t.text)) this.fail(t.pos, `unexpected keyword "${t.text}" in command`);
         if (!BUILTIN_NAMES.has(t.text)) this.fail(t.pos, `function "${t.text}" not defined`);
         return { type: "identifier", ...span, name: t.text };
-      case "field": return { type: "field", ...span, path: [t.text] };
+      case "field":
+        return { type: "field", ...span, path: [t.text] };
       case "variable":
         if (!this.vars.includes(t.text)) this.fail(t.pos, `undefined variable "${t.text}"`);
         return { type: "variable", ...span, name: t.text, path: [] };
-      case "dot": return { type: "dot", ...span };
-      case "string": return { type: "string", ...span, value: t.text };
-      case "number": return { type: "number", ...span, value: t.value as number };
-      case "bool": return { type: "bool", ...span, value: t.value as boolean };
-      case "nil": return { type: "nil", ...span };
+      case "dot":
+        return { type: "dot", ...span };
+      case "string":
+        return { type: "string", ...span, value: t.text };
+      case "number":
+        return { type: "number", ...span, value: t.value as number };
+      case "bool":
+        return { type: "bool", ...span, value: t.value as boolean };
+      case "nil":
+        return { type: "nil", ...span };
       case "leftParen": {
         const pipe = this.parsePipeline("paren", "rightParen");
         const closeParen = this.tokens[this.i - 1]!;
@@ -229,10 +246,14 @@ class Parser {
 
 function describe(t: Token): string {
   switch (t.kind) {
-    case "eof": return "end of template";
-    case "rightDelim": return "\"}}\"";
-    case "text": return "text";
-    default: return JSON.stringify(t.text);
+    case "eof":
+      return "end of template";
+    case "rightDelim":
+      return '"}}"';
+    case "text":
+      return "text";
+    default:
+      return JSON.stringify(t.text);
   }
 }
 

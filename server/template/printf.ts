@@ -48,7 +48,11 @@ function formatOne(verb: string, flags: string, precision: number | undefined, a
       return typeof arg === "number" ? withSign(exponent(arg, precision ?? 6), arg, flags) : bad(verb, arg);
     case "g":
       return typeof arg === "number"
-        ? withSign(precision === undefined ? formatNumber(arg) : formatNumber(Number(arg.toPrecision(precision))), arg, flags)
+        ? withSign(
+            precision === undefined ? formatNumber(arg) : formatNumber(Number(arg.toPrecision(precision))),
+            arg,
+            flags,
+          )
         : bad(verb, arg);
     case "x":
     case "X": {
@@ -65,15 +69,21 @@ function formatOne(verb: string, flags: string, precision: number | undefined, a
 
 export function sprintf(format: string, args: readonly unknown[]): string {
   let next = 0;
-  const out = format.replace(VERB_RE, (_m, flags: string, width: string | undefined, precision: string | undefined, verb: string) => {
-    if (verb === "%") return "%";
-    if (next >= args.length) return `%!${verb}(MISSING)`;
-    const arg = args[next++];
-    const text = formatOne(verb, flags, precision === undefined ? undefined : Number(precision), arg);
-    return pad(text, width === undefined ? undefined : Number(width), flags, typeof arg === "number");
-  });
+  const out = format.replace(
+    VERB_RE,
+    (_m, flags: string, width: string | undefined, precision: string | undefined, verb: string) => {
+      if (verb === "%") return "%";
+      if (next >= args.length) return `%!${verb}(MISSING)`;
+      const arg = args[next++];
+      const text = formatOne(verb, flags, precision === undefined ? undefined : Number(precision), arg);
+      return pad(text, width === undefined ? undefined : Number(width), flags, typeof arg === "number");
+    },
+  );
   if (next < args.length) {
-    const extra = args.slice(next).map((a) => `${kindOf(a)}=${formatValue(a)}`).join(", ");
+    const extra = args
+      .slice(next)
+      .map((a) => `${kindOf(a)}=${formatValue(a)}`)
+      .join(", ");
     return `${out}%!(EXTRA ${extra})`;
   }
   return out;

@@ -72,7 +72,8 @@ class Executor {
         case "action": {
           const value = this.evalPipeline(dot, node.pipe);
           // Declarations print nothing; absent values print nothing (not Go's "<no value>").
-          if (node.pipe.decl.length === 0 && value !== undefined && value !== null) this.write(node, formatValue(value));
+          if (node.pipe.decl.length === 0 && value !== undefined && value !== null)
+            this.write(node, formatValue(value));
           break;
         }
         case "if":
@@ -168,7 +169,12 @@ class Executor {
     return this.evalArg(dot, first);
   }
 
-  private callFunction(dot: unknown, fn: Extract<ArgNode, { type: "identifier" }>, argNodes: ArgNode[], final: unknown): unknown {
+  private callFunction(
+    dot: unknown,
+    fn: Extract<ArgNode, { type: "identifier" }>,
+    argNodes: ArgNode[],
+    final: unknown,
+  ): unknown {
     const node = { pos: fn.pos, end: argNodes.at(-1)?.end ?? fn.end };
     // and/or evaluate arguments left to right and stop at the first that decides the result, returning that value.
     if (fn.name === "and" || fn.name === "or") {
@@ -195,22 +201,28 @@ class Executor {
 
   private evalArg(dot: unknown, arg: ArgNode): unknown {
     switch (arg.type) {
-      case "dot": return dot;
-      case "nil": return null;
+      case "dot":
+        return dot;
+      case "nil":
+        return null;
       case "string":
       case "number":
-      case "bool": return arg.value;
-      case "field": return this.at(arg, () => fieldPath(dot, arg.path));
+      case "bool":
+        return arg.value;
+      case "field":
+        return this.at(arg, () => fieldPath(dot, arg.path));
       case "variable": {
         const base = this.lookupVar(arg.name, arg);
         return this.at(arg, () => fieldPath(base, arg.path));
       }
-      case "pipe": return this.evalPipeline(dot, arg.pipe);
+      case "pipe":
+        return this.evalPipeline(dot, arg.pipe);
       case "chain": {
         const base = this.evalArg(dot, arg.node);
         return this.at(arg, () => fieldPath(base, arg.path));
       }
-      case "identifier": return this.callFunction(dot, arg, [], NO_FINAL);
+      case "identifier":
+        return this.callFunction(dot, arg, [], NO_FINAL);
     }
   }
 }
@@ -228,7 +240,10 @@ function rangeEntries(value: unknown, declCount: number): Iterable<[unknown, unk
   if (value === null || value === undefined) return [];
   if (Array.isArray(value)) return value.map((v, i) => [i, v]);
   if (value instanceof Map) return [...value.entries()].sort(([a], [b]) => (String(a) < String(b) ? -1 : 1));
-  if (isMapLike(value)) return Object.keys(value).sort().map((k) => [k, value[k]]);
+  if (isMapLike(value))
+    return Object.keys(value)
+      .sort()
+      .map((k) => [k, value[k]]);
   if (typeof value === "number" && Number.isInteger(value)) {
     if (declCount > 1) throw new EvalError("can't use two variables to range over an integer");
     return countTo(value);

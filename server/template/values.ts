@@ -8,11 +8,16 @@ export function kindOf(v: unknown): string {
   if (v === null || v === undefined) return "nil";
   if (Array.isArray(v)) return "slice";
   switch (typeof v) {
-    case "string": return "string";
-    case "number": return Number.isInteger(v) ? "int" : "float64";
-    case "boolean": return "bool";
-    case "object": return "map";
-    default: return typeof v;
+    case "string":
+      return "string";
+    case "number":
+      return Number.isInteger(v) ? "int" : "float64";
+    case "boolean":
+      return "bool";
+    case "object":
+      return "map";
+    default:
+      return typeof v;
   }
 }
 
@@ -54,7 +59,9 @@ export function formatNumber(n: number): string {
   return s.replace(/e([+-])(\d)$/, "e$10$2");
 }
 
-/** `.Name` on a value. Missing keys and lookups through nil give undefined (rendered as ""), like Ollama's zero values. */
+/**
+ * `.Name` on a value. Missing keys and lookups through nil give undefined (rendered as ""), like Ollama's zero values.
+ */
 export function getField(receiver: unknown, name: string): unknown {
   if (receiver === null || receiver === undefined) return undefined;
   if (receiver instanceof Map) return receiver.get(name);

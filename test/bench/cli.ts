@@ -23,13 +23,20 @@ function timeRun(url: string, model: string): Promise<{ ttft: number; total: num
     const t0 = performance.now();
     let ttft = Number.NaN;
     const proc = spawn(process.execPath, [GANTRY, "run", model, PROMPT], {
-      env: { ...process.env, GANTRY_HOST: url, NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, GANTRY_HOST: url, NO_COLOR: "1" },
+      stdio: ["ignore", "pipe", "pipe"],
     });
-    proc.stdout.on("data", () => { if (Number.isNaN(ttft)) ttft = performance.now() - t0; });
+    proc.stdout.on("data", () => {
+      if (Number.isNaN(ttft)) ttft = performance.now() - t0;
+    });
     proc.stdout.resume();
     proc.stderr.resume();
     proc.once("error", reject);
-    proc.once("exit", (code) => (code === 0 ? resolve({ ttft, total: performance.now() - t0 }) : reject(new Error(`gantry run exited with ${code}`))));
+    proc.once("exit", (code) =>
+      code === 0
+        ? resolve({ ttft, total: performance.now() - t0 })
+        : reject(new Error(`gantry run exited with ${code}`)),
+    );
   });
 }
 
@@ -39,7 +46,10 @@ export async function benchCli(opts: { rounds?: number } = {}): Promise<CliRow[]
   try {
     await createModel(srv.url, "smollm2:135m", await smollm2Path(), { parameters: { num_predict: 32 } });
     await runHttpLoad(srv.url, "smollm2:135m", { concurrency: 1, maxTokens: 8, prompt: PROMPT }); // load the model
-    const http: number[] = [], httpTotal: number[] = [], cli: number[] = [], cliTotal: number[] = [];
+    const http: number[] = [],
+      httpTotal: number[] = [],
+      cli: number[] = [],
+      cliTotal: number[] = [];
     for (let r = 0; r < rounds; r++) {
       const t0 = performance.now();
       const h = await runHttpLoad(srv.url, "smollm2:135m", { concurrency: 1, maxTokens: 32, prompt: PROMPT });
@@ -50,8 +60,13 @@ export async function benchCli(opts: { rounds?: number } = {}): Promise<CliRow[]
       cliTotal.push(c.total);
     }
     return [
-      { client: "HTTP /api/generate (warm client, streaming)", ttftMs: median(http), totalMs: median(httpTotal), rounds },
-      { client: "gantry run <model> \"<prompt>\" (new process)", ttftMs: median(cli), totalMs: median(cliTotal), rounds },
+      {
+        client: "HTTP /api/generate (warm client, streaming)",
+        ttftMs: median(http),
+        totalMs: median(httpTotal),
+        rounds,
+      },
+      { client: 'gantry run <model> "<prompt>" (new process)', ttftMs: median(cli), totalMs: median(cliTotal), rounds },
     ];
   } finally {
     await srv.stop();
@@ -61,6 +76,9 @@ export async function benchCli(opts: { rounds?: number } = {}): Promise<CliRow[]
 if (import.meta.main) {
   const { printTable } = await import("./table.ts");
   const rows = await benchCli();
-  printTable("CLI: time to first token with the server up (smollm2:135m, 32 tokens)", ["client", "TTFT ms (median)", "total ms", "rounds"],
-    rows.map((r) => [r.client, r.ttftMs, r.totalMs, r.rounds]));
+  printTable(
+    "CLI: time to first token with the server up (smollm2:135m, 32 tokens)",
+    ["client", "TTFT ms (median)", "total ms", "rounds"],
+    rows.map((r) => [r.client, r.ttftMs, r.totalMs, r.rounds]),
+  );
 }

@@ -10,12 +10,22 @@ export interface LoadResult {
   ttftMs: number[];
 }
 
-export async function runHttpLoad(url: string, model: string, opts: { concurrency: number; maxTokens: number; prompt: string }): Promise<LoadResult> {
+export async function runHttpLoad(
+  url: string,
+  model: string,
+  opts: { concurrency: number; maxTokens: number; prompt: string },
+): Promise<LoadResult> {
   const t0 = performance.now();
   const one = async (i: number) => {
     const start = performance.now();
-    let ttft = Number.NaN, tokens = 0;
-    const body = { model, prompt: `${opts.prompt} (${i})`, stream: true, options: { num_predict: opts.maxTokens, temperature: 0.8, seed: i } };
+    let ttft = Number.NaN,
+      tokens = 0;
+    const body = {
+      model,
+      prompt: `${opts.prompt} (${i})`,
+      stream: true,
+      options: { num_predict: opts.maxTokens, temperature: 0.8, seed: i },
+    };
     await postStreamingLines(`${url}/api/generate`, body, (text) => {
       const line = JSON.parse(text) as { response?: string; done?: boolean; eval_count?: number; error?: string };
       if (line.error) throw new Error(line.error);
@@ -25,5 +35,9 @@ export async function runHttpLoad(url: string, model: string, opts: { concurrenc
     return { tokens, ttft };
   };
   const results = await Promise.all(Array.from({ length: opts.concurrency }, (_, i) => one(i)));
-  return { tokens: results.reduce((s, r) => s + r.tokens, 0), seconds: (performance.now() - t0) / 1000, ttftMs: results.map((r) => r.ttft) };
+  return {
+    tokens: results.reduce((s, r) => s + r.tokens, 0),
+    seconds: (performance.now() - t0) / 1000,
+    ttftMs: results.map((r) => r.ttft),
+  };
 }

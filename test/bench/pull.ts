@@ -30,8 +30,12 @@ const FILE = "bench-250m-Q8_0.gguf";
 function timePull(hubUrl: string, tuning: object): Promise<number> {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "gantry-bench-pull-"));
   return new Promise<number>((resolve, reject) => {
-    const child = spawn(process.execPath, [PULL_CLI, root, hubUrl, "hf.co/bench/model:Q8_0", JSON.stringify(tuning)], { stdio: ["ignore", "pipe", "inherit"] });
-    let buf = "", t0 = 0, t1 = 0;
+    const child = spawn(process.execPath, [PULL_CLI, root, hubUrl, "hf.co/bench/model:Q8_0", JSON.stringify(tuning)], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let buf = "",
+      t0 = 0,
+      t1 = 0;
     child.stdout.on("data", (d: Buffer) => {
       buf += d.toString();
       let nl;
@@ -43,7 +47,9 @@ function timePull(hubUrl: string, tuning: object): Promise<number> {
         if (line.error) reject(new Error(line.error));
       }
     });
-    child.once("exit", (code) => (code === 0 && t1 > t0 ? resolve((t1 - t0) / 1000) : reject(new Error(`pull exited with ${code}`))));
+    child.once("exit", (code) =>
+      code === 0 && t1 > t0 ? resolve((t1 - t0) / 1000) : reject(new Error(`pull exited with ${code}`)),
+    );
   }).finally(() => fs.rmSync(root, { recursive: true, force: true }));
 }
 
@@ -56,7 +62,9 @@ function run(cmd: string, args: string[]): Promise<void> {
   });
 }
 
-/** Seconds of `curl -sf -L -o <file> <url>`, and with `verify` of `sha256sum <file>` after it (what a pull includes). */
+/**
+ * Seconds of `curl -sf -L -o <file> <url>`, and with `verify` of `sha256sum <file>` after it (what a pull includes).
+ */
 async function timeCurl(url: string, verify = false): Promise<number> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gantry-bench-curl-"));
   const file = path.join(dir, "model.gguf");
@@ -80,12 +88,25 @@ export async function benchPull(opts: { rounds?: number; cappedRounds?: number }
   try {
     await hub.register({ org: "bench", repo: "model", files: { [FILE]: file } });
     const curl = { name: "curl -o", run: () => timeCurl(`${hub.url}/bench/model/resolve/main/${FILE}`) };
-    const curlVerified = { name: "curl -o && sha256sum (verified, as a pull is)", run: () => timeCurl(`${hub.url}/bench/model/resolve/main/${FILE}`, true) };
+    const curlVerified = {
+      name: "curl -o && sha256sum (verified, as a pull is)",
+      run: () => timeCurl(`${hub.url}/bench/model/resolve/main/${FILE}`, true),
+    };
     const parallel = { name: "gantry pull (4 parallel parts)", run: () => timePull(hub.url, { maxParts: 4 }) };
-    const single = { name: "gantry pull (1 part)", run: () => timePull(hub.url, { parallelThreshold: Number.MAX_SAFE_INTEGER }) };
+    const single = {
+      name: "gantry pull (1 part)",
+      run: () => timePull(hub.url, { parallelThreshold: Number.MAX_SAFE_INTEGER }),
+    };
     const rows = await compare("full speed", [curl, curlVerified, parallel, single], opts.rounds ?? 3, bytes);
     hub.fault("bench", "model", FILE, { bytesPerSecond: CAPPED_BYTES_PER_SECOND });
-    rows.push(...(await compare(`${CAPPED_BYTES_PER_SECOND / 1e6} MB/s per connection`, [curl, parallel], opts.cappedRounds ?? 2, bytes)));
+    rows.push(
+      ...(await compare(
+        `${CAPPED_BYTES_PER_SECOND / 1e6} MB/s per connection`,
+        [curl, parallel],
+        opts.cappedRounds ?? 2,
+        bytes,
+      )),
+    );
     return rows;
   } finally {
     await hub.close();
@@ -93,7 +114,12 @@ export async function benchPull(opts: { rounds?: number; cappedRounds?: number }
 }
 
 /** Interleaved rounds of each client; rows relative to the first client (curl). */
-async function compare(link: string, clients: Array<{ name: string; run: () => Promise<number> }>, rounds: number, bytes: number): Promise<Row[]> {
+async function compare(
+  link: string,
+  clients: Array<{ name: string; run: () => Promise<number> }>,
+  rounds: number,
+  bytes: number,
+): Promise<Row[]> {
   const times = clients.map(() => [] as number[]);
   for (let r = 0; r < rounds; r++) {
     for (const [i, c] of clients.entries()) times[i]!.push(await c.run());
@@ -102,12 +128,23 @@ async function compare(link: string, clients: Array<{ name: string; run: () => P
   const baseline = mbps(median(times[0]!));
   return clients.map((c, i) => {
     const seconds = median(times[i]!);
-    return { name: `${c.name}, ${link}`, mbPerSec: mbps(seconds), seconds, vsCurl: mbps(seconds) / baseline, rounds, megabytes: bytes / 1e6 };
+    return {
+      name: `${c.name}, ${link}`,
+      mbPerSec: mbps(seconds),
+      seconds,
+      vsCurl: mbps(seconds) / baseline,
+      rounds,
+      megabytes: bytes / 1e6,
+    };
   });
 }
 
 if (import.meta.main) {
   const { printTable } = await import("./table.ts");
   const rows = await benchPull();
-  printTable("pull throughput (local hub)", ["client", "MB/s", "s", "vs curl", "rounds", "MB"], rows.map((r) => [r.name, r.mbPerSec, r.seconds, r.vsCurl, r.rounds, r.megabytes]));
+  printTable(
+    "pull throughput (local hub)",
+    ["client", "MB/s", "s", "vs curl", "rounds", "MB"],
+    rows.map((r) => [r.name, r.mbPerSec, r.seconds, r.vsCurl, r.rounds, r.megabytes]),
+  );
 }

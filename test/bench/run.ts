@@ -1,7 +1,9 @@
 // `npm run bench [section...]`: runs the benchmarks and prints their tables. Sections: serving, llama, causes, pull,
 // cli, operator (default: all). `llama` compares Gantry with llama.cpp's llama-server and llama-bench built from the
 // llama.cpp release node-llama-cpp ships; `causes` measures the two causes of the gap before and after.
-// GANTRY_BENCH_ROUNDS (default 9 for serving: its paired ratios need that many to settle on 2 noisy cores; 3 for llama and causes) sets the interleaved rounds, GANTRY_BENCH_MODELS (default 250m,1b) the generated models, GANTRY_BENCH_LLAMA_SLOTS (lru, default, or pinned) how llama-server assigns slots to concurrent requests.
+// GANTRY_BENCH_ROUNDS (default 9 for serving: its paired ratios need that many to settle on 2 noisy cores; 3 for llama
+// and causes) sets the interleaved rounds, GANTRY_BENCH_MODELS (default 250m,1b) the generated models,
+// GANTRY_BENCH_LLAMA_SLOTS (lru, default, or pinned) how llama-server assigns slots to concurrent requests.
 // Benchmarks measure; they never assert. Compare ratios measured side by side in one run, not absolute numbers.
 import { benchModelPath, smollm2Path } from "../support/models.ts";
 import type { BenchShapeName } from "../support/gguf/bench.ts";
@@ -15,24 +17,58 @@ import { printTable } from "./table.ts";
 
 const all = ["serving", "llama", "causes", "pull", "cli", "operator"] as const;
 type Section = (typeof all)[number];
-const wanted = new Set<Section>((process.argv.slice(2).filter((a) => (all as readonly string[]).includes(a)) as Section[]));
+const wanted = new Set<Section>(
+  process.argv.slice(2).filter((a) => (all as readonly string[]).includes(a)) as Section[],
+);
 const run = (s: Section) => wanted.size === 0 || wanted.has(s);
 
-console.log(`gantry benchmarks — ${new Date().toISOString()} — node ${process.version}, ${(await import("node:os")).cpus().length} CPUs`);
+console.log(
+  `gantry benchmarks — ${new Date().toISOString()} — node ${process.version}, ${(await import("node:os")).cpus().length} CPUs`,
+);
 
 if (run("serving")) {
-  const rows = await benchServing([
-    { label: "bench-250m", path: await benchModelPath("250m") },
-    { label: "smollm2-135m", path: await smollm2Path() },
-  ], { rounds: Number(process.env.GANTRY_BENCH_ROUNDS ?? 9) });
-  printTable("Serving: aggregate generated tokens/s, HTTP (gantry serve) vs in-process engine, 64 tokens per request, medians of interleaved rounds (ratio: median of per-round ratios)",
-    ["model", "concurrency", "in-process tok/s", "HTTP tok/s", "HTTP ÷ in-process", "TTFT p50 in-process ms", "TTFT p50 HTTP ms"],
-    rows.map((r) => [r.model, String(r.concurrency), r.inProcessTps, r.httpTps, r.ratio, r.inProcessTtftMs, r.httpTtftMs]));
+  const rows = await benchServing(
+    [
+      { label: "bench-250m", path: await benchModelPath("250m") },
+      { label: "smollm2-135m", path: await smollm2Path() },
+    ],
+    { rounds: Number(process.env.GANTRY_BENCH_ROUNDS ?? 9) },
+  );
+  printTable(
+    "Serving: aggregate generated tokens/s, HTTP (gantry serve) vs in-process engine, 64 tokens per request, medians of interleaved rounds (ratio: median of per-round ratios)",
+    [
+      "model",
+      "concurrency",
+      "in-process tok/s",
+      "HTTP tok/s",
+      "HTTP ÷ in-process",
+      "TTFT p50 in-process ms",
+      "TTFT p50 HTTP ms",
+    ],
+    rows.map((r) => [
+      r.model,
+      String(r.concurrency),
+      r.inProcessTps,
+      r.httpTps,
+      r.ratio,
+      r.inProcessTtftMs,
+      r.httpTtftMs,
+    ]),
+  );
   const scaling = ["bench-250m", "smollm2-135m"].map((m) => {
-    const c1 = rows.find((r) => r.model === m && r.concurrency === 1), c4 = rows.find((r) => r.model === m && r.concurrency === 4);
-    return [m, c1 && c4 ? c4.httpTps / c1.httpTps : Number.NaN, c1 && c4 ? c4.inProcessTps / c1.inProcessTps : Number.NaN];
+    const c1 = rows.find((r) => r.model === m && r.concurrency === 1),
+      c4 = rows.find((r) => r.model === m && r.concurrency === 4);
+    return [
+      m,
+      c1 && c4 ? c4.httpTps / c1.httpTps : Number.NaN,
+      c1 && c4 ? c4.inProcessTps / c1.inProcessTps : Number.NaN,
+    ];
   });
-  printTable("Batching: aggregate tokens/s at concurrency 4 ÷ concurrency 1", ["model", "HTTP c4 ÷ c1", "in-process c4 ÷ c1"], scaling as Array<Array<string | number>>);
+  printTable(
+    "Batching: aggregate tokens/s at concurrency 4 ÷ concurrency 1",
+    ["model", "HTTP c4 ÷ c1", "in-process c4 ÷ c1"],
+    scaling as Array<Array<string | number>>,
+  );
 }
 
 if (run("llama") || run("causes")) {
@@ -42,20 +78,29 @@ if (run("llama") || run("causes")) {
   for (const shape of shapes) models.push({ label: `bench-${shape}`, path: await benchModelPath(shape) });
   const shape = { threads: Number(process.env.GANTRY_BENCH_THREADS ?? 2), parallel: 8, contextPerSequence: 1024 };
   const o = { rounds, shape, llamaSlots: llamaSlotsFromEnv() };
-  const tables = [...(run("llama") ? await benchLlamaServer(models, o) : []), ...(run("causes") ? await benchCauses(models, o) : [])];
+  const tables = [
+    ...(run("llama") ? await benchLlamaServer(models, o) : []),
+    ...(run("causes") ? await benchCauses(models, o) : []),
+  ];
   for (const t of tables) printTable(t.title, t.header, t.rows);
 }
 
 if (run("pull")) {
   const rows = await benchPull();
-  printTable("Pull: throughput from the local hub (250 MB GGUF), gantry pull against curl -o, median of interleaved rounds",
-    ["client, link", "MB/s", "s", "÷ curl", "rounds", "MB"], rows.map((r) => [r.name, r.mbPerSec, r.seconds, r.vsCurl, r.rounds, r.megabytes]));
+  printTable(
+    "Pull: throughput from the local hub (250 MB GGUF), gantry pull against curl -o, median of interleaved rounds",
+    ["client, link", "MB/s", "s", "÷ curl", "rounds", "MB"],
+    rows.map((r) => [r.name, r.mbPerSec, r.seconds, r.vsCurl, r.rounds, r.megabytes]),
+  );
 }
 
 if (run("cli")) {
   const rows = await benchCli();
-  printTable("CLI: time to first token with the server already up (smollm2:135m, 32 tokens), median of interleaved rounds",
-    ["client", "TTFT ms", "total ms", "rounds"], rows.map((r) => [r.client, r.ttftMs, r.totalMs, r.rounds]));
+  printTable(
+    "CLI: time to first token with the server already up (smollm2:135m, 32 tokens), median of interleaved rounds",
+    ["client", "TTFT ms", "total ms", "rounds"],
+    rows.map((r) => [r.client, r.ttftMs, r.totalMs, r.rounds]),
+  );
 }
 
 if (run("operator")) printOperatorTable(await benchOperator());

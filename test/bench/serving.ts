@@ -18,13 +18,23 @@ export interface ServingRow {
   httpTtftMs: number;
 }
 
-export async function benchServing(models: Array<{ label: string; path: string }>, opts: { concurrencies?: number[]; maxTokens?: number; rounds?: number } = {}): Promise<ServingRow[]> {
+export async function benchServing(
+  models: Array<{ label: string; path: string }>,
+  opts: { concurrencies?: number[]; maxTokens?: number; rounds?: number } = {},
+): Promise<ServingRow[]> {
   const concurrencies = opts.concurrencies ?? [1, 4, 8];
   const maxTokens = opts.maxTokens ?? 64;
   const rounds = opts.rounds ?? 3;
   const parallel = Math.max(...concurrencies);
   const rows: ServingRow[] = [];
-  const srv = await startTestServer({ env: { GANTRY_NUM_PARALLEL: String(parallel), GANTRY_CONTEXT_LENGTH: "2048", GANTRY_KEEP_ALIVE: "-1", GANTRY_LOG_LEVEL: "warn" } });
+  const srv = await startTestServer({
+    env: {
+      GANTRY_NUM_PARALLEL: String(parallel),
+      GANTRY_CONTEXT_LENGTH: "2048",
+      GANTRY_KEEP_ALIVE: "-1",
+      GANTRY_LOG_LEVEL: "warn",
+    },
+  });
   try {
     for (const m of models) {
       await createModel(srv.url, m.label, m.path);
@@ -34,28 +44,55 @@ export async function benchServing(models: Array<{ label: string; path: string }
         await runHttpLoad(srv.url, m.label, { concurrency: 1, maxTokens: 4, prompt: "warm up" });
         await inProcess.run({ concurrency: 1, maxTokens: 4, prompt: "warm up" });
         for (const c of concurrencies) {
-          const inProc: number[] = [], http: number[] = [], ttftIn: number[] = [], ttftHttp: number[] = [];
+          const inProc: number[] = [],
+            http: number[] = [],
+            ttftIn: number[] = [],
+            ttftHttp: number[] = [];
           const ratios: number[] = [];
           for (let r = 0; r < rounds; r++) {
             // Each run starts on quiet CPUs, and neither side always runs first (A B, then B A).
             const runIn = async () => {
               await settle();
-              const a = await inProcess.run({ concurrency: c, maxTokens, prompt: "Tell me a long story about the sea" });
+              const a = await inProcess.run({
+                concurrency: c,
+                maxTokens,
+                prompt: "Tell me a long story about the sea",
+              });
               inProc.push(a.tokens / a.seconds);
               ttftIn.push(...a.ttftMs);
             };
             const runHttp = async () => {
               await settle();
-              const b = await runHttpLoad(srv.url, m.label, { concurrency: c, maxTokens, prompt: "Tell me a long story about the sea" });
+              const b = await runHttpLoad(srv.url, m.label, {
+                concurrency: c,
+                maxTokens,
+                prompt: "Tell me a long story about the sea",
+              });
               http.push(b.tokens / b.seconds);
               ttftHttp.push(...b.ttftMs);
             };
-            if (r % 2 === 0) { await runIn(); await runHttp(); } else { await runHttp(); await runIn(); }
+            if (r % 2 === 0) {
+              await runIn();
+              await runHttp();
+            } else {
+              await runHttp();
+              await runIn();
+            }
             ratios.push(http.at(-1)! / inProc.at(-1)!);
           }
-          const row = { model: m.label, concurrency: c, inProcessTps: median(inProc), httpTps: median(http), ratio: median(ratios), inProcessTtftMs: median(ttftIn), httpTtftMs: median(ttftHttp) };
+          const row = {
+            model: m.label,
+            concurrency: c,
+            inProcessTps: median(inProc),
+            httpTps: median(http),
+            ratio: median(ratios),
+            inProcessTtftMs: median(ttftIn),
+            httpTtftMs: median(ttftHttp),
+          };
           rows.push(row);
-          process.stderr.write(`serving ${m.label} c=${c}: in-process ${row.inProcessTps.toFixed(1)} tok/s, HTTP ${row.httpTps.toFixed(1)} tok/s\n`);
+          process.stderr.write(
+            `serving ${m.label} c=${c}: in-process ${row.inProcessTps.toFixed(1)} tok/s, HTTP ${row.httpTps.toFixed(1)} tok/s\n`,
+          );
         }
       } finally {
         await inProcess.close();

@@ -1,10 +1,14 @@
 // Waits until the machine's CPUs are quiet before a measured run. After a burst of work, ggml's threadpool workers
-// (Gantry's and llama-server's alike, poll level 50) spin for a few hundred ms waiting for the next graph; a run started
+// (Gantry's and llama-server's alike, poll level 50) spin for a few hundred ms waiting for the next graph; a run
+// started
 // inside that tail shares the cores with the previous side's spinning threads (measured: ~3.5 ms of foreign CPU per
 // generated token at one stream), which would charge one side's idle cost to the other.
 import fs from "node:fs";
 
-interface CpuTimes { busy: number; total: number }
+interface CpuTimes {
+  busy: number;
+  total: number;
+}
 
 function cpuTimes(): CpuTimes | undefined {
   try {
@@ -24,8 +28,12 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * Resolves once a `windowMs` window saw the CPUs less than `busyBelow` busy (fraction of all CPUs), or after `maxMs`.
  * Without /proc/stat it sleeps `fallbackMs`.
  */
-export async function settle(opts: { windowMs?: number; busyBelow?: number; maxMs?: number; fallbackMs?: number } = {}): Promise<void> {
-  const windowMs = opts.windowMs ?? 100, busyBelow = opts.busyBelow ?? 0.1, maxMs = opts.maxMs ?? 3000;
+export async function settle(
+  opts: { windowMs?: number; busyBelow?: number; maxMs?: number; fallbackMs?: number } = {},
+): Promise<void> {
+  const windowMs = opts.windowMs ?? 100,
+    busyBelow = opts.busyBelow ?? 0.1,
+    maxMs = opts.maxMs ?? 3000;
   const deadline = performance.now() + maxMs;
   let prev = cpuTimes();
   if (!prev) {

@@ -25,7 +25,9 @@ export const median = (xs: number[]): number => {
 
 export const minMedMax = (xs: number[]): { min: number; med: number; max: number } => {
   const finite = xs.filter(Number.isFinite);
-  return finite.length ? { min: Math.min(...finite), med: median(finite), max: Math.max(...finite) } : { min: Number.NaN, med: Number.NaN, max: Number.NaN };
+  return finite.length
+    ? { min: Math.min(...finite), med: median(finite), max: Math.max(...finite) }
+    : { min: Number.NaN, med: Number.NaN, max: Number.NaN };
 };
 
 /** "min / median / max" of measurements, formatted as the tables print numbers. */
@@ -35,7 +37,8 @@ export const spread = (xs: number[]): string => {
 };
 
 /**
- * The rounds' own ratios (each round runs the two servers back to back, so a drift of the machine's speed between rounds
+ * The rounds' own ratios (each round runs the two servers back to back, so a drift of the machine's speed between
+ * rounds
  * cancels out): their median, and in how many rounds Gantry did at least as well.
  */
 export const pairedRatio = (g: number[], l: number[], lowerIsBetter = false): string => {

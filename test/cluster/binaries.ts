@@ -3,12 +3,23 @@
 import { spawnSync } from "node:child_process";
 import path from "node:path";
 
-export const BINARIES = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok", "helm"] as const;
+export const BINARIES = [
+  "etcd",
+  "kube-apiserver",
+  "kube-controller-manager",
+  "kube-scheduler",
+  "kubectl",
+  "kwok",
+  "helm",
+] as const;
 
 /** Runs build-bins.sh (stderr passes through so a cold build shows its progress) and returns the binaries dir. */
 export function ensureBinaries(): string {
   const started = Date.now();
-  const r = spawnSync("bash", [path.join(import.meta.dirname, "build-bins.sh")], { stdio: ["ignore", "pipe", "inherit"], encoding: "utf8" });
+  const r = spawnSync("bash", [path.join(import.meta.dirname, "build-bins.sh")], {
+    stdio: ["ignore", "pipe", "inherit"],
+    encoding: "utf8",
+  });
   if (r.status !== 0) throw new Error(`build-bins.sh failed with exit code ${r.status}`);
   const dir = r.stdout.trim().split("\n").pop() ?? "";
   if (!dir) throw new Error("build-bins.sh printed no directory");

@@ -33,16 +33,29 @@ export interface StartOptions {
 }
 
 /** What <dir>/cluster.json records, enough for another process to reuse or stop the cluster. */
-export interface ClusterRecord { dir: string; kubeconfig: string; apiUrl: string; caFile: string; binDir: string; repo: string; startedAt: string }
+export interface ClusterRecord {
+  dir: string;
+  kubeconfig: string;
+  apiUrl: string;
+  caFile: string;
+  binDir: string;
+  repo: string;
+  startedAt: string;
+}
 
 export const gantryCache = (): string => process.env.GANTRY_CACHE ?? path.join(os.homedir(), ".cache", "gantry");
 const repoRoot = path.resolve(import.meta.dirname, "../..");
-const log = (msg: string): void => { process.stderr.write(`test-cluster: ${msg}\n`); };
+const log = (msg: string): void => {
+  process.stderr.write(`test-cluster: ${msg}\n`);
+};
 
-/** The apiserver must advertise a non-loopback address (loopback breaks the `kubernetes` Endpoints); none → loopback. */
+/**
+ * The apiserver must advertise a non-loopback address (loopback breaks the `kubernetes` Endpoints); none → loopback.
+ */
 function advertiseAddress(): string | undefined {
   for (const addrs of Object.values(os.networkInterfaces())) {
-    for (const a of addrs ?? []) if (a.family === "IPv4" && !a.internal && !a.address.startsWith("10.244.")) return a.address;
+    for (const a of addrs ?? [])
+      if (a.family === "IPv4" && !a.internal && !a.address.startsWith("10.244.")) return a.address;
   }
   return undefined;
 }
@@ -65,7 +78,7 @@ export async function apiserverReady(record: Pick<ClusterRecord, "apiUrl" | "caF
 
 export function readClusterRecord(dir: string): ClusterRecord | undefined {
   const file = path.join(dir, "cluster.json");
-  return fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, "utf8")) as ClusterRecord : undefined;
+  return fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, "utf8")) as ClusterRecord) : undefined;
 }
 
 /**
@@ -76,7 +89,7 @@ export async function clusterHealthy(dir: string): Promise<boolean> {
   const rec = readClusterRecord(dir);
   if (!rec || rec.repo !== repoRoot) return false;
   const procs = readRecorded(dir);
-  return procs.length > 0 && procs.every((p) => isOurs(p.pid, dir)) && await apiserverReady(rec);
+  return procs.length > 0 && procs.every((p) => isOurs(p.pid, dir)) && (await apiserverReady(rec));
 }
 
 export async function stopControlPlane(dir: string, opts: { keepDir?: boolean } = {}): Promise<void> {
@@ -100,43 +113,98 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
   try {
     const advertise = advertiseAddress();
     const pki = generatePki(path.join(dir, "pki"), advertise ?? "127.0.0.1");
-    const [etcdPort, etcdPeerPort, apiPort, kcmPort, schedPort, kubeletPort] =
-      await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort(), freePort()]);
+    const [etcdPort, etcdPeerPort, apiPort, kcmPort, schedPort, kubeletPort] = await Promise.all([
+      freePort(),
+      freePort(),
+      freePort(),
+      freePort(),
+      freePort(),
+      freePort(),
+    ]);
     const apiUrl = `https://127.0.0.1:${apiPort}`;
     const kubeconfig = path.join(dir, "admin.kubeconfig");
     fs.writeFileSync(kubeconfig, kubeconfigYaml(pki, apiUrl), { mode: 0o600 });
-    const rec: ClusterRecord = { dir, kubeconfig, apiUrl, caFile: pki.caCrt, binDir, repo: repoRoot, startedAt: new Date().toISOString() };
+    const rec: ClusterRecord = {
+      dir,
+      kubeconfig,
+      apiUrl,
+      caFile: pki.caCrt,
+      binDir,
+      repo: repoRoot,
+      startedAt: new Date().toISOString(),
+    };
 
-    const etcdUrl = `http://127.0.0.1:${etcdPort}`, etcdPeer = `http://127.0.0.1:${etcdPeerPort}`;
-    startRecorded(dir, "etcd", bin("etcd"), ["--name=gantry-test", `--data-dir=${path.join(dir, "etcd")}`,
-      `--listen-client-urls=${etcdUrl}`, `--advertise-client-urls=${etcdUrl}`, `--listen-peer-urls=${etcdPeer}`,
-      `--initial-advertise-peer-urls=${etcdPeer}`, `--initial-cluster=gantry-test=${etcdPeer}`, "--unsafe-no-fsync", "--log-level=warn"]);
+    const etcdUrl = `http://127.0.0.1:${etcdPort}`,
+      etcdPeer = `http://127.0.0.1:${etcdPeerPort}`;
+    startRecorded(dir, "etcd", bin("etcd"), [
+      "--name=gantry-test",
+      `--data-dir=${path.join(dir, "etcd")}`,
+      `--listen-client-urls=${etcdUrl}`,
+      `--advertise-client-urls=${etcdUrl}`,
+      `--listen-peer-urls=${etcdPeer}`,
+      `--initial-advertise-peer-urls=${etcdPeer}`,
+      `--initial-cluster=gantry-test=${etcdPeer}`,
+      "--unsafe-no-fsync",
+      "--log-level=warn",
+    ]);
     await waitFor("etcd", async () => (await fetch(`${etcdUrl}/health`)).ok, 30_000, dir);
 
     startRecorded(dir, "kube-apiserver", bin("kube-apiserver"), [
-      `--etcd-servers=${etcdUrl}`, "--bind-address=127.0.0.1", `--secure-port=${apiPort}`,
-      `--advertise-address=${advertise ?? "127.0.0.1"}`, ...(advertise ? [] : ["--endpoint-reconciler-type=none"]),
-      `--tls-cert-file=${pki.apiserverCrt}`, `--tls-private-key-file=${pki.apiserverKey}`, `--client-ca-file=${pki.caCrt}`,
+      `--etcd-servers=${etcdUrl}`,
+      "--bind-address=127.0.0.1",
+      `--secure-port=${apiPort}`,
+      `--advertise-address=${advertise ?? "127.0.0.1"}`,
+      ...(advertise ? [] : ["--endpoint-reconciler-type=none"]),
+      `--tls-cert-file=${pki.apiserverCrt}`,
+      `--tls-private-key-file=${pki.apiserverKey}`,
+      `--client-ca-file=${pki.caCrt}`,
       "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-      `--service-account-key-file=${pki.saPub}`, `--service-account-signing-key-file=${pki.saKey}`,
-      "--service-cluster-ip-range=10.96.0.0/16", "--authorization-mode=RBAC", "--allow-privileged=true",
+      `--service-account-key-file=${pki.saPub}`,
+      `--service-account-signing-key-file=${pki.saKey}`,
+      "--service-cluster-ip-range=10.96.0.0/16",
+      "--authorization-mode=RBAC",
+      "--allow-privileged=true",
       // `kubectl logs` dials the node's InternalIP (127.0.0.1) only, never a host name that would need DNS.
-      "--kubelet-preferred-address-types=InternalIP", `--kubelet-client-certificate=${pki.adminCrt}`, `--kubelet-client-key=${pki.adminKey}`]);
+      "--kubelet-preferred-address-types=InternalIP",
+      `--kubelet-client-certificate=${pki.adminCrt}`,
+      `--kubelet-client-key=${pki.adminKey}`,
+    ]);
     await waitFor("kube-apiserver /readyz", () => apiserverReady(rec), 120_000, dir);
 
-    const kubeArgs = [`--kubeconfig=${kubeconfig}`, `--authentication-kubeconfig=${kubeconfig}`, `--authorization-kubeconfig=${kubeconfig}`,
-      "--bind-address=127.0.0.1", "--leader-elect=false"];
-    startRecorded(dir, "kube-controller-manager", bin("kube-controller-manager"), [...kubeArgs, `--secure-port=${kcmPort}`,
-      "--use-service-account-credentials=false", `--service-account-private-key-file=${pki.saKey}`, `--root-ca-file=${pki.caCrt}`,
-      `--cluster-signing-cert-file=${pki.caCrt}`, `--cluster-signing-key-file=${pki.caKey}`]);
+    const kubeArgs = [
+      `--kubeconfig=${kubeconfig}`,
+      `--authentication-kubeconfig=${kubeconfig}`,
+      `--authorization-kubeconfig=${kubeconfig}`,
+      "--bind-address=127.0.0.1",
+      "--leader-elect=false",
+    ];
+    startRecorded(dir, "kube-controller-manager", bin("kube-controller-manager"), [
+      ...kubeArgs,
+      `--secure-port=${kcmPort}`,
+      "--use-service-account-credentials=false",
+      `--service-account-private-key-file=${pki.saKey}`,
+      `--root-ca-file=${pki.caCrt}`,
+      `--cluster-signing-cert-file=${pki.caCrt}`,
+      `--cluster-signing-key-file=${pki.caKey}`,
+    ]);
     startRecorded(dir, "kube-scheduler", bin("kube-scheduler"), [...kubeArgs, `--secure-port=${schedPort}`]);
-    await waitFor("kube-controller-manager /healthz", () => httpsOk(`https://127.0.0.1:${kcmPort}/healthz`), 60_000, dir);
+    await waitFor(
+      "kube-controller-manager /healthz",
+      () => httpsOk(`https://127.0.0.1:${kcmPort}/healthz`),
+      60_000,
+      dir,
+    );
     await waitFor("kube-scheduler /healthz", () => httpsOk(`https://127.0.0.1:${schedPort}/healthz`), 60_000, dir);
 
     const kc = new KubeConfig();
     kc.loadFromFile(kubeconfig);
     const core = kc.makeApiClient(CoreV1Api);
-    await waitFor("the default ServiceAccount", async () => Boolean(await core.readNamespacedServiceAccount({ name: "default", namespace: "default" })), 60_000, dir);
+    await waitFor(
+      "the default ServiceAccount",
+      async () => Boolean(await core.readNamespacedServiceAccount({ name: "default", namespace: "default" })),
+      60_000,
+      dir,
+    );
 
     if (opts.withKwok ?? true) {
       const nodeIp = "127.0.0.1";
@@ -144,17 +212,36 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
       await createDefaultStorageClass(kc);
       const kwokConfig = path.join(dir, "kwok.yaml");
       fs.writeFileSync(kwokConfig, kwokConfigExcludingProcessRuntime(fs.readFileSync(bin("kwok.yaml"), "utf8")));
-      startRecorded(dir, "kwok", bin("kwok"), [`--kubeconfig=${kubeconfig}`, `--config=${kwokConfig}`,
-        "--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-        "--node-lease-duration-seconds=40", "--cidr=10.244.0.0/17", `--node-ip=${nodeIp}`]);
-      startRecorded(dir, "process-runtime", process.execPath, [path.join(import.meta.dirname, "process-runtime.ts"),
-        `--dir=${dir}`, `--kubeconfig=${kubeconfig}`, `--repo=${repoRoot}`, `--kubelet-port=${kubeletPort}`,
-        `--tls-cert=${pki.kubeletCrt}`, `--tls-key=${pki.kubeletKey}`]);
-      await waitFor("fake nodes Ready", async () => {
-        const nodes = (await core.listNode()).items;
-        const ready = nodes.filter((n) => n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
-        return ready.length === FAKE_NODES.length;
-      }, 60_000, dir);
+      startRecorded(dir, "kwok", bin("kwok"), [
+        `--kubeconfig=${kubeconfig}`,
+        `--config=${kwokConfig}`,
+        "--manage-all-nodes=false",
+        "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+        "--node-lease-duration-seconds=40",
+        "--cidr=10.244.0.0/17",
+        `--node-ip=${nodeIp}`,
+      ]);
+      startRecorded(dir, "process-runtime", process.execPath, [
+        path.join(import.meta.dirname, "process-runtime.ts"),
+        `--dir=${dir}`,
+        `--kubeconfig=${kubeconfig}`,
+        `--repo=${repoRoot}`,
+        `--kubelet-port=${kubeletPort}`,
+        `--tls-cert=${pki.kubeletCrt}`,
+        `--tls-key=${pki.kubeletKey}`,
+      ]);
+      await waitFor(
+        "fake nodes Ready",
+        async () => {
+          const nodes = (await core.listNode()).items;
+          const ready = nodes.filter((n) =>
+            n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"),
+          );
+          return ready.length === FAKE_NODES.length;
+        },
+        60_000,
+        dir,
+      );
       await waitFor("process runtime", async () => fs.existsSync(path.join(dir, "runtime.ready")), 60_000, dir);
     }
     fs.writeFileSync(path.join(dir, "cluster.json"), JSON.stringify(rec, null, 2));
@@ -173,10 +260,14 @@ async function cli(cmd: string | undefined): Promise<void> {
     console.log(`export PATH="${cp.binDir}:$PATH"`);
     console.log(`export KUBECONFIG=${cp.kubeconfig}`);
   } else if (cmd === "down") {
-    console.log(await stopTestCluster() ? "test cluster stopped" : "no test cluster was running");
+    console.log((await stopTestCluster()) ? "test cluster stopped" : "no test cluster was running");
   } else if (cmd === "status") {
     const cur = currentCluster();
-    console.log(cur && await clusterHealthy(cur.dir) ? `healthy: ${cur.apiUrl} (KUBECONFIG=${cur.kubeconfig})` : "no healthy test cluster");
+    console.log(
+      cur && (await clusterHealthy(cur.dir))
+        ? `healthy: ${cur.apiUrl} (KUBECONFIG=${cur.kubeconfig})`
+        : "no healthy test cluster",
+    );
   } else {
     console.error("usage: control-plane.ts up|down|status");
     process.exitCode = 2;
@@ -184,4 +275,8 @@ async function cli(cmd: string | undefined): Promise<void> {
 }
 
 // Not awaited at top level: test-cluster.ts imports this module, which must finish evaluating first.
-if (import.meta.main) cli(process.argv[2]).catch((err: unknown) => { console.error(err); process.exitCode = 1; });
+if (import.meta.main)
+  cli(process.argv[2]).catch((err: unknown) => {
+    console.error(err);
+    process.exitCode = 1;
+  });

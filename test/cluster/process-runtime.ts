@@ -5,7 +5,14 @@
 import fs from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import type { Informer, ObjectCache, KubernetesObject, V1Node, V1PersistentVolumeClaim, V1Pod } from "@kubernetes/client-node";
+import type {
+  Informer,
+  ObjectCache,
+  KubernetesObject,
+  V1Node,
+  V1PersistentVolumeClaim,
+  V1Pod,
+} from "@kubernetes/client-node";
 import { CoreV1Api, KubeConfig, makeInformer, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { PROCESS_RUNTIME_LABEL } from "./kwok-config.ts";
 import { clusterNetId, deleteClusterPodNetworks } from "./runtime/pod-network.ts";
@@ -13,13 +20,26 @@ import { startLogServer } from "./runtime/log-server.ts";
 import { PodRunner } from "./runtime/pod-runner.ts";
 import { provisionVolume, wantsVolume } from "./runtime/provisioner.ts";
 
-const { values: args } = parseArgs({ options: { dir: { type: "string" }, kubeconfig: { type: "string" }, repo: { type: "string" },
-  "kubelet-port": { type: "string" }, "tls-cert": { type: "string" }, "tls-key": { type: "string" } } });
-const clusterDir = args.dir ?? "", repo = args.repo ?? path.resolve(import.meta.dirname, "../..");
+const { values: args } = parseArgs({
+  options: {
+    dir: { type: "string" },
+    kubeconfig: { type: "string" },
+    repo: { type: "string" },
+    "kubelet-port": { type: "string" },
+    "tls-cert": { type: "string" },
+    "tls-key": { type: "string" },
+  },
+});
+const clusterDir = args.dir ?? "",
+  repo = args.repo ?? path.resolve(import.meta.dirname, "../..");
 if (!clusterDir || !args.kubeconfig) {
-  throw new Error("usage: process-runtime.ts --dir=<cluster dir> --kubeconfig=<file> [--repo=<root>] [--kubelet-port=<n> --tls-cert=<f> --tls-key=<f>]");
+  throw new Error(
+    "usage: process-runtime.ts --dir=<cluster dir> --kubeconfig=<file> [--repo=<root>] [--kubelet-port=<n> --tls-cert=<f> --tls-key=<f>]",
+  );
 }
-const log = (msg: string): void => { console.error(`${new Date().toISOString()} process-runtime: ${msg}`); };
+const log = (msg: string): void => {
+  console.error(`${new Date().toISOString()} process-runtime: ${msg}`);
+};
 
 const kc = new KubeConfig();
 kc.loadFromFile(args.kubeconfig);
@@ -31,7 +51,11 @@ function writeShims(): string {
   const dir = path.join(clusterDir, "shims");
   fs.mkdirSync(dir, { recursive: true });
   const gantry = path.join(dir, "gantry");
-  fs.writeFileSync(gantry, `#!/bin/sh\nexec '${process.execPath}' '${path.join(repo, "server/cli/gantry.ts")}' "$@"\n`, { mode: 0o755 });
+  fs.writeFileSync(
+    gantry,
+    `#!/bin/sh\nexec '${process.execPath}' '${path.join(repo, "server/cli/gantry.ts")}' "$@"\n`,
+    { mode: 0o755 },
+  );
   return `${dir}:${path.dirname(process.execPath)}`;
 }
 
@@ -44,7 +68,10 @@ const HANDLER_ATTEMPTS = 30;
 
 async function writeStatus(pod: V1Pod, status: Record<string, unknown>): Promise<void> {
   try {
-    await core.patchNamespacedPodStatus({ name: pod.metadata?.name ?? "", namespace: pod.metadata?.namespace ?? "", body: { status } }, mergePatch);
+    await core.patchNamespacedPodStatus(
+      { name: pod.metadata?.name ?? "", namespace: pod.metadata?.namespace ?? "", body: { status } },
+      mergePatch,
+    );
   } catch (err) {
     if ((err as { code?: number }).code !== 404) throw err;
   }
@@ -52,15 +79,31 @@ async function writeStatus(pod: V1Pod, status: Record<string, unknown>): Promise
 
 function event(pod: V1Pod, type: "Normal" | "Warning", reason: string, message: string): void {
   const at = new Date();
-  core.createNamespacedEvent({ namespace: pod.metadata?.namespace ?? "default", body: {
-    metadata: { generateName: `${pod.metadata?.name}.` },
-    involvedObject: { apiVersion: "v1", kind: "Pod", name: pod.metadata?.name, namespace: pod.metadata?.namespace, uid: pod.metadata?.uid },
-    type, reason, message, count: 1, firstTimestamp: at, lastTimestamp: at,
-    source: { component: "kubelet", host: pod.spec?.nodeName },
-  } }).catch((err: { code?: number }) => {
-    // 403/404: the namespace is being deleted or is gone, so nobody could read the event anyway.
-    if (err.code !== 403 && err.code !== 404) log(`event ${reason} for ${keyOf(pod)}: ${String(err)}`);
-  });
+  core
+    .createNamespacedEvent({
+      namespace: pod.metadata?.namespace ?? "default",
+      body: {
+        metadata: { generateName: `${pod.metadata?.name}.` },
+        involvedObject: {
+          apiVersion: "v1",
+          kind: "Pod",
+          name: pod.metadata?.name,
+          namespace: pod.metadata?.namespace,
+          uid: pod.metadata?.uid,
+        },
+        type,
+        reason,
+        message,
+        count: 1,
+        firstTimestamp: at,
+        lastTimestamp: at,
+        source: { component: "kubelet", host: pod.spec?.nodeName },
+      },
+    })
+    .catch((err: { code?: number }) => {
+      // 403/404: the namespace is being deleted or is gone, so nobody could read the event anyway.
+      if (err.code !== 403 && err.code !== 404) log(`event ${reason} for ${keyOf(pod)}: ${String(err)}`);
+    });
 }
 
 /** The node's IP when it is one of the cluster's kwok nodes, else undefined; throws when the node cannot be read. */
@@ -74,8 +117,15 @@ async function nodeIp(name: string): Promise<string | undefined> {
 }
 
 async function forceDelete(pod: V1Pod): Promise<void> {
-  await core.deleteNamespacedPod({ name: pod.metadata?.name ?? "", namespace: pod.metadata?.namespace ?? "", gracePeriodSeconds: 0 })
-    .catch((err: { code?: number }) => { if (err.code !== 404) log(`delete ${keyOf(pod)}: ${String(err)}`); });
+  await core
+    .deleteNamespacedPod({
+      name: pod.metadata?.name ?? "",
+      namespace: pod.metadata?.namespace ?? "",
+      gracePeriodSeconds: 0,
+    })
+    .catch((err: { code?: number }) => {
+      if (err.code !== 404) log(`delete ${keyOf(pod)}: ${String(err)}`);
+    });
 }
 
 async function terminate(runner: PodRunner | undefined, pod: V1Pod, graceSeconds: number): Promise<void> {
@@ -87,7 +137,8 @@ async function terminate(runner: PodRunner | undefined, pod: V1Pod, graceSeconds
 }
 
 async function onPod(pod: V1Pod): Promise<void> {
-  const key = keyOf(pod), runner = runners.get(key);
+  const key = keyOf(pod),
+    runner = runners.get(key);
   if (pod.metadata?.deletionTimestamp) {
     const grace = pod.metadata.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
     if (runner?.terminating) return;
@@ -95,12 +146,24 @@ async function onPod(pod: V1Pod): Promise<void> {
     await forceDelete(pod);
     return;
   }
-  if (runner) { runner.update(pod); return; }
+  if (runner) {
+    runner.update(pod);
+    return;
+  }
   const nodeName = pod.spec?.nodeName;
   if (!nodeName || pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed") return;
   const hostIp = await nodeIp(nodeName);
   if (hostIp === undefined || runners.has(key)) return;
-  const r = new PodRunner(pod, hostIp, { core, clusterDir, netId, index: nextIndex++, shimPath, writeStatus, event, log });
+  const r = new PodRunner(pod, hostIp, {
+    core,
+    clusterDir,
+    netId,
+    index: nextIndex++,
+    shimPath,
+    writeStatus,
+    event,
+    log,
+  });
   runners.set(key, r);
   log(`starting ${key} on ${nodeName}`);
   void r.run();
@@ -110,7 +173,9 @@ async function onPod(pod: V1Pod): Promise<void> {
 function keepAlive<T extends KubernetesObject>(name: string, inf: Informer<T> & ObjectCache<T>): Promise<void> {
   inf.on("error", (err) => {
     log(`${name} watch error: ${String(err)}; restarting`);
-    setTimeout(() => { void inf.start().catch(() => undefined); }, 1000);
+    setTimeout(() => {
+      void inf.start().catch(() => undefined);
+    }, 1000);
   });
   return inf.start();
 }
@@ -126,24 +191,39 @@ const handle = (what: string, fn: () => Promise<void>, attempt = 1): void => {
   });
 };
 
-/** An informer event's handler, run on the object as the informer knows it at each attempt (not at all once it is gone). */
-function handleLatest<T extends KubernetesObject>(what: string, inf: ObjectCache<T>, obj: T, fn: (latest: T) => Promise<void>): void {
+/**
+ * An informer event's handler, run on the object as the informer knows it at each attempt (not at all once it is gone).
+ */
+function handleLatest<T extends KubernetesObject>(
+  what: string,
+  inf: ObjectCache<T>,
+  obj: T,
+  fn: (latest: T) => Promise<void>,
+): void {
   handle(`${what} ${keyOf(obj)}`, async () => {
     const latest = inf.get(obj.metadata?.name ?? "", obj.metadata?.namespace);
     if (latest) await fn(latest);
   });
 }
 
-const podInformer = makeInformer<V1Pod>(kc, "/api/v1/pods",
-  () => core.listPodForAllNamespaces({ labelSelector: `${PROCESS_RUNTIME_LABEL}=true` }), `${PROCESS_RUNTIME_LABEL}=true`);
+const podInformer = makeInformer<V1Pod>(
+  kc,
+  "/api/v1/pods",
+  () => core.listPodForAllNamespaces({ labelSelector: `${PROCESS_RUNTIME_LABEL}=true` }),
+  `${PROCESS_RUNTIME_LABEL}=true`,
+);
 podInformer.on("add", (p) => handleLatest("pod", podInformer, p, onPod));
 podInformer.on("update", (p) => handleLatest("pod", podInformer, p, onPod));
 podInformer.on("delete", (p) => handle(`pod ${keyOf(p)}`, () => terminate(runners.get(keyOf(p)), p, 0)));
 
-const pvcInformer = makeInformer<V1PersistentVolumeClaim>(kc, "/api/v1/persistentvolumeclaims", () => core.listPersistentVolumeClaimForAllNamespaces());
+const pvcInformer = makeInformer<V1PersistentVolumeClaim>(kc, "/api/v1/persistentvolumeclaims", () =>
+  core.listPersistentVolumeClaimForAllNamespaces(),
+);
 const onClaim = (pvc: V1PersistentVolumeClaim): void => {
   if (!wantsVolume(pvc)) return;
-  handleLatest("claim", pvcInformer, pvc, async (latest) => { if (wantsVolume(latest)) await provisionVolume(core, clusterDir, latest); });
+  handleLatest("claim", pvcInformer, pvc, async (latest) => {
+    if (wantsVolume(latest)) await provisionVolume(core, clusterDir, latest);
+  });
 };
 pvcInformer.on("add", onClaim);
 pvcInformer.on("update", onClaim);
@@ -161,7 +241,13 @@ process.on("SIGINT", () => void shutdown());
 const stale = deleteClusterPodNetworks(netId);
 if (stale) log(`removed ${stale} stale pod network(s)`);
 if (args["kubelet-port"] && args["tls-cert"] && args["tls-key"]) {
-  startLogServer({ port: Number(args["kubelet-port"]), cert: args["tls-cert"], key: args["tls-key"], podsDir: path.join(clusterDir, "pods"), log });
+  startLogServer({
+    port: Number(args["kubelet-port"]),
+    cert: args["tls-cert"],
+    key: args["tls-key"],
+    podsDir: path.join(clusterDir, "pods"),
+    log,
+  });
 }
 await keepAlive("pvc", pvcInformer);
 await keepAlive("pod", podInformer);

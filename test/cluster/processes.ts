@@ -5,7 +5,10 @@ import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
 
-export interface RecordedProcess { pid: number; name: string }
+export interface RecordedProcess {
+  pid: number;
+  name: string;
+}
 
 const pidsFile = (dir: string): string => path.join(dir, "pids");
 export const logsDir = (dir: string): string => path.join(dir, "logs");
@@ -24,10 +27,14 @@ export function startRecorded(dir: string, name: string, bin: string, args: stri
 
 export function readRecorded(dir: string): RecordedProcess[] {
   if (!fs.existsSync(pidsFile(dir))) return [];
-  return fs.readFileSync(pidsFile(dir), "utf8").split("\n").filter(Boolean).map((line) => {
-    const [pid, name] = line.split(" ");
-    return { pid: Number(pid), name: name ?? "?" };
-  });
+  return fs
+    .readFileSync(pidsFile(dir), "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => {
+      const [pid, name] = line.split(" ");
+      return { pid: Number(pid), name: name ?? "?" };
+    });
 }
 
 /** True when the pid is alive AND still the process we started: its command line names the cluster dir. */
@@ -72,14 +79,26 @@ export function freePort(): Promise<number> {
 
 function tailLogs(dir: string, lines = 25): string {
   if (!fs.existsSync(logsDir(dir))) return "";
-  return fs.readdirSync(logsDir(dir)).map((f) => {
-    const text = fs.readFileSync(path.join(logsDir(dir), f), "utf8").split("\n").slice(-lines).join("\n");
-    return `--- ${f}\n${text}`;
-  }).join("\n");
+  return fs
+    .readdirSync(logsDir(dir))
+    .map((f) => {
+      const text = fs
+        .readFileSync(path.join(logsDir(dir), f), "utf8")
+        .split("\n")
+        .slice(-lines)
+        .join("\n");
+      return `--- ${f}\n${text}`;
+    })
+    .join("\n");
 }
 
 /** Polls check() until true; on timeout throws with the tail of every log so the failing component is visible. */
-export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number, dir: string): Promise<void> {
+export async function waitFor(
+  what: string,
+  check: () => Promise<boolean>,
+  timeoutMs: number,
+  dir: string,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await check().catch(() => false)) return;

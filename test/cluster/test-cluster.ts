@@ -6,7 +6,13 @@ import path from "node:path";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { withDirLock } from "../../server/common/dir-lock.ts";
 import type { ClusterRecord, ControlPlane } from "./control-plane.ts";
-import { clusterHealthy, gantryCache, readClusterRecord, startControlPlane, stopControlPlane } from "./control-plane.ts";
+import {
+  clusterHealthy,
+  gantryCache,
+  readClusterRecord,
+  startControlPlane,
+  stopControlPlane,
+} from "./control-plane.ts";
 
 const clusterRoot = (): string => path.join(gantryCache(), "cluster");
 const currentFile = (): string => path.join(clusterRoot(), "current.json");
@@ -32,8 +38,10 @@ export async function ensureTestCluster(): Promise<ControlPlane> {
   const started = Date.now();
   return withLock(async () => {
     const cur = currentCluster();
-    if (cur && await clusterHealthy(cur.dir)) {
-      process.stderr.write(`test-cluster: reusing ${cur.apiUrl} (${cur.dir}) after ${((Date.now() - started) / 1000).toFixed(1)}s\n`);
+    if (cur && (await clusterHealthy(cur.dir))) {
+      process.stderr.write(
+        `test-cluster: reusing ${cur.apiUrl} (${cur.dir}) after ${((Date.now() - started) / 1000).toFixed(1)}s\n`,
+      );
       return { ...cur, stop: () => stopControlPlane(cur.dir) };
     }
     if (cur) {
@@ -74,7 +82,12 @@ export async function createTestNamespace(kc: KubeConfig, prefix: string): Promi
   const ns = await core.createNamespace({ body: { metadata: { generateName: `${prefix}-` } } });
   const name = ns.metadata?.name ?? "";
   for (let i = 0; i < 120; i++) {
-    try { await core.readNamespacedServiceAccount({ name: "default", namespace: name }); return name; } catch { await sleep(250); }
+    try {
+      await core.readNamespacedServiceAccount({ name: "default", namespace: name });
+      return name;
+    } catch {
+      await sleep(250);
+    }
   }
   throw new Error(`namespace ${name}: default ServiceAccount never appeared`);
 }

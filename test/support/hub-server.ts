@@ -106,7 +106,10 @@ export class HubServer {
     this.server = server;
     this.port = (server.address() as AddressInfo).port;
     this.url = `http://127.0.0.1:${this.port}`;
-    server.on("connection", (s) => { this.sockets.add(s); s.on("close", () => this.sockets.delete(s)); });
+    server.on("connection", (s) => {
+      this.sockets.add(s);
+      s.on("close", () => this.sockets.delete(s));
+    });
     server.on("request", (req, res) => void this.handle(req, res));
   }
 
@@ -115,7 +118,13 @@ export class HubServer {
     const files = new Map<string, HubFileEntry>();
     for (const [p, source] of Object.entries(spec.files)) {
       const size = sizeOf(source);
-      files.set(p, { path: p, size, sha256: await sha256Of(source), source, lfs: p.endsWith(".gguf") || size > 10_000_000 });
+      files.set(p, {
+        path: p,
+        size,
+        sha256: await sha256Of(source),
+        source,
+        lfs: p.endsWith(".gguf") || size > 10_000_000,
+      });
     }
     this.repos.set(`${spec.org}/${spec.repo}`, { spec, files });
   }
@@ -166,18 +175,24 @@ export class HubServer {
     };
     try {
       const segs = url.pathname.split("/").filter(Boolean).map(decodeURIComponent);
-      if (segs[0] === "cdn") return await this.serveFile(req, res, log, segs[1]!, segs[2]!, segs.slice(3).join("/"), false);
+      if (segs[0] === "cdn")
+        return await this.serveFile(req, res, log, segs[1]!, segs[2]!, segs.slice(3).join("/"), false);
       if (segs[0] === "api" && segs[1] === "models" && segs.length >= 4) {
         const repo = this.authorized(req, segs[2]!, segs[3]!, send);
         if (!repo) return;
         if (segs.length === 4) {
-          return send(200, { id: `${segs[2]}/${segs[3]}`, siblings: [...repo.files.keys()].map((rfilename) => ({ rfilename })) });
+          return send(200, {
+            id: `${segs[2]}/${segs[3]}`,
+            siblings: [...repo.files.keys()].map((rfilename) => ({ rfilename })),
+          });
         }
-        if (segs[4] === "tree" && segs[5] === "main") return send(200, this.tree(repo, url.searchParams.get("recursive") === "true"));
+        if (segs[4] === "tree" && segs[5] === "main")
+          return send(200, this.tree(repo, url.searchParams.get("recursive") === "true"));
         if (segs[4] === "tree") return send(404, { error: `Invalid rev id: ${segs[5]}` });
       }
       if (segs.length >= 5 && segs[2] === "resolve") {
-        if (segs[3] !== "main") return send(404, { error: "Revision Not Found" }, { "X-Error-Code": "RevisionNotFound" });
+        if (segs[3] !== "main")
+          return send(404, { error: "Revision Not Found" }, { "X-Error-Code": "RevisionNotFound" });
         return await this.serveFile(req, res, log, segs[0]!, segs[1]!, segs.slice(4).join("/"), true);
       }
       send(404, { error: "Not Found" });
@@ -187,7 +202,12 @@ export class HubServer {
     }
   }
 
-  private authorized(req: http.IncomingMessage, org: string, repoName: string, send: (s: number, b: unknown, h?: Record<string, string>) => void): Repo | null {
+  private authorized(
+    req: http.IncomingMessage,
+    org: string,
+    repoName: string,
+    send: (s: number, b: unknown, h?: Record<string, string>) => void,
+  ): Repo | null {
     const repo = this.repos.get(`${org}/${repoName}`);
     if (!repo) {
       send(404, { error: "Repository not found" }, { "X-Error-Code": "RepoNotFound" });
@@ -208,15 +228,27 @@ export class HubServer {
       for (let i = 1; i < parts.length; i++) dirs.add(parts.slice(0, i).join("/"));
       if (!recursive && parts.length > 1) continue;
       entries.push({
-        type: "file", oid: f.sha256.slice(0, 40), size: f.size, path: f.path,
+        type: "file",
+        oid: f.sha256.slice(0, 40),
+        size: f.size,
+        path: f.path,
         ...(f.lfs ? { lfs: { oid: f.sha256, size: f.size, pointerSize: 134 } } : {}),
       });
     }
-    for (const d of dirs) if (recursive || !d.includes("/")) entries.push({ type: "directory", oid: "0".repeat(40), size: 0, path: d });
+    for (const d of dirs)
+      if (recursive || !d.includes("/")) entries.push({ type: "directory", oid: "0".repeat(40), size: 0, path: d });
     return entries;
   }
 
-  private async serveFile(req: http.IncomingMessage, res: http.ServerResponse, log: HubRequestLog, org: string, repoName: string, filePath: string, viaResolve: boolean): Promise<void> {
+  private async serveFile(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    log: HubRequestLog,
+    org: string,
+    repoName: string,
+    filePath: string,
+    viaResolve: boolean,
+  ): Promise<void> {
     const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
       log.status = status;
       res.writeHead(status, { "Content-Type": "application/json", ...headers });
@@ -232,31 +264,48 @@ export class HubServer {
       log.status = 302;
       res.writeHead(302, {
         Location: `/cdn/${encodeURIComponent(org)}/${encodeURIComponent(repoName)}/${filePath.split("/").map(encodeURIComponent).join("/")}`,
-        "X-Linked-Etag": etag, "X-Linked-Size": String(file.size), ETag: etag,
+        "X-Linked-Etag": etag,
+        "X-Linked-Size": String(file.size),
+        ETag: etag,
       });
       res.end();
       return;
     }
     const fault = this.faults.get(`${org}/${repoName}/${filePath}`);
     const range = fault?.ignoreRange ? null : parseRange(req.headers.range, file.size);
-    if (range === "invalid") return send(416, { error: "Range Not Satisfiable" }, { "Content-Range": `bytes */${file.size}` });
-    const start = range?.start ?? 0, end = range?.end ?? file.size - 1;
+    if (range === "invalid")
+      return send(416, { error: "Range Not Satisfiable" }, { "Content-Range": `bytes */${file.size}` });
+    const start = range?.start ?? 0,
+      end = range?.end ?? file.size - 1;
     log.status = range ? 206 : 200;
     res.writeHead(log.status, {
-      "Content-Type": "application/octet-stream", "Content-Length": String(end - start + 1), "Accept-Ranges": "bytes", ETag: etag,
+      "Content-Type": "application/octet-stream",
+      "Content-Length": String(end - start + 1),
+      "Accept-Ranges": "bytes",
+      ETag: etag,
       ...(range ? { "Content-Range": `bytes ${start}-${end}/${file.size}` } : {}),
     });
     if (req.method === "HEAD") return void res.end();
     await this.streamBody(res, log, file, start, end, fault);
   }
 
-  private async streamBody(res: http.ServerResponse, log: HubRequestLog, file: HubFileEntry, start: number, end: number, fault: HubFault | undefined): Promise<void> {
-    const limited = fault && (fault.times ?? 1) > 0 && (fault.cutAfterBytes !== undefined || fault.stallAfterBytes !== undefined);
+  private async streamBody(
+    res: http.ServerResponse,
+    log: HubRequestLog,
+    file: HubFileEntry,
+    start: number,
+    end: number,
+    fault: HubFault | undefined,
+  ): Promise<void> {
+    const limited =
+      fault && (fault.times ?? 1) > 0 && (fault.cutAfterBytes !== undefined || fault.stallAfterBytes !== undefined);
     if (limited) fault.times = (fault.times ?? 1) - 1;
     const limit = limited ? (fault.cutAfterBytes ?? fault.stallAfterBytes)! : Infinity;
     const flipAt = fault?.corrupt ? Math.floor(file.size / 2) : -1;
     const chunks: AsyncIterable<Buffer> = Buffer.isBuffer(file.source)
-      ? (async function* (buf: Buffer) { for (let o = start; o <= end; o += 1 << 20) yield buf.subarray(o, Math.min(o + (1 << 20), end + 1)); })(file.source)
+      ? (async function* (buf: Buffer) {
+          for (let o = start; o <= end; o += 1 << 20) yield buf.subarray(o, Math.min(o + (1 << 20), end + 1));
+        })(file.source)
       : fs.createReadStream(file.source, { start, end, highWaterMark: 1 << 20 });
     let offset = start;
     const t0 = performance.now();
@@ -278,11 +327,16 @@ export class HubServer {
         if (ahead > 0) await new Promise((r) => setTimeout(r, ahead));
       }
       // Checked after the pacing sleep: a drain during it must not be waited for again.
-      if (res.writableNeedDrain) await new Promise<void>((resolve) => {
-        const done = () => { res.off("drain", done); res.off("close", done); resolve(); };
-        res.on("drain", done);
-        res.on("close", done);
-      });
+      if (res.writableNeedDrain)
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            res.off("drain", done);
+            res.off("close", done);
+            resolve();
+          };
+          res.on("drain", done);
+          res.on("close", done);
+        });
     }
     if (log.bytes < limit) return void res.end();
     if (fault?.cutAfterBytes !== undefined) {
@@ -294,7 +348,9 @@ export class HubServer {
   }
 }
 
-/** Starts the hub on an ephemeral port of `host` (0.0.0.0 lets the test cluster's pods reach it; `url` stays loopback). */
+/**
+ * Starts the hub on an ephemeral port of `host` (0.0.0.0 lets the test cluster's pods reach it; `url` stays loopback).
+ */
 export async function startHubServer(opts: { host?: string } = {}): Promise<HubServer> {
   const server = http.createServer();
   server.keepAliveTimeout = 60_000;

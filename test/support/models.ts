@@ -33,10 +33,19 @@ function cached(fileName: string, generate: (file: string) => Promise<unknown>):
   return p;
 }
 
-/** A tiny random llama (2 layers x 64, byte-level vocab, ChatML tokens). controlLogit -8 = end-of-generation practically never. */
-export function tinyModelPath(opts: { controlLogit?: number; seed?: number; contextLength?: number } = {}): Promise<string> {
-  const controlLogit = opts.controlLogit ?? -3, seed = opts.seed ?? 42, ctx = opts.contextLength;
-  return cached(`tiny-v${GENERATOR_VERSION}-cl${controlLogit}-s${seed}${ctx ? `-ctx${ctx}` : ""}.gguf`, (f) => writeTinyModel(f, { controlLogit, seed, ...(ctx ? { contextLength: ctx } : {}) }));
+/**
+ * A tiny random llama (2 layers x 64, byte-level vocab, ChatML tokens). controlLogit -8 = end-of-generation practically
+ * never.
+ */
+export function tinyModelPath(
+  opts: { controlLogit?: number; seed?: number; contextLength?: number } = {},
+): Promise<string> {
+  const controlLogit = opts.controlLogit ?? -3,
+    seed = opts.seed ?? 42,
+    ctx = opts.contextLength;
+  return cached(`tiny-v${GENERATOR_VERSION}-cl${controlLogit}-s${seed}${ctx ? `-ctx${ctx}` : ""}.gguf`, (f) =>
+    writeTinyModel(f, { controlLogit, seed, ...(ctx ? { contextLength: ctx } : {}) }),
+  );
 }
 
 /** A benchmark-size random llama in Q8_0 ("250m" ≈ 250 MB, "1b" = TinyLlama shape ≈ 1.1 GiB) that never stops early. */

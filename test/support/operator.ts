@@ -23,13 +23,24 @@ export interface TestOperator {
 
 export const CRD_FILE = path.join(REPO, "crds", "modelapps.gantry.dev.yaml");
 
-export function kubectl(cp: Pick<ControlPlane, "binDir" | "kubeconfig">, args: readonly string[], input?: string): string {
-  return execFileSync(path.join(cp.binDir, "kubectl"), ["--kubeconfig", cp.kubeconfig, ...args],
-    { encoding: "utf8", stdio: ["pipe", "pipe", "pipe"], ...(input !== undefined ? { input } : {}) });
+export function kubectl(
+  cp: Pick<ControlPlane, "binDir" | "kubeconfig">,
+  args: readonly string[],
+  input?: string,
+): string {
+  return execFileSync(path.join(cp.binDir, "kubectl"), ["--kubeconfig", cp.kubeconfig, ...args], {
+    encoding: "utf8",
+    stdio: ["pipe", "pipe", "pipe"],
+    ...(input !== undefined ? { input } : {}),
+  });
 }
 
 /** kubectl that returns its failure (status and stderr) instead of throwing. */
-export function kubectlResult(cp: Pick<ControlPlane, "binDir" | "kubeconfig">, args: readonly string[], input?: string): { ok: boolean; out: string } {
+export function kubectlResult(
+  cp: Pick<ControlPlane, "binDir" | "kubeconfig">,
+  args: readonly string[],
+  input?: string,
+): { ok: boolean; out: string } {
   try {
     return { ok: true, out: kubectl(cp, args, input) };
   } catch (e) {
@@ -51,7 +62,9 @@ export function sumMetricWhere(text: string, name: string, keep: (labels: Record
     if (!line.startsWith(name) || line.startsWith("#")) continue;
     const m = /^([a-zA-Z_:][\w:]*)(\{(.*)\})? (\S+)$/.exec(line);
     if (!m || m[1] !== name) continue;
-    const labels = Object.fromEntries([...(m[3] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((x) => [x[1]!, x[2]!]));
+    const labels = Object.fromEntries(
+      [...(m[3] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((x) => [x[1]!, x[2]!]),
+    );
     if (keep(labels)) sum += Number(m[4]);
   }
   return sum;
@@ -64,18 +77,29 @@ export const sumMetric = (text: string, name: string, labels: Record<string, str
 export const operatorWrites = (text: string): number =>
   sumMetricWhere(text, "gantry_operator_kube_requests_total", (l) => l.verb !== "get" && l.resource !== "leases");
 
-export async function startTestOperator(cp: Pick<ControlPlane, "kubeconfig">, config: Record<string, unknown>,
-  opts: { env?: Record<string, string>; waitReady?: boolean } = {}): Promise<TestOperator> {
+export async function startTestOperator(
+  cp: Pick<ControlPlane, "kubeconfig">,
+  config: Record<string, unknown>,
+  opts: { env?: Record<string, string>; waitReady?: boolean } = {},
+): Promise<TestOperator> {
   const port = await freePort();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gantry-operator-"));
   const configFile = path.join(dir, "config.yaml");
   fs.writeFileSync(configFile, stringify({ ...config, listen: `127.0.0.1:${port}` }));
   const url = `http://127.0.0.1:${port}`;
-  const p = await spawnGantry(["operator", "--config", configFile, "--kubeconfig", cp.kubeconfig], { GANTRY_LOG_LEVEL: "debug", ...opts.env },
-    `${url}/readyz`, (status) => status === 200 || (opts.waitReady === false && status === 503));
+  const p = await spawnGantry(
+    ["operator", "--config", configFile, "--kubeconfig", cp.kubeconfig],
+    { GANTRY_LOG_LEVEL: "debug", ...opts.env },
+    `${url}/readyz`,
+    (status) => status === 200 || (opts.waitReady === false && status === 503),
+  );
   const metrics = async () => (await fetch(`${url}/metrics`)).text();
   return {
-    url, proc: p.proc, logs: p.logs, metrics, stop: p.stop,
+    url,
+    proc: p.proc,
+    logs: p.logs,
+    metrics,
+    stop: p.stop,
     metric: async (name, labels) => sumMetric(await metrics(), name, labels),
     writes: async () => operatorWrites(await metrics()),
   };

@@ -42,17 +42,38 @@ export interface GantryProcess {
  * Spawns `gantry <args>` and waits (up to 60 s) until GET `readyUrl` answers with a status `ready` accepts.
  * Fails with the process's output when it exits first or never gets ready.
  */
-export async function spawnGantry(args: string[], env: Record<string, string>, readyUrl: string, ready: (status: number) => boolean): Promise<GantryProcess> {
+export async function spawnGantry(
+  args: string[],
+  env: Record<string, string>,
+  readyUrl: string,
+  ready: (status: number) => boolean,
+): Promise<GantryProcess> {
   let out = "";
-  const proc = spawn(process.execPath, [GANTRY, ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-  proc.stdout!.on("data", (d: Buffer) => { out += d.toString(); });
-  proc.stderr!.on("data", (d: Buffer) => { out += d.toString(); });
+  const proc = spawn(process.execPath, [GANTRY, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  proc.stdout!.on("data", (d: Buffer) => {
+    out += d.toString();
+  });
+  proc.stderr!.on("data", (d: Buffer) => {
+    out += d.toString();
+  });
   const exited = new Promise<number | null>((resolve) => proc.once("exit", (code) => resolve(code)));
   const deadline = Date.now() + 60_000;
   for (;;) {
     if (proc.exitCode !== null) throw new Error(`gantry ${args[0]} exited with ${proc.exitCode}:\n${out}`);
-    if (await fetch(readyUrl).then((r) => ready(r.status), () => false)) break;
-    if (Date.now() > deadline) { proc.kill("SIGKILL"); throw new Error(`gantry ${args[0]} did not become ready:\n${out}`); }
+    if (
+      await fetch(readyUrl).then(
+        (r) => ready(r.status),
+        () => false,
+      )
+    )
+      break;
+    if (Date.now() > deadline) {
+      proc.kill("SIGKILL");
+      throw new Error(`gantry ${args[0]} did not become ready:\n${out}`);
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
@@ -68,18 +89,37 @@ export async function spawnGantry(args: string[], env: Record<string, string>, r
   };
 }
 
-export async function startTestServer(opts: { env?: Record<string, string>; args?: string[]; modelsDir?: string; waitReady?: boolean } = {}): Promise<TestServer> {
+export async function startTestServer(
+  opts: { env?: Record<string, string>; args?: string[]; modelsDir?: string; waitReady?: boolean } = {},
+): Promise<TestServer> {
   const port = await freePort();
   const modelsDir = opts.modelsDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "gantry-store-"));
   const url = `http://127.0.0.1:${port}`;
-  const p = await spawnGantry(["serve", ...(opts.args ?? [])],
-    { GANTRY_HOST: `127.0.0.1:${port}`, GANTRY_MODELS: modelsDir, GANTRY_THREADS: "2", GANTRY_LOG_LEVEL: "info", ...opts.env },
-    `${url}/health`, (status) => status === 200 || (status === 503 && opts.waitReady === false));
+  const p = await spawnGantry(
+    ["serve", ...(opts.args ?? [])],
+    {
+      GANTRY_HOST: `127.0.0.1:${port}`,
+      GANTRY_MODELS: modelsDir,
+      GANTRY_THREADS: "2",
+      GANTRY_LOG_LEVEL: "info",
+      ...opts.env,
+    },
+    `${url}/health`,
+    (status) => status === 200 || (status === 503 && opts.waitReady === false),
+  );
   return { url, port, modelsDir, proc: p.proc, logs: p.logs, stop: () => p.stop() };
 }
 
 /** Imports a GGUF file into a running server under `name` (POST /api/create with `from` = server-side path). */
-export async function createModel(url: string, name: string, from: string, extra: Record<string, unknown> = {}): Promise<void> {
-  const r = await fetch(`${url}/api/create`, { method: "POST", body: JSON.stringify({ model: name, from, stream: false, ...extra }) });
+export async function createModel(
+  url: string,
+  name: string,
+  from: string,
+  extra: Record<string, unknown> = {},
+): Promise<void> {
+  const r = await fetch(`${url}/api/create`, {
+    method: "POST",
+    body: JSON.stringify({ model: name, from, stream: false, ...extra }),
+  });
   if (r.status !== 200) throw new Error(`create ${name} failed: ${r.status} ${await r.text()}`);
 }

@@ -41,7 +41,12 @@ export interface ConditionInput {
  * Sets a condition in a list (returns a new list, ordered by type). lastTransitionTime moves only when the status
  * changes, so rewriting an unchanged condition changes nothing.
  */
-export function setCondition(conditions: readonly Condition[] | undefined, c: ConditionInput, generation: number | undefined, now: Date): Condition[] {
+export function setCondition(
+  conditions: readonly Condition[] | undefined,
+  c: ConditionInput,
+  generation: number | undefined,
+  now: Date,
+): Condition[] {
   const list = [...(conditions ?? [])];
   const at = list.findIndex((x) => x.type === c.type);
   const prev = at >= 0 ? list[at] : undefined;
@@ -49,16 +54,20 @@ export function setCondition(conditions: readonly Condition[] | undefined, c: Co
     type: c.type,
     status: c.status,
     ...(generation === undefined ? {} : { observedGeneration: generation }),
-    lastTransitionTime: prev && prev.status === c.status ? prev.lastTransitionTime : now.toISOString().replace(/\.\d{3}Z$/, "Z"),
+    lastTransitionTime:
+      prev && prev.status === c.status ? prev.lastTransitionTime : now.toISOString().replace(/\.\d{3}Z$/, "Z"),
     reason: c.reason,
     message: c.message,
   };
-  if (at >= 0) list[at] = next; else list.push(next);
+  if (at >= 0) list[at] = next;
+  else list.push(next);
   return list.sort((a, b) => a.type.localeCompare(b.type));
 }
 
-export const findCondition = (conditions: readonly Condition[] | undefined, type: ConditionType): Condition | undefined =>
-  conditions?.find((c) => c.type === type);
+export const findCondition = (
+  conditions: readonly Condition[] | undefined,
+  type: ConditionType,
+): Condition | undefined => conditions?.find((c) => c.type === type);
 
 export const isConditionTrue = (conditions: readonly Condition[] | undefined, type: ConditionType): boolean =>
   findCondition(conditions, type)?.status === "True";

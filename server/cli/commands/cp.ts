@@ -7,7 +7,11 @@ export const cpCommand: Command = {
   usage: "gantry cp <source> <destination>",
   summary: "Copy a model under a new name",
   async run(args, ctx) {
-    const [source, destination] = expectPositionals(parseArgs("cp", args, {}).positionals, ["source", "destination"], this.usage);
+    const [source, destination] = expectPositionals(
+      parseArgs("cp", args, {}).positionals,
+      ["source", "destination"],
+      this.usage,
+    );
     await ctx.client.copy(source!, destination!);
     ctx.stdout.write(`copied '${source}' to '${destination}'\n`);
   },

@@ -12,7 +12,11 @@ import { showProgress } from "../show-progress.ts";
 /** Reads and parses a Modelfile; paths in it resolve against its own directory. */
 export function readModelfile(file: string): CreateRequestBody {
   let text: string;
-  try { text = fs.readFileSync(file, "utf8"); } catch { throw new UsageError(`no Modelfile at ${file} (give one with -f <path>)`); }
+  try {
+    text = fs.readFileSync(file, "utf8");
+  } catch {
+    throw new UsageError(`no Modelfile at ${file} (give one with -f <path>)`);
+  }
   const dir = path.dirname(file);
   try {
     return toCreateRequest(parseModelfile(text), { resolvePath: (p) => resolveUserPath(p, dir) });
@@ -25,9 +29,16 @@ export function readModelfile(file: string): CreateRequestBody {
 export async function toApiRequest(ctx: CliContext, name: string, body: CreateRequestBody): Promise<CreateRequest> {
   const { from, adapters, requires: _requires, parameters, ...rest } = body;
   const base = isLocalPath(from) ? { files: await uploadFiles(ctx.client, [from], (l) => ctx.say(l)) } : { from };
-  const adapterMap = adapters && adapters.length > 0 ? { adapters: await uploadFiles(ctx.client, adapters, (l) => ctx.say(l)) } : {};
+  const adapterMap =
+    adapters && adapters.length > 0 ? { adapters: await uploadFiles(ctx.client, adapters, (l) => ctx.say(l)) } : {};
   // Parameter values were type-checked by the Modelfile parser; the server validates them again.
-  return { model: name, ...base, ...adapterMap, ...rest, ...(parameters ? { parameters: parameters as CreateRequest["parameters"] } : {}) };
+  return {
+    model: name,
+    ...base,
+    ...adapterMap,
+    ...rest,
+    ...(parameters ? { parameters: parameters as CreateRequest["parameters"] } : {}),
+  };
 }
 
 export const createCommand: Command = {

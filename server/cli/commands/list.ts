@@ -12,7 +12,12 @@ export const listCommand: Command = {
     if (positionals.length > 0) throw new UsageError(`list takes no arguments (usage: ${this.usage})`);
     const { models } = await ctx.client.list();
     const now = new Date();
-    const rows = models.map((m) => [m.name, shortId(m.digest), formatBytes(m.size), relativeTime(new Date(m.modified_at), now)]);
+    const rows = models.map((m) => [
+      m.name,
+      shortId(m.digest),
+      formatBytes(m.size),
+      relativeTime(new Date(m.modified_at), now),
+    ]);
     ctx.stdout.write(formatTable(["NAME", "ID", "SIZE", "MODIFIED"], rows));
   },
 };

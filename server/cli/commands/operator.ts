@@ -7,12 +7,17 @@ export const operatorCommand: Command = {
   name: "operator",
   usage: "gantry operator [--config <file>] [--kubeconfig <file>]",
   summary: "Run the Kubernetes operator that turns ModelApps into model-server pods",
-  details: () => "The config file (YAML) is described in operator/config.ts; in a cluster the Helm chart renders it.\n" +
+  details: () =>
+    "The config file (YAML) is described in operator/config.ts; in a cluster the Helm chart renders it.\n" +
     "Without --kubeconfig it uses KUBECONFIG, ~/.kube/config or the in-cluster service account.\n",
   async run(args, ctx) {
-    const { positionals, flags } = parseArgs("operator", args, { config: { type: "string", short: "c" }, kubeconfig: { type: "string" } });
+    const { positionals, flags } = parseArgs("operator", args, {
+      config: { type: "string", short: "c" },
+      kubeconfig: { type: "string" },
+    });
     if (positionals.length > 0) throw new UsageError(`operator: unexpected argument "${positionals[0]}"`);
-    const configFile = stringFlag(flags.config), kubeconfig = stringFlag(flags.kubeconfig);
+    const configFile = stringFlag(flags.config),
+      kubeconfig = stringFlag(flags.kubeconfig);
     const { runOperator } = await import("../../../operator/main.ts"); // client-node is slow to load: only here
     await runOperator({ ...(configFile ? { configFile } : {}), ...(kubeconfig ? { kubeconfig } : {}), env: ctx.env });
   },

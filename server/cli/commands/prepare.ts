@@ -1,6 +1,7 @@
 // `gantry prepare <model>`: puts a model into the local store (GANTRY_MODELS) without a server — the init step of a
 // ModelApp's pods. A hub model is pulled unless the store has it (resumable: a restarted pod continues a cut download);
-// a named model must already be in the store. An optional Modelfile (FROM <model> plus overrides) is applied as --as <name>. With
+// a named model must already be in the store. An optional Modelfile (FROM <model> plus overrides) is applied as --as
+// <name>. With
 // --report <file> (the pod's termination log) it writes one JSON line: {"model", "digest"} or {"error", "code"}.
 import fs from "node:fs";
 import { hubModelName, isHubRef, parseHubRef } from "../../common/hub-ref.ts";
@@ -19,11 +20,19 @@ export const prepareCommand: Command = {
   usage: "gantry prepare <model> [--modelfile <file> --as <name>] [--report <file>]",
   summary: "Put a model into GANTRY_MODELS without a server (pulls hub models; used by pods' init step)",
   async run(args, ctx) {
-    const { positionals, flags } = parseArgs("prepare", args, { modelfile: { type: "string" }, as: { type: "string" }, report: { type: "string" } });
+    const { positionals, flags } = parseArgs("prepare", args, {
+      modelfile: { type: "string" },
+      as: { type: "string" },
+      report: { type: "string" },
+    });
     const [model] = expectPositionals(positionals, ["model"], this.usage);
-    const modelfile = stringFlag(flags.modelfile), as = stringFlag(flags.as), reportFile = stringFlag(flags.report);
+    const modelfile = stringFlag(flags.modelfile),
+      as = stringFlag(flags.as),
+      reportFile = stringFlag(flags.report);
     if (Boolean(modelfile) !== Boolean(as)) throw new UsageError("prepare: --modelfile and --as go together");
-    const report = (r: Record<string, string>) => { if (reportFile) fs.writeFileSync(reportFile, `${JSON.stringify(r)}\n`); };
+    const report = (r: Record<string, string>) => {
+      if (reportFile) fs.writeFileSync(reportFile, `${JSON.stringify(r)}\n`);
+    };
     try {
       const config = parseEnv(ServerConfigSchema, ctx.env);
       const store = new ModelStore({ root: config.GANTRY_MODELS });
@@ -31,16 +40,35 @@ export const prepareCommand: Command = {
       let name: string;
       try {
         // A model already in the volume is used as it is: a restarted pod needs neither the hub nor the network.
-        const stored = await store.resolve(isHubRef(model!) ? hubModelName(parseHubRef(model!)) : model!).catch((e: unknown) => {
-          if (isHubRef(model!) && isAppError(e) && e.code === "MODEL_NOT_FOUND") return undefined;
-          throw e;
-        });
-        name = stored ? stored.name
-          : (await pullModel(model!, { store, hubUrl: config.GANTRY_HUB_URL, token: config.HF_TOKEN, onProgress: (p) => display.update(p) })).name;
+        const stored = await store
+          .resolve(isHubRef(model!) ? hubModelName(parseHubRef(model!)) : model!)
+          .catch((e: unknown) => {
+            if (isHubRef(model!) && isAppError(e) && e.code === "MODEL_NOT_FOUND") return undefined;
+            throw e;
+          });
+        name = stored
+          ? stored.name
+          : (
+              await pullModel(model!, {
+                store,
+                hubUrl: config.GANTRY_HUB_URL,
+                token: config.HF_TOKEN,
+                onProgress: (p) => display.update(p),
+              })
+            ).name;
         if (stored) ctx.say(`${name} is already in ${config.GANTRY_MODELS}`);
         if (modelfile && as) {
-          const { from: _from, adapters: _adapters, requires: _requires, parameters, ...rest } = readModelfile(modelfile);
-          await store.create({ model: as, from: name, ...rest, ...(parameters ? { parameters: parameters as never } : {}) }, (p) => display.update(p));
+          const {
+            from: _from,
+            adapters: _adapters,
+            requires: _requires,
+            parameters,
+            ...rest
+          } = readModelfile(modelfile);
+          await store.create(
+            { model: as, from: name, ...rest, ...(parameters ? { parameters: parameters as never } : {}) },
+            (p) => display.update(p),
+          );
           name = as;
         }
       } finally {

@@ -20,7 +20,14 @@ export const psCommand: Command = {
     if (positionals.length > 0) throw new UsageError(`ps takes no arguments (usage: ${this.usage})`);
     const { models } = await ctx.client.ps();
     const now = new Date();
-    const rows = models.map((m) => [m.name, shortId(m.digest), formatBytes(m.size), "100% CPU", String(m.context_length), untilText(m, now)]);
+    const rows = models.map((m) => [
+      m.name,
+      shortId(m.digest),
+      formatBytes(m.size),
+      "100% CPU",
+      String(m.context_length),
+      untilText(m, now),
+    ]);
     ctx.stdout.write(formatTable(["NAME", "ID", "SIZE", "PROCESSOR", "CONTEXT", "UNTIL"], rows));
   },
 };

@@ -7,7 +7,11 @@ export const pullCommand: Command = {
   usage: "gantry pull <model>",
   summary: "Pull a model from the hub (hf.co/<org>/<repo>[:<quant>])",
   async run(args, ctx) {
-    const [model] = expectPositionals(parseArgs("pull", args, { insecure: { type: "boolean" } }).positionals, ["model"], this.usage);
+    const [model] = expectPositionals(
+      parseArgs("pull", args, { insecure: { type: "boolean" } }).positionals,
+      ["model"],
+      this.usage,
+    );
     await ctx.ensureServer();
     await pullModel(ctx, model!);
   },

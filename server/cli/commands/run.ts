@@ -22,7 +22,9 @@ function parseFormat(text: string): "json" | Record<string, unknown> {
   try {
     const v: unknown = JSON.parse(text);
     if (v && typeof v === "object" && !Array.isArray(v)) return v as Record<string, unknown>;
-  } catch { /* reported below */ }
+  } catch {
+    /* reported below */
+  }
   throw new UsageError(`--format must be "json" or a JSON schema object`);
 }
 
@@ -53,7 +55,10 @@ export const runCommand: Command = {
   summary: "Chat with a model (a name, hf.co/<org>/<repo>[:<quant>], or a path to a .gguf file)",
   async run(args, ctx) {
     const { positionals, flags } = parseArgs("run", args, {
-      keepalive: { type: "string" }, format: { type: "string" }, verbose: { type: "boolean" }, nowordwrap: { type: "boolean" },
+      keepalive: { type: "string" },
+      format: { type: "string" },
+      verbose: { type: "boolean" },
+      nowordwrap: { type: "boolean" },
     });
     const [ref, ...words] = positionals;
     if (ref === undefined) throw new UsageError(`missing model (usage: ${this.usage})`);
@@ -69,10 +74,14 @@ export const runCommand: Command = {
     const { name, show } = await resolveRunModel(ctx, ref);
     const session = new ChatSession(name, { keepAlive });
 
-    if (prompt === "" && interactive) { await runRepl(ctx, session, show, { verbose, historyFile: historyPath(ctx.env) }); return; }
+    if (prompt === "" && interactive) {
+      await runRepl(ctx, session, show, { verbose, historyFile: historyPath(ctx.env) });
+      return;
+    }
     if (prompt === "") {
       // Nothing to ask: load the model, as `ollama run <model> < /dev/null` does.
-      for await (const c of ctx.client.generate({ model: name, ...(keepAlive ? { keep_alive: keepAlive } : {}) })) void c;
+      for await (const c of ctx.client.generate({ model: name, ...(keepAlive ? { keep_alive: keepAlive } : {}) }))
+        void c;
       return;
     }
     const req = session.request(userTurn(ctx, prompt));

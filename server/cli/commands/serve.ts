@@ -16,7 +16,11 @@ export const serveCommand: Command = {
   async run(args) {
     const { positionals, flags } = parseArgs("serve", args, { model: { type: "string", short: "m", multiple: true } });
     if (positionals.length > 0) throw new Error(`serve: unexpected argument "${positionals[0]}"`);
-    const preload = Array.isArray(flags.model) ? flags.model.map(String) : stringFlag(flags.model) ? [stringFlag(flags.model)!] : [];
+    const preload = Array.isArray(flags.model)
+      ? flags.model.map(String)
+      : stringFlag(flags.model)
+        ? [stringFlag(flags.model)!]
+        : [];
     const config = parseEnv(ServerConfigSchema);
     const logger = createLogger({ level: config.GANTRY_LOG_LEVEL, name: "gantry-serve" });
     // Loaded on use: the engine (node-llama-cpp) and HTTP stack would slow every other command's start.

@@ -1,4 +1,5 @@
-// Identity and location of the patched node-llama-cpp addon (persistent threadpool and inline sampling, see node-llama-cpp-addon.patch):
+// Identity and location of the patched node-llama-cpp addon (persistent threadpool and inline sampling, see
+// node-llama-cpp-addon.patch):
 // the CMake options it is built with, the cache directory it lives in (outside the repo, keyed by the node-llama-cpp
 // version, the platform and a hash of the patch and options) and the folder name under which node-llama-cpp's
 // getLlama({ build: "never", cmakeOptions }) looks for it (llama/localBuilds/<folder> inside the package).
@@ -14,7 +15,11 @@ export const PATCH_FILE = path.join(import.meta.dirname, "node-llama-cpp-addon.p
  * The build's CMake options beyond node-llama-cpp's own defaults. They are also passed to getLlama, which derives the
  * local build's folder name from them. OpenMP is off so ggml's own threadpool (the one the patch attaches) runs graphs.
  */
-export const PATCHED_CMAKE_OPTIONS: Readonly<Record<string, string>> = { GGML_OPENMP: "OFF", NLC_THREADPOOL: "ON", NLC_INLINE_SAMPLING: "ON" };
+export const PATCHED_CMAKE_OPTIONS: Readonly<Record<string, string>> = {
+  GGML_OPENMP: "OFF",
+  NLC_THREADPOOL: "ON",
+  NLC_INLINE_SAMPLING: "ON",
+};
 
 /**
  * Which CPUs the patched build runs on (GANTRY_ENGINE_CPU): "native" (default) optimizes for the machine that builds it
@@ -57,12 +62,23 @@ export function nlcPlatform(platform: NodeJS.Platform = process.platform): strin
 
 /** node-llama-cpp's hashString: SHA-1 bytes, each in base 36, joined. */
 export function nlcHash(text: string): string {
-  return Array.from(createHash("sha1").update(text).digest()).map((b) => b.toString(36)).join("");
+  return Array.from(createHash("sha1").update(text).digest())
+    .map((b) => b.toString(36))
+    .join("");
 }
 
-/** The folder name node-llama-cpp gives a CPU build with these custom CMake options (getBuildFolderNameForBuildOptions). */
-export function localBuildFolderName(cmakeOptions: Readonly<Record<string, string>>, platform = nlcPlatform(), arch: string = process.arch): { folder: string; binVariant: (release: string) => string } {
-  const pairs = Object.keys(cmakeOptions).filter((k) => k !== "").sort().map((k) => `${encodeURIComponent(k)}=${encodeURIComponent(cmakeOptions[k]!)}`);
+/**
+ * The folder name node-llama-cpp gives a CPU build with these custom CMake options (getBuildFolderNameForBuildOptions).
+ */
+export function localBuildFolderName(
+  cmakeOptions: Readonly<Record<string, string>>,
+  platform = nlcPlatform(),
+  arch: string = process.arch,
+): { folder: string; binVariant: (release: string) => string } {
+  const pairs = Object.keys(cmakeOptions)
+    .filter((k) => k !== "")
+    .sort()
+    .map((k) => `${encodeURIComponent(k)}=${encodeURIComponent(cmakeOptions[k]!)}`);
   if (pairs.length === 0) return { folder: `${platform}-${arch}`, binVariant: (release) => release };
   const hash = nlcHash(pairs.join(";"));
   return { folder: `${platform}-${arch}-${hash}`, binVariant: (release) => `${release}.${hash.slice(0, 8)}` };
@@ -84,7 +100,9 @@ export interface PatchedBuild {
   nodeLlamaCppVersion: string;
 }
 
-export function patchedBuild(opts: { cacheDir?: string; packageDir?: string; cpuTarget?: EngineCpuTarget } = {}): PatchedBuild {
+export function patchedBuild(
+  opts: { cacheDir?: string; packageDir?: string; cpuTarget?: EngineCpuTarget } = {},
+): PatchedBuild {
   const packageDir = opts.packageDir ?? nodeLlamaCppDir();
   const cpuTarget = opts.cpuTarget ?? engineCpuTarget();
   const version = nodeLlamaCppVersion(packageDir);
@@ -95,12 +113,15 @@ export function patchedBuild(opts: { cacheDir?: string; packageDir?: string; cpu
     .update(String(BUILDER_VERSION))
     // The native target hashes as before (nothing added), so existing native builds stay valid.
     .update(cpuTarget === "native" ? "" : JSON.stringify(CPU_TARGET_CMAKE_OPTIONS[cpuTarget]))
-    .digest("hex").slice(0, 12);
+    .digest("hex")
+    .slice(0, 12);
   const key = `node-llama-cpp-${version}-${platform}-${process.arch}${cpuTarget === "native" ? "" : `-${cpuTarget}`}-${digest}`;
   const dir = path.join(opts.cacheDir ?? gantryCacheDir(), "engine", key);
   const { folder } = localBuildFolderName(PATCHED_CMAKE_OPTIONS, platform);
   return {
-    key, dir, folder,
+    key,
+    dir,
+    folder,
     buildDir: path.join(dir, folder),
     linkPath: path.join(packageDir, "llama", "localBuilds", folder),
     cmakeOptions: PATCHED_CMAKE_OPTIONS,
@@ -126,7 +147,9 @@ export function readBuildStatus(build: PatchedBuild): BuildStatus | undefined {
 
 /** The files node-llama-cpp requires of a local build folder. */
 export function isCompleteBuild(buildDir: string): boolean {
-  return ["Release/llama-addon.node", "Release/_nlcBuildMetadata.json", "buildDone.status"].every((f) => fs.existsSync(path.join(buildDir, f)));
+  return ["Release/llama-addon.node", "Release/_nlcBuildMetadata.json", "buildDone.status"].every((f) =>
+    fs.existsSync(path.join(buildDir, f)),
+  );
 }
 
 /**

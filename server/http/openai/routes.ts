@@ -9,7 +9,15 @@ import { clientAbortSignal, startSse } from "../streams.ts";
 import { truncateDims } from "../routes/embed.ts";
 import { errorBody } from "../errors.ts";
 import { ChatCompletionRequestSchema, CompletionRequestSchema, EmbeddingsRequestSchema } from "./schemas.ts";
-import { finishReason, formatFromOpenAI, newId, samplingFromOpenAI, toChatMessages, unixNow, usage } from "./translate.ts";
+import {
+  finishReason,
+  formatFromOpenAI,
+  newId,
+  samplingFromOpenAI,
+  toChatMessages,
+  unixNow,
+  usage,
+} from "./translate.ts";
 
 interface Shapes {
   chunk(text: string, first: boolean): object;
@@ -18,14 +26,23 @@ interface Shapes {
   full(text: string, stats: GenerationStats): object;
 }
 
-async function respond(deps: ServerDeps, res: Response, plan: GenerationPlan, stream: boolean, includeUsage: boolean, shapes: Shapes): Promise<void> {
+async function respond(
+  deps: ServerDeps,
+  res: Response,
+  plan: GenerationPlan,
+  stream: boolean,
+  includeUsage: boolean,
+  shapes: Shapes,
+): Promise<void> {
   const t0 = process.hrtime.bigint();
   const signal = clientAbortSignal(res);
   await withInFlight(deps, async () => {
     const started = await startGeneration(deps.engine, plan, res, signal);
     if (!stream) {
       let text = "";
-      const stats = await drain(deps, started, plan.model.name, t0, (t) => { text += t; });
+      const stats = await drain(deps, started, plan.model.name, t0, (t) => {
+        text += t;
+      });
       if (stats.doneReason !== "abort") res.json(shapes.full(text, stats));
       return;
     }
@@ -52,14 +69,42 @@ export function openaiRoutes(deps: ServerDeps): Router {
   r.post("/v1/chat/completions", async (req, res) => {
     const body = parseBody(ChatCompletionRequestSchema, req.body);
     const model = await deps.store.resolve(body.model);
-    const plan: GenerationPlan = { model, input: { kind: "chat", messages: toChatMessages(body.messages) }, options: samplingFromOpenAI(body), format: formatFromOpenAI(body) };
-    const id = newId("chatcmpl"), created = unixNow();
+    const plan: GenerationPlan = {
+      model,
+      input: { kind: "chat", messages: toChatMessages(body.messages) },
+      options: samplingFromOpenAI(body),
+      format: formatFromOpenAI(body),
+    };
+    const id = newId("chatcmpl"),
+      created = unixNow();
     const head = { id, created, model: body.model, system_fingerprint: "fp_gantry" };
     await respond(deps, res, plan, body.stream ?? false, body.stream_options?.include_usage ?? false, {
-      chunk: (text, first) => ({ ...head, object: "chat.completion.chunk", choices: [{ index: 0, delta: first ? { role: "assistant", content: text } : { content: text }, finish_reason: null }] }),
-      lastChunk: (s) => ({ ...head, object: "chat.completion.chunk", choices: [{ index: 0, delta: {}, finish_reason: finishReason(s.doneReason) }] }),
+      chunk: (text, first) => ({
+        ...head,
+        object: "chat.completion.chunk",
+        choices: [
+          { index: 0, delta: first ? { role: "assistant", content: text } : { content: text }, finish_reason: null },
+        ],
+      }),
+      lastChunk: (s) => ({
+        ...head,
+        object: "chat.completion.chunk",
+        choices: [{ index: 0, delta: {}, finish_reason: finishReason(s.doneReason) }],
+      }),
       usageChunk: (s) => ({ ...head, object: "chat.completion.chunk", choices: [], usage: usage(s) }),
-      full: (text, s) => ({ ...head, object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: text }, logprobs: null, finish_reason: finishReason(s.doneReason) }], usage: usage(s) }),
+      full: (text, s) => ({
+        ...head,
+        object: "chat.completion",
+        choices: [
+          {
+            index: 0,
+            message: { role: "assistant", content: text },
+            logprobs: null,
+            finish_reason: finishReason(s.doneReason),
+          },
+        ],
+        usage: usage(s),
+      }),
     });
   });
 
@@ -68,19 +113,35 @@ export function openaiRoutes(deps: ServerDeps): Router {
     const model = await deps.store.resolve(body.model);
     const prompt = Array.isArray(body.prompt) ? body.prompt[0]! : body.prompt;
     const plan: GenerationPlan = { model, input: { kind: "prompt", prompt }, options: samplingFromOpenAI(body) };
-    const id = newId("cmpl"), created = unixNow();
+    const id = newId("cmpl"),
+      created = unixNow();
     const head = { id, created, model: body.model, system_fingerprint: "fp_gantry", object: "text_completion" };
     await respond(deps, res, plan, body.stream ?? false, body.stream_options?.include_usage ?? false, {
       chunk: (text) => ({ ...head, choices: [{ index: 0, text, logprobs: null, finish_reason: null }] }),
-      lastChunk: (s) => ({ ...head, choices: [{ index: 0, text: "", logprobs: null, finish_reason: finishReason(s.doneReason) }] }),
+      lastChunk: (s) => ({
+        ...head,
+        choices: [{ index: 0, text: "", logprobs: null, finish_reason: finishReason(s.doneReason) }],
+      }),
       usageChunk: (s) => ({ ...head, choices: [], usage: usage(s) }),
-      full: (text, s) => ({ ...head, choices: [{ index: 0, text, logprobs: null, finish_reason: finishReason(s.doneReason) }], usage: usage(s) }),
+      full: (text, s) => ({
+        ...head,
+        choices: [{ index: 0, text, logprobs: null, finish_reason: finishReason(s.doneReason) }],
+        usage: usage(s),
+      }),
     });
   });
 
   r.get("/v1/models", async (_req, res) => {
     const models = await deps.store.list();
-    res.json({ object: "list", data: models.map((m) => ({ id: m.name, object: "model", created: Math.floor(m.modifiedAt.getTime() / 1000), owned_by: "library" })) });
+    res.json({
+      object: "list",
+      data: models.map((m) => ({
+        id: m.name,
+        object: "model",
+        created: Math.floor(m.modifiedAt.getTime() / 1000),
+        owned_by: "library",
+      })),
+    });
   });
 
   r.get("/v1/models/*id", async (req, res) => {
@@ -101,7 +162,11 @@ export function openaiRoutes(deps: ServerDeps): Router {
       model: body.model,
       data: out.embeddings.map((e, index) => {
         const v = truncateDims(e, body.dimensions);
-        return { object: "embedding", index, embedding: body.encoding_format === "base64" ? Buffer.from(new Float32Array(v).buffer).toString("base64") : v };
+        return {
+          object: "embedding",
+          index,
+          embedding: body.encoding_format === "base64" ? Buffer.from(new Float32Array(v).buffer).toString("base64") : v,
+        };
       }),
       usage: { prompt_tokens: out.promptEvalCount, total_tokens: out.promptEvalCount },
     });

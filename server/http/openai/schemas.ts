@@ -18,13 +18,24 @@ export const OpenAIMessageSchema = z.object({
 });
 export type OpenAIMessage = z.infer<typeof OpenAIMessageSchema>;
 
-const stopField = z.union([z.string(), z.array(z.string()).max(16)]).nullable().optional();
+const stopField = z
+  .union([z.string(), z.array(z.string()).max(16)])
+  .nullable()
+  .optional();
 const maxTokens = z.number().int().min(1).nullable().optional();
 
 const ResponseFormatSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("text") }),
   z.object({ type: z.literal("json_object") }),
-  z.object({ type: z.literal("json_schema"), json_schema: z.object({ name: z.string().optional(), schema: z.record(z.string(), z.unknown()), strict: z.boolean().nullable().optional(), description: z.string().optional() }) }),
+  z.object({
+    type: z.literal("json_schema"),
+    json_schema: z.object({
+      name: z.string().optional(),
+      schema: z.record(z.string(), z.unknown()),
+      strict: z.boolean().nullable().optional(),
+      description: z.string().optional(),
+    }),
+  }),
 ]);
 
 const common = {
@@ -38,7 +49,10 @@ const common = {
   presence_penalty: z.number().min(-2).max(2).nullable().optional(),
   frequency_penalty: z.number().min(-2).max(2).nullable().optional(),
   n: z.number().int().min(1).max(1, "only n = 1 is supported").nullable().optional(),
-  logit_bias: z.record(z.string(), z.number()).nullable().optional()
+  logit_bias: z
+    .record(z.string(), z.number())
+    .nullable()
+    .optional()
     .refine((v) => !v || Object.keys(v).length === 0, "logit_bias is not supported"),
   user: z.string().optional(),
 };
@@ -49,9 +63,17 @@ export const ChatCompletionRequestSchema = z.object({
   max_tokens: maxTokens,
   max_completion_tokens: maxTokens,
   response_format: ResponseFormatSchema.optional(),
-  logprobs: z.boolean().nullable().optional().refine((v) => !v, "logprobs is not supported"),
+  logprobs: z
+    .boolean()
+    .nullable()
+    .optional()
+    .refine((v) => !v, "logprobs is not supported"),
   top_logprobs: z.number().int().nullable().optional(),
-  tools: z.array(z.unknown()).nullable().optional().refine((v) => !v || v.length === 0, "tools are not supported yet"),
+  tools: z
+    .array(z.unknown())
+    .nullable()
+    .optional()
+    .refine((v) => !v || v.length === 0, "tools are not supported yet"),
   tool_choice: z.unknown().optional(),
   reasoning_effort: z.string().nullable().optional(),
 });
@@ -62,15 +84,26 @@ export const CompletionRequestSchema = z.object({
   prompt: z.union([z.string(), z.array(z.string()).length(1, "only a single prompt string is supported")]),
   max_tokens: maxTokens,
   suffix: z.string().nullable().optional(),
-  echo: z.boolean().nullable().optional().refine((v) => !v, "echo is not supported"),
+  echo: z
+    .boolean()
+    .nullable()
+    .optional()
+    .refine((v) => !v, "echo is not supported"),
   best_of: z.number().int().max(1, "best_of > 1 is not supported").nullable().optional(),
-  logprobs: z.number().int().nullable().optional().refine((v) => v === null || v === undefined, "logprobs is not supported"),
+  logprobs: z
+    .number()
+    .int()
+    .nullable()
+    .optional()
+    .refine((v) => v === null || v === undefined, "logprobs is not supported"),
 });
 export type CompletionRequest = z.infer<typeof CompletionRequestSchema>;
 
 export const EmbeddingsRequestSchema = z.object({
   model: common.model,
-  input: z.union([z.string(), z.array(z.string()).min(1)], { error: "input must be a string or an array of strings (token arrays are not supported)" }),
+  input: z.union([z.string(), z.array(z.string()).min(1)], {
+    error: "input must be a string or an array of strings (token arrays are not supported)",
+  }),
   encoding_format: z.enum(["float", "base64"]).optional(),
   dimensions: z.number().int().min(1).optional(),
   user: z.string().optional(),

@@ -12,12 +12,21 @@ export function finishReason(r: DoneReason): "stop" | "length" {
 }
 
 export function usage(s: GenerationStats): { prompt_tokens: number; completion_tokens: number; total_tokens: number } {
-  return { prompt_tokens: s.promptEvalCount, completion_tokens: s.evalCount, total_tokens: s.promptEvalCount + s.evalCount };
+  return {
+    prompt_tokens: s.promptEvalCount,
+    completion_tokens: s.evalCount,
+    total_tokens: s.promptEvalCount + s.evalCount,
+  };
 }
 
 function imageFromUrl(url: string, where: string): Uint8Array {
   const m = /^data:image\/[a-zA-Z0-9.+-]+;base64,([A-Za-z0-9+/=\s]+)$/.exec(url);
-  if (!m) throw new AppError("BAD_REQUEST", `invalid ${where}: only base64 data URLs (data:image/<type>;base64,...) are supported`, { param: where });
+  if (!m)
+    throw new AppError(
+      "BAD_REQUEST",
+      `invalid ${where}: only base64 data URLs (data:image/<type>;base64,...) are supported`,
+      { param: where },
+    );
   return new Uint8Array(Buffer.from(m[1]!, "base64"));
 }
 
@@ -30,7 +39,13 @@ export function toChatMessages(messages: OpenAIMessage[]): ChatMessage[] {
     const images: Uint8Array[] = [];
     m.content.forEach((p, j) => {
       if (p.type === "text") texts.push(p.text);
-      else images.push(imageFromUrl(typeof p.image_url === "string" ? p.image_url : p.image_url.url, `messages.${i}.content.${j}.image_url`));
+      else
+        images.push(
+          imageFromUrl(
+            typeof p.image_url === "string" ? p.image_url : p.image_url.url,
+            `messages.${i}.content.${j}.image_url`,
+          ),
+        );
     });
     return images.length ? { role, content: texts.join("\n"), images } : { role, content: texts.join("\n") };
   });

@@ -13,7 +13,9 @@ export function chatRoutes(deps: ServerDeps): Router {
     const body = parseBody(ChatRequestSchema, req.body);
     const model = await deps.store.resolve(body.model);
     const messages: ChatMessage[] = (body.messages ?? []).map((m, i) => ({
-      role: m.role, content: m.content, images: decodeImages(m.images, `messages.${i}.images`),
+      role: m.role,
+      content: m.content,
+      images: decodeImages(m.images, `messages.${i}.images`),
     }));
     const plan: GenerationPlan = {
       model,
@@ -24,12 +26,26 @@ export function chatRoutes(deps: ServerDeps): Router {
     };
     const head = () => ({ model: body.model, created_at: nowIso() });
     if (messages.length === 0) {
-      await loadOrUnload(deps, res, plan, (extra) => ({ ...head(), message: { role: "assistant", content: "" }, ...extra }));
+      await loadOrUnload(deps, res, plan, (extra) => ({
+        ...head(),
+        message: { role: "assistant", content: "" },
+        ...extra,
+      }));
       return;
     }
-    await respondNative(deps, res, plan, body.stream ?? true,
+    await respondNative(
+      deps,
+      res,
+      plan,
+      body.stream ?? true,
       (text) => ({ ...head(), message: { role: "assistant", content: text }, done: false }),
-      (text, stats) => ({ ...head(), message: { role: "assistant", content: text }, done: true, ...finalMetrics(stats) }));
+      (text, stats) => ({
+        ...head(),
+        message: { role: "assistant", content: text },
+        done: true,
+        ...finalMetrics(stats),
+      }),
+    );
   });
   return r;
 }

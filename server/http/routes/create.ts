@@ -12,7 +12,9 @@ function lazyNdjson(res: Response) {
   let stream: LineStream | null = null;
   return {
     write: (obj: unknown) => (stream ??= startNdjson(res)).write(obj),
-    get started() { return stream !== null; },
+    get started() {
+      return stream !== null;
+    },
     end: () => stream?.end(),
   };
 }

@@ -21,8 +21,12 @@ export function embedRoutes(deps: ServerDeps): Router {
     const model = await deps.store.resolve(body.model);
     const input = Array.isArray(body.input) ? body.input : [body.input];
     const out = await deps.engine.embed({
-      model, input, truncate: body.truncate ?? true, keepAliveMs: keepAliveFrom(body.keep_alive),
-      options: samplingFrom(body.options), signal: clientAbortSignal(res),
+      model,
+      input,
+      truncate: body.truncate ?? true,
+      keepAliveMs: keepAliveFrom(body.keep_alive),
+      options: samplingFrom(body.options),
+      signal: clientAbortSignal(res),
     });
     res.json({
       model: body.model,
@@ -36,8 +40,12 @@ export function embedRoutes(deps: ServerDeps): Router {
     const body = parseBody(LegacyEmbeddingsRequestSchema, req.body);
     const model = await deps.store.resolve(body.model);
     const out = await deps.engine.embed({
-      model, input: [body.prompt], truncate: true, keepAliveMs: keepAliveFrom(body.keep_alive),
-      options: samplingFrom(body.options), signal: clientAbortSignal(res),
+      model,
+      input: [body.prompt],
+      truncate: true,
+      keepAliveMs: keepAliveFrom(body.keep_alive),
+      options: samplingFrom(body.options),
+      signal: clientAbortSignal(res),
     });
     res.json({ embedding: out.embeddings[0] ?? [] });
   });

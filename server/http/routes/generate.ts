@@ -4,7 +4,17 @@ import { GenerateRequestSchema, type FinalMetrics } from "../../api/schemas.ts";
 import { parseBody } from "../../common/validate.ts";
 import type { GenerationStats } from "../../engine/types.ts";
 import type { ServerDeps } from "../deps.ts";
-import { decodeImages, drain, formatFrom, keepAliveFrom, nowIso, samplingFrom, startGeneration, withInFlight, type GenerationPlan } from "../generation.ts";
+import {
+  decodeImages,
+  drain,
+  formatFrom,
+  keepAliveFrom,
+  nowIso,
+  samplingFrom,
+  startGeneration,
+  withInFlight,
+  type GenerationPlan,
+} from "../generation.ts";
 import { clientAbortSignal, startNdjson } from "../streams.ts";
 import type { Response } from "express";
 
@@ -24,21 +34,40 @@ export function finalMetrics(s: GenerationStats): FinalMetrics {
  * Loading without a prompt (Ollama: empty prompt / empty messages loads the model; keep_alive 0 unloads it).
  * Answers `{..., done: true, done_reason: "load" | "unload"}` with the shape of the route's final object.
  */
-export async function loadOrUnload(deps: ServerDeps, res: Response, plan: GenerationPlan, shape: (extra: object) => object): Promise<void> {
+export async function loadOrUnload(
+  deps: ServerDeps,
+  res: Response,
+  plan: GenerationPlan,
+  shape: (extra: object) => object,
+): Promise<void> {
   if (plan.keepAliveMs === 0) {
     await deps.engine.unload(plan.model.name);
     res.json(shape({ done: true, done_reason: "unload" }));
     return;
   }
   const t0 = process.hrtime.bigint();
-  const { loadDurationNs } = await deps.engine.load(plan.model, { keepAliveMs: plan.keepAliveMs, options: plan.options });
-  res.json(shape({ done: true, done_reason: "load", total_duration: Number(process.hrtime.bigint() - t0), load_duration: loadDurationNs }));
+  const { loadDurationNs } = await deps.engine.load(plan.model, {
+    keepAliveMs: plan.keepAliveMs,
+    options: plan.options,
+  });
+  res.json(
+    shape({
+      done: true,
+      done_reason: "load",
+      total_duration: Number(process.hrtime.bigint() - t0),
+      load_duration: loadDurationNs,
+    }),
+  );
 }
 
 /** Streams (NDJSON) or collects a generation; `piece(text)` and `final(text, stats)` build the route's objects. */
 export async function respondNative(
-  deps: ServerDeps, res: Response, plan: GenerationPlan, stream: boolean,
-  piece: (text: string) => object, final: (fullText: string, stats: GenerationStats) => object,
+  deps: ServerDeps,
+  res: Response,
+  plan: GenerationPlan,
+  stream: boolean,
+  piece: (text: string) => object,
+  final: (fullText: string, stats: GenerationStats) => object,
 ): Promise<void> {
   const t0 = process.hrtime.bigint();
   const signal = clientAbortSignal(res);
@@ -46,13 +75,17 @@ export async function respondNative(
     const started = await startGeneration(deps.engine, plan, res, signal);
     if (!stream) {
       let text = "";
-      const stats = await drain(deps, started, plan.model.name, t0, (t) => { text += t; });
+      const stats = await drain(deps, started, plan.model.name, t0, (t) => {
+        text += t;
+      });
       if (stats.doneReason !== "abort") res.json(final(text, stats));
       return;
     }
     const out = startNdjson(res);
     try {
-      const stats = await drain(deps, started, plan.model.name, t0, (t) => { if (t) out.write(piece(t)); });
+      const stats = await drain(deps, started, plan.model.name, t0, (t) => {
+        if (t) out.write(piece(t));
+      });
       out.write(final("", stats));
     } catch (e) {
       // Headers are sent: the error goes out as the final NDJSON line, as Ollama does.
@@ -69,7 +102,14 @@ export function generateRoutes(deps: ServerDeps): Router {
     const model = await deps.store.resolve(body.model);
     const plan: GenerationPlan = {
       model,
-      input: { kind: "prompt", prompt: body.prompt ?? "", system: body.system, template: body.template, raw: body.raw, images: decodeImages(body.images, "images") },
+      input: {
+        kind: "prompt",
+        prompt: body.prompt ?? "",
+        system: body.system,
+        template: body.template,
+        raw: body.raw,
+        images: decodeImages(body.images, "images"),
+      },
       options: samplingFrom(body.options),
       format: formatFrom(body.format),
       keepAliveMs: keepAliveFrom(body.keep_alive),
@@ -79,10 +119,14 @@ export function generateRoutes(deps: ServerDeps): Router {
       await loadOrUnload(deps, res, plan, (extra) => ({ ...head(), response: "", ...extra }));
       return;
     }
-    await respondNative(deps, res, plan, body.stream ?? true,
+    await respondNative(
+      deps,
+      res,
+      plan,
+      body.stream ?? true,
       (text) => ({ ...head(), response: text, done: false }),
-      (text, stats) => ({ ...head(), response: text, done: true, ...finalMetrics(stats) }));
+      (text, stats) => ({ ...head(), response: text, done: true, ...finalMetrics(stats) }),
+    );
   });
   return r;
 }
-

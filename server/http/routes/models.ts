@@ -1,6 +1,11 @@
 // Stored models: GET /api/tags, POST /api/show, DELETE /api/delete, POST /api/copy.
 import { Router } from "express";
-import { CopyRequestSchema, DeleteRequestSchema, ShowRequestSchema, type TagsResponse } from "../../api/store-schemas.ts";
+import {
+  CopyRequestSchema,
+  DeleteRequestSchema,
+  ShowRequestSchema,
+  type TagsResponse,
+} from "../../api/store-schemas.ts";
 import type { Logger } from "../../common/logger.ts";
 import { parseBody } from "../../common/validate.ts";
 import type { ModelStore } from "../../store/model-store.ts";

@@ -1,7 +1,8 @@
 // POST /api/pull — pull a hub model into the store, with Ollama's NDJSON progress lines (or one {"status":"success"}
 // with stream:false). Errors found while reading the repo's file list (bad name, 404, 401) answer with their own
 // status, because the stream is opened only once the first download line is due; later errors end the stream with an
-// {"error"} line. A client that leaves cancels the downloads no other pull is watching; partial files stay for a resume.
+// {"error"} line. A client that leaves cancels the downloads no other pull is watching; partial files stay for a
+// resume.
 import { Router, type Response } from "express";
 import { toAppError, ollamaErrorBody } from "../../common/errors.ts";
 import type { Logger } from "../../common/logger.ts";
@@ -33,7 +34,9 @@ function deferredStream(res: Response) {
     return out;
   };
   return {
-    get started() { return out !== null; },
+    get started() {
+      return out !== null;
+    },
     write(p: Progress) {
       if (out) return out.write(p);
       held.push(p);
@@ -48,7 +51,14 @@ export function pullRoutes(deps: PullRouteDeps): Router {
   router.post("/api/pull", async (req, res) => {
     const body = parseBody(PullRequestSchema, req.body);
     const signal = clientAbortSignal(res);
-    const options = { store: deps.store, hubUrl: deps.hub.url, token: deps.hub.token, signal, logger: deps.logger, ...(deps.tuning ? { tuning: deps.tuning } : {}) };
+    const options = {
+      store: deps.store,
+      hubUrl: deps.hub.url,
+      token: deps.hub.token,
+      signal,
+      logger: deps.logger,
+      ...(deps.tuning ? { tuning: deps.tuning } : {}),
+    };
     if (body.stream === false) {
       try {
         await pullModel(body.model, options);

@@ -54,8 +54,12 @@ const ratio = (a: number[], b: number[]): string => {
 };
 
 async function engineOf(url: string): Promise<string> {
-  const v = (await (await fetch(`${url}/api/version`)).json()) as { engine?: { build: string; threadpool: boolean; inlineSampling?: boolean; inlineDecode?: boolean } };
-  return v.engine ? `${v.engine.build}${v.engine.threadpool ? ", threadpool" : ""}${v.engine.inlineSampling ? ", inline sampling" : ""}${v.engine.inlineDecode ? ", inline decode" : ""}` : "";
+  const v = (await (await fetch(`${url}/api/version`)).json()) as {
+    engine?: { build: string; threadpool: boolean; inlineSampling?: boolean; inlineDecode?: boolean };
+  };
+  return v.engine
+    ? `${v.engine.build}${v.engine.threadpool ? ", threadpool" : ""}${v.engine.inlineSampling ? ", inline sampling" : ""}${v.engine.inlineDecode ? ", inline decode" : ""}`
+    : "";
 }
 
 async function stopAll(targets: BenchTarget[]): Promise<void> {
@@ -64,7 +68,8 @@ async function stopAll(targets: BenchTarget[]): Promise<void> {
 
 export async function benchLlamaServer(models: BenchModel[], o: CompareOptions): Promise<Table[]> {
   const tools = await llamaTools();
-  const main: string[][] = [], ref: string[][] = [];
+  const main: string[][] = [],
+    ref: string[][] = [];
   const engines: string[] = [];
   for (const m of models) {
     const targets: BenchTarget[] = [];
@@ -73,50 +78,102 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
       targets.push(await startLlamaServer(LLAMA, tools.server, m.path, o.shape, o.llamaSlots));
       engines.push(`${m.label}: gantry engine = ${await engineOf(targets[0]!.url)}`);
       await warm(targets);
-      const pp: number[] = [], tg: number[] = [];
+      const pp: number[] = [],
+        tg: number[] = [];
       const res = await interleave(targets, MAIN, o.rounds, m.label, async () => {
         const b = await llamaBench(tools.bench, m.path, { threads: o.shape.threads, prompt: 512, gen: 128, reps: 2 });
         pp.push(b.ppTps);
         tg.push(b.tgTps);
       });
-      // Per-run values pair up by round; `perRound` gives them when the spread is over something else (every request's TTFT).
-      const row = (measure: string, g: number[], l: number[], perRound?: { g: number[]; l: number[]; lowerIsBetter: boolean }) =>
-        main.push([m.label, measure, spread(g), spread(l), ratio(g, l), perRound ? pairedRatio(perRound.g, perRound.l, perRound.lowerIsBetter) : pairedRatio(g, l)]);
+      // Per-run values pair up by round; `perRound` gives them when the spread is over something else (every request's
+      // TTFT).
+      const row = (
+        measure: string,
+        g: number[],
+        l: number[],
+        perRound?: { g: number[]; l: number[]; lowerIsBetter: boolean },
+      ) =>
+        main.push([
+          m.label,
+          measure,
+          spread(g),
+          spread(l),
+          ratio(g, l),
+          perRound ? pairedRatio(perRound.g, perRound.l, perRound.lowerIsBetter) : pairedRatio(g, l),
+        ]);
       const promptTokens = Math.round(minMedMax(runs(res, GANTRY, "prompt").map((r) => r.promptTokens)).med);
-      const gPrompt = runs(res, GANTRY, "prompt").map((r) => r.promptTps), lPrompt = runs(res, LLAMA, "prompt").map((r) => r.promptTps);
-      const gGen = runs(res, GANTRY, "c1 n256").map((r) => r.genTps), lGen = runs(res, LLAMA, "c1 n256").map((r) => r.genTps);
+      const gPrompt = runs(res, GANTRY, "prompt").map((r) => r.promptTps),
+        lPrompt = runs(res, LLAMA, "prompt").map((r) => r.promptTps);
+      const gGen = runs(res, GANTRY, "c1 n256").map((r) => r.genTps),
+        lGen = runs(res, LLAMA, "c1 n256").map((r) => r.genTps);
       row(`prompt tok/s, 1 stream, ${promptTokens}-token prompt (server timings)`, gPrompt, lPrompt);
       row("generation tok/s, 1 stream, 256 tokens (server timings)", gGen, lGen);
       for (const s of MAIN.filter((x) => !x.longPrompt)) {
-        row(`aggregate generated tok/s, ${shapeOf(s)} tokens${s.repeat ? ` (${s.repeat} in a row per run)` : ""}`, runs(res, GANTRY, s.key).map((r) => r.aggregateTps), runs(res, LLAMA, s.key).map((r) => r.aggregateTps));
+        row(
+          `aggregate generated tok/s, ${shapeOf(s)} tokens${s.repeat ? ` (${s.repeat} in a row per run)` : ""}`,
+          runs(res, GANTRY, s.key).map((r) => r.aggregateTps),
+          runs(res, LLAMA, s.key).map((r) => r.aggregateTps),
+        );
       }
       for (const s of MAIN.filter((x) => x.concurrency > 1)) {
-        const g = runs(res, GANTRY, s.key), l = runs(res, LLAMA, s.key);
-        row(`TTFT ms under load, ${shapeOf(s)} (all requests; lower is better)`, g.flatMap((r) => r.ttftMs), l.flatMap((r) => r.ttftMs),
-          { g: g.map((r) => median(r.ttftMs)), l: l.map((r) => median(r.ttftMs)), lowerIsBetter: true });
+        const g = runs(res, GANTRY, s.key),
+          l = runs(res, LLAMA, s.key);
+        row(
+          `TTFT ms under load, ${shapeOf(s)} (all requests; lower is better)`,
+          g.flatMap((r) => r.ttftMs),
+          l.flatMap((r) => r.ttftMs),
+          { g: g.map((r) => median(r.ttftMs)), l: l.map((r) => median(r.ttftMs)), lowerIsBetter: true },
+        );
       }
       for (const s of MAIN.filter((x) => x.concurrency > 1)) {
-        const g = runs(res, GANTRY, s.key).map((r) => r.stepsPerPosition), l = runs(res, LLAMA, s.key).map((r) => r.stepsPerPosition);
+        const g = runs(res, GANTRY, s.key).map((r) => r.stepsPerPosition),
+          l = runs(res, LLAMA, s.key).map((r) => r.stepsPerPosition);
         row(`decode steps per token position, ${shapeOf(s)} (ideal 1.0)`, g, l, { g, l, lowerIsBetter: true });
       }
-      const short = [...res.values()].flatMap((byScenario) => [...byScenario.values()].flat()).reduce((n, r) => n + r.short, 0);
+      const short = [...res.values()]
+        .flatMap((byScenario) => [...byScenario.values()].flat())
+        .reduce((n, r) => n + r.short, 0);
       if (short > 0) engines.push(`${m.label}: WARNING ${short} requests generated fewer tokens than asked`);
-      ref.push([m.label, `pp512 ${spread(pp)}`, `${spread(gPrompt)}`, ratio(gPrompt, pp), `tg128 ${spread(tg)}`, spread(gGen), ratio(gGen, tg)]);
+      ref.push([
+        m.label,
+        `pp512 ${spread(pp)}`,
+        `${spread(gPrompt)}`,
+        ratio(gPrompt, pp),
+        `tg128 ${spread(tg)}`,
+        spread(gGen),
+        ratio(gGen, tg),
+      ]);
     } finally {
       await stopAll(targets);
     }
   }
-  const slots = o.llamaSlots === "pinned" ? "llama-server slots pinned (request i → slot i)" : "llama-server picks its slots (LRU)";
+  const slots =
+    o.llamaSlots === "pinned" ? "llama-server slots pinned (request i → slot i)" : "llama-server picks its slots (LRU)";
   const shape = `${o.shape.threads} threads, ${o.shape.parallel} parallel sequences × ${o.shape.contextPerSequence} context, ${slots}`;
   return [
     {
       title: `Gantry vs llama-server ${tools.release} (${tools.commit.slice(0, 12)}, the llama.cpp node-llama-cpp ships): ${shape}; min / median / max of ${o.rounds} interleaved rounds; ratio of the medians, and the median of each round's own ratio with the rounds in which Gantry did at least as well (TTFT: as low)\n${engines.join("\n")}`,
-      header: ["model", "measure", "gantry", "llama-server", "gantry ÷ llama-server (medians)", "per round: median ratio (rounds gantry ≥)"],
+      header: [
+        "model",
+        "measure",
+        "gantry",
+        "llama-server",
+        "gantry ÷ llama-server (medians)",
+        "per round: median ratio (rounds gantry ≥)",
+      ],
       rows: main,
     },
     {
       title: "Reference: llama-bench (raw llama.cpp, no server) vs Gantry's single-stream server timings, tok/s",
-      header: ["model", "llama-bench prompt", "gantry prompt", "ratio", "llama-bench generation", "gantry generation", "ratio"],
+      header: [
+        "model",
+        "llama-bench prompt",
+        "gantry prompt",
+        "ratio",
+        "llama-bench generation",
+        "gantry generation",
+        "ratio",
+      ],
       rows: ref,
     },
   ];
@@ -128,12 +185,18 @@ interface Variant {
 }
 
 const VARIANTS: Variant[] = [
-  { label: "prebuilt, node-llama-cpp dispatch (before)", env: { GANTRY_ENGINE_BUILD: "prebuilt", GANTRY_DECODE_SYNC: "off" } },
+  {
+    label: "prebuilt, node-llama-cpp dispatch (before)",
+    env: { GANTRY_ENGINE_BUILD: "prebuilt", GANTRY_DECODE_SYNC: "off" },
+  },
   { label: "prebuilt + full batches", env: { GANTRY_ENGINE_BUILD: "prebuilt" } },
   { label: "patched build, threadpool off", env: { NODE_LLAMA_CPP_THREADPOOL: "0" } },
   { label: "patched build + threadpool, poll 0 (sleep at once)", env: { GANTRY_THREADPOOL_POLL: "0" } },
   { label: "patched build + threadpool, node-llama-cpp dispatch", env: { GANTRY_DECODE_SYNC: "off" } },
-  { label: "patched build + threadpool (poll 50) + full batches, decode on workers", env: { GANTRY_INLINE_DECODE: "off" } },
+  {
+    label: "patched build + threadpool (poll 50) + full batches, decode on workers",
+    env: { GANTRY_INLINE_DECODE: "off" },
+  },
   { label: "patched build + threadpool (poll 50) + full batches + inline decode (after, default)", env: {} },
 ];
 
@@ -145,7 +208,8 @@ const CAUSES: Scenario[] = [
 
 export async function benchCauses(models: BenchModel[], o: CompareOptions): Promise<Table[]> {
   const tools = await llamaTools();
-  const seq: string[][] = [], fill: string[][] = [];
+  const seq: string[][] = [],
+    fill: string[][] = [];
   for (const m of models) {
     const targets: BenchTarget[] = [];
     try {
@@ -159,7 +223,14 @@ export async function benchCauses(models: BenchModel[], o: CompareOptions): Prom
         seq.push([m.label, t.label, spread(g1), ratio(g1, l1)]);
         const cells = ["c4 n64", "c8 n64"].flatMap((k) => {
           const tps = runs(res, t.label, k).map((r) => r.aggregateTps);
-          return [spread(runs(res, t.label, k).map((r) => r.stepsPerPosition)), spread(tps), ratio(tps, runs(res, LLAMA, k).map((r) => r.aggregateTps))];
+          return [
+            spread(runs(res, t.label, k).map((r) => r.stepsPerPosition)),
+            spread(tps),
+            ratio(
+              tps,
+              runs(res, LLAMA, k).map((r) => r.aggregateTps),
+            ),
+          ];
         });
         fill.push([m.label, t.label, ...cells]);
       }
@@ -175,7 +246,16 @@ export async function benchCauses(models: BenchModel[], o: CompareOptions): Prom
     },
     {
       title: `Cause 2 — batch fill: decode steps per token position (ideal 1.0) and aggregate tok/s, 4 and 8 concurrent requests × 64 tokens, ${o.rounds} interleaved rounds`,
-      header: ["model", "server", "c4 decodes/position", "c4 tok/s", "c4 ÷ llama-server", "c8 decodes/position", "c8 tok/s", "c8 ÷ llama-server"],
+      header: [
+        "model",
+        "server",
+        "c4 decodes/position",
+        "c4 tok/s",
+        "c4 ÷ llama-server",
+        "c8 decodes/position",
+        "c8 tok/s",
+        "c8 ÷ llama-server",
+      ],
       rows: fill,
     },
   ];

@@ -7,8 +7,29 @@ export interface LlamaBenchResult {
   tgTps: number;
 }
 
-export async function llamaBench(binary: string, modelPath: string, o: { threads: number; prompt: number; gen: number; reps: number }): Promise<LlamaBenchResult> {
-  const out = await run(binary, ["-m", modelPath, "-t", String(o.threads), "-p", String(o.prompt), "-n", String(o.gen), "-r", String(o.reps), "-o", "json"], { capture: true });
+export async function llamaBench(
+  binary: string,
+  modelPath: string,
+  o: { threads: number; prompt: number; gen: number; reps: number },
+): Promise<LlamaBenchResult> {
+  const out = await run(
+    binary,
+    [
+      "-m",
+      modelPath,
+      "-t",
+      String(o.threads),
+      "-p",
+      String(o.prompt),
+      "-n",
+      String(o.gen),
+      "-r",
+      String(o.reps),
+      "-o",
+      "json",
+    ],
+    { capture: true },
+  );
   const rows = JSON.parse(out) as Array<{ n_prompt: number; n_gen: number; avg_ts: number }>;
   const pp = rows.find((r) => r.n_prompt > 0 && r.n_gen === 0);
   const tg = rows.find((r) => r.n_gen > 0 && r.n_prompt === 0);

@@ -21,7 +21,8 @@ export interface BenchTarget {
   /** `stream`: the request's index among the run's concurrent requests (0 …). */
   complete(prompt: string, nPredict: number, seed: number, stream: number): Promise<Completion>;
   /**
-   * Decode steps so far (from the server's /metrics): llama-server's llama_decode calls (up to 2048 tokens each); Gantry's
+   * Decode steps so far (from the server's /metrics): llama-server's llama_decode calls (up to 2048 tokens each);
+   * Gantry's
    * steps (a burst of prompts beyond its 512-token batch is one step of several calls, as it is one llama-server call).
    */
   decodeSteps(): Promise<number>;
@@ -36,7 +37,14 @@ export interface ServeShape {
 }
 
 /** Sampling both servers apply (Gantry's defaults, spelled out for llama-server). */
-export const SAMPLING = { temperature: 0.8, top_k: 40, top_p: 0.9, min_p: 0, repeat_penalty: 1.1, repeat_last_n: 64 } as const;
+export const SAMPLING = {
+  temperature: 0.8,
+  top_k: 40,
+  top_p: 0.9,
+  min_p: 0,
+  repeat_penalty: 1.1,
+  repeat_last_n: 64,
+} as const;
 
 /** Sum of a Prometheus counter's samples (all label sets) in a /metrics text. */
 export function counterTotal(metricsText: string, name: string): number {
@@ -49,11 +57,21 @@ export function counterTotal(metricsText: string, name: string): number {
   return total;
 }
 
-export async function startGantry(label: string, modelPath: string, shape: ServeShape, env: Record<string, string> = {}): Promise<BenchTarget> {
+export async function startGantry(
+  label: string,
+  modelPath: string,
+  shape: ServeShape,
+  env: Record<string, string> = {},
+): Promise<BenchTarget> {
   const srv = await startTestServer({
     env: {
-      GANTRY_NUM_PARALLEL: String(shape.parallel), GANTRY_THREADS: String(shape.threads), GANTRY_CONTEXT_LENGTH: String(shape.contextPerSequence),
-      GANTRY_KEEP_ALIVE: "-1", GANTRY_MAX_QUEUE: "64", GANTRY_LOG_LEVEL: "warn", ...env,
+      GANTRY_NUM_PARALLEL: String(shape.parallel),
+      GANTRY_THREADS: String(shape.threads),
+      GANTRY_CONTEXT_LENGTH: String(shape.contextPerSequence),
+      GANTRY_KEEP_ALIVE: "-1",
+      GANTRY_MAX_QUEUE: "64",
+      GANTRY_LOG_LEVEL: "warn",
+      ...env,
     },
   });
   try {
@@ -67,14 +85,36 @@ export async function startGantry(label: string, modelPath: string, shape: Serve
     url: srv.url,
     async complete(prompt, nPredict, seed) {
       const start = performance.now();
-      let ttftMs = Number.NaN, done: Completion | undefined;
-      const body = { model: "bench", prompt, raw: true, stream: true, keep_alive: -1, options: { ...SAMPLING, num_predict: nPredict, seed } };
+      let ttftMs = Number.NaN,
+        done: Completion | undefined;
+      const body = {
+        model: "bench",
+        prompt,
+        raw: true,
+        stream: true,
+        keep_alive: -1,
+        options: { ...SAMPLING, num_predict: nPredict, seed },
+      };
       await postStreamingLines(`${srv.url}/api/generate`, body, (line) => {
-        const ev = JSON.parse(line) as { response?: string; done?: boolean; error?: string; prompt_eval_count?: number; prompt_eval_duration?: number; eval_count?: number; eval_duration?: number };
+        const ev = JSON.parse(line) as {
+          response?: string;
+          done?: boolean;
+          error?: string;
+          prompt_eval_count?: number;
+          prompt_eval_duration?: number;
+          eval_count?: number;
+          eval_duration?: number;
+        };
         if (ev.error) throw new Error(`${label}: ${ev.error}`);
         if (Number.isNaN(ttftMs) && ev.response) ttftMs = performance.now() - start;
         if (!ev.done) return false;
-        done = { ttftMs, promptTokens: ev.prompt_eval_count ?? 0, promptMs: (ev.prompt_eval_duration ?? 0) / 1e6, genTokens: ev.eval_count ?? 0, genMs: (ev.eval_duration ?? 0) / 1e6 };
+        done = {
+          ttftMs,
+          promptTokens: ev.prompt_eval_count ?? 0,
+          promptMs: (ev.prompt_eval_duration ?? 0) / 1e6,
+          genTokens: ev.eval_count ?? 0,
+          genMs: (ev.eval_duration ?? 0) / 1e6,
+        };
         return true;
       });
       if (!done) throw new Error(`${label}: stream ended without done`);
@@ -92,7 +132,8 @@ export async function startGantry(label: string, modelPath: string, shape: Serve
 /**
  * How llama-server assigns slots: "lru" (its default: a request takes the least recently used idle slot, so concurrent
  * requests often land on non-adjacent slots, and with one KV stream per slot a step then makes more than one pass over
- * the weights) or "pinned" (request i of a run asks for slot i with `id_slot`: adjacent slots, llama-server's best case).
+ * the weights) or "pinned" (request i of a run asks for slot i with `id_slot`: adjacent slots, llama-server's best
+ * case).
  */
 export type LlamaSlots = "lru" | "pinned";
 
@@ -102,24 +143,56 @@ export function llamaSlotsFromEnv(env: NodeJS.ProcessEnv = process.env): LlamaSl
   throw new Error(`GANTRY_BENCH_LLAMA_SLOTS must be "lru" or "pinned", not ${JSON.stringify(v)}`);
 }
 
-export async function startLlamaServer(label: string, binary: string, modelPath: string, shape: ServeShape, slots: LlamaSlots = "lru"): Promise<BenchTarget> {
+export async function startLlamaServer(
+  label: string,
+  binary: string,
+  modelPath: string,
+  shape: ServeShape,
+  slots: LlamaSlots = "lru",
+): Promise<BenchTarget> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   let out = "";
-  const proc: ChildProcess = spawn(binary, [
-    "-m", modelPath, "--host", "127.0.0.1", "--port", String(port), "-t", String(shape.threads), "-tb", String(shape.threads),
-    "-np", String(shape.parallel), "-c", String(shape.parallel * shape.contextPerSequence), "--metrics",
-  ], { stdio: ["ignore", "pipe", "pipe"] });
-  proc.stdout!.on("data", (d: Buffer) => { out = (out + d.toString()).slice(-20000); });
-  proc.stderr!.on("data", (d: Buffer) => { out = (out + d.toString()).slice(-20000); });
+  const proc: ChildProcess = spawn(
+    binary,
+    [
+      "-m",
+      modelPath,
+      "--host",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "-t",
+      String(shape.threads),
+      "-tb",
+      String(shape.threads),
+      "-np",
+      String(shape.parallel),
+      "-c",
+      String(shape.parallel * shape.contextPerSequence),
+      "--metrics",
+    ],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  proc.stdout!.on("data", (d: Buffer) => {
+    out = (out + d.toString()).slice(-20000);
+  });
+  proc.stderr!.on("data", (d: Buffer) => {
+    out = (out + d.toString()).slice(-20000);
+  });
   const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
   const deadline = Date.now() + 120_000;
   for (;;) {
     if (proc.exitCode !== null) throw new Error(`llama-server exited with ${proc.exitCode}:\n${out}`);
     try {
       if ((await fetch(`${url}/health`)).status === 200) break;
-    } catch { /* not listening yet */ }
-    if (Date.now() > deadline) { proc.kill("SIGKILL"); throw new Error(`llama-server did not become ready:\n${out}`); }
+    } catch {
+      /* not listening yet */
+    }
+    if (Date.now() > deadline) {
+      proc.kill("SIGKILL");
+      throw new Error(`llama-server did not become ready:\n${out}`);
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
@@ -127,15 +200,34 @@ export async function startLlamaServer(label: string, binary: string, modelPath:
     url,
     async complete(prompt, nPredict, seed, stream) {
       const start = performance.now();
-      let ttftMs = Number.NaN, done: Completion | undefined;
-      const body = { prompt, stream: true, n_predict: nPredict, seed, cache_prompt: true, ...SAMPLING, ...(slots === "pinned" ? { id_slot: stream } : {}) };
+      let ttftMs = Number.NaN,
+        done: Completion | undefined;
+      const body = {
+        prompt,
+        stream: true,
+        n_predict: nPredict,
+        seed,
+        cache_prompt: true,
+        ...SAMPLING,
+        ...(slots === "pinned" ? { id_slot: stream } : {}),
+      };
       await postStreamingLines(`${url}/completion`, body, (line) => {
         if (!line.startsWith("data: ")) return false;
-        const ev = JSON.parse(line.slice(6)) as { content?: string; stop?: boolean; timings?: { prompt_n: number; prompt_ms: number; predicted_n: number; predicted_ms: number } };
+        const ev = JSON.parse(line.slice(6)) as {
+          content?: string;
+          stop?: boolean;
+          timings?: { prompt_n: number; prompt_ms: number; predicted_n: number; predicted_ms: number };
+        };
         if (Number.isNaN(ttftMs) && ev.content) ttftMs = performance.now() - start;
         if (!ev.stop || !ev.timings) return false;
         const t = ev.timings;
-        done = { ttftMs, promptTokens: t.prompt_n, promptMs: t.prompt_ms, genTokens: t.predicted_n, genMs: t.predicted_ms };
+        done = {
+          ttftMs,
+          promptTokens: t.prompt_n,
+          promptMs: t.prompt_ms,
+          genTokens: t.predicted_n,
+          genMs: t.predicted_ms,
+        };
         return true;
       });
       if (!done) throw new Error(`${label}: stream ended without timings`);

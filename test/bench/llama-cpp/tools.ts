@@ -16,7 +16,9 @@ export interface LlamaTools {
   dir: string;
 }
 
-const log = (msg: string): void => { process.stderr.write(`llama.cpp tools: ${msg}\n`); };
+const log = (msg: string): void => {
+  process.stderr.write(`llama.cpp tools: ${msg}\n`);
+};
 
 let pending: Promise<LlamaTools> | undefined;
 
@@ -27,9 +29,19 @@ export function llamaTools(): Promise<LlamaTools> {
 
 async function ensure(): Promise<LlamaTools> {
   const rel = await bundledRelease();
-  const dir = path.join(gantryCacheDir(), "llama.cpp", `${rel.release}-${rel.commit.slice(0, 12)}-${process.platform}-${process.arch}`);
+  const dir = path.join(
+    gantryCacheDir(),
+    "llama.cpp",
+    `${rel.release}-${rel.commit.slice(0, 12)}-${process.platform}-${process.arch}`,
+  );
   const bin = path.join(dir, "bin");
-  const tools: LlamaTools = { server: path.join(bin, "llama-server"), bench: path.join(bin, "llama-bench"), release: rel.release, commit: rel.commit, dir };
+  const tools: LlamaTools = {
+    server: path.join(bin, "llama-server"),
+    bench: path.join(bin, "llama-bench"),
+    release: rel.release,
+    commit: rel.commit,
+    dir,
+  };
   if (fs.existsSync(tools.server) && fs.existsSync(tools.bench)) return tools;
 
   const have = buildTools();
@@ -39,21 +51,36 @@ async function ensure(): Promise<LlamaTools> {
   fs.mkdirSync(work, { recursive: true });
   const logFile = path.join(work, "build.log");
   const src = path.join(work, "llama.cpp");
-  log(`building llama-server and llama-bench ${rel.release} (${rel.commit.slice(0, 12)}, as shipped by node-llama-cpp ${nodeLlamaCppVersion()}) into ${dir}, once; log: ${logFile}`);
+  log(
+    `building llama-server and llama-bench ${rel.release} (${rel.commit.slice(0, 12)}, as shipped by node-llama-cpp ${nodeLlamaCppVersion()}) into ${dir}, once; log: ${logFile}`,
+  );
   if (!fs.existsSync(path.join(src, ".gantry-ready"))) {
     fs.rmSync(src, { recursive: true, force: true });
     await cloneBundledLlamaCpp(src, { log: logFile });
     fs.writeFileSync(path.join(src, ".gantry-ready"), "");
   }
   await cmakeBuild({
-    src, build: path.join(work, "build"), targets: ["llama-server", "llama-bench"], log: logFile,
+    src,
+    build: path.join(work, "build"),
+    targets: ["llama-server", "llama-bench"],
+    log: logFile,
     // Static, so the two binaries are self-contained in the cache; no network features (curl, TLS), no web UI.
-    options: { BUILD_SHARED_LIBS: "OFF", GGML_NATIVE: "ON", LLAMA_CURL: "OFF", LLAMA_OPENSSL: "OFF", LLAMA_BUILD_TESTS: "OFF", LLAMA_BUILD_EXAMPLES: "OFF", LLAMA_BUILD_UI: "OFF", LLAMA_USE_PREBUILT_UI: "OFF" },
+    options: {
+      BUILD_SHARED_LIBS: "OFF",
+      GGML_NATIVE: "ON",
+      LLAMA_CURL: "OFF",
+      LLAMA_OPENSSL: "OFF",
+      LLAMA_BUILD_TESTS: "OFF",
+      LLAMA_BUILD_EXAMPLES: "OFF",
+      LLAMA_BUILD_UI: "OFF",
+      LLAMA_USE_PREBUILT_UI: "OFF",
+    },
   });
   const out = `${dir}.tmp`;
   fs.rmSync(out, { recursive: true, force: true });
   fs.mkdirSync(path.join(out, "bin"), { recursive: true });
-  for (const name of ["llama-server", "llama-bench"]) fs.copyFileSync(path.join(work, "build", "bin", name), path.join(out, "bin", name));
+  for (const name of ["llama-server", "llama-bench"])
+    fs.copyFileSync(path.join(work, "build", "bin", name), path.join(out, "bin", name));
   fs.chmodSync(path.join(out, "bin", "llama-server"), 0o755);
   fs.chmodSync(path.join(out, "bin", "llama-bench"), 0o755);
   fs.copyFileSync(logFile, path.join(out, "build.log"));

@@ -1,4 +1,5 @@
-// Starting one container as a local process: inside the pod's network namespace, in private mount and UTS namespaces with
+// Starting one container as a local process: inside the pod's network namespace, in private mount and UTS namespaces
+// with
 // the container's volume mounts (container-exec.sh), with its environment, and with stdout+stderr appended to its log.
 import { spawn, execFileSync } from "node:child_process";
 import { constants } from "node:os";
@@ -9,13 +10,41 @@ const EXEC_SH = path.join(import.meta.dirname, "container-exec.sh");
 const which = (cmd: string): string => execFileSync("bash", ["-c", `command -v ${cmd}`], { encoding: "utf8" }).trim();
 const tools = { ip: which("ip"), unshare: which("unshare") };
 
-export interface ProcessExit { exitCode: number; signal?: string }
-export interface ContainerProcess { pid: number; exited: Promise<ProcessExit>; signal(sig: NodeJS.Signals): void }
+export interface ProcessExit {
+  exitCode: number;
+  signal?: string;
+}
+export interface ContainerProcess {
+  pid: number;
+  exited: Promise<ProcessExit>;
+  signal(sig: NodeJS.Signals): void;
+}
 
-export interface LaunchSpec { netns: string; mountsFile: string; workingDir: string; hostname: string; argv: string[]; env: Record<string, string>; logFile: string }
+export interface LaunchSpec {
+  netns: string;
+  mountsFile: string;
+  workingDir: string;
+  hostname: string;
+  argv: string[];
+  env: Record<string, string>;
+  logFile: string;
+}
 
-const wrapperArgs = (spec: Omit<LaunchSpec, "logFile">): string[] => ["netns", "exec", spec.netns, tools.unshare, "--mount", "--uts",
-  "--propagation", "private", EXEC_SH, spec.mountsFile, spec.workingDir, spec.hostname, ...spec.argv];
+const wrapperArgs = (spec: Omit<LaunchSpec, "logFile">): string[] => [
+  "netns",
+  "exec",
+  spec.netns,
+  tools.unshare,
+  "--mount",
+  "--uts",
+  "--propagation",
+  "private",
+  EXEC_SH,
+  spec.mountsFile,
+  spec.workingDir,
+  spec.hostname,
+  ...spec.argv,
+];
 
 /** Exit code as a kubelet reports it: the process's own, or 128 + signal number when a signal ended it. */
 const exitCodeOf = (code: number | null, signal: NodeJS.Signals | null): number =>
@@ -29,7 +58,13 @@ export function launch(spec: LaunchSpec): ContainerProcess {
   const child = spawn(tools.ip, wrapperArgs(spec), { env: spec.env, stdio: ["ignore", out, out], detached: true });
   fs.closeSync(out);
   const pid = child.pid ?? -1;
-  const signalGroup = (sig: NodeJS.Signals): void => { try { process.kill(-pid, sig); } catch { /* already gone */ } };
+  const signalGroup = (sig: NodeJS.Signals): void => {
+    try {
+      process.kill(-pid, sig);
+    } catch {
+      /* already gone */
+    }
+  };
   const exited = new Promise<ProcessExit>((resolve) => {
     child.once("error", () => resolve({ exitCode: 128 }));
     child.once("exit", (code, signal) => {
@@ -46,6 +81,9 @@ export async function execInPod(spec: Omit<LaunchSpec, "logFile">, timeoutMs: nu
   const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
   return new Promise<number>((resolve) => {
     child.once("error", () => resolve(128));
-    child.once("exit", (code, signal) => { clearTimeout(timer); resolve(exitCodeOf(code, signal)); });
+    child.once("exit", (code, signal) => {
+      clearTimeout(timer);
+      resolve(exitCodeOf(code, signal));
+    });
   });
 }

@@ -7,13 +7,25 @@ import { createHash } from "node:crypto";
 import { execFileSync } from "node:child_process";
 
 export const POD_GATEWAY = "10.244.128.1";
-const POOL_FIRST = (128 << 8) + 2, POOL_LAST = (255 << 8) + 254;
+const POOL_FIRST = (128 << 8) + 2,
+  POOL_LAST = (255 << 8) + 254;
 const GUARDED_RANGES = ["10.244.0.0/16", "10.96.0.0/16"];
 
-export interface PodNetwork { netns: string; podIp: string; hostIf: string }
+export interface PodNetwork {
+  netns: string;
+  podIp: string;
+  hostIf: string;
+}
 
-const ip = (args: string[]): string => execFileSync("ip", args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
-const ipQuiet = (args: string[]): void => { try { ip(args); } catch { /* already gone */ } };
+const ip = (args: string[]): string =>
+  execFileSync("ip", args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+const ipQuiet = (args: string[]): void => {
+  try {
+    ip(args);
+  } catch {
+    /* already gone */
+  }
+};
 
 /** A short id per cluster dir, so two clusters' namespaces and interfaces never collide. */
 export const clusterNetId = (dir: string): string => createHash("sha1").update(dir).digest("hex").slice(0, 5);
@@ -29,15 +41,20 @@ function allocateIp(): string {
   const used = new Set([...routes.matchAll(/^(10\.244\.\d+\.\d+) dev /gm)].map((m) => m[1]));
   for (let n = POOL_FIRST; n <= POOL_LAST; n++) {
     const addr = `10.244.${n >> 8}.${n & 255}`;
-    if (!used.has(addr) && !reserved.has(addr)) { reserved.add(addr); return addr; }
+    if (!used.has(addr) && !reserved.has(addr)) {
+      reserved.add(addr);
+      return addr;
+    }
   }
   throw new Error("pod IP pool 10.244.128.0/17 exhausted");
 }
 
 export function createPodNetwork(netId: string, index: number): PodNetwork {
   ensureGuardRoutes();
-  const netns = `gantry-${netId}-${index}`, suffix = `${netId}${index.toString(36)}`;
-  const hostIf = `gh${suffix}`, peer = `gp${suffix}`;
+  const netns = `gantry-${netId}-${index}`,
+    suffix = `${netId}${index.toString(36)}`;
+  const hostIf = `gh${suffix}`,
+    peer = `gp${suffix}`;
   const podIp = allocateIp();
   const inNs = (args: string[]): string => ip(["netns", "exec", netns, "ip", ...args]);
   try {
@@ -62,8 +79,18 @@ export function createPodNetwork(netId: string, index: number): PodNetwork {
 /** Kills whatever still runs inside the namespace, then removes it and the host end of the veth. */
 export function deletePodNetwork(net: PodNetwork): void {
   let pids: string[] = [];
-  try { pids = ip(["netns", "pids", net.netns]).split("\n").filter(Boolean); } catch { /* no such netns */ }
-  for (const pid of pids) { try { process.kill(Number(pid), "SIGKILL"); } catch { /* gone */ } }
+  try {
+    pids = ip(["netns", "pids", net.netns]).split("\n").filter(Boolean);
+  } catch {
+    /* no such netns */
+  }
+  for (const pid of pids) {
+    try {
+      process.kill(Number(pid), "SIGKILL");
+    } catch {
+      /* gone */
+    }
+  }
   ipQuiet(["netns", "del", net.netns]);
   ipQuiet(["link", "del", net.hostIf]);
   ipQuiet(["route", "del", `${net.podIp}/32`]);
@@ -73,8 +100,15 @@ export function deletePodNetwork(net: PodNetwork): void {
 /** Removes every pod network of one cluster (after a crash of its runtime, or when the cluster stops). */
 export function deleteClusterPodNetworks(netId: string): number {
   let listing: string;
-  try { listing = ip(["netns", "list"]); } catch { return 0; }
-  const names = listing.split("\n").map((l) => l.split(" ")[0] ?? "").filter((n) => n.startsWith(`gantry-${netId}-`));
+  try {
+    listing = ip(["netns", "list"]);
+  } catch {
+    return 0;
+  }
+  const names = listing
+    .split("\n")
+    .map((l) => l.split(" ")[0] ?? "")
+    .filter((n) => n.startsWith(`gantry-${netId}-`));
   for (const netns of names) {
     const index = Number(netns.split("-").pop());
     deletePodNetwork({ netns, podIp: "", hostIf: `gh${netId}${index.toString(36)}` });

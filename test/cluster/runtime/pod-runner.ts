@@ -31,14 +31,23 @@ const terminationLogFile = (dir: string, container: string): string => path.join
 
 /**
  * What a kubelet reports as a terminated container's message: the termination log (at most 4096 bytes), or with
- * terminationMessagePolicy FallbackToLogsOnError and a failed, silent exit, the log's last 80 lines (at most 2048 bytes).
+ * terminationMessagePolicy FallbackToLogsOnError and a failed, silent exit, the log's last 80 lines (at most 2048
+ * bytes).
  */
 function terminationMessage(spec: V1Container, dir: string, exitCode: number): string {
   let text = "";
-  try { text = fs.readFileSync(terminationLogFile(dir, spec.name)).subarray(0, 4096).toString(); } catch { /* none written */ }
+  try {
+    text = fs.readFileSync(terminationLogFile(dir, spec.name)).subarray(0, 4096).toString();
+  } catch {
+    /* none written */
+  }
   if (text === "" && exitCode !== 0 && spec.terminationMessagePolicy === "FallbackToLogsOnError") {
     let log = "";
-    try { log = fs.readFileSync(path.join(dir, `${spec.name}.log`), "utf8"); } catch { /* no output */ }
+    try {
+      log = fs.readFileSync(path.join(dir, `${spec.name}.log`), "utf8");
+    } catch {
+      /* no output */
+    }
     const tail = log.split("\n").slice(-81).join("\n");
     text = Buffer.from(tail).subarray(-2048).toString();
   }
@@ -48,10 +57,19 @@ function terminationMessage(spec: V1Container, dir: string, exitCode: number): s
 type LaunchBase = { mountsFile: string; env: Record<string, string>; workingDir: string; hostname: string };
 
 const BACKOFF_START_MS = Number(process.env.GANTRY_RUNTIME_BACKOFF_SECONDS ?? 1) * 1000;
-const BACKOFF_MAX_MS = 30_000, BACKOFF_RESET_MS = 60_000, CONFIG_RETRY_MS = 1000, STATUS_RETRY_MS = 500;
+const BACKOFF_MAX_MS = 30_000,
+  BACKOFF_RESET_MS = 60_000,
+  CONFIG_RETRY_MS = 1000,
+  STATUS_RETRY_MS = 500;
 const now = (): string => apiTime(new Date());
-const newRecord = (c: V1Container): ContainerRecord =>
-  ({ name: c.name, image: c.image ?? "", state: { kind: "waiting", reason: "PodInitializing" }, restartCount: 0, ready: false, started: false });
+const newRecord = (c: V1Container): ContainerRecord => ({
+  name: c.name,
+  image: c.image ?? "",
+  state: { kind: "waiting", reason: "PodInitializing" },
+  restartCount: 0,
+  ready: false,
+  started: false,
+});
 
 /** What an image's entrypoint would be: pods without `command` run the Gantry image's entrypoint, `gantry`. */
 const argvOf = (c: V1Container): string[] => [...(c.command?.length ? c.command : ["gantry"]), ...(c.args ?? [])];
@@ -74,15 +92,29 @@ export class PodRunner {
   constructor(pod: V1Pod, hostIp: string, deps: RunnerDeps) {
     this.pod = pod;
     this.deps = deps;
-    this.rec = { phase: "Pending", hostIp, startTime: now(), initialized: (pod.spec?.initContainers ?? []).length === 0,
-      init: (pod.spec?.initContainers ?? []).map(newRecord), containers: pod.spec?.containers.map(newRecord) ?? [] };
+    this.rec = {
+      phase: "Pending",
+      hostIp,
+      startTime: now(),
+      initialized: (pod.spec?.initContainers ?? []).length === 0,
+      init: (pod.spec?.initContainers ?? []).map(newRecord),
+      containers: pod.spec?.containers.map(newRecord) ?? [],
+    };
   }
 
-  get key(): string { return `${this.pod.metadata?.namespace}/${this.pod.metadata?.name}`; }
-  get terminating(): boolean { return this.stopping; }
-  update(pod: V1Pod): void { this.pod = pod; }
+  get key(): string {
+    return `${this.pod.metadata?.namespace}/${this.pod.metadata?.name}`;
+  }
+  get terminating(): boolean {
+    return this.stopping;
+  }
+  update(pod: V1Pod): void {
+    this.pod = pod;
+  }
 
-  private get restartPolicy(): string { return this.pod.spec?.restartPolicy ?? "Always"; }
+  private get restartPolicy(): string {
+    return this.pod.spec?.restartPolicy ?? "Always";
+  }
 
   /** Runs the pod until it ends or is stopped; never throws (failures become pod status). */
   async run(): Promise<void> {
@@ -90,8 +122,8 @@ export class PodRunner {
       this.net = createPodNetwork(this.deps.netId, this.deps.index);
       this.rec.podIp = this.net.podIp;
       this.notify();
-      if (!await this.mountVolumes(this.net.podIp)) return;
-      if (!await this.runInitContainers()) return;
+      if (!(await this.mountVolumes(this.net.podIp))) return;
+      if (!(await this.runInitContainers())) return;
       this.rec.initialized = true;
       const specs = this.pod.spec?.containers ?? [];
       await Promise.all(specs.map((c, i) => this.supervise(c, this.rec.containers[i] as ContainerRecord)));
@@ -100,7 +132,8 @@ export class PodRunner {
       this.rec.message = String(err instanceof Error ? err.message : err);
       this.deps.event(this.pod, "Warning", "Failed", this.rec.message);
       for (const c of [...this.rec.init, ...this.rec.containers]) {
-        if (c.state.kind === "waiting") c.state = { kind: "waiting", reason: "CreateContainerConfigError", message: this.rec.message };
+        if (c.state.kind === "waiting")
+          c.state = { kind: "waiting", reason: "CreateContainerConfigError", message: this.rec.message };
       }
       this.notify();
     }
@@ -115,7 +148,8 @@ export class PodRunner {
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
         this.deps.event(this.pod, "Warning", "FailedMount", message);
-        for (const c of [...this.rec.init, ...this.rec.containers]) c.state = { kind: "waiting", reason: "ContainerCreating", message };
+        for (const c of [...this.rec.init, ...this.rec.containers])
+          c.state = { kind: "waiting", reason: "ContainerCreating", message };
         this.notify();
         await this.sleep(CONFIG_RETRY_MS);
       }
@@ -132,7 +166,10 @@ export class PodRunner {
         const exit = await this.runOnce(spec, rec, false);
         if (this.stopping) return false;
         if (exit === 0) break;
-        if (exit === null) { await this.sleep(CONFIG_RETRY_MS); continue; }
+        if (exit === null) {
+          await this.sleep(CONFIG_RETRY_MS);
+          continue;
+        }
         if (this.restartPolicy === "Never") {
           this.rec.phase = "Failed";
           this.notify();
@@ -151,7 +188,10 @@ export class PodRunner {
       const started = Date.now();
       const exit = await this.runOnce(spec, rec, true);
       if (this.stopping) return;
-      if (exit === null) { await this.sleep(CONFIG_RETRY_MS); continue; }
+      if (exit === null) {
+        await this.sleep(CONFIG_RETRY_MS);
+        continue;
+      }
       const policy = this.restartPolicy;
       if (policy === "Never" || (policy === "OnFailure" && exit === 0)) {
         this.settlePhase();
@@ -167,7 +207,9 @@ export class PodRunner {
   private settlePhase(): void {
     const done = this.rec.containers.every((c) => c.state.kind === "terminated");
     if (!done) return;
-    this.rec.phase = this.rec.containers.every((c) => c.state.kind === "terminated" && c.state.exitCode === 0) ? "Succeeded" : "Failed";
+    this.rec.phase = this.rec.containers.every((c) => c.state.kind === "terminated" && c.state.exitCode === 0)
+      ? "Succeeded"
+      : "Failed";
     this.notify();
   }
 
@@ -184,7 +226,11 @@ export class PodRunner {
 
   private sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const wake = (): void => { clearTimeout(t); this.wakers.delete(wake); resolve(); };
+      const wake = (): void => {
+        clearTimeout(t);
+        this.wakers.delete(wake);
+        resolve();
+      };
       const t = setTimeout(wake, ms);
       this.wakers.add(wake);
     });
@@ -197,21 +243,37 @@ export class PodRunner {
     const mountsFile = path.join(dir, `${spec.name}.mounts`);
     // The termination message file, as a kubelet mounts it at terminationMessagePath (default /dev/termination-log).
     fs.writeFileSync(terminationLogFile(dir, spec.name), "");
-    const terminationLog = { source: terminationLogFile(dir, spec.name), target: spec.terminationMessagePath ?? "/dev/termination-log", readOnly: false };
+    const terminationLog = {
+      source: terminationLogFile(dir, spec.name),
+      target: spec.terminationMessagePath ?? "/dev/termination-log",
+      readOnly: false,
+    };
     fs.writeFileSync(`${mountsFile}.tmp`, mountsFileText([...containerMounts(spec, this.volumes), terminationLog]));
     fs.renameSync(`${mountsFile}.tmp`, mountsFile);
     const ns = this.pod.metadata?.namespace ?? "default";
     const data = {
-      configMap: async (name: string) => (await this.deps.core.readNamespacedConfigMap({ name, namespace: ns }).catch(() => undefined))?.data ?? undefined,
+      configMap: async (name: string) =>
+        (await this.deps.core.readNamespacedConfigMap({ name, namespace: ns }).catch(() => undefined))?.data ??
+        undefined,
       secret: async (name: string) => {
         const s = await this.deps.core.readNamespacedSecret({ name, namespace: ns }).catch(() => undefined);
-        return s ? Object.fromEntries(Object.entries(s.data ?? {}).map(([k, v]) => [k, Buffer.from(v, "base64").toString()])) : undefined;
+        return s
+          ? Object.fromEntries(Object.entries(s.data ?? {}).map(([k, v]) => [k, Buffer.from(v, "base64").toString()]))
+          : undefined;
       },
     };
-    const base = { PATH: `${this.deps.shimPath}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`,
-      HOME: "/root", HOSTNAME: this.pod.metadata?.name ?? "" };
+    const base = {
+      PATH: `${this.deps.shimPath}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`,
+      HOME: "/root",
+      HOSTNAME: this.pod.metadata?.name ?? "",
+    };
     const env = await containerEnv(spec, this.pod, this.rec.podIp ?? "", data, base);
-    return { mountsFile, env, workingDir: spec.workingDir ?? "/", hostname: this.pod.spec?.hostname ?? this.pod.metadata?.name ?? "pod" };
+    return {
+      mountsFile,
+      env,
+      workingDir: spec.workingDir ?? "/",
+      hostname: this.pod.spec?.hostname ?? this.pod.metadata?.name ?? "pod",
+    };
   }
 
   /**
@@ -225,7 +287,8 @@ export class PodRunner {
       ls = await this.launchSpec(spec);
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
-      if (rec.state.kind !== "waiting" || rec.state.reason !== "CreateContainerConfigError") this.deps.event(this.pod, "Warning", "Failed", message);
+      if (rec.state.kind !== "waiting" || rec.state.reason !== "CreateContainerConfigError")
+        this.deps.event(this.pod, "Warning", "Failed", message);
       rec.state = { kind: "waiting", reason: "CreateContainerConfigError", message };
       this.notify();
       return null;
@@ -245,18 +308,35 @@ export class PodRunner {
     this.notify();
     let alive = true;
     if (probes && spec.readinessProbe) {
-      void this.probeLoop(spec, ls, spec.readinessProbe, () => alive, (ok, why) => {
-        if (!ok) this.deps.event(this.pod, "Warning", "Unhealthy", `Readiness probe failed: ${why}`);
-        rec.ready = ok;
-        this.notify();
-      });
+      void this.probeLoop(
+        spec,
+        ls,
+        spec.readinessProbe,
+        () => alive,
+        (ok, why) => {
+          if (!ok) this.deps.event(this.pod, "Warning", "Unhealthy", `Readiness probe failed: ${why}`);
+          rec.ready = ok;
+          this.notify();
+        },
+      );
     }
     if (probes && spec.livenessProbe) {
-      void this.probeLoop(spec, ls, spec.livenessProbe, () => alive, (ok, why) => {
-        if (ok) return;
-        this.deps.event(this.pod, "Normal", "Killing", `Container ${spec.name} failed liveness probe (${why}), will be restarted`);
-        proc.signal("SIGKILL");
-      });
+      void this.probeLoop(
+        spec,
+        ls,
+        spec.livenessProbe,
+        () => alive,
+        (ok, why) => {
+          if (ok) return;
+          this.deps.event(
+            this.pod,
+            "Normal",
+            "Killing",
+            `Container ${spec.name} failed liveness probe (${why}), will be restarted`,
+          );
+          proc.signal("SIGKILL");
+        },
+      );
     }
     const exit = await proc.exited;
     alive = false;
@@ -264,25 +344,56 @@ export class PodRunner {
     rec.ready = false;
     rec.started = false;
     const message = terminationMessage(spec, path.dirname(logFile), exit.exitCode);
-    rec.state = { kind: "terminated", exitCode: exit.exitCode, reason: exit.exitCode === 0 ? "Completed" : "Error", startedAt, finishedAt: now(),
-      ...(message ? { message } : {}) };
+    rec.state = {
+      kind: "terminated",
+      exitCode: exit.exitCode,
+      reason: exit.exitCode === 0 ? "Completed" : "Error",
+      startedAt,
+      finishedAt: now(),
+      ...(message ? { message } : {}),
+    };
     this.notify();
     return exit.exitCode;
   }
 
   /** Calls onChange(true/false) when the probe crosses its success/failure threshold; stops when alive() is false. */
-  private async probeLoop(spec: V1Container, ls: LaunchBase, probe: V1Probe, alive: () => boolean, onChange: (ok: boolean, why: string) => void): Promise<void> {
+  private async probeLoop(
+    spec: V1Container,
+    ls: LaunchBase,
+    probe: V1Probe,
+    alive: () => boolean,
+    onChange: (ok: boolean, why: string) => void,
+  ): Promise<void> {
     const period = (probe.periodSeconds ?? 10) * 1000;
-    let state: boolean | undefined, ok = 0, bad = 0;
+    let state: boolean | undefined,
+      ok = 0,
+      bad = 0;
     await new Promise((r) => setTimeout(r, (probe.initialDelaySeconds ?? 0) * 1000));
     while (alive() && !this.stopping) {
-      const result = await probeOnce(probe, { podIp: this.rec.podIp ?? "", container: spec,
-        exec: (command, timeoutMs) => execInPod({ netns: this.net?.netns ?? "", ...ls, argv: command }, timeoutMs) });
+      const result = await probeOnce(probe, {
+        podIp: this.rec.podIp ?? "",
+        container: spec,
+        exec: (command, timeoutMs) => execInPod({ netns: this.net?.netns ?? "", ...ls, argv: command }, timeoutMs),
+      });
       if (!alive()) return;
       const success = result === true;
-      if (success) { ok++; bad = 0; } else { bad++; ok = 0; }
-      if (success && ok >= (probe.successThreshold ?? 1) && state !== true) { state = true; this.deps.log(`${this.key}/${spec.name}: probe succeeded`); onChange(true, ""); }
-      if (!success && bad >= (probe.failureThreshold ?? 3) && state !== false) { state = false; this.deps.log(`${this.key}/${spec.name}: probe failed: ${result}`); onChange(false, result); }
+      if (success) {
+        ok++;
+        bad = 0;
+      } else {
+        bad++;
+        ok = 0;
+      }
+      if (success && ok >= (probe.successThreshold ?? 1) && state !== true) {
+        state = true;
+        this.deps.log(`${this.key}/${spec.name}: probe succeeded`);
+        onChange(true, "");
+      }
+      if (!success && bad >= (probe.failureThreshold ?? 3) && state !== false) {
+        state = false;
+        this.deps.log(`${this.key}/${spec.name}: probe failed: ${result}`);
+        onChange(false, result);
+      }
       await new Promise((r) => setTimeout(r, period));
     }
   }
@@ -295,7 +406,10 @@ export class PodRunner {
     for (const name of this.procs.keys()) this.deps.event(this.pod, "Normal", "Killing", `Stopping container ${name}`);
     for (const p of running) p.signal("SIGTERM");
     const all = Promise.all(running.map((p) => p.exited));
-    const timedOut = await Promise.race([all.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), graceSeconds * 1000))]);
+    const timedOut = await Promise.race([
+      all.then(() => false),
+      new Promise<boolean>((r) => setTimeout(() => r(true), graceSeconds * 1000)),
+    ]);
     if (timedOut) for (const p of running) p.signal("SIGKILL");
     await all;
     if (this.net) deletePodNetwork(this.net);

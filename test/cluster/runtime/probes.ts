@@ -3,7 +3,11 @@
 import net from "node:net";
 import type { V1Container, V1Probe } from "@kubernetes/client-node";
 
-export interface ProbeTarget { podIp: string; container: V1Container; exec(command: string[], timeoutMs: number): Promise<number> }
+export interface ProbeTarget {
+  podIp: string;
+  container: V1Container;
+  exec(command: string[], timeoutMs: number): Promise<number>;
+}
 
 function resolvePort(port: number | string | undefined, container: V1Container): number {
   if (typeof port === "number") return port;
@@ -16,7 +20,10 @@ function resolvePort(port: number | string | undefined, container: V1Container):
 function tcpOpen(host: string, port: number, timeoutMs: number): Promise<boolean> {
   return new Promise((resolve) => {
     const sock = net.connect({ host, port });
-    const done = (ok: boolean): void => { sock.destroy(); resolve(ok); };
+    const done = (ok: boolean): void => {
+      sock.destroy();
+      resolve(ok);
+    };
     sock.setTimeout(timeoutMs, () => done(false));
     sock.once("connect", () => done(true));
     sock.once("error", () => done(false));
@@ -38,7 +45,7 @@ export async function probeOnce(probe: V1Probe, target: ProbeTarget): Promise<tr
     }
     if (probe.tcpSocket) {
       const port = resolvePort(probe.tcpSocket.port as number | string, target.container);
-      return await tcpOpen(target.podIp, port, timeoutMs) ? true : `dial tcp ${target.podIp}:${port}: connect failed`;
+      return (await tcpOpen(target.podIp, port, timeoutMs)) ? true : `dial tcp ${target.podIp}:${port}: connect failed`;
     }
     if (probe.exec?.command?.length) {
       const code = await target.exec(probe.exec.command, timeoutMs);

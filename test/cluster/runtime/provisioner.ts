@@ -8,27 +8,41 @@ import { claimDir } from "./volumes.ts";
 
 export function wantsVolume(pvc: V1PersistentVolumeClaim): boolean {
   const annotations = pvc.metadata?.annotations ?? {};
-  const ours = pvc.spec?.storageClassName === STORAGE_CLASS
-    || annotations["volume.kubernetes.io/storage-provisioner"] === STORAGE_PROVISIONER;
+  const ours =
+    pvc.spec?.storageClassName === STORAGE_CLASS ||
+    annotations["volume.kubernetes.io/storage-provisioner"] === STORAGE_PROVISIONER;
   return ours && !pvc.metadata?.deletionTimestamp && !pvc.spec?.volumeName && pvc.status?.phase !== "Bound";
 }
 
-export async function provisionVolume(core: CoreV1Api, clusterDir: string, pvc: V1PersistentVolumeClaim): Promise<void> {
-  const ns = pvc.metadata?.namespace ?? "default", name = pvc.metadata?.name ?? "";
+export async function provisionVolume(
+  core: CoreV1Api,
+  clusterDir: string,
+  pvc: V1PersistentVolumeClaim,
+): Promise<void> {
+  const ns = pvc.metadata?.namespace ?? "default",
+    name = pvc.metadata?.name ?? "";
   const dir = claimDir(clusterDir, ns, name);
   fs.mkdirSync(dir, { recursive: true });
   try {
-    await core.createPersistentVolume({ body: {
-      apiVersion: "v1", kind: "PersistentVolume",
-      metadata: { name: `pvc-${pvc.metadata?.uid}`, annotations: { "pv.kubernetes.io/provisioned-by": STORAGE_PROVISIONER } },
-      spec: {
-        capacity: { storage: pvc.spec?.resources?.requests?.storage ?? "1Gi" },
-        accessModes: pvc.spec?.accessModes?.length ? pvc.spec.accessModes : ["ReadWriteOnce"],
-        persistentVolumeReclaimPolicy: "Retain", storageClassName: STORAGE_CLASS, volumeMode: pvc.spec?.volumeMode ?? "Filesystem",
-        hostPath: { path: dir, type: "DirectoryOrCreate" },
-        claimRef: { apiVersion: "v1", kind: "PersistentVolumeClaim", namespace: ns, name, uid: pvc.metadata?.uid },
+    await core.createPersistentVolume({
+      body: {
+        apiVersion: "v1",
+        kind: "PersistentVolume",
+        metadata: {
+          name: `pvc-${pvc.metadata?.uid}`,
+          annotations: { "pv.kubernetes.io/provisioned-by": STORAGE_PROVISIONER },
+        },
+        spec: {
+          capacity: { storage: pvc.spec?.resources?.requests?.storage ?? "1Gi" },
+          accessModes: pvc.spec?.accessModes?.length ? pvc.spec.accessModes : ["ReadWriteOnce"],
+          persistentVolumeReclaimPolicy: "Retain",
+          storageClassName: STORAGE_CLASS,
+          volumeMode: pvc.spec?.volumeMode ?? "Filesystem",
+          hostPath: { path: dir, type: "DirectoryOrCreate" },
+          claimRef: { apiVersion: "v1", kind: "PersistentVolumeClaim", namespace: ns, name, uid: pvc.metadata?.uid },
+        },
       },
-    } });
+    });
   } catch (err) {
     if ((err as { code?: number }).code !== 409) throw err;
   }

@@ -12,7 +12,14 @@ import { runCli, runOk } from "./run-cli.ts";
 let pid: number | null = null;
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "gantry-cli-autostart-"));
 
-const alive = (p: number): boolean => { try { process.kill(p, 0); return true; } catch { return false; } };
+const alive = (p: number): boolean => {
+  try {
+    process.kill(p, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 after(async () => {
   if (pid !== null && alive(pid)) {

@@ -9,7 +9,8 @@ import { tinyModelPath } from "../../support/models.ts";
 import { startTestServer, type TestServer } from "../../support/server.ts";
 import { apiChat, runCli, runOk, type CliOptions } from "./run-cli.ts";
 
-const SEED_TEMPLATE = "<|startoftext|><|im_start|>system\n{{ .System }}<|im_end|>\n<|im_start|>user\n{{ .Prompt }}<|im_end|>\n<|im_start|>assistant\n";
+const SEED_TEMPLATE =
+  "<|startoftext|><|im_start|>system\n{{ .System }}<|im_end|>\n<|im_start|>user\n{{ .Prompt }}<|im_end|>\n<|im_start|>assistant\n";
 
 let server: TestServer;
 let work: string;
@@ -22,17 +23,20 @@ before(async () => {
   // The model sits next to its Modelfile; FROM names it relatively, as in the seed document.
   fs.mkdirSync(path.join(work, "seed"));
   fs.copyFileSync(await tinyModelPath({ controlLogit: -8 }), path.join(work, "seed", "model.gguf"));
-  fs.writeFileSync(path.join(work, "seed", "Modelfile"), [
-    "FROM ./model.gguf",
-    `TEMPLATE """${SEED_TEMPLATE}"""`,
-    "PARAMETER temperature 0.7",
-    "PARAMETER top_p 0.9",
-    'PARAMETER stop "<|im_end|>"',
-    'PARAMETER stop "<|endoftext|>"',
-    "PARAMETER seed 7",
-    "PARAMETER num_predict 16",
-    "",
-  ].join("\n"));
+  fs.writeFileSync(
+    path.join(work, "seed", "Modelfile"),
+    [
+      "FROM ./model.gguf",
+      `TEMPLATE """${SEED_TEMPLATE}"""`,
+      "PARAMETER temperature 0.7",
+      "PARAMETER top_p 0.9",
+      'PARAMETER stop "<|im_end|>"',
+      'PARAMETER stop "<|endoftext|>"',
+      "PARAMETER seed 7",
+      "PARAMETER num_predict 16",
+      "",
+    ].join("\n"),
+  );
 });
 
 after(async () => {
@@ -40,8 +44,14 @@ after(async () => {
   fs.rmSync(work, { recursive: true, force: true });
 });
 
-const tags = async () => ((await (await fetch(`${server.url}/api/tags`)).json()) as { models: { name: string; digest: string; size: number }[] }).models;
-const running = async () => ((await (await fetch(`${server.url}/api/ps`)).json()) as { models: { name: string }[] }).models;
+const tags = async () =>
+  (
+    (await (await fetch(`${server.url}/api/tags`)).json()) as {
+      models: { name: string; digest: string; size: number }[];
+    }
+  ).models;
+const running = async () =>
+  ((await (await fetch(`${server.url}/api/ps`)).json()) as { models: { name: string }[] }).models;
 
 /** The one line a failing command prints. */
 function assertOneLineError(r: { code: number | null; stdout: string; stderr: string }, pattern: RegExp): void {
@@ -60,7 +70,9 @@ test("create -f with the seed Modelfile: FROM relative to the Modelfile, blob up
   assert.match(r.stderr, /writing manifest\n/);
   assert.match(r.stderr, /success\n$/);
   assert.ok((await tags()).some((m) => m.name === "seedy:latest"));
-  const show = (await (await fetch(`${server.url}/api/show`, { method: "POST", body: JSON.stringify({ model: "seedy" }) })).json()) as { template: string; parameters: string };
+  const show = (await (
+    await fetch(`${server.url}/api/show`, { method: "POST", body: JSON.stringify({ model: "seedy" }) })
+  ).json()) as { template: string; parameters: string };
   assert.equal(show.template, SEED_TEMPLATE);
   assert.match(show.parameters, /stop\s+"<\|im_end\|>"\nstop\s+"<\|endoftext\|>"/);
 });
@@ -86,7 +98,10 @@ test("run ./file.gguf works without a prior create, uploading the blob only once
   fs.copyFileSync(await tinyModelPath(), path.join(dir, "Tiny-Local.gguf"));
   const first = await runOk(["run", "./Tiny-Local.gguf", "hello"], { ...cli, cwd: dir });
   assert.match(first.stderr, /copying file sha256:[0-9a-f]{64} \(Tiny-Local\.gguf\)/);
-  assert.ok((await tags()).some((m) => m.name === "tiny-local:latest"), "a model named after the file");
+  assert.ok(
+    (await tags()).some((m) => m.name === "tiny-local:latest"),
+    "a model named after the file",
+  );
   // Sampling is random without a seed: the answer's text cannot be predicted, only that it was printed and ended.
   assert.ok(first.stdout.endsWith("\n"), JSON.stringify(first.stdout.slice(-50)));
   // The same file again, as ../ from a subdirectory: the server has the blob, nothing is uploaded.
@@ -98,7 +113,14 @@ test("run ./file.gguf works without a prior create, uploading the blob only once
 
 test("show prints a summary, each part, and a --modelfile that creates an equal model", async () => {
   const summary = await runOk(["show", "seedy"], cli);
-  for (const re of [/architecture\s+llama/, /context length\s+\d+/, /embedding length\s+64/, /quantization\s+\S+/, /Capabilities\n\s+completion/, /temperature\s+0\.7/]) {
+  for (const re of [
+    /architecture\s+llama/,
+    /context length\s+\d+/,
+    /embedding length\s+64/,
+    /quantization\s+\S+/,
+    /Capabilities\n\s+completion/,
+    /temperature\s+0\.7/,
+  ]) {
     assert.match(summary.stdout, re);
   }
   assert.equal((await runOk(["show", "seedy", "--template"], cli)).stdout, SEED_TEMPLATE);
@@ -108,7 +130,11 @@ test("show prints a summary, each part, and a --modelfile that creates an equal 
   fs.writeFileSync(path.join(work, "Roundtrip.modelfile"), modelfile);
   await runOk(["create", "seedy-again", "-f", "Roundtrip.modelfile"], cli);
   const again = (await runOk(["show", "seedy-again", "--modelfile"], cli)).stdout;
-  const body = (text: string) => text.split("\n").filter((l) => !l.startsWith("#")).join("\n");
+  const body = (text: string) =>
+    text
+      .split("\n")
+      .filter((l) => !l.startsWith("#"))
+      .join("\n");
   assert.equal(body(again), body(modelfile));
   assert.equal((await runOk(["show", "seedy-again", "--template"], cli)).stdout, SEED_TEMPLATE);
 });
@@ -120,7 +146,10 @@ test("list shows NAME, 12-hex ID, human SIZE and relative MODIFIED for every mod
   for (const m of await tags()) {
     const row = lines.find((l) => l.startsWith(`${m.name} `));
     assert.ok(row, `${m.name} listed:\n${r.stdout}`);
-    assert.match(row, new RegExp(`\\s${m.digest.slice(0, 12)}\\s+\\d[\\d.]* (B|KB|MB)\\s+(Less than a second|An? \\w+|\\d+ \\w+) ago$`));
+    assert.match(
+      row,
+      new RegExp(`\\s${m.digest.slice(0, 12)}\\s+\\d[\\d.]* (B|KB|MB)\\s+(Less than a second|An? \\w+|\\d+ \\w+) ago$`),
+    );
   }
   const firstColumn = (out: string) => out.split("\n").map((l) => l.split(" ")[0]);
   assert.deepEqual(firstColumn((await runOk(["ls"], cli)).stdout), firstColumn(r.stdout), "ls is list");
@@ -133,7 +162,8 @@ test("ps lists a loaded model; stop unloads it", async () => {
   assert.match(ps.stdout, /\nseedy:latest\s+[0-9a-f]{12}\s+\S+ \w+\s+100% CPU\s+\d+\s+(9|10) minutes from now\n/);
   await runOk(["stop", "seedy"], cli);
   const deadline = Date.now() + 10_000;
-  while ((await running()).some((m) => m.name === "seedy:latest") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  while ((await running()).some((m) => m.name === "seedy:latest") && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 100));
   assert.ok(!(await running()).some((m) => m.name === "seedy:latest"), "unloaded");
   assert.ok(!(await runOk(["ps"], cli)).stdout.includes("seedy:latest"));
 });
@@ -144,7 +174,10 @@ test("cp copies a model; rm removes one or several", async () => {
   const rm = await runOk(["rm", "seedy-copy", "seedy-again"], cli);
   assert.equal(rm.stdout, "deleted 'seedy-copy'\ndeleted 'seedy-again'\n");
   const names = (await tags()).map((m) => m.name);
-  assert.ok(!names.includes("seedy-copy:latest") && !names.includes("seedy-again:latest") && names.includes("seedy:latest"), names.join(", "));
+  assert.ok(
+    !names.includes("seedy-copy:latest") && !names.includes("seedy-again:latest") && names.includes("seedy:latest"),
+    names.join(", "),
+  );
 });
 
 test("failures exit 1 with one line: the server's message", async () => {
@@ -155,16 +188,23 @@ test("failures exit 1 with one line: the server's message", async () => {
   assertOneLineError(await runCli(["frobnicate"], cli), /unknown command "frobnicate"/);
   assertOneLineError(await runCli(["cp", "only-one"], cli), /missing destination/);
   assertOneLineError(await runCli(["show", "seedy", "--bogus"], cli), /Unknown option '--bogus'/);
-  fs.writeFileSync(path.join(work, "Broken"), "FROM ./model.gguf\nPARAMETER temperature 0.5\nPARAMETER temperature hot\n");
+  fs.writeFileSync(
+    path.join(work, "Broken"),
+    "FROM ./model.gguf\nPARAMETER temperature 0.5\nPARAMETER temperature hot\n",
+  );
   assertOneLineError(await runCli(["create", "broken", "-f", "Broken"], cli), /line 3/);
   assertOneLineError(await runCli(["create", "broken", "-f", "Missing"], cli), /no Modelfile at .*Missing/);
   // list does not start a server: with none at the address it says so.
-  assertOneLineError(await runCli(["list"], { ...cli, env: { ...cli.env!, GANTRY_HOST: "127.0.0.1:1" } }), /could not connect to the gantry server at http:\/\/127\.0\.0\.1:1/);
+  assertOneLineError(
+    await runCli(["list"], { ...cli, env: { ...cli.env!, GANTRY_HOST: "127.0.0.1:1" } }),
+    /could not connect to the gantry server at http:\/\/127\.0\.0\.1:1/,
+  );
 });
 
 test("--help lists the commands and environment variables; --version shows client and server", async () => {
   const help = await runOk(["--help"], cli);
-  for (const cmd of ["serve", "run", "pull", "create", "show", "list", "ps", "stop", "cp", "rm"]) assert.match(help.stdout, new RegExp(`gantry ${cmd}\\b`));
+  for (const cmd of ["serve", "run", "pull", "create", "show", "list", "ps", "stop", "cp", "rm"])
+    assert.match(help.stdout, new RegExp(`gantry ${cmd}\\b`));
   for (const v of ["GANTRY_HOST", "GANTRY_MODELS", "GANTRY_KEEP_ALIVE"]) assert.ok(help.stdout.includes(v), v);
   const version = await runOk(["--version"], cli);
   assert.match(version.stdout, /^gantry version \d+\.\d+\.\d+\nserver version \d+\.\d+\.\d+ /);

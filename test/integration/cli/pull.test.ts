@@ -16,7 +16,11 @@ before(async () => {
   const tiny = await tinyModelPath();
   await hub.register({ org: "acme", repo: "tiny-GGUF", files: { "tiny-Q4_K_M.gguf": tiny, "tiny-Q8_0.gguf": tiny } });
   // A repo `params` file keeps the answers short.
-  await hub.register({ org: "acme", repo: "other-GGUF", files: { "other-Q4_K_M.gguf": tiny, params: Buffer.from(JSON.stringify({ num_predict: 8 })) } });
+  await hub.register({
+    org: "acme",
+    repo: "other-GGUF",
+    files: { "other-Q4_K_M.gguf": tiny, params: Buffer.from(JSON.stringify({ num_predict: 8 })) },
+  });
   server = await startTestServer({ env: { GANTRY_HUB_URL: hub.url } });
   cli = { env: { GANTRY_HOST: `127.0.0.1:${server.port}`, GANTRY_MODELS: server.modelsDir } };
 });
@@ -32,7 +36,10 @@ test("pull shows each status once and the download's bar at its start and end, t
   const digest = hub.sha256("acme", "tiny-GGUF", "tiny-Q8_0.gguf").slice(0, 12);
   assert.equal(lines[0], "pulling manifest");
   const bars = lines.filter((l) => l.startsWith(`pulling ${digest}: `));
-  assert.ok(bars.length >= 1 && bars.length <= 2, `one bar line at the start and one at the end, not one per chunk:\n${r.stderr}`);
+  assert.ok(
+    bars.length >= 1 && bars.length <= 2,
+    `one bar line at the start and one at the end, not one per chunk:\n${r.stderr}`,
+  );
   assert.match(bars[bars.length - 1]!, /: 100% ▕█+▏ \d+(\.\d+)? KB$/);
   assert.equal(lines[lines.length - 1], "success");
   assert.ok(lines.includes("verifying sha256 digest") && lines.includes("writing manifest"), r.stderr);

@@ -20,7 +20,9 @@ before(async () => {
   // The store inside the test's directory, so the history file (next to the store) is the test's own.
   server = await startTestServer({ modelsDir: path.join(dir, "models") });
   // The GGUF's own chat template renders the whole conversation; num_predict keeps answers short.
-  await createModel(server.url, "chatty", await tinyModelPath({ controlLogit: -8, contextLength: 32768 }), { parameters: { num_predict: 10 } });
+  await createModel(server.url, "chatty", await tinyModelPath({ controlLogit: -8, contextLength: 32768 }), {
+    parameters: { num_predict: 10 },
+  });
 });
 
 after(async () => {
@@ -30,7 +32,8 @@ after(async () => {
 });
 
 const count = (s: string, re: RegExp): number => [...s.matchAll(re)].length;
-const promptEvalCounts = (s: string): number[] => [...s.matchAll(/prompt eval count:\s+(\d+)/g)].map((m) => Number(m[1]));
+const promptEvalCounts = (s: string): number[] =>
+  [...s.matchAll(/prompt eval count:\s+(\d+)/g)].map((m) => Number(m[1]));
 const evalCounts = (s: string): number[] => [...s.matchAll(/^eval count:\s+(\d+)/gm)].map((m) => Number(m[1]));
 const shellQuote = (s: string) => `'${s.replace(/'/g, "'\\''")}'`;
 
@@ -85,7 +88,10 @@ test("an interactive session in a terminal", async () => {
   // Images (by /image or a path inside the prompt) are read and sent; this model has no vision, so the server's
   // refusal is shown as one error line and the session goes on.
   t.type(`/image ${image} what is this?`);
-  await t.waitFor("the image refusal", (x) => x.includes(`Added image '${image}'`) && x.includes(`Error: model "chatty:latest" does not support images`));
+  await t.waitFor(
+    "the image refusal",
+    (x) => x.includes(`Added image '${image}'`) && x.includes(`Error: model "chatty:latest" does not support images`),
+  );
   t.type(`and what is in ${image} ?`);
   await t.waitFor("the second refusal", (x) => count(x, /does not support images/g) === 2);
   t.type("/?");
@@ -110,7 +116,8 @@ test("an interactive session in a terminal", async () => {
 
   // The input history is kept for the next session: the up arrow brings back the last line.
   const history = fs.readFileSync(path.join(dir, "history"), "utf8").split("\n");
-  for (const line of ["hello there", "/set parameter num_predict 3", "/bye"]) assert.ok(history.includes(line), `${line} in history`);
+  for (const line of ["hello there", "/set parameter num_predict 3", "/bye"])
+    assert.ok(history.includes(line), `${line} in history`);
   tmux = TmuxSession.start(`gantry-repl2-${process.pid}`, command);
   await tmux.waitFor("the >>> prompt", (x) => x.includes(">>> "));
   tmux.key("Up");

@@ -4,7 +4,9 @@ import { execFileSync } from "node:child_process";
 export class TmuxSession {
   readonly name: string;
 
-  private constructor(name: string) { this.name = name; }
+  private constructor(name: string) {
+    this.name = name;
+  }
 
   /** Starts `command` (a shell command line) in a detached 200x50 session. */
   static start(name: string, command: string): TmuxSession {
@@ -39,6 +41,10 @@ export class TmuxSession {
   }
 
   kill(): void {
-    try { execFileSync("tmux", ["kill-session", "-t", this.name], { stdio: "ignore" }); } catch { /* already gone */ }
+    try {
+      execFileSync("tmux", ["kill-session", "-t", this.name], { stdio: "ignore" });
+    } catch {
+      /* already gone */
+    }
   }
 }

@@ -25,10 +25,19 @@ test("a cluster is reused while healthy, replaced when a component died, and sto
   process.env.GANTRY_TEST_CLUSTER_DIR = dir;
   const first = await ensureTestCluster();
   assert.equal(first.dir, dir);
-  const nodes = (await kubeConfigFor(first).makeApiClient(CoreV1Api).listNode()).items.map((n) => n.metadata?.name).sort();
+  const nodes = (await kubeConfigFor(first).makeApiClient(CoreV1Api).listNode()).items
+    .map((n) => n.metadata?.name)
+    .sort();
   assert.deepEqual(nodes, ["cpu-node-0", "gpu-node-0", "gpu-node-1"]);
   const names = readRecorded(dir).map((p) => p.name);
-  assert.deepEqual(names, ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "process-runtime"]);
+  assert.deepEqual(names, [
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok",
+    "process-runtime",
+  ]);
 
   const again = await ensureTestCluster();
   assert.equal(again.apiUrl, first.apiUrl, "a healthy cluster is reused");

@@ -17,7 +17,13 @@ after(() => engine.shutdown());
 const norm = (v: number[]) => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
 
 test("one normalised vector per input, of the model's embedding width", async () => {
-  const r = await engine.embed({ model, input: ["hello world", "another text", "hello world"], truncate: true, options: {}, signal: new AbortController().signal });
+  const r = await engine.embed({
+    model,
+    input: ["hello world", "another text", "hello world"],
+    truncate: true,
+    options: {},
+    signal: new AbortController().signal,
+  });
   assert.equal(r.embeddings.length, 3);
   for (const v of r.embeddings) {
     assert.equal(v.length, 64);
@@ -26,18 +32,28 @@ test("one normalised vector per input, of the model's embedding width", async ()
   assert.deepEqual(r.embeddings[0], r.embeddings[2], "same text, same vector");
   assert.notDeepEqual(r.embeddings[0], r.embeddings[1]);
   // Each input is evaluated with BOS in front.
-  const expected = (await engine.countTokens(model, "hello world")) * 2 + (await engine.countTokens(model, "another text")) + 3;
+  const expected =
+    (await engine.countTokens(model, "hello world")) * 2 + (await engine.countTokens(model, "another text")) + 3;
   assert.equal(r.promptEvalCount, expected);
   assert.ok(r.totalDurationNs > 0);
 });
 
 test("too long input: truncated by default, CONTEXT_OVERFLOW with truncate false", async () => {
   const long = "a ".repeat(700);
-  const r = await engine.embed({ model, input: [long], truncate: true, options: {}, signal: new AbortController().signal });
+  const r = await engine.embed({
+    model,
+    input: [long],
+    truncate: true,
+    options: {},
+    signal: new AbortController().signal,
+  });
   assert.equal(r.embeddings[0]!.length, 64);
   assert.ok(r.promptEvalCount < 512 && r.promptEvalCount > 500, `truncated to ${r.promptEvalCount}`);
   await assert.rejects(
     engine.embed({ model, input: [long], truncate: false, options: {}, signal: new AbortController().signal }),
-    (e) => isAppError(e) && e.code === "CONTEXT_OVERFLOW" && /prompt is too long: \d+ tokens, context length is 512/.test(e.message),
+    (e) =>
+      isAppError(e) &&
+      e.code === "CONTEXT_OVERFLOW" &&
+      /prompt is too long: \d+ tokens, context length is 512/.test(e.message),
   );
 });

@@ -11,7 +11,9 @@ let endless: ReturnType<typeof specFor>;
 let normal: ReturnType<typeof specFor>;
 
 before(async () => {
-  engine = await makeEngine({ renderTemplate: (tpl, d) => tpl.replace("{{ .System }}", d.System).replace("{{ .Prompt }}", d.Prompt) });
+  engine = await makeEngine({
+    renderTemplate: (tpl, d) => tpl.replace("{{ .System }}", d.System).replace("{{ .Prompt }}", d.Prompt),
+  });
   endless = specFor(await tinyModelPath({ controlLogit: -8 }), "endless");
   normal = specFor(await tinyModelPath(), "normal");
 });
@@ -42,8 +44,24 @@ test("raw prompts are tokenized verbatim (BOS + text)", async () => {
 });
 
 test("a prompt without template goes through the chat template as a user turn", async () => {
-  const viaPrompt = await collect(engine.generate(request(endless, { kind: "prompt", prompt: "same words", system: "sys" }, { num_predict: 2 })));
-  const viaChat = await collect(engine.generate(request(endless, { kind: "chat", messages: [{ role: "system", content: "sys" }, { role: "user", content: "same words" }] }, { num_predict: 2 })));
+  const viaPrompt = await collect(
+    engine.generate(request(endless, { kind: "prompt", prompt: "same words", system: "sys" }, { num_predict: 2 })),
+  );
+  const viaChat = await collect(
+    engine.generate(
+      request(
+        endless,
+        {
+          kind: "chat",
+          messages: [
+            { role: "system", content: "sys" },
+            { role: "user", content: "same words" },
+          ],
+        },
+        { num_predict: 2 },
+      ),
+    ),
+  );
   assert.equal(viaPrompt.stats.promptEvalCount, viaChat.stats.promptEvalCount);
   const raw = await engine.countTokens(endless, "same words");
   assert.ok(viaPrompt.stats.promptEvalCount > raw + 5, "ChatML framing adds tokens");
@@ -53,7 +71,11 @@ test("a TEMPLATE override is rendered with the injected renderer (chat and promp
   const templated = specFor(endless.modelPath, "templated", { template: "{{ .System }}|{{ .Prompt }}", system: "SYS" });
   const r = await collect(engine.generate(request(templated, chat("question"), { num_predict: 2 })));
   assert.equal(r.stats.promptEvalCount, (await engine.countTokens(templated, "SYS|question")) + 1);
-  const p = await collect(engine.generate(request(endless, { kind: "prompt", prompt: "Q", template: "{{ .System }}>>{{ .Prompt }}" }, { num_predict: 2 })));
+  const p = await collect(
+    engine.generate(
+      request(endless, { kind: "prompt", prompt: "Q", template: "{{ .System }}>>{{ .Prompt }}" }, { num_predict: 2 }),
+    ),
+  );
   assert.equal(p.stats.promptEvalCount, (await engine.countTokens(endless, ">>Q")) + 1);
 });
 
@@ -83,27 +105,57 @@ test("streamed chunks never contain partial UTF-8 (no U+FFFD from split characte
   // The random model may emit invalid byte sequences; what must never happen is a chunk ending mid-character
   // that the next chunk completes: the concatenation must decode the same as the chunks did.
   for (let i = 0; i + 1 < r.chunks.length; i++) {
-    assert.ok(!(r.chunks[i]!.endsWith("\uFFFD") && !r.chunks[i + 1]!.startsWith("\uFFFD") && (r.chunks[i]! + r.chunks[i + 1]!).normalize() !== r.chunks[i]! + r.chunks[i + 1]!));
+    assert.ok(
+      !(
+        r.chunks[i]!.endsWith("\uFFFD") &&
+        !r.chunks[i + 1]!.startsWith("\uFFFD") &&
+        (r.chunks[i]! + r.chunks[i + 1]!).normalize() !== r.chunks[i]! + r.chunks[i + 1]!
+      ),
+    );
   }
   assert.equal(r.stats.evalCount, 60);
 });
 
 test("a prompt longer than the context fails before streaming with the token counts", async () => {
-  const it = engine.generate(request(endless, { kind: "prompt", prompt: "a ".repeat(600), raw: true }, { num_predict: 4 }))[Symbol.asyncIterator]();
-  await assert.rejects(it.next(), (e) => isAppError(e) && e.code === "CONTEXT_OVERFLOW" && /prompt is too long: \d+ tokens, context length is 512/.test(e.message));
+  const itStream = engine.generate(
+    request(endless, { kind: "prompt", prompt: "a ".repeat(600), raw: true }, { num_predict: 4 }),
+  );
+  const it = itStream[Symbol.asyncIterator]();
+  await assert.rejects(
+    it.next(),
+    (e) =>
+      isAppError(e) &&
+      e.code === "CONTEXT_OVERFLOW" &&
+      /prompt is too long: \d+ tokens, context length is 512/.test(e.message),
+  );
 });
 
 test("format json produces parseable JSON", async () => {
   // A real model: the random tiny ones never close a JSON string.
   const smol = specFor(await smollm2Path(), "smollm2");
-  const r = await collect(engine.generate(request(smol, chat("Describe a cat as a JSON object with name and age."), { num_predict: 200, temperature: 0 }, { format: "json" })));
+  const r = await collect(
+    engine.generate(
+      request(
+        smol,
+        chat("Describe a cat as a JSON object with name and age."),
+        { num_predict: 200, temperature: 0 },
+        { format: "json" },
+      ),
+    ),
+  );
   assert.equal(r.stats.doneReason, "stop", `did not finish: ${r.text}`);
   assert.doesNotThrow(() => JSON.parse(r.text), r.text);
 });
 
 test("a JSON schema constrains the output to that schema", async () => {
-  const schema = { type: "object", properties: { color: { enum: ["red", "green"] }, ok: { type: "boolean" } }, required: ["color", "ok"] };
-  const r = await collect(engine.generate(request(endless, chat("schema"), { num_predict: 200, seed: 2 }, { format: { schema } })));
+  const schema = {
+    type: "object",
+    properties: { color: { enum: ["red", "green"] }, ok: { type: "boolean" } },
+    required: ["color", "ok"],
+  };
+  const r = await collect(
+    engine.generate(request(endless, chat("schema"), { num_predict: 200, seed: 2 }, { format: { schema } })),
+  );
   const v = JSON.parse(r.text) as Record<string, unknown>;
   assert.ok(["red", "green"].includes(v.color as string), r.text);
   assert.equal(typeof v.ok, "boolean");
@@ -111,42 +163,82 @@ test("a JSON schema constrains the output to that schema", async () => {
 });
 
 test("an invalid JSON schema is a bad request", async () => {
-  const it = engine.generate(request(endless, chat("x"), { num_predict: 2 }, { format: { schema: { type: "no-such-type" } } }))[Symbol.asyncIterator]();
+  const itStream = engine.generate(
+    request(endless, chat("x"), { num_predict: 2 }, { format: { schema: { type: "no-such-type" } } }),
+  );
+  const it = itStream[Symbol.asyncIterator]();
   await assert.rejects(it.next(), (e) => isAppError(e) && e.code === "BAD_REQUEST");
 });
 
 test("images and broken templates are refused before streaming", async () => {
-  const img = engine.generate(request(endless, { kind: "chat", messages: [{ role: "user", content: "see", images: [new Uint8Array([1, 2])] }] }))[Symbol.asyncIterator]();
-  await assert.rejects(img.next(), (e) => isAppError(e) && e.code === "BAD_REQUEST" && /does not support images/.test(e.message));
+  const imgStream = engine.generate(
+    request(endless, {
+      kind: "chat",
+      messages: [{ role: "user", content: "see", images: [new Uint8Array([1, 2])] }],
+    }),
+  );
+  const img = imgStream[Symbol.asyncIterator]();
+  await assert.rejects(
+    img.next(),
+    (e) => isAppError(e) && e.code === "BAD_REQUEST" && /does not support images/.test(e.message),
+  );
   const broken = specFor(endless.modelPath, "broken-template", { template: "{{ .Nope" });
-  const failing = await makeEngine({ renderTemplate: () => { throw new Error("unclosed action"); } });
+  const failing = await makeEngine({
+    renderTemplate: () => {
+      throw new Error("unclosed action");
+    },
+  });
   try {
     const it = failing.generate(request(broken, chat("x")))[Symbol.asyncIterator]();
-    await assert.rejects(it.next(), (e) => isAppError(e) && e.code === "TEMPLATE_ERROR" && e.message.includes("unclosed action"));
+    await assert.rejects(
+      it.next(),
+      (e) => isAppError(e) && e.code === "TEMPLATE_ERROR" && e.message.includes("unclosed action"),
+    );
   } finally {
     await failing.shutdown();
   }
 });
 
 test("concurrent conversations each find their own cached sequence for the follow-up, past the first free one", async () => {
-  // Two sequences hold one conversation each (run together: sequences 0 and 1); each follow-up, sent alone, must land on
+  // Two sequences hold one conversation each (run together: sequences 0 and 1); each follow-up, sent alone, must land
+  // on
   // its own conversation's sequence, whichever sequence is first in line, and prefill only what is new.
   const firstSteps: number[] = [];
   let expectFirst = false;
-  const e = await makeEngine({ numParallel: 2, metrics: { onDecode: (_m, batchTokens) => { if (expectFirst) { firstSteps.push(batchTokens); expectFirst = false; } } } });
+  const e = await makeEngine({
+    numParallel: 2,
+    metrics: {
+      onDecode: (_m, batchTokens) => {
+        if (expectFirst) {
+          firstSteps.push(batchTokens);
+          expectFirst = false;
+        }
+      },
+    },
+  });
   try {
     const opts = { num_predict: 4, temperature: 0, seed: 5 };
     // Long first turns: the cached part of a follow-up is its first turn (the random model's answer, as text, does not
     // tokenize back to the tokens it generated).
-    const questions = ["the sea", "the mountains"].map((topic) => `tell me everything you know about ${topic}, `.repeat(8));
+    const questions = ["the sea", "the mountains"].map((topic) =>
+      `tell me everything you know about ${topic}, `.repeat(8),
+    );
     await Promise.all(questions.map((q) => collect(e.generate(request(endless, chat(q), opts)))));
     for (const i of [1, 0]) {
-      const followUp: GenerateRequest["input"] = { kind: "chat", messages: [
-        { role: "user", content: questions[i]! }, { role: "assistant", content: "I know a little." }, { role: "user", content: "and then?" },
-      ] };
+      const followUp: GenerateRequest["input"] = {
+        kind: "chat",
+        messages: [
+          { role: "user", content: questions[i]! },
+          { role: "assistant", content: "I know a little." },
+          { role: "user", content: "and then?" },
+        ],
+      };
       expectFirst = true;
       const r = await collect(e.generate(request(endless, followUp, { ...opts, num_predict: 2 })));
-      assert.ok(firstSteps.at(-1)! < r.stats.promptEvalCount - 40, `conversation ${i}: first step of ${firstSteps.at(-1)} tokens for a ${r.stats.promptEvalCount}-token prompt`);
+      assert.ok(
+        firstSteps.at(-1)! < r.stats.promptEvalCount - 40,
+        `conversation ${i}: first step of ${firstSteps.at(-1)} tokens for a ${r.stats.promptEvalCount}-token prompt`,
+      );
     }
   } finally {
     await e.shutdown();
@@ -157,14 +249,29 @@ test("a follow-up turn reuses the cached prompt prefix of its sequence and gener
   // One sequence, so every request lands on the same KV cache: what it holds must match what it claims to hold.
   const firstSteps: number[] = [];
   let expectFirst = false;
-  const reusing = await makeEngine({ numParallel: 1, metrics: { onDecode: (_m, batchTokens) => { if (expectFirst) { firstSteps.push(batchTokens); expectFirst = false; } } } });
+  const reusing = await makeEngine({
+    numParallel: 1,
+    metrics: {
+      onDecode: (_m, batchTokens) => {
+        if (expectFirst) {
+          firstSteps.push(batchTokens);
+          expectFirst = false;
+        }
+      },
+    },
+  });
   const fresh = await makeEngine({ numParallel: 1 });
   try {
     const opts = { num_predict: 16, temperature: 0, seed: 3 };
     const first = await collect(reusing.generate(request(endless, chat("tell me about the sea"), opts)));
-    const followUp: GenerateRequest["input"] = { kind: "chat", messages: [
-      { role: "user", content: "tell me about the sea" }, { role: "assistant", content: first.text }, { role: "user", content: "and the sky?" },
-    ] };
+    const followUp: GenerateRequest["input"] = {
+      kind: "chat",
+      messages: [
+        { role: "user", content: "tell me about the sea" },
+        { role: "assistant", content: first.text },
+        { role: "user", content: "and the sky?" },
+      ],
+    };
     expectFirst = true;
     const reused = await collect(reusing.generate(request(endless, followUp, opts)));
     // Another conversation in between overwrites the sequence from its first differing token on.
@@ -177,8 +284,14 @@ test("a follow-up turn reuses the cached prompt prefix of its sequence and gener
     assert.equal(again.text, reference.text);
     // The first decode step of each follow-up carried only the part of the prompt the cache did not hold.
     assert.equal(firstSteps.length, 2);
-    assert.ok(firstSteps[0]! < reused.stats.promptEvalCount - 5, `step of ${firstSteps[0]} tokens for a ${reused.stats.promptEvalCount}-token prompt`);
-    assert.ok(firstSteps[1]! < again.stats.promptEvalCount, `step of ${firstSteps[1]} tokens for a ${again.stats.promptEvalCount}-token prompt`);
+    assert.ok(
+      firstSteps[0]! < reused.stats.promptEvalCount - 5,
+      `step of ${firstSteps[0]} tokens for a ${reused.stats.promptEvalCount}-token prompt`,
+    );
+    assert.ok(
+      firstSteps[1]! < again.stats.promptEvalCount,
+      `step of ${firstSteps[1]} tokens for a ${again.stats.promptEvalCount}-token prompt`,
+    );
   } finally {
     await reusing.shutdown();
     await fresh.shutdown();

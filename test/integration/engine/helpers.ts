@@ -5,7 +5,14 @@ import type { GenerateRequest, GenerationEvent, GenerationStats, ModelSpec } fro
 
 export function makeEngine(opts: Partial<EngineOptions> = {}): ReturnType<typeof createEngine> {
   return createEngine({
-    logger: silentLogger, threads: 0, numParallel: 2, maxQueue: 8, maxLoadedModels: 2, contextLength: 512, defaultKeepAliveMs: null, ...opts,
+    logger: silentLogger,
+    threads: 0,
+    numParallel: 2,
+    maxQueue: 8,
+    maxLoadedModels: 2,
+    contextLength: 512,
+    defaultKeepAliveMs: null,
+    ...opts,
   });
 }
 
@@ -19,7 +26,10 @@ export interface Collected {
   stats: GenerationStats;
 }
 
-export async function collect(events: AsyncIterable<GenerationEvent>, onText?: (text: string) => void): Promise<Collected> {
+export async function collect(
+  events: AsyncIterable<GenerationEvent>,
+  onText?: (text: string) => void,
+): Promise<Collected> {
   const chunks: string[] = [];
   for await (const ev of events) {
     if (ev.type === "text") {
@@ -30,10 +40,17 @@ export async function collect(events: AsyncIterable<GenerationEvent>, onText?: (
   throw new Error("stream ended without a done event");
 }
 
-export const request = (model: ModelSpec, input: GenerateRequest["input"], options: GenerateRequest["options"] = {}, extra: Partial<GenerateRequest> = {}): GenerateRequest =>
-  ({ model, input, options, signal: new AbortController().signal, ...extra });
+export const request = (
+  model: ModelSpec,
+  input: GenerateRequest["input"],
+  options: GenerateRequest["options"] = {},
+  extra: Partial<GenerateRequest> = {},
+): GenerateRequest => ({ model, input, options, signal: new AbortController().signal, ...extra });
 
-export const chat = (content: string): GenerateRequest["input"] => ({ kind: "chat", messages: [{ role: "user", content }] });
+export const chat = (content: string): GenerateRequest["input"] => ({
+  kind: "chat",
+  messages: [{ role: "user", content }],
+});
 
 /** Polls `cond` (no timing assertion: only a generous safety limit so a bug fails instead of hanging). */
 export async function eventually(cond: () => boolean, what: string, limitMs = 20_000): Promise<void> {

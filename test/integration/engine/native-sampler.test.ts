@@ -19,9 +19,14 @@ test("sampling with the config applied once draws what applying it before every 
   const context: LlamaContext = await model.createContext({ contextSize: 256, sequences: 1, threads: 2 });
   try {
     const native = (context as unknown as { _ctx: NativeContext })._ctx;
-    const AddonSampler = (llama as unknown as { _bindings: { AddonSampler: new (m: unknown) => NativeSamplerHandle } })._bindings.AddonSampler;
+    const AddonSampler = (llama as unknown as { _bindings: { AddonSampler: new (m: unknown) => NativeSamplerHandle } })
+      ._bindings.AddonSampler;
     const prompt = model.tokenize("once upon a time, once upon a time, once upon a time") as Token[];
-    for (const options of [{ temperature: 1, seed: 5 }, { temperature: 0 }, { temperature: 0.7, seed: 9, presence_penalty: 0.5, frequency_penalty: 0.5 }]) {
+    for (const options of [
+      { temperature: 1, seed: 5 },
+      { temperature: 0 },
+      { temperature: 0.7, seed: 9, presence_penalty: 0.5, frequency_penalty: 0.5 },
+    ]) {
       const sampling = resolveSampling({}, { top_k: 40, repeat_penalty: 3, repeat_last_n: WINDOW, ...options });
       const seed = sampling.seed ?? 1;
       const ours = new NativeSampler(model, sampling, seed, WINDOW, undefined);
@@ -34,7 +39,12 @@ test("sampling with the config applied once draws what applying it before every 
         let tokens = prompt;
         for (let step = 0; step < 40; step++) {
           native.initBatch(tokens.length);
-          const [row] = native.addToBatch(0, history.length - tokens.length, Uint32Array.from(tokens), Uint32Array.of(tokens.length - 1));
+          const [row] = native.addToBatch(
+            0,
+            history.length - tokens.length,
+            Uint32Array.from(tokens),
+            Uint32Array.of(tokens.length - 1),
+          );
           await native.decodeBatch();
           const mine = await ours.sample((i, s) => native.sampleToken(i, s), row!, history);
           reference.applyConfig({ ...referenceConfig, repeatPenaltyTokens: Uint32Array.from(history.slice(-WINDOW)) });

@@ -1,4 +1,5 @@
-// Admission, sequence pool, abort, keep-alive, LRU eviction and num_ctx / use_mmap reloads on the real runtime (tiny models).
+// Admission, sequence pool, abort, keep-alive, LRU eviction and num_ctx / use_mmap reloads on the real runtime (tiny
+// models).
 import fs from "node:fs";
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -7,12 +8,15 @@ import type { GenerationEvent } from "../../../server/engine/types.ts";
 import { tinyModelPath } from "../../support/models.ts";
 import { chat, collect, eventually, makeEngine, request, specFor } from "./helpers.ts";
 
-const endless = async (name = "endless", seed?: number) => specFor(await tinyModelPath({ controlLogit: -8, ...(seed !== undefined ? { seed } : {}) }), name);
+const endless = async (name = "endless", seed?: number) =>
+  specFor(await tinyModelPath({ controlLogit: -8, ...(seed !== undefined ? { seed } : {}) }), name);
 
 /** Resolves with the first text chunk of a stream while the stream keeps being consumed. */
 function startStream(events: AsyncIterable<GenerationEvent>) {
   let first!: () => void;
-  const firstText = new Promise<void>((r) => { first = r; });
+  const firstText = new Promise<void>((r) => {
+    first = r;
+  });
   const done = collect(events, () => first());
   done.catch(() => first());
   return { firstText, done };
@@ -26,7 +30,10 @@ test("queue full: numParallel 1, maxQueue 0 answers SERVER_BUSY with Retry-After
     const a = startStream(engine.generate(request(model, chat("long"), { num_predict: 400 }, { signal: ac.signal })));
     await a.firstText;
     const it = engine.generate(request(model, chat("second"), { num_predict: 2 }))[Symbol.asyncIterator]();
-    await assert.rejects(it.next(), (e) => isAppError(e) && e.code === "SERVER_BUSY" && e.status === 503 && e.headers["Retry-After"] === "1");
+    await assert.rejects(
+      it.next(),
+      (e) => isAppError(e) && e.code === "SERVER_BUSY" && e.status === 503 && e.headers["Retry-After"] === "1",
+    );
     assert.equal(engine.running()[0]?.busySequences, 1);
     ac.abort();
     assert.equal((await a.done).stats.doneReason, "abort");
@@ -40,7 +47,9 @@ test("abort frees the sequence: a waiting request proceeds, the aborted one stop
   try {
     const model = await endless();
     const ac = new AbortController();
-    const a = startStream(engine.generate(request(model, chat("long one"), { num_predict: -1 }, { signal: ac.signal })));
+    const a = startStream(
+      engine.generate(request(model, chat("long one"), { num_predict: -1 }, { signal: ac.signal })),
+    );
     await a.firstText;
     const b = startStream(engine.generate(request(model, chat("waiting"), { num_predict: 3 })));
     await eventually(() => engine.running()[0]?.queued === 1, "second request queued");
@@ -62,10 +71,13 @@ test("an aborted request still waiting in the queue leaves it", async () => {
   try {
     const model = await endless();
     const holder = new AbortController();
-    const a = startStream(engine.generate(request(model, chat("hold"), { num_predict: -1 }, { signal: holder.signal })));
+    const a = startStream(
+      engine.generate(request(model, chat("hold"), { num_predict: -1 }, { signal: holder.signal })),
+    );
     await a.firstText;
     const ac = new AbortController();
-    const it = engine.generate(request(model, chat("queued"), { num_predict: 3 }, { signal: ac.signal }))[Symbol.asyncIterator]();
+    const itStream = engine.generate(request(model, chat("queued"), { num_predict: 3 }, { signal: ac.signal }));
+    const it = itStream[Symbol.asyncIterator]();
     const next = it.next();
     await eventually(() => engine.running()[0]?.queued === 1, "queued");
     ac.abort();
@@ -113,9 +125,15 @@ test("maxLoadedModels 1: loading another model evicts the idle one; a busy one i
     const a = await endless("model-a", 1);
     const b = await endless("model-b", 2);
     await collect(engine.generate(request(a, chat("a"), { num_predict: 2 })));
-    assert.deepEqual(engine.running().map((m) => m.name), ["model-a"]);
+    assert.deepEqual(
+      engine.running().map((m) => m.name),
+      ["model-a"],
+    );
     await collect(engine.generate(request(b, chat("b"), { num_predict: 2 })));
-    assert.deepEqual(engine.running().map((m) => m.name), ["model-b"]);
+    assert.deepEqual(
+      engine.running().map((m) => m.name),
+      ["model-b"],
+    );
 
     // b is busy: a request for a waits until b is idle, then evicts it.
     const busy = startStream(engine.generate(request(b, chat("busy"), { num_predict: 30 })));
@@ -125,7 +143,10 @@ test("maxLoadedModels 1: loading another model evicts the idle one; a busy one i
     assert.equal(finishedB.stats.evalCount, 30, "the running request was not cut short by the eviction");
     const ra = await forA;
     assert.ok(ra.stats.loadDurationNs > 0, "model-a was loaded again");
-    assert.deepEqual(engine.running().map((m) => m.name), ["model-a"]);
+    assert.deepEqual(
+      engine.running().map((m) => m.name),
+      ["model-a"],
+    );
   } finally {
     await engine.shutdown();
   }
@@ -152,7 +173,11 @@ test("a different num_ctx reloads the model with that context length", async () 
 });
 
 /** Whether this process maps the file (Linux /proc). */
-const mapped = (file: string): boolean => fs.readFileSync("/proc/self/maps", "utf8").split("\n").some((l) => l.endsWith(file));
+const mapped = (file: string): boolean =>
+  fs
+    .readFileSync("/proc/self/maps", "utf8")
+    .split("\n")
+    .some((l) => l.endsWith(file));
 
 test("use_mmap: on CPU the weights are read into memory unless use_mmap maps them; a different value reloads the model", async () => {
   const engine = await makeEngine();
@@ -164,7 +189,10 @@ test("use_mmap: on CPU the weights are read into memory unless use_mmap maps the
     assert.ok(on.stats.loadDurationNs > 0, "reloaded");
     assert.equal(mapped(model.modelPath), true);
     // Without use_mmap the loaded model is used as it is.
-    assert.equal((await collect(engine.generate(request(model, chat("m"), { num_predict: 1 })))).stats.loadDurationNs, 0);
+    assert.equal(
+      (await collect(engine.generate(request(model, chat("m"), { num_predict: 1 })))).stats.loadDurationNs,
+      0,
+    );
     assert.equal(mapped(model.modelPath), true);
     // The Modelfile's PARAMETER use_mmap applies to keep_alive-only loads too.
     await engine.load({ ...model, parameters: { use_mmap: false } }, {});
@@ -176,10 +204,18 @@ test("use_mmap: on CPU the weights are read into memory unless use_mmap maps the
 
 test("8 concurrent streams on numParallel 4 all complete, decoding in shared batches", async () => {
   const fills: number[] = [];
-  const engine = await makeEngine({ numParallel: 4, maxQueue: 8, metrics: { onDecode: (_m, _b, generating) => fills.push(generating) } });
+  const engine = await makeEngine({
+    numParallel: 4,
+    maxQueue: 8,
+    metrics: { onDecode: (_m, _b, generating) => fills.push(generating) },
+  });
   try {
     const model = await endless();
-    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => collect(engine.generate(request(model, chat(`stream ${i}`), { num_predict: 16, seed: i })))));
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        collect(engine.generate(request(model, chat(`stream ${i}`), { num_predict: 16, seed: i }))),
+      ),
+    );
     for (const r of results) {
       assert.equal(r.stats.evalCount, 16);
       assert.equal(r.stats.doneReason, "length");
@@ -193,27 +229,55 @@ test("8 concurrent streams on numParallel 4 all complete, decoding in shared bat
 
 test("a burst of prompts larger than the batch is one step: the shortest prompts whole in its first call, then all streams in lock step", async () => {
   const calls: Array<{ tokens: number; sequences: number; continued: boolean }> = [];
-  const engine = await makeEngine({ numParallel: 4, maxQueue: 4, metrics: { onDecode: (_m, tokens, sequences, _a, continued) => calls.push({ tokens, sequences, continued }) } });
+  const engine = await makeEngine({
+    numParallel: 4,
+    maxQueue: 4,
+    metrics: { onDecode: (_m, tokens, sequences, _a, continued) => calls.push({ tokens, sequences, continued }) },
+  });
   try {
     const model = await endless();
     await engine.load(model, {});
     // Shortest first in arrival order too, so the first call's prompts are the shortest however the arrivals split.
     const words = [30, 60, 100, 150];
     const n = 4;
-    const results = await Promise.all(words.map((w, i) => collect(engine.generate(request(model, chat(`${i} ${"sea ".repeat(w)}`), { num_predict: n, seed: i })))));
+    const results = await Promise.all(
+      words.map((w, i) =>
+        collect(engine.generate(request(model, chat(`${i} ${"sea ".repeat(w)}`), { num_predict: n, seed: i }))),
+      ),
+    );
     const prompts = results.map((r) => r.stats.promptEvalCount);
-    assert.deepEqual(results.map((r) => r.stats.evalCount), [n, n, n, n]);
+    assert.deepEqual(
+      results.map((r) => r.stats.evalCount),
+      [n, n, n, n],
+    );
     const total = prompts.reduce((a, b) => a + b, 0);
-    assert.ok(calls[0]!.tokens < total, `the burst (${total} tokens) needs more than one call; first call ${calls[0]!.tokens}`);
+    assert.ok(
+      calls[0]!.tokens < total,
+      `the burst (${total} tokens) needs more than one call; first call ${calls[0]!.tokens}`,
+    );
     // The first call holds whole prompts: the k shortest, for some k ≥ 1 (never a cut prompt beside whole ones).
     const sums = prompts.map((_, k) => prompts.slice(0, k + 1).reduce((a, b) => a + b, 0));
-    assert.ok(sums.includes(calls[0]!.tokens), `first call ${calls[0]!.tokens} tokens = whole prompts (${prompts.join(", ")})`);
+    assert.ok(
+      sums.includes(calls[0]!.tokens),
+      `first call ${calls[0]!.tokens} tokens = whole prompts (${prompts.join(", ")})`,
+    );
     // The rest of the burst follows in further calls of the same step, so the streams then generate together.
-    const firstStep = calls.slice(0, calls.findIndex((c, i) => i > 0 && !c.continued));
-    assert.equal(firstStep.reduce((a, c) => a + c.tokens, 0), total, "every prompt decoded in the first step");
+    const firstStep = calls.slice(
+      0,
+      calls.findIndex((c, i) => i > 0 && !c.continued),
+    );
+    assert.equal(
+      firstStep.reduce((a, c) => a + c.tokens, 0),
+      total,
+      "every prompt decoded in the first step",
+    );
     const steps = calls.filter((c) => !c.continued);
     assert.equal(steps.length, n, `one step per token position: ${JSON.stringify(calls)}`);
-    assert.deepEqual(steps.slice(1).map((s) => [s.tokens, s.sequences]), Array(n - 1).fill([4, 4]), "every later step carries the four streams' tokens");
+    assert.deepEqual(
+      steps.slice(1).map((s) => [s.tokens, s.sequences]),
+      Array(n - 1).fill([4, 4]),
+      "every later step carries the four streams' tokens",
+    );
   } finally {
     await engine.shutdown();
   }
@@ -221,13 +285,24 @@ test("a burst of prompts larger than the batch is one step: the shortest prompts
 
 test("full batches: 4 streams take one decode step per token position, each step carrying every stream", async () => {
   const steps: Array<{ sequences: number; active: number }> = [];
-  const engine = await makeEngine({ numParallel: 4, maxQueue: 4, metrics: { onDecode: (_m, _b, sequences, active) => steps.push({ sequences, active }) } });
+  const engine = await makeEngine({
+    numParallel: 4,
+    maxQueue: 4,
+    metrics: { onDecode: (_m, _b, sequences, active) => steps.push({ sequences, active }) },
+  });
   try {
     const model = await endless();
     await engine.load(model, {});
     const n = 24;
-    const results = await Promise.all(Array.from({ length: 4 }, (_, i) => collect(engine.generate(request(model, chat(`batch ${i}`), { num_predict: n, seed: i })))));
-    assert.deepEqual(results.map((r) => r.stats.evalCount), [n, n, n, n]);
+    const results = await Promise.all(
+      Array.from({ length: 4 }, (_, i) =>
+        collect(engine.generate(request(model, chat(`batch ${i}`), { num_predict: n, seed: i }))),
+      ),
+    );
+    assert.deepEqual(
+      results.map((r) => r.stats.evalCount),
+      [n, n, n, n],
+    );
     // Ideal: n steps. The prompts may start in separate steps as the requests arrive one after another.
     assert.ok(steps.length <= n + 3, `${steps.length} decode steps for ${n} positions`);
     const partial = steps.filter((s) => s.sequences < s.active).length;
@@ -238,17 +313,37 @@ test("full batches: 4 streams take one decode step per token position, each step
 });
 
 /**
- * Three greedy streams started together on sequences 0, 1, 2 in the order given; "short" stops after 2 tokens, the others
+ * Three greedy streams started together on sequences 0, 1, 2 in the order given; "short" stops after 2 tokens, the
+ * others
  * generate 40. Returns the long streams' texts by prompt and the sequence moves made.
  */
 async function threeStreams(order: string[]): Promise<{ texts: Map<string, string>; moves: number }> {
   let moves = 0;
-  const engine = await makeEngine({ numParallel: 3, maxQueue: 3, metrics: { onSequenceMove: (_m, ok) => { if (ok) moves++; } } });
+  const engine = await makeEngine({
+    numParallel: 3,
+    maxQueue: 3,
+    metrics: {
+      onSequenceMove: (_m, ok) => {
+        if (ok) moves++;
+      },
+    },
+  });
   try {
     const model = await endless();
     await engine.load(model, {});
-    const results = await Promise.all(order.map((p) => collect(engine.generate(request(model, chat(`tell me about ${p}`), { num_predict: p === "short" ? 2 : 40, temperature: 0 })))));
-    assert.deepEqual(results.map((r) => r.stats.evalCount), order.map((p) => (p === "short" ? 2 : 40)));
+    const results = await Promise.all(
+      order.map((p) =>
+        collect(
+          engine.generate(
+            request(model, chat(`tell me about ${p}`), { num_predict: p === "short" ? 2 : 40, temperature: 0 }),
+          ),
+        ),
+      ),
+    );
+    assert.deepEqual(
+      results.map((r) => r.stats.evalCount),
+      order.map((p) => (p === "short" ? 2 : 40)),
+    );
     return { texts: new Map(order.map((p, i) => [p, results[i]!.text])), moves };
   } finally {
     await engine.shutdown();
@@ -267,19 +362,30 @@ test("a stream ending between two others leaves a gap: the last one moves into i
   assert.equal(gap.texts.get("first"), noGap.texts.get("first"));
 });
 
-/** Four requests that reach the engine ~5 ms apart (as HTTP requests sent together do); returns the decode steps' fills. */
+/**
+ * Four requests that reach the engine ~5 ms apart (as HTTP requests sent together do); returns the decode steps' fills.
+ */
 async function burst(announce: boolean): Promise<number[]> {
   const fills: number[] = [];
-  const engine = await makeEngine({ numParallel: 4, maxQueue: 4, metrics: { onDecode: (_m, _b, sequences) => fills.push(sequences) } });
+  const engine = await makeEngine({
+    numParallel: 4,
+    maxQueue: 4,
+    metrics: { onDecode: (_m, _b, sequences) => fills.push(sequences) },
+  });
   try {
     const model = await endless();
     await engine.load(model, {});
     const arrivals = Array.from({ length: 4 }, () => (announce ? engine.announce() : undefined));
     const runs = arrivals.map(async (arrival, i) => {
       await new Promise((r) => setTimeout(r, 5 * i));
-      return collect(engine.generate(request(model, chat(`burst ${i}`), { num_predict: 4, seed: i }, arrival ? { arrival } : {})));
+      return collect(
+        engine.generate(request(model, chat(`burst ${i}`), { num_predict: 4, seed: i }, arrival ? { arrival } : {})),
+      );
     });
-    assert.deepEqual((await Promise.all(runs)).map((r) => r.stats.evalCount), [4, 4, 4, 4]);
+    assert.deepEqual(
+      (await Promise.all(runs)).map((r) => r.stats.evalCount),
+      [4, 4, 4, 4],
+    );
     return fills;
   } finally {
     await engine.shutdown();
@@ -335,7 +441,13 @@ test("maxLoadedModels 2: the least recently used idle model is the one evicted",
     await engine.load(b, {});
     await collect(engine.generate(request(a, chat("touch a"), { num_predict: 1 })));
     await engine.load(c, {});
-    assert.deepEqual(engine.running().map((m) => m.name).sort(), ["lru-a", "lru-c"]);
+    assert.deepEqual(
+      engine
+        .running()
+        .map((m) => m.name)
+        .sort(),
+      ["lru-a", "lru-c"],
+    );
   } finally {
     await engine.shutdown();
   }
@@ -346,7 +458,10 @@ test("a model file that cannot be loaded fails with MODEL_LOAD_FAILED before str
   try {
     const broken = specFor("/nonexistent/model.gguf", "broken");
     const it = engine.generate(request(broken, chat("x"), { num_predict: 1 }))[Symbol.asyncIterator]();
-    await assert.rejects(it.next(), (e) => isAppError(e) && e.code === "MODEL_LOAD_FAILED" && e.message.includes("broken"));
+    await assert.rejects(
+      it.next(),
+      (e) => isAppError(e) && e.code === "MODEL_LOAD_FAILED" && e.message.includes("broken"),
+    );
     assert.equal(engine.isLoaded("broken"), false);
     // The engine stays usable.
     const ok = await collect(engine.generate(request(await endless(), chat("fine"), { num_predict: 2 })));

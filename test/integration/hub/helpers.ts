@@ -27,4 +27,5 @@ export function progressLog(): { lines: Progress[]; push: (p: Progress) => void 
 }
 
 /** Files in the store's blobs/ directory. */
-export const blobFiles = (store: ModelStore): string[] => (fs.existsSync(store.blobs.dir) ? fs.readdirSync(store.blobs.dir).sort() : []);
+export const blobFiles = (store: ModelStore): string[] =>
+  fs.existsSync(store.blobs.dir) ? fs.readdirSync(store.blobs.dir).sort() : [];

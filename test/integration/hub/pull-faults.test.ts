@@ -20,7 +20,10 @@ const TINY = "tiny-Q4_K_M.gguf";
 
 /** Start offsets of the ranged requests for a file. */
 const rangeStarts = (hub: HubServer, file: string): number[] =>
-  hub.downloads(file).filter((r) => r.range).map((r) => Number(/^bytes=(\d+)-/.exec(r.range!)![1]));
+  hub
+    .downloads(file)
+    .filter((r) => r.range)
+    .map((r) => Number(/^bytes=(\d+)-/.exec(r.range!)![1]));
 
 describe("hub pulls: interrupted, stalled and corrupt downloads", () => {
   let hub: HubServer;
@@ -40,26 +43,41 @@ describe("hub pulls: interrupted, stalled and corrupt downloads", () => {
     const store = tempStore();
     hub.resetLog();
     hub.fault("HuggingFaceTB", "SmolLM2-135M-Instruct-GGUF", FILE, { cutAfterBytes: 10 << 20 });
-    await pullModel("hf.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF", { store, hubUrl: hub.url, tuning: { ...FAST, parallelThreshold: Infinity } });
+    await pullModel("hf.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF", {
+      store,
+      hubUrl: hub.url,
+      tuning: { ...FAST, parallelThreshold: Infinity },
+    });
     const starts = rangeStarts(hub, FILE);
     assert.equal(starts.length, 1, "one resume request");
     assert.ok(starts[0]! > 0 && starts[0]! <= 10 << 20, `resumed from ${starts[0]}`);
     assert.ok(hub.bytesServed(FILE) < smolSize + (10 << 20) + 1, "the file was not downloaded again from the start");
     const spec = await store.resolve("hf.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF");
     assert.equal(await sha256File(spec.modelPath), smolSha);
-    assert.deepEqual(blobFiles(store).filter((f) => f.includes("partial")), [], "no partial file left behind");
+    assert.deepEqual(
+      blobFiles(store).filter((f) => f.includes("partial")),
+      [],
+      "no partial file left behind",
+    );
   });
 
   it("downloads a large file as parallel ranges and resumes the parts that were cut", async () => {
     const store = tempStore();
     hub.resetLog();
     hub.fault("HuggingFaceTB", "SmolLM2-135M-Instruct-GGUF", FILE, { cutAfterBytes: 3 << 20, times: 2 });
-    await pullModel("hf.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF", { store, hubUrl: hub.url, tuning: { ...FAST, parallelThreshold: 8 << 20, maxParts: 4 } });
+    await pullModel("hf.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF", {
+      store,
+      hubUrl: hub.url,
+      tuning: { ...FAST, parallelThreshold: 8 << 20, maxParts: 4 },
+    });
     const starts = rangeStarts(hub, FILE);
     assert.equal(starts.length, 6, "4 parts + 2 resumes");
     assert.equal(hub.downloads(FILE).filter((r) => r.status !== 206).length, 0, "every download was a range");
     assert.ok(hub.bytesServed(FILE) <= smolSize + 2 * (3 << 20));
-    assert.equal(await sha256File((await store.resolve("hf.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF")).modelPath), smolSha);
+    assert.equal(
+      await sha256File((await store.resolve("hf.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF")).modelPath),
+      smolSha,
+    );
   });
 
   it("starts over when a resume is answered with the whole file, and falls back to one part when ranges are ignored", async () => {
@@ -87,7 +105,10 @@ describe("hub pulls: interrupted, stalled and corrupt downloads", () => {
     await pullModel("hf.co/acme/tiny", { store, hubUrl: hub.url, onProgress: log.push, tuning: FAST });
     assert.deepEqual(rangeStarts(hub, TINY), [300_000]);
     const completed = log.lines.filter((p) => p.completed !== undefined).map((p) => p.completed!);
-    assert.deepEqual(completed, [...completed].sort((a, b) => a - b));
+    assert.deepEqual(
+      completed,
+      [...completed].sort((a, b) => a - b),
+    );
     assert.equal(completed.at(-1), fs.statSync(tiny).size);
     assert.equal(await sha256File((await store.resolve("hf.co/acme/tiny")).modelPath), await sha256File(tiny));
   });
@@ -117,10 +138,18 @@ describe("hub pulls: interrupted, stalled and corrupt downloads", () => {
     const store = tempStore();
     const partialInfo = path.join(store.blobs.dir, `sha256-${smolSha}-partial.json`);
     const run = () => {
-      const child = spawn(process.execPath, [PULL_CLI, store.root, hub.url, "hf.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF"], { stdio: ["ignore", "pipe", "pipe"] });
+      const child = spawn(
+        process.execPath,
+        [PULL_CLI, store.root, hub.url, "hf.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF"],
+        { stdio: ["ignore", "pipe", "pipe"] },
+      );
       let out = "";
-      child.stdout.on("data", (d: Buffer) => { out += d.toString(); });
-      child.stderr.on("data", (d: Buffer) => { out += d.toString(); });
+      child.stdout.on("data", (d: Buffer) => {
+        out += d.toString();
+      });
+      child.stderr.on("data", (d: Buffer) => {
+        out += d.toString();
+      });
       const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
       return { child, exited, output: () => out };
     };
@@ -133,7 +162,11 @@ describe("hub pulls: interrupted, stalled and corrupt downloads", () => {
     let recorded = 0;
     for (const deadline = Date.now() + 60_000; recorded < 3 * partSize + (8 << 20) && Date.now() < deadline;) {
       await sleep(100);
-      try { recorded = completedBytes(SidecarSchema.parse(JSON.parse(fs.readFileSync(partialInfo, "utf8"))).parts); } catch { /* not written yet */ }
+      try {
+        recorded = completedBytes(SidecarSchema.parse(JSON.parse(fs.readFileSync(partialInfo, "utf8"))).parts);
+      } catch {
+        /* not written yet */
+      }
     }
     assert.ok(recorded >= 3 * partSize + (8 << 20), `sidecar recorded ${recorded} bytes:\n${first.output()}`);
     first.child.kill("SIGKILL");
@@ -145,11 +178,20 @@ describe("hub pulls: interrupted, stalled and corrupt downloads", () => {
     const second = run();
     assert.equal(await second.exited, 0, second.output());
     const servedAfter = hub.bytesServed(FILE);
-    assert.ok(servedAfter <= smolSize - recorded, `second run fetched ${servedAfter} bytes, ${smolSize - recorded} were missing`);
+    assert.ok(
+      servedAfter <= smolSize - recorded,
+      `second run fetched ${servedAfter} bytes, ${smolSize - recorded} were missing`,
+    );
     assert.ok(servedAfter > 0 && servedBefore + servedAfter >= smolSize);
-    assert.ok(hub.downloads(FILE).every((r) => r.status === 206), "the second run only sent range requests");
+    assert.ok(
+      hub.downloads(FILE).every((r) => r.status === 206),
+      "the second run only sent range requests",
+    );
     assert.equal(await sha256File(store.blobs.path(`sha256:${smolSha}`)), smolSha);
-    assert.deepEqual(blobFiles(store).filter((f) => f.includes("partial")), []);
+    assert.deepEqual(
+      blobFiles(store).filter((f) => f.includes("partial")),
+      [],
+    );
     assert.ok(await store.resolve("hf.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF"));
   });
 });

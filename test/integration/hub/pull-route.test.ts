@@ -19,23 +19,41 @@ import { FAST, sha256File, tempStore } from "./helpers.ts";
 const SMOL = "SmolLM2-135M-Instruct-Q4_K_M.gguf";
 const SEQUENTIAL = { ...FAST, parallelThreshold: Infinity };
 
-async function startApp(store: ModelStore, hubUrl: string, token?: string): Promise<{ url: string; close: () => Promise<void> }> {
+async function startApp(
+  store: ModelStore,
+  hubUrl: string,
+  token?: string,
+): Promise<{ url: string; close: () => Promise<void> }> {
   const app = express();
   app.use(express.json({ type: () => true, strict: false }));
   app.use(pullRoutes({ store, logger: silentLogger, hub: { url: hubUrl, token }, tuning: SEQUENTIAL }));
   app.use(errorMiddleware("ollama", silentLogger));
-  const server: http.Server = await new Promise((resolve) => { const s = app.listen(0, "127.0.0.1", () => resolve(s)); });
+  const server: http.Server = await new Promise((resolve) => {
+    const s = app.listen(0, "127.0.0.1", () => resolve(s));
+  });
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
 const post = (url: string, body: unknown, signal?: AbortSignal) =>
-  fetch(`${url}/api/pull`, { method: "POST", body: JSON.stringify(body), headers: { "Content-Type": "application/json" }, ...(signal ? { signal } : {}) });
+  fetch(`${url}/api/pull`, {
+    method: "POST",
+    body: JSON.stringify(body),
+    headers: { "Content-Type": "application/json" },
+    ...(signal ? { signal } : {}),
+  });
 
 /** Reads NDJSON lines of a streaming response, calling `onLine` for each; returns them all. */
-async function readLines(res: Response, onLine: (l: Record<string, unknown>) => void = () => {}): Promise<Array<Record<string, unknown>>> {
+async function readLines(
+  res: Response,
+  onLine: (l: Record<string, unknown>) => void = () => {},
+): Promise<Array<Record<string, unknown>>> {
   const lines: Array<Record<string, unknown>> = [];
   let buf = "";
   for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
@@ -73,7 +91,10 @@ describe("POST /api/pull", () => {
       const client = new Ollama({ host: app.url });
       const statuses: string[] = [];
       let last = { completed: 0, total: 0 };
-      for await (const p of await client.pull({ model: "hf.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF:Q4_K_M", stream: true })) {
+      for await (const p of await client.pull({
+        model: "hf.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF:Q4_K_M",
+        stream: true,
+      })) {
         statuses.push(p.status);
         if (p.digest) last = { completed: p.completed, total: p.total };
       }
@@ -95,8 +116,16 @@ describe("POST /api/pull", () => {
     try {
       const cases: Array<[unknown, number, RegExp]> = [
         [{ model: "hf.co/nobody/nothing" }, 404, /^repository hf\.co\/nobody\/nothing not found on the hub$/],
-        [{ model: "hf.co/acme/tiny:Q5_K_S" }, 404, /^quant Q5_K_S not found in hf\.co\/acme\/tiny; available quants: Q4_K_M, Q8_0$/],
-        [{ model: "hf.co/acme/tiny:other.gguf", stream: false }, 404, /^file other\.gguf not found in hf\.co\/acme\/tiny/],
+        [
+          { model: "hf.co/acme/tiny:Q5_K_S" },
+          404,
+          /^quant Q5_K_S not found in hf\.co\/acme\/tiny; available quants: Q4_K_M, Q8_0$/,
+        ],
+        [
+          { model: "hf.co/acme/tiny:other.gguf", stream: false },
+          404,
+          /^file other\.gguf not found in hf\.co\/acme\/tiny/,
+        ],
         [{ model: "hf.co/acme/private" }, 401, /repository hf\.co\/acme\/private.*HF_TOKEN/],
         [{ model: "hf.co/acme" }, 400, /invalid hub reference "hf\.co\/acme"/],
         [{ model: "smollm2:135m" }, 400, /only hub models can be pulled/],
@@ -108,7 +137,10 @@ describe("POST /api/pull", () => {
         assert.match(((await res.json()) as { error: string }).error, message);
       }
       const client = new Ollama({ host: app.url });
-      await assert.rejects(client.pull({ model: "hf.co/nobody/nothing" }), (e: Error & { status_code?: number }) => e.status_code === 404 && /not found/.test(e.message));
+      await assert.rejects(
+        client.pull({ model: "hf.co/nobody/nothing" }),
+        (e: Error & { status_code?: number }) => e.status_code === 404 && /not found/.test(e.message),
+      );
     } finally {
       await app.close();
     }
@@ -120,7 +152,9 @@ describe("POST /api/pull", () => {
       hub.resetLog();
       const res = await post(app.url, { model: "hf.co/acme/private", stream: false });
       assert.deepEqual(await res.json(), { status: "success" });
-      assert.ok(hub.requests.filter((r) => !r.url.startsWith("/cdn/")).every((r) => r.authorization === "Bearer hf_secret"));
+      assert.ok(
+        hub.requests.filter((r) => !r.url.startsWith("/cdn/")).every((r) => r.authorization === "Bearer hf_secret"),
+      );
     } finally {
       await app.close();
     }
@@ -136,16 +170,27 @@ describe("POST /api/pull", () => {
       const leaver = new AbortController();
       const started = Promise.withResolvers<void>();
       const a = post(app.url, { model: "hf.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF:Q4_K_M" }, leaver.signal)
-        .then((res) => readLines(res, (l) => { if (typeof l.completed === "number" && l.completed > 0) started.resolve(); }))
+        .then((res) =>
+          readLines(res, (l) => {
+            if (typeof l.completed === "number" && l.completed > 0) started.resolve();
+          }),
+        )
         .catch((e: unknown) => (leaver.signal.aborted ? "left" : Promise.reject(e)));
       await started.promise;
-      const b = post(app.url, { model: "hf.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF:q4_k_m" }).then((res) => readLines(res));
+      const b = post(app.url, { model: "hf.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF:q4_k_m" }).then((res) =>
+        readLines(res),
+      );
       await new Promise((r) => setTimeout(r, 200));
       leaver.abort();
       assert.equal(await a, "left");
       const linesB = await b;
       assert.equal(linesB.at(-1)!.status, "success");
-      assert.ok(linesB.some((l) => l.digest === `sha256:${smolSha}` && (l.completed as number) > 0 && (l.completed as number) < smolSize), "B watched the shared download's progress");
+      assert.ok(
+        linesB.some(
+          (l) => l.digest === `sha256:${smolSha}` && (l.completed as number) > 0 && (l.completed as number) < smolSize,
+        ),
+        "B watched the shared download's progress",
+      );
       assert.equal(hub.bytesServed(SMOL), smolSize, "the hub sent the file once");
       assert.equal(await sha256File(store.blobs.path(`sha256:${smolSha}`)), smolSha);
     } finally {
@@ -161,22 +206,32 @@ describe("POST /api/pull", () => {
       hub.fault("HuggingFaceTB", "SmolLM2-135M-Instruct-GGUF", SMOL, { stallAfterBytes: 12 << 20, times: 1 });
       const leaver = new AbortController();
       const res = await post(app.url, { model: "hf.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF" }, leaver.signal);
-      await readLines(res, (l) => { if ((l.completed as number) >= 12 << 20) leaver.abort(); }).catch(() => {});
+      await readLines(res, (l) => {
+        if ((l.completed as number) >= 12 << 20) leaver.abort();
+      }).catch(() => {});
       const sidecar = `${store.blobs.path(`sha256:${smolSha}`)}-partial.json`;
       let kept = 0;
       for (const deadline = Date.now() + 5000; kept < 12 << 20 && Date.now() < deadline;) {
         await new Promise((r) => setTimeout(r, 50));
-        try { kept = completedBytes(SidecarSchema.parse(JSON.parse(fs.readFileSync(sidecar, "utf8"))).parts); } catch { /* not yet */ }
+        try {
+          kept = completedBytes(SidecarSchema.parse(JSON.parse(fs.readFileSync(sidecar, "utf8"))).parts);
+        } catch {
+          /* not yet */
+        }
       }
       assert.equal(kept, 12 << 20, "the partial download was kept");
-      await new Promise((r) => setTimeout(r, 1500)); // longer than the stall timeout: a live download would have retried
+      // longer than the stall timeout: a live download would have retried
+      await new Promise((r) => setTimeout(r, 1500));
       assert.equal(hub.downloads(SMOL).length, 1, "no retry after the client left");
       assert.equal(fs.existsSync(store.blobs.path(`sha256:${smolSha}`)), false);
 
       hub.resetLog();
       const again = await post(app.url, { model: "hf.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF", stream: false });
       assert.deepEqual(await again.json(), { status: "success" });
-      assert.deepEqual(hub.downloads(SMOL).map((r) => r.range), [`bytes=${12 << 20}-${smolSize - 1}`]);
+      assert.deepEqual(
+        hub.downloads(SMOL).map((r) => r.range),
+        [`bytes=${12 << 20}-${smolSize - 1}`],
+      );
       assert.equal(await sha256File(store.blobs.path(`sha256:${smolSha}`)), smolSha);
     } finally {
       await app.close();

@@ -20,13 +20,21 @@ describe("hub pulls: selection and layers", () => {
 
   before(async () => {
     hub = await startHubServer();
-    [q4, q8, projF16, projQ8] = await Promise.all([tinyModelPath({ seed: 1 }), tinyModelPath({ seed: 2 }), tinyModelPath({ seed: 3 }), tinyModelPath({ seed: 4 })]);
+    [q4, q8, projF16, projQ8] = await Promise.all([
+      tinyModelPath({ seed: 1 }),
+      tinyModelPath({ seed: 2 }),
+      tinyModelPath({ seed: 3 }),
+      tinyModelPath({ seed: 4 }),
+    ]);
     await hub.register({
-      org: "acme", repo: "Vision-GGUF",
+      org: "acme",
+      repo: "Vision-GGUF",
       files: {
         "README.md": Buffer.from("# vision\n"),
-        "Vision-Q4_K_M.gguf": q4, "Vision-Q8_0.gguf": q8,
-        "mmproj-Vision-F16.gguf": projF16, "mmproj-Vision-Q8_0.gguf": projQ8,
+        "Vision-Q4_K_M.gguf": q4,
+        "Vision-Q8_0.gguf": q8,
+        "mmproj-Vision-F16.gguf": projF16,
+        "mmproj-Vision-Q8_0.gguf": projQ8,
         template: Buffer.from("{{ .System }} {{ .Prompt }}"),
         system: Buffer.from("You are terse."),
         params: Buffer.from(JSON.stringify({ temperature: 0.2, stop: ["<|im_end|>"] })),
@@ -38,12 +46,20 @@ describe("hub pulls: selection and layers", () => {
   it("pulls Q4_K_M by default, with the F16 projector and the template, system and params files", async () => {
     const store = tempStore();
     const log = progressLog();
-    const result = await pullModel("hf.co/acme/Vision-GGUF", { store, hubUrl: hub.url, onProgress: log.push, tuning: FAST });
+    const result = await pullModel("hf.co/acme/Vision-GGUF", {
+      store,
+      hubUrl: hub.url,
+      onProgress: log.push,
+      tuning: FAST,
+    });
     assert.equal(result.name, "hf.co/acme/Vision-GGUF:latest");
 
     const stored = await store.manifests.read(parseModelName("hf.co/acme/Vision-GGUF"));
     assert.ok(stored);
-    assert.deepEqual(stored.manifest.layers.map((l) => layerKind(l)), ["model", "projector", "template", "system", "params"]);
+    assert.deepEqual(
+      stored.manifest.layers.map((l) => layerKind(l)),
+      ["model", "projector", "template", "system", "params"],
+    );
     assert.equal(stored.manifest.layers[0]!.digest, `sha256:${await sha256File(q4)}`);
     assert.equal(stored.manifest.layers[1]!.digest, `sha256:${await sha256File(projF16)}`);
 
@@ -53,7 +69,10 @@ describe("hub pulls: selection and layers", () => {
     assert.equal(spec.template, "{{ .System }} {{ .Prompt }}");
     assert.equal(spec.system, "You are terse.");
     assert.deepEqual(spec.parameters, { temperature: 0.2, stop: ["<|im_end|>"] });
-    assert.deepEqual((await store.list()).map((m) => m.name), ["hf.co/acme/Vision-GGUF:latest"]);
+    assert.deepEqual(
+      (await store.list()).map((m) => m.name),
+      ["hf.co/acme/Vision-GGUF:latest"],
+    );
 
     const statuses = log.lines.map((p) => p.status);
     assert.equal(statuses[0], "pulling manifest");
@@ -81,7 +100,12 @@ describe("hub pulls: selection and layers", () => {
     await pullModel("hf.co/acme/Vision-GGUF:Q8_0", { store, hubUrl: hub.url, tuning: FAST });
     hub.resetLog();
     const log = progressLog();
-    await pullModel("hf.co/acme/Vision-GGUF:Vision-Q8_0.gguf", { store, hubUrl: hub.url, onProgress: log.push, tuning: FAST });
+    await pullModel("hf.co/acme/Vision-GGUF:Vision-Q8_0.gguf", {
+      store,
+      hubUrl: hub.url,
+      onProgress: log.push,
+      tuning: FAST,
+    });
     assert.equal(hub.bytesServed("Vision-Q8_0.gguf"), 0);
     assert.ok(await store.resolve("hf.co/acme/Vision-GGUF:Vision-Q8_0.gguf"));
     assert.equal(log.lines.at(-1)!.status, "success");
@@ -91,16 +115,23 @@ describe("hub pulls: selection and layers", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gantry-split-"));
     const parts = await splitGguf(await tinyModelPath({ seed: 5 }), dir, "Big-Q4_K_M", 3);
     await hub.register({
-      org: "acme", repo: "Big-GGUF",
+      org: "acme",
+      repo: "Big-GGUF",
       files: Object.fromEntries(parts.map((p) => [`Q4_K_M/${path.basename(p)}`, p])),
     });
     const store = tempStore();
     await pullModel("hf.co/acme/Big-GGUF:Q4_K_M", { store, hubUrl: hub.url, tuning: FAST });
     const stored = await store.manifests.read(parseModelName("hf.co/acme/Big-GGUF:Q4_K_M"));
     const models = layersOf(stored!.manifest, "model");
-    assert.deepEqual(models.map((l) => l.digest), await Promise.all(parts.map(async (p) => `sha256:${await sha256File(p)}`)));
+    assert.deepEqual(
+      models.map((l) => l.digest),
+      await Promise.all(parts.map(async (p) => `sha256:${await sha256File(p)}`)),
+    );
 
-    const first = splitModelPath(store.root, models.map((l) => l.digest));
+    const first = splitModelPath(
+      store.root,
+      models.map((l) => l.digest),
+    );
     assert.equal(path.basename(first), "model-00001-of-00003.gguf");
     for (const [i, p] of parts.entries()) {
       const linked = path.join(path.dirname(first), `model-0000${i + 1}-of-00003.gguf`);
@@ -108,7 +139,10 @@ describe("hub pulls: selection and layers", () => {
     }
     // llama.cpp loads the whole set from the first link: same tensors as the unsplit model.
     const llama = await getLlama({ gpu: false });
-    const [splitModel, wholeModel] = [await llama.loadModel({ modelPath: first }), await llama.loadModel({ modelPath: await tinyModelPath({ seed: 5 }) })];
+    const [splitModel, wholeModel] = [
+      await llama.loadModel({ modelPath: first }),
+      await llama.loadModel({ modelPath: await tinyModelPath({ seed: 5 }) }),
+    ];
     try {
       assert.equal(splitModel.size, wholeModel.size);
       assert.deepEqual(splitModel.tokenize("hello world"), wholeModel.tokenize("hello world"));

@@ -19,14 +19,19 @@ export async function splitGguf(source: string, dir: string, prefix: string, cou
     const tensors: TensorSpec[] = info.tensors.slice(i * perFile, (i + 1) * perFile).map((t) => {
       const bytes = readTensorBytes(source, info, t.name);
       return {
-        name: t.name, dims: t.dims, type: t.type,
+        name: t.name,
+        dims: t.dims,
+        type: t.type,
         fill: (out, chunk) => {
           const rowBytes = rowByteSize(t.type, chunk.rowLength);
           bytes.copy(out, 0, chunk.firstRow * rowBytes, (chunk.firstRow + chunk.rowCount) * rowBytes);
         },
       };
     });
-    const file = path.join(dir, `${prefix}-${String(i + 1).padStart(5, "0")}-of-${String(count).padStart(5, "0")}.gguf`);
+    const file = path.join(
+      dir,
+      `${prefix}-${String(i + 1).padStart(5, "0")}-of-${String(count).padStart(5, "0")}.gguf`,
+    );
     await writeGguf(file, i === 0 ? { ...info.metadata, ...split } : split, tensors);
     files.push(file);
   }

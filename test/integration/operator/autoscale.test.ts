@@ -5,7 +5,16 @@ import { after, before, test } from "node:test";
 import { AppsV1Api, CoreV1Api } from "@kubernetes/client-node";
 import { createTestNamespace } from "../../cluster/test-cluster.ts";
 import { kubectl, startTestOperator, type TestOperator } from "../../support/operator.ts";
-import { condition, createApp, eventually, modelApp, operatorCluster, readApp, waitForCondition, type OperatorCluster } from "./helpers.ts";
+import {
+  condition,
+  createApp,
+  eventually,
+  modelApp,
+  operatorCluster,
+  readApp,
+  waitForCondition,
+  type OperatorCluster,
+} from "./helpers.ts";
 
 let c: OperatorCluster, op: TestOperator, ns: string, apps: AppsV1Api;
 
@@ -16,26 +25,49 @@ before(async () => {
   op = await startTestOperator(c.cp, {
     watchNamespace: ns,
     autoscaler: { intervalSeconds: 0.5, reportTtlSeconds: 30 },
-    leaderElection: { name: "gantry-operator-autoscale-test", leaseDurationSeconds: 4, renewDeadlineSeconds: 3, retryPeriodSeconds: 1 },
+    leaderElection: {
+      name: "gantry-operator-autoscale-test",
+      leaseDurationSeconds: 4,
+      renewDeadlineSeconds: 3,
+      retryPeriodSeconds: 1,
+    },
   });
 });
 
 after(async () => {
   await op?.stop();
-  await c?.kc.makeApiClient(CoreV1Api).deleteNamespace({ name: ns }).catch(() => undefined);
+  await c?.kc
+    .makeApiClient(CoreV1Api)
+    .deleteNamespace({ name: ns })
+    .catch(() => undefined);
 });
 
 const report = async (gateway: string, inFlight: number, name = "burst") => {
-  const r = await fetch(`${op.url}/v1/load`, { method: "POST", headers: { "content-type": "application/json" },
-    body: JSON.stringify({ gateway, apps: [{ namespace: ns, name, inFlight }] }) });
+  const r = await fetch(`${op.url}/v1/load`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ gateway, apps: [{ namespace: ns, name, inFlight }] }),
+  });
   assert.equal(r.status, 204);
 };
-const deploymentReplicas = async (name = "burst") => (await apps.readNamespacedDeployment({ name, namespace: ns })).spec?.replicas;
+const deploymentReplicas = async (name = "burst") =>
+  (await apps.readNamespacedDeployment({ name, namespace: ns })).spec?.replicas;
 const waitReplicas = (n: number, timeoutMs = 30_000) =>
-  eventually(`${n} replicas`, async () => ((await deploymentReplicas()) === n && (await readApp(c, ns, "burst")).spec.replicas === n ? true : undefined), timeoutMs);
+  eventually(
+    `${n} replicas`,
+    async () =>
+      (await deploymentReplicas()) === n && (await readApp(c, ns, "burst")).spec.replicas === n ? true : undefined,
+    timeoutMs,
+  );
 
 test("an idle app sits at zero replicas and is Ready (the gateway wakes it)", async () => {
-  await createApp(c, modelApp(ns, "burst", { model: "hf.co/acme/tiny:Q8_0", scaling: { minReplicas: 0, maxReplicas: 3, targetConcurrency: 2, scaleDownDelay: "3s" } }));
+  await createApp(
+    c,
+    modelApp(ns, "burst", {
+      model: "hf.co/acme/tiny:Q8_0",
+      scaling: { minReplicas: 0, maxReplicas: 3, targetConcurrency: 2, scaleDownDelay: "3s" },
+    }),
+  );
   const app = await waitForCondition(c, ns, "burst", "Ready", "True", "ScaledToZero");
   assert.equal(condition(app, "Scheduled")?.reason, "NoReplicas");
   assert.equal(await deploymentReplicas(), 0);
@@ -48,7 +80,11 @@ test("a request held by the gateway wakes the app from zero; load from two gatew
 
   await report("gw-a", 3);
   await report("gw-b", 2); // 5 in flight / 2 per replica → 3
-  assert.equal(await op.metric("gantry_operator_app_in_flight_requests", { namespace: ns, app: "burst" }), 5, "summed over the gateways");
+  assert.equal(
+    await op.metric("gantry_operator_app_in_flight_requests", { namespace: ns, app: "burst" }),
+    5,
+    "summed over the gateways",
+  );
   await waitReplicas(3);
   await report("gw-a", 40); // capped at maxReplicas
   await new Promise((r) => setTimeout(r, 1500));
@@ -60,14 +96,32 @@ test("a request held by the gateway wakes the app from zero; load from two gatew
   await waitReplicas(0, 30_000);
   assert.ok(Date.now() - idleSince >= 2500, "not before scaleDownDelay (3s)");
   await waitForCondition(c, ns, "burst", "Ready", "True", "ScaledToZero");
-  const events = kubectl(c.cp, ["get", "events", "-n", ns, "--field-selector", "involvedObject.name=burst", "-o", "jsonpath={.items[*].reason}"]);
+  const events = kubectl(c.cp, [
+    "get",
+    "events",
+    "-n",
+    ns,
+    "--field-selector",
+    "involvedObject.name=burst",
+    "-o",
+    "jsonpath={.items[*].reason}",
+  ]);
   assert.match(events, /ScaledUp/);
   assert.match(events, /ScaledDown/);
-  assert.ok(await op.metric("gantry_operator_autoscaler_scales_total", { direction: "up" }) >= 2);
+  assert.ok((await op.metric("gantry_operator_autoscaler_scales_total", { direction: "up" })) >= 2);
 });
 
 test("minReplicas is a floor the autoscaler keeps without load", async () => {
-  kubectl(c.cp, ["patch", "modelapp", "burst", "-n", ns, "--type=merge", "-p", JSON.stringify({ spec: { scaling: { minReplicas: 1 } } })]);
+  kubectl(c.cp, [
+    "patch",
+    "modelapp",
+    "burst",
+    "-n",
+    ns,
+    "--type=merge",
+    "-p",
+    JSON.stringify({ spec: { scaling: { minReplicas: 1 } } }),
+  ]);
   await waitReplicas(1);
   await new Promise((r) => setTimeout(r, 4000));
   assert.equal(await deploymentReplicas(), 1, "stays at the floor after scaleDownDelay");

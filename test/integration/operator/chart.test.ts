@@ -18,7 +18,10 @@ const CHART = path.join(REPO, "charts", "gantry");
 let c: OperatorCluster, releaseNs: string, appNs: string, op: TestOperator | undefined;
 
 const helm = (...args: string[]): string =>
-  execFileSync(path.join(c.cp.binDir, "helm"), ["--kubeconfig", c.cp.kubeconfig, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  execFileSync(path.join(c.cp.binDir, "helm"), ["--kubeconfig", c.cp.kubeconfig, ...args], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+  });
 
 before(async () => {
   c = await operatorCluster();
@@ -28,7 +31,11 @@ before(async () => {
 
 after(async () => {
   await op?.stop();
-  try { helm("uninstall", "gantry", "-n", releaseNs); } catch { /* already gone */ }
+  try {
+    helm("uninstall", "gantry", "-n", releaseNs);
+  } catch {
+    /* already gone */
+  }
   const core = c?.kc.makeApiClient(CoreV1Api);
   for (const ns of [releaseNs, appNs]) await core?.deleteNamespace({ name: ns }).catch(() => undefined);
 });
@@ -36,9 +43,25 @@ after(async () => {
 test("helm lint passes and every rendered object is accepted by the API server (dry run)", () => {
   assert.match(helm("lint", CHART, "--strict"), /1 chart\(s\) linted, 0 chart\(s\) failed/);
   const rendered = helm("template", "gantry", CHART, "-n", releaseNs, "--set", "serviceMonitor.enabled=false");
-  const kinds = parseAllDocuments(rendered).map((d) => (d.toJS() as { kind?: string } | null)?.kind).filter(Boolean).sort();
-  assert.deepEqual(kinds, ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "CustomResourceDefinition", "Deployment", "Role", "RoleBinding", "Service", "ServiceAccount"]);
-  assert.match(kubectl(c.cp, ["apply", "--dry-run=server", "-f", "-"], rendered), /customresourcedefinition.apiextensions.k8s.io\/modelapps.gantry.dev .*\(server dry run\)/);
+  const kinds = parseAllDocuments(rendered)
+    .map((d) => (d.toJS() as { kind?: string } | null)?.kind)
+    .filter(Boolean)
+    .sort();
+  assert.deepEqual(kinds, [
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "ConfigMap",
+    "CustomResourceDefinition",
+    "Deployment",
+    "Role",
+    "RoleBinding",
+    "Service",
+    "ServiceAccount",
+  ]);
+  assert.match(
+    kubectl(c.cp, ["apply", "--dry-run=server", "-f", "-"], rendered),
+    /customresourcedefinition.apiextensions.k8s.io\/modelapps.gantry.dev .*\(server dry run\)/,
+  );
 });
 
 test("values outside the schema are refused", () => {
@@ -47,17 +70,36 @@ test("values outside the schema are refused", () => {
 });
 
 test("helm install; an operator with the chart's ServiceAccount permissions reconciles, reports status and scales apps", async () => {
-  helm("install", "gantry", CHART, "-n", releaseNs, "--set", "crds.enabled=false", "--set", "image.tag=test",
-    "--set-json", `operator.config.resourceProfiles={"nvidia-l4":{"gpuResource":"nvidia.com/gpu","nodeSelector":{"nvidia.com/gpu.product":"NVIDIA-L4"},"tolerations":[{"key":"nvidia.com/gpu","operator":"Exists","effect":"NoSchedule"}]}}`,
-    "--wait", "--timeout", "2m");
+  helm(
+    "install",
+    "gantry",
+    CHART,
+    "-n",
+    releaseNs,
+    "--set",
+    "crds.enabled=false",
+    "--set",
+    "image.tag=test",
+    "--set-json",
+    `operator.config.resourceProfiles={"nvidia-l4":{"gpuResource":"nvidia.com/gpu","nodeSelector":{"nvidia.com/gpu.product":"NVIDIA-L4"},"tolerations":[{"key":"nvidia.com/gpu","operator":"Exists","effect":"NoSchedule"}]}}`,
+    "--wait",
+    "--timeout",
+    "2m",
+  );
   const apps = c.kc.makeApiClient(AppsV1Api);
   const deployment = await apps.readNamespacedDeployment({ name: "gantry-operator", namespace: releaseNs });
   assert.equal(deployment.spec?.replicas, 2);
-  assert.deepEqual(deployment.spec?.template.spec?.containers[0]?.args, ["operator", "--config", "/etc/gantry/operator.yaml"]);
+  assert.deepEqual(deployment.spec?.template.spec?.containers[0]?.args, [
+    "operator",
+    "--config",
+    "/etc/gantry/operator.yaml",
+  ]);
   assert.equal(deployment.spec?.template.spec?.containers[0]?.image, "ghcr.io/gantry-dev/gantry:test");
 
   // The config the chart renders is one the operator accepts.
-  const cm = await c.kc.makeApiClient(CoreV1Api).readNamespacedConfigMap({ name: "gantry-operator", namespace: releaseNs });
+  const cm = await c.kc
+    .makeApiClient(CoreV1Api)
+    .readNamespacedConfigMap({ name: "gantry-operator", namespace: releaseNs });
   const config = parse(cm.data?.["operator.yaml"] ?? "") as Record<string, unknown>;
   const parsed = parseOperatorConfig(config);
   assert.equal(parsed.profiles["nvidia-l4"]?.gpuResource, "nvidia.com/gpu");
@@ -65,23 +107,47 @@ test("helm install; an operator with the chart's ServiceAccount permissions reco
 
   // Run it here as the chart's ServiceAccount: a token of that account is all it gets.
   const token = kubectl(c.cp, ["create", "token", "gantry-operator", "-n", releaseNs, "--duration=1h"]).trim();
-  const admin = parse(fs.readFileSync(c.cp.kubeconfig, "utf8")) as { clusters: Array<{ name: string; cluster: Record<string, unknown> }> };
+  const admin = parse(fs.readFileSync(c.cp.kubeconfig, "utf8")) as {
+    clusters: Array<{ name: string; cluster: Record<string, unknown> }>;
+  };
   const kubeconfig = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "gantry-sa-")), "kubeconfig");
-  fs.writeFileSync(kubeconfig, stringify({
-    apiVersion: "v1", kind: "Config", clusters: admin.clusters, "current-context": "sa",
-    contexts: [{ name: "sa", context: { cluster: admin.clusters[0]!.name, user: "sa" } }],
-    users: [{ name: "sa", user: { token } }],
-  }));
-  assert.match(kubectl({ ...c.cp, kubeconfig }, ["auth", "can-i", "patch", "modelapps.gantry.dev", "--subresource=status", "-A"]), /yes/);
+  fs.writeFileSync(
+    kubeconfig,
+    stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: admin.clusters,
+      "current-context": "sa",
+      contexts: [{ name: "sa", context: { cluster: admin.clusters[0]!.name, user: "sa" } }],
+      users: [{ name: "sa", user: { token } }],
+    }),
+  );
+  assert.match(
+    kubectl({ ...c.cp, kubeconfig }, ["auth", "can-i", "patch", "modelapps.gantry.dev", "--subresource=status", "-A"]),
+    /yes/,
+  );
   assert.match(kubectlNo({ ...c.cp, kubeconfig }, ["auth", "can-i", "delete", "secrets", "-A"]), /no/);
   op = await startTestOperator({ kubeconfig }, { ...config, watchNamespace: appNs });
 
-  await createApp(c, modelApp(appNs, "chart-app", { model: "hf.co/acme/tiny:Q8_0", resources: { profile: "nvidia-l4" }, scaling: { minReplicas: 1 } }));
+  await createApp(
+    c,
+    modelApp(appNs, "chart-app", {
+      model: "hf.co/acme/tiny:Q8_0",
+      resources: { profile: "nvidia-l4" },
+      scaling: { minReplicas: 1 },
+    }),
+  );
   const app = await waitForCondition(c, appNs, "chart-app", "Ready", "True", "Serving");
   assert.equal(app.status?.readyReplicas, 1);
-  await createApp(c, modelApp(appNs, "sleeper", { model: "hf.co/acme/tiny:Q8_0", scaling: { minReplicas: 0, maxReplicas: 2 } }));
+  await createApp(
+    c,
+    modelApp(appNs, "sleeper", { model: "hf.co/acme/tiny:Q8_0", scaling: { minReplicas: 0, maxReplicas: 2 } }),
+  );
   await waitForCondition(c, appNs, "sleeper", "Ready", "True", "ScaledToZero");
-  const r = await fetch(`${op.url}/v1/load`, { method: "POST", body: JSON.stringify({ gateway: "gw", apps: [{ namespace: appNs, name: "sleeper", inFlight: 1 }] }) });
+  const r = await fetch(`${op.url}/v1/load`, {
+    method: "POST",
+    body: JSON.stringify({ gateway: "gw", apps: [{ namespace: appNs, name: "sleeper", inFlight: 1 }] }),
+  });
   assert.equal(r.status, 204);
   await waitForCondition(c, appNs, "sleeper", "Ready", "True", "Serving");
   assert.equal(await op.metric("gantry_operator_kube_requests_total", { code: "403" }), 0, "no request was forbidden");
@@ -90,9 +156,17 @@ test("helm install; an operator with the chart's ServiceAccount permissions reco
 
   helm("uninstall", "gantry", "-n", releaseNs, "--wait");
   await eventually("the operator's objects to be gone", async () =>
-    apps.readNamespacedDeployment({ name: "gantry-operator", namespace: releaseNs }).then(() => undefined, () => true));
+    apps.readNamespacedDeployment({ name: "gantry-operator", namespace: releaseNs }).then(
+      () => undefined,
+      () => true,
+    ),
+  );
 });
 
 function kubectlNo(cp: { binDir: string; kubeconfig: string }, args: string[]): string {
-  try { return kubectl(cp, args); } catch (e) { return String((e as { stdout?: string }).stdout ?? ""); }
+  try {
+    return kubectl(cp, args);
+  } catch (e) {
+    return String((e as { stdout?: string }).stdout ?? "");
+  }
 }

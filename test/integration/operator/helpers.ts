@@ -21,15 +21,25 @@ export async function operatorCluster(): Promise<OperatorCluster> {
   return { cp, kc, custom: kc.makeApiClient(CustomObjectsApi) };
 }
 
-export async function eventually<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000, everyMs = 250): Promise<T> {
+export async function eventually<T>(
+  what: string,
+  fn: () => Promise<T | undefined>,
+  timeoutMs = 60_000,
+  everyMs = 250,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
     try {
       const v = await fn();
       if (v !== undefined) return v;
-    } catch (e) { last = e; }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${String(last)})` : ""}`);
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${String(last)})` : ""}`,
+      );
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
@@ -44,16 +54,38 @@ export async function createApp(c: OperatorCluster, app: Record<string, unknown>
 }
 
 export async function readApp(c: OperatorCluster, namespace: string, name: string): Promise<ModelApp> {
-  return await c.custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURAL, name }) as ModelApp;
+  return (await c.custom.getNamespacedCustomObject({
+    group: GROUP,
+    version: VERSION,
+    namespace,
+    plural: PLURAL,
+    name,
+  })) as ModelApp;
 }
 
 export const condition = (app: ModelApp, type: string) => app.status?.conditions?.find((c) => c.type === type);
 
 /** Waits until the app's condition has the given status (and reason, when given); returns the app. */
-export function waitForCondition(c: OperatorCluster, namespace: string, name: string, type: string, status: string, reason?: string, timeoutMs = 60_000): Promise<ModelApp> {
-  return eventually(`${namespace}/${name} ${type}=${status}${reason ? ` (${reason})` : ""}`, async () => {
-    const app = await readApp(c, namespace, name);
-    const cond = condition(app, type);
-    return cond?.status === status && (reason === undefined || cond.reason === reason) && app.status?.observedGeneration === app.metadata.generation ? app : undefined;
-  }, timeoutMs);
+export function waitForCondition(
+  c: OperatorCluster,
+  namespace: string,
+  name: string,
+  type: string,
+  status: string,
+  reason?: string,
+  timeoutMs = 60_000,
+): Promise<ModelApp> {
+  return eventually(
+    `${namespace}/${name} ${type}=${status}${reason ? ` (${reason})` : ""}`,
+    async () => {
+      const app = await readApp(c, namespace, name);
+      const cond = condition(app, type);
+      return cond?.status === status &&
+        (reason === undefined || cond.reason === reason) &&
+        app.status?.observedGeneration === app.metadata.generation
+        ? app
+        : undefined;
+    },
+    timeoutMs,
+  );
 }

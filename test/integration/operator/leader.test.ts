@@ -21,7 +21,10 @@ before(async () => {
 
 after(async () => {
   await Promise.all(running.map((o) => o.stop()));
-  await c?.kc.makeApiClient(CoreV1Api).deleteNamespace({ name: ns }).catch(() => undefined);
+  await c?.kc
+    .makeApiClient(CoreV1Api)
+    .deleteNamespace({ name: ns })
+    .catch(() => undefined);
 });
 
 const start = async (): Promise<TestOperator> => {
@@ -33,14 +36,19 @@ const start = async (): Promise<TestOperator> => {
   return op;
 };
 const isLeader = async (op: TestOperator) => (await op.metric("gantry_operator_leader")) === 1;
-const holder = async () => (await leases.readNamespacedLease({ name: LEASE, namespace: "gantry-system" })).spec?.holderIdentity;
+const holder = async () =>
+  (await leases.readNamespacedLease({ name: LEASE, namespace: "gantry-system" })).spec?.holderIdentity;
 
 test("two replicas elect one leader; killing it hands reconciling to the other", async () => {
   const [a, b] = await Promise.all([start(), start()]);
-  const leader = await eventually("one leader", async () => {
-    const flags = await Promise.all([isLeader(a!), isLeader(b!)]);
-    return flags.filter(Boolean).length === 1 ? (flags[0] ? a! : b!) : undefined;
-  }, 20_000);
+  const leader = await eventually(
+    "one leader",
+    async () => {
+      const flags = await Promise.all([isLeader(a!), isLeader(b!)]);
+      return flags.filter(Boolean).length === 1 ? (flags[0] ? a! : b!) : undefined;
+    },
+    20_000,
+  );
   const standby = leader === a ? b! : a!;
   await new Promise((r) => setTimeout(r, 2500));
   assert.equal(await isLeader(standby), false, "still exactly one leader after a few renewals");
@@ -50,7 +58,7 @@ test("two replicas elect one leader; killing it hands reconciling to the other",
 
   const killedAt = Date.now();
   await leader.stop("SIGKILL");
-  await eventually("the standby to lead", async () => (await isLeader(standby)) ? true : undefined, 30_000);
+  await eventually("the standby to lead", async () => ((await isLeader(standby)) ? true : undefined), 30_000);
   const tookMs = Date.now() - killedAt;
   assert.ok(tookMs >= 2000, `waited for the dead leader's lease to expire (${tookMs} ms)`);
   await createApp(c, modelApp(ns, "two", { model: "hf.co/acme/tiny:Q8_0", scaling: { minReplicas: 1 } }));
@@ -65,6 +73,6 @@ test("a leader stopped with SIGTERM releases the lease, so a new replica leads w
   assert.equal(await holder(), "", "the lease was handed back");
   const next = await start();
   const t0 = Date.now();
-  await eventually("the new replica to lead", async () => (await isLeader(next)) ? true : undefined, 10_000);
+  await eventually("the new replica to lead", async () => ((await isLeader(next)) ? true : undefined), 10_000);
   assert.ok(Date.now() - t0 < 3500, "well before a 4 s lease would have expired");
 });

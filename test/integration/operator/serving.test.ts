@@ -11,7 +11,15 @@ import { createTestNamespace } from "../../cluster/test-cluster.ts";
 import { startHubServer, type HubServer } from "../../support/hub-server.ts";
 import { tinyModelPath } from "../../support/models.ts";
 import { kubectl, startTestOperator, type TestOperator } from "../../support/operator.ts";
-import { condition, createApp, eventually, modelApp, operatorCluster, waitForCondition, type OperatorCluster } from "./helpers.ts";
+import {
+  condition,
+  createApp,
+  eventually,
+  modelApp,
+  operatorCluster,
+  waitForCondition,
+  type OperatorCluster,
+} from "./helpers.ts";
 
 let c: OperatorCluster, op: TestOperator, hub: HubServer, ns: string, core: CoreV1Api;
 const MODEL = "hf.co/acme/tiny-chat-GGUF:Q8_0";
@@ -22,12 +30,21 @@ before(async () => {
   core = c.kc.makeApiClient(CoreV1Api);
   ns = await createTestNamespace(c.kc, "org-live");
   hub = await startHubServer({ host: "0.0.0.0" });
-  await hub.register({ org: "acme", repo: "tiny-chat-GGUF", files: { [FILE]: await tinyModelPath({ controlLogit: -8 }) } });
+  await hub.register({
+    org: "acme",
+    repo: "tiny-chat-GGUF",
+    files: { [FILE]: await tinyModelPath({ controlLogit: -8 }) },
+  });
   op = await startTestOperator(c.cp, {
     watchNamespace: ns,
     hubUrl: `http://${POD_GATEWAY}:${hub.port}`,
     podLabels: { [PROCESS_RUNTIME_LABEL]: "true" },
-    leaderElection: { name: "gantry-operator-serving-test", leaseDurationSeconds: 4, renewDeadlineSeconds: 3, retryPeriodSeconds: 1 },
+    leaderElection: {
+      name: "gantry-operator-serving-test",
+      leaseDurationSeconds: 4,
+      renewDeadlineSeconds: 3,
+      retryPeriodSeconds: 1,
+    },
   });
 });
 
@@ -37,39 +54,73 @@ after(async () => {
   await hub?.close();
 });
 
-const runningPod = (app: string): Promise<V1Pod> => eventually(`a ready pod of ${app}`, async () => {
-  const pods = (await core.listNamespacedPod({ namespace: ns, labelSelector: `gantry.dev/modelapp=${app}` })).items;
-  return pods.find((p) => !p.metadata?.deletionTimestamp && p.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True"));
-}, 180_000);
-const downloads = () => hub.requests.filter((r) => r.file === FILE && r.method === "GET" && r.status < 300 && r.bytes > 0).length;
+const runningPod = (app: string): Promise<V1Pod> =>
+  eventually(
+    `a ready pod of ${app}`,
+    async () => {
+      const pods = (await core.listNamespacedPod({ namespace: ns, labelSelector: `gantry.dev/modelapp=${app}` })).items;
+      return pods.find(
+        (p) =>
+          !p.metadata?.deletionTimestamp &&
+          p.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True"),
+      );
+    },
+    180_000,
+  );
+const downloads = () =>
+  hub.requests.filter((r) => r.file === FILE && r.method === "GET" && r.status < 300 && r.bytes > 0).length;
 
 test("a CPU ModelApp pulls its model into the volume and serves it from a real pod; a new pod reuses the volume", async () => {
-  await createApp(c, modelApp(ns, "tiny", {
-    model: MODEL, modelfile: "SYSTEM You are a test.\nPARAMETER num_predict 6\n",
-    resources: { profile: "cpu", cpu: "2" }, server: { parallel: 2, contextLength: 512 }, scaling: { minReplicas: 1 },
-  }));
+  await createApp(
+    c,
+    modelApp(ns, "tiny", {
+      model: MODEL,
+      modelfile: "SYSTEM You are a test.\nPARAMETER num_predict 6\n",
+      resources: { profile: "cpu", cpu: "2" },
+      server: { parallel: 2, contextLength: 512 },
+      scaling: { minReplicas: 1 },
+    }),
+  );
   const app = await waitForCondition(c, ns, "tiny", "Ready", "True", "Serving", 180_000);
   assert.equal(condition(app, "ModelCached")?.status, "True");
-  assert.equal(app.status?.model, `sha256:${hub.sha256("acme", "tiny-chat-GGUF", FILE)}`, "the digest the hub published");
+  assert.equal(
+    app.status?.model,
+    `sha256:${hub.sha256("acme", "tiny-chat-GGUF", FILE)}`,
+    "the digest the hub published",
+  );
   assert.equal(downloads(), 1);
 
   const pod = await runningPod("tiny");
   const ollama = new Ollama({ host: `http://${pod.status?.podIP}:11434` });
   const { models } = await ollama.list();
-  assert.ok(models.some((m) => m.name === "tiny:latest"), `served model list: ${models.map((m) => m.name).join(", ")}`);
+  assert.ok(
+    models.some((m) => m.name === "tiny:latest"),
+    `served model list: ${models.map((m) => m.name).join(", ")}`,
+  );
   const show = await ollama.show({ model: "tiny:latest" });
   assert.equal(show.system, "You are a test.");
   const out = await ollama.generate({ model: "tiny:latest", prompt: "hello", stream: false });
   assert.equal(out.done, true);
   assert.equal(out.eval_count, 6, "PARAMETER num_predict from the ModelApp's modelfile");
-  assert.match(kubectl(c.cp, ["logs", "-n", ns, pod.metadata!.name!, "-c", "prepare"]), /tiny:latest is ready \(sha256:/);
+  assert.match(
+    kubectl(c.cp, ["logs", "-n", ns, pod.metadata!.name!, "-c", "prepare"]),
+    /tiny:latest is ready \(sha256:/,
+  );
 
   await core.deleteNamespacedPod({ name: pod.metadata!.name!, namespace: ns });
-  const next = await eventually("a replacement pod", async () => {
-    const p = await runningPod("tiny");
-    return p.metadata?.name !== pod.metadata?.name ? p : undefined;
-  }, 180_000);
-  const again = await new Ollama({ host: `http://${next.status?.podIP}:11434` }).generate({ model: "tiny:latest", prompt: "again", stream: false });
+  const next = await eventually(
+    "a replacement pod",
+    async () => {
+      const p = await runningPod("tiny");
+      return p.metadata?.name !== pod.metadata?.name ? p : undefined;
+    },
+    180_000,
+  );
+  const again = await new Ollama({ host: `http://${next.status?.podIP}:11434` }).generate({
+    model: "tiny:latest",
+    prompt: "again",
+    stream: false,
+  });
   assert.equal(again.eval_count, 6);
   assert.equal(downloads(), 1, "the model volume kept the model: no second download");
 });

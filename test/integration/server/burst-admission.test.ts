@@ -11,9 +11,14 @@ before(async () => {
   srv = await startTestServer({ env: { GANTRY_NUM_PARALLEL: "2" } });
   await createModel(srv.url, "burst", await tinyModelPath({ controlLogit: -8 }));
   // Loaded before the burst, so the two requests only wait for each other.
-  await fetch(`${srv.url}/api/generate`, { method: "POST", body: JSON.stringify({ model: "burst", prompt: "warm", stream: false, options: { num_predict: 1 } }) });
+  await fetch(`${srv.url}/api/generate`, {
+    method: "POST",
+    body: JSON.stringify({ model: "burst", prompt: "warm", stream: false, options: { num_predict: 1 } }),
+  });
 });
-after(async () => { await srv?.stop(); });
+after(async () => {
+  await srv?.stop();
+});
 
 async function decodeSteps(): Promise<number> {
   const text = await (await fetch(`${srv.url}/metrics`)).text();
@@ -25,9 +30,13 @@ function sendOn(socket: net.Socket, body: object): Promise<string> {
   const json = JSON.stringify(body);
   let out = "";
   socket.setEncoding("utf8");
-  socket.on("data", (d: string) => { out += d; });
+  socket.on("data", (d: string) => {
+    out += d;
+  });
   const done = new Promise<string>((resolve) => socket.once("close", () => resolve(out)));
-  socket.write(`POST /api/generate HTTP/1.1\r\nHost: gantry\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(json)}\r\nConnection: close\r\n\r\n${json}`);
+  socket.write(
+    `POST /api/generate HTTP/1.1\r\nHost: gantry\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(json)}\r\nConnection: close\r\n\r\n${json}`,
+  );
   return done;
 }
 
@@ -35,7 +44,12 @@ test("a request on a connection accepted a moment earlier is prefilled with the 
   const before = await decodeSteps();
   const late = net.connect(Number(new URL(srv.url).port), "127.0.0.1");
   await new Promise((r) => late.once("connect", r));
-  const body = (prompt: string) => ({ model: "burst", prompt, stream: false, options: { num_predict: 3, temperature: 0 } });
+  const body = (prompt: string) => ({
+    model: "burst",
+    prompt,
+    stream: false,
+    options: { num_predict: 3, temperature: 0 },
+  });
   const first = fetch(`${srv.url}/api/generate`, { method: "POST", body: JSON.stringify(body("the first one")) });
   // Long enough for the first request to reach its prompt step on its own; well within the connection's arrival window.
   await new Promise((r) => setTimeout(r, 15));
@@ -46,5 +60,5 @@ test("a request on a connection accepted a moment earlier is prefilled with the 
   assert.match(b, /"eval_count":3/);
   // One step prefills both prompts (and yields their first tokens), two more generate the rest: 3. The first prompt
   // alone would make it 4 (its prompt, then its tokens alongside the second's prompt and tokens, one step behind).
-  assert.equal(await decodeSteps() - before, 3);
+  assert.equal((await decodeSteps()) - before, 3);
 });

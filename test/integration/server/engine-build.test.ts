@@ -6,11 +6,18 @@ import { patchedBuild, readBuildStatus } from "../../../server/engine/native/pat
 import { tinyModelPath } from "../../support/models.ts";
 import { createModel, startTestServer } from "../../support/server.ts";
 
-const version = async (url: string) => (await (await fetch(`${url}/api/version`)).json()) as { version: string; engine: { build: string; threadpool: boolean; inlineSampling: boolean; inlineDecode: boolean } };
+const version = async (url: string) =>
+  (await (await fetch(`${url}/api/version`)).json()) as {
+    version: string;
+    engine: { build: string; threadpool: boolean; inlineSampling: boolean; inlineDecode: boolean };
+  };
 
 async function generates(url: string): Promise<number> {
   await createModel(url, "tiny", await tinyModelPath({ controlLogit: -8 }));
-  const r = await fetch(`${url}/api/generate`, { method: "POST", body: JSON.stringify({ model: "tiny", prompt: "hi", stream: false, options: { num_predict: 4 } }) });
+  const r = await fetch(`${url}/api/generate`, {
+    method: "POST",
+    body: JSON.stringify({ model: "tiny", prompt: "hi", stream: false, options: { num_predict: 4 } }),
+  });
   return ((await r.json()) as { eval_count: number }).eval_count;
 }
 
@@ -20,7 +27,12 @@ test("/api/version reports the engine build; the patched one when setup built it
     const v = await version(srv.url);
     assert.match(v.version, /^\d+\.\d+\.\d+/);
     const built = readBuildStatus(patchedBuild())?.state === "built";
-    assert.deepEqual(v.engine, built ? { build: "patched-local", threadpool: true, inlineSampling: true, inlineDecode: true } : { build: "prebuilt", threadpool: false, inlineSampling: false, inlineDecode: false });
+    assert.deepEqual(
+      v.engine,
+      built
+        ? { build: "patched-local", threadpool: true, inlineSampling: true, inlineDecode: true }
+        : { build: "prebuilt", threadpool: false, inlineSampling: false, inlineDecode: false },
+    );
     assert.equal(await generates(srv.url), 4);
   } finally {
     await srv.stop();
@@ -30,7 +42,12 @@ test("/api/version reports the engine build; the patched one when setup built it
 test("GANTRY_ENGINE_BUILD=prebuilt runs the prebuilt binary and says so in the logs and /api/version", async () => {
   const srv = await startTestServer({ env: { GANTRY_ENGINE_BUILD: "prebuilt" } });
   try {
-    assert.deepEqual((await version(srv.url)).engine, { build: "prebuilt", threadpool: false, inlineSampling: false, inlineDecode: false });
+    assert.deepEqual((await version(srv.url)).engine, {
+      build: "prebuilt",
+      threadpool: false,
+      inlineSampling: false,
+      inlineDecode: false,
+    });
     assert.equal(await generates(srv.url), 4);
     assert.match(srv.logs(), /using the prebuilt binary/);
     assert.match(srv.logs(), /GANTRY_ENGINE_BUILD=prebuilt/);
@@ -39,12 +56,21 @@ test("GANTRY_ENGINE_BUILD=prebuilt runs the prebuilt binary and says so in the l
   }
 });
 
-test("GANTRY_INLINE_DECODE=off keeps the patched build but decodes every step on a worker thread", { skip: readBuildStatus(patchedBuild())?.state !== "built" && "setup did not build the patched addon here" }, async () => {
-  const srv = await startTestServer({ env: { GANTRY_INLINE_DECODE: "off" } });
-  try {
-    assert.deepEqual((await version(srv.url)).engine, { build: "patched-local", threadpool: true, inlineSampling: true, inlineDecode: false });
-    assert.equal(await generates(srv.url), 4);
-  } finally {
-    await srv.stop();
-  }
-});
+test(
+  "GANTRY_INLINE_DECODE=off keeps the patched build but decodes every step on a worker thread",
+  { skip: readBuildStatus(patchedBuild())?.state !== "built" && "setup did not build the patched addon here" },
+  async () => {
+    const srv = await startTestServer({ env: { GANTRY_INLINE_DECODE: "off" } });
+    try {
+      assert.deepEqual((await version(srv.url)).engine, {
+        build: "patched-local",
+        threadpool: true,
+        inlineSampling: true,
+        inlineDecode: false,
+      });
+      assert.equal(await generates(srv.url), 4);
+    } finally {
+      await srv.stop();
+    }
+  },
+);

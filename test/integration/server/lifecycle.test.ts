@@ -12,7 +12,7 @@ test("/health answers 503 while the --model loads, then 200", async () => {
     const deadline = Date.now() + 60_000;
     for (;;) {
       const r = await fetch(`${srv.url}/health`);
-      seen.push({ status: r.status, body: await r.json() as { status: string } });
+      seen.push({ status: r.status, body: (await r.json()) as { status: string } });
       if (r.status === 200) break;
       assert.ok(Date.now() < deadline, "model never became ready");
       await new Promise((res) => setTimeout(res, 5));
@@ -30,12 +30,15 @@ test("/health stays 503 with the reason when the --model cannot be loaded", asyn
   try {
     let r: Response;
     const deadline = Date.now() + 30_000;
-    while ((r = await fetch(`${srv.url}/health`)) && (await r.clone().json() as { status: string }).status === "loading") {
+    while (
+      (r = await fetch(`${srv.url}/health`)) &&
+      ((await r.clone().json()) as { status: string }).status === "loading"
+    ) {
       assert.ok(Date.now() < deadline);
       await new Promise((res) => setTimeout(res, 20));
     }
     assert.equal(r.status, 503);
-    const body = await r.json() as { status: string; error: string };
+    const body = (await r.json()) as { status: string; error: string };
     assert.equal(body.status, "failed");
     assert.match(body.error, /no-such-model/);
   } finally {
@@ -46,7 +49,10 @@ test("/health stays 503 with the reason when the --model cannot be loaded", asyn
 test("SIGTERM (even repeated) lets a running stream finish, then the process exits 0", async () => {
   const srv = await startTestServer();
   await createModel(srv.url, "babbler", await tinyModelPath({ controlLogit: -8 }));
-  const res = await fetch(`${srv.url}/api/generate`, { method: "POST", body: JSON.stringify({ model: "babbler", prompt: "go", options: { num_predict: 40 } }) });
+  const res = await fetch(`${srv.url}/api/generate`, {
+    method: "POST",
+    body: JSON.stringify({ model: "babbler", prompt: "go", options: { num_predict: 40 } }),
+  });
   const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
   let text = (await reader.read()).value ?? "";
   srv.proc.kill("SIGTERM");
@@ -68,11 +74,25 @@ test("metrics and CORS", async () => {
   const srv = await startTestServer();
   try {
     await createModel(srv.url, "tiny", await tinyModelPath());
-    await fetch(`${srv.url}/api/generate`, { method: "POST", body: JSON.stringify({ model: "tiny", prompt: "hi", stream: false, options: { num_predict: 5 } }) });
+    await fetch(`${srv.url}/api/generate`, {
+      method: "POST",
+      body: JSON.stringify({ model: "tiny", prompt: "hi", stream: false, options: { num_predict: 5 } }),
+    });
     const metrics = await (await fetch(`${srv.url}/metrics`)).text();
-    for (const name of ["gantry_http_requests_total", "gantry_prompt_tokens_total", "gantry_generated_tokens_total", "gantry_time_to_first_token_seconds",
-      "gantry_tokens_per_second", "gantry_queue_depth", "gantry_busy_sequences", "gantry_loaded_models", "gantry_model_load_seconds", "gantry_decode_steps_total",
-      "gantry_batch_fill_ratio", "gantry_in_flight_requests"]) {
+    for (const name of [
+      "gantry_http_requests_total",
+      "gantry_prompt_tokens_total",
+      "gantry_generated_tokens_total",
+      "gantry_time_to_first_token_seconds",
+      "gantry_tokens_per_second",
+      "gantry_queue_depth",
+      "gantry_busy_sequences",
+      "gantry_loaded_models",
+      "gantry_model_load_seconds",
+      "gantry_decode_steps_total",
+      "gantry_batch_fill_ratio",
+      "gantry_in_flight_requests",
+    ]) {
       assert.match(metrics, new RegExp(`^# TYPE ${name} `, "m"), name);
     }
     assert.match(metrics, /^gantry_generated_tokens_total\{model="tiny:latest"\} 5$/m);
@@ -85,7 +105,10 @@ test("metrics and CORS", async () => {
     assert.equal(local.headers.get("access-control-allow-origin"), "http://localhost:3000");
     const evil = await fetch(`${srv.url}/api/tags`, { headers: { Origin: "https://evil.example" } });
     assert.equal(evil.headers.get("access-control-allow-origin"), null);
-    const preflight = await fetch(`${srv.url}/v1/chat/completions`, { method: "OPTIONS", headers: { Origin: "http://127.0.0.1:5173", "Access-Control-Request-Method": "POST" } });
+    const preflight = await fetch(`${srv.url}/v1/chat/completions`, {
+      method: "OPTIONS",
+      headers: { Origin: "http://127.0.0.1:5173", "Access-Control-Request-Method": "POST" },
+    });
     assert.equal(preflight.status, 204);
   } finally {
     await srv.stop();

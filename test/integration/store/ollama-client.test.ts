@@ -17,7 +17,13 @@ test("create (streamed), list, show, copy and delete through the ollama client",
   // ollama-js refuses local paths in `from`, so the base is imported directly and derived through the client.
   await app.store.create({ model: "tiny:base", from: await tinyModelPath() });
   const statuses: string[] = [];
-  for await (const p of await client.create({ model: "tiny:client", from: "tiny:base", system: "Be kind.", parameters: { num_ctx: 256 }, stream: true })) {
+  for await (const p of await client.create({
+    model: "tiny:client",
+    from: "tiny:base",
+    system: "Be kind.",
+    parameters: { num_ctx: 256 },
+    stream: true,
+  })) {
     statuses.push(p.status);
   }
   assert.equal(statuses.at(-1), "success");
@@ -36,6 +42,12 @@ test("create (streamed), list, show, copy and delete through the ollama client",
   await client.delete({ model: "tiny:client" }); // the client sends {"name": ...}
   assert.deepEqual((await client.list()).models.map((m) => m.name).sort(), ["tiny:base", "tiny:client-copy"]);
 
-  await assert.rejects(client.show({ model: "tiny:client" }), (e: unknown) => (e as { status_code?: number }).status_code === 404);
-  await assert.rejects(client.create({ model: "x", from: "no-such-base", stream: false }), (e: unknown) => (e as { status_code?: number }).status_code === 404);
+  await assert.rejects(
+    client.show({ model: "tiny:client" }),
+    (e: unknown) => (e as { status_code?: number }).status_code === 404,
+  );
+  await assert.rejects(
+    client.create({ model: "x", from: "no-such-base", stream: false }),
+    (e: unknown) => (e as { status_code?: number }).status_code === 404,
+  );
 });

@@ -26,7 +26,10 @@ export async function startStoreApp(): Promise<StoreApp> {
   app.use(createRoutes(deps), modelRoutes(deps));
   app.use(((err, _req, res, _next) => {
     const e = toAppError(err);
-    if (res.headersSent) { res.end(); return; }
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
     res.status(e.status).json({ error: e.message });
   }) as express.ErrorRequestHandler);
   const server = app.listen(0, "127.0.0.1");
@@ -34,6 +37,10 @@ export async function startStoreApp(): Promise<StoreApp> {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     store,
-    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

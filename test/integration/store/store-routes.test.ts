@@ -16,13 +16,19 @@ let ggufDigest: string;
 before(async () => {
   app = await startStoreApp();
   gguf = await tinyModelPath();
-  ggufDigest = `sha256:${createHash("sha256").update(await fs.readFile(gguf)).digest("hex")}`;
+  ggufDigest = `sha256:${createHash("sha256")
+    .update(await fs.readFile(gguf))
+    .digest("hex")}`;
 });
 after(() => app.close());
 
 const post = (path: string, body: unknown, method = "POST") =>
   fetch(`${app.url}${path}`, { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-const ndjson = async (res: Response) => (await res.text()).trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+const ndjson = async (res: Response) =>
+  (await res.text())
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 test("blob upload: streamed body, 201 on the right digest, 400 on a wrong or invalid one", async () => {
   const head = () => fetch(`${app.url}/api/blobs/${ggufDigest}`, { method: "HEAD" });
@@ -46,18 +52,29 @@ test("blob upload: streamed body, 201 on the right digest, 400 on a wrong or inv
   } as RequestInit);
   assert.equal(ok.status, 201);
   assert.equal((await head()).status, 200);
-  assert.deepEqual((await app.store.blobs.list()).map((b) => b.digest), [ggufDigest], "only the verified blob is stored");
+  assert.deepEqual(
+    (await app.store.blobs.list()).map((b) => b.digest),
+    [ggufDigest],
+    "only the verified blob is stored",
+  );
 });
 
 test("create from uploaded files streams Ollama-style progress and the model is listed", async () => {
-  const res = await post("/api/create", { model: "tiny:files", files: { "tiny.gguf": ggufDigest }, system: "Be brief." });
+  const res = await post("/api/create", {
+    model: "tiny:files",
+    files: { "tiny.gguf": ggufDigest },
+    system: "Be brief.",
+  });
   assert.equal(res.status, 200);
   assert.equal(res.headers.get("content-type"), "application/x-ndjson");
   const lines = await ndjson(res);
   const statuses = lines.map((l) => l.status as string);
   assert.equal(statuses[0], "parsing GGUF");
   assert.ok(statuses.includes(`using existing layer ${ggufDigest}`));
-  assert.ok(statuses.some((s) => /^creating new layer sha256:[0-9a-f]{64}$/.test(s)), "the system layer is new");
+  assert.ok(
+    statuses.some((s) => /^creating new layer sha256:[0-9a-f]{64}$/.test(s)),
+    "the system layer is new",
+  );
   assert.deepEqual(statuses.slice(-2), ["writing manifest", "success"]);
 
   const tags = TagsResponseSchema.parse(await (await fetch(`${app.url}/api/tags`)).json());
@@ -70,7 +87,12 @@ test("create from uploaded files streams Ollama-style progress and the model is 
 });
 
 test("create from a path on the server; stream:false answers one object", async () => {
-  const res = await post("/api/create", { model: "alice/tiny:path", from: gguf, parameters: { temperature: 0.2, stop: "<|im_end|>" }, stream: false });
+  const res = await post("/api/create", {
+    model: "alice/tiny:path",
+    from: gguf,
+    parameters: { temperature: 0.2, stop: "<|im_end|>" },
+    stream: false,
+  });
   assert.equal(res.status, 200);
   assert.match(res.headers.get("content-type") ?? "", /application\/json/);
   assert.deepEqual(await res.json(), { status: "success" });
@@ -127,7 +149,9 @@ test("show returns details, model_info, template and capabilities of the tiny mo
   assert.match(show.modelfile, /^FROM /m);
   assert.ok(!Number.isNaN(Date.parse(show.modified_at)));
 
-  const verbose = ShowResponseSchema.parse(await (await post("/api/show", { model: "tiny:files", verbose: true })).json());
+  const verbose = ShowResponseSchema.parse(
+    await (await post("/api/show", { model: "tiny:files", verbose: true })).json(),
+  );
   assert.ok(Array.isArray(verbose.model_info["tokenizer.ggml.tokens"]));
 
   const params = ShowResponseSchema.parse(await (await post("/api/show", { model: "alice/tiny:path" })).json());
@@ -141,7 +165,10 @@ test("copy and delete answer 200 and 404", async () => {
   assert.equal((await post("/api/copy", { source: "tiny:files", destination: "tiny:copy" })).status, 200);
   assert.equal((await post("/api/copy", { source: "nope", destination: "x" })).status, 404);
   assert.equal((await post("/api/copy", { source: "tiny:files" })).status, 400);
-  const names = async () => TagsResponseSchema.parse(await (await fetch(`${app.url}/api/tags`)).json()).models.map((m) => m.name).sort();
+  const names = async () =>
+    TagsResponseSchema.parse(await (await fetch(`${app.url}/api/tags`)).json())
+      .models.map((m) => m.name)
+      .sort();
   assert.deepEqual(await names(), ["alice/tiny:path", "tiny:copy", "tiny:files"]);
 
   for (const model of ["tiny:files", "tiny:copy", "alice/tiny:path"]) {

@@ -1,10 +1,27 @@
 // Benchmark-size random llamas in Q8_0: real compute and memory traffic, meaningless text. Control tokens are pushed
 // far down through a bias channel (as in tiny.ts), so generation practically never ends early and a benchmark's
 // token counts equal its max_tokens.
-import { baseVocab, llamaMetadata, llamaTensorShapes, SPM_SPACE, type LlamaShape, type TensorRole, type Vocab } from "./llama.ts";
+import {
+  baseVocab,
+  llamaMetadata,
+  llamaTensorShapes,
+  SPM_SPACE,
+  type LlamaShape,
+  type TensorRole,
+  type Vocab,
+} from "./llama.ts";
 import { makeRng, Q8_0_BLOCK_BYTES, type Rng } from "./numeric.ts";
 import { GGML_TYPE, TOKEN_TYPE, tensorByteSize, type GgmlType } from "./types.ts";
-import { fillF32, fillQ8_0Random, layoutTensors, withRowOverrides, writeGguf, type TensorFill, type TensorSpec, type WrittenGguf } from "./writer.ts";
+import {
+  fillF32,
+  fillQ8_0Random,
+  layoutTensors,
+  withRowOverrides,
+  writeGguf,
+  type TensorFill,
+  type TensorSpec,
+  type WrittenGguf,
+} from "./writer.ts";
 
 export type BenchShapeName = "250m" | "1b";
 
@@ -28,7 +45,9 @@ export interface BenchModelOptions {
 const WEIGHT_TYPE: GgmlType = GGML_TYPE.Q8_0;
 const LETTERS = "etaoinshrdlcumwfgypbvkjxqz";
 
-/** Base tokens, single characters, then random letter pieces whose prefixes are added first so SPM merges reach them. */
+/**
+ * Base tokens, single characters, then random letter pieces whose prefixes are added first so SPM merges reach them.
+ */
 export function benchVocab(nVocab: number, rng: Rng): Vocab {
   const vocab = baseVocab();
   const charset = LETTERS + LETTERS.toUpperCase() + "0123456789.,!?;:'\"-()[]{}<>/=+*#@$%&_|\n";
@@ -38,7 +57,8 @@ export function benchVocab(nVocab: number, rng: Rng): Vocab {
     const len = 2 + (rng.next() % 7);
     let w = rng.next() & 1 ? SPM_SPACE : "";
     for (let i = 0; i < len; i++) w += LETTERS[Math.floor(Math.pow(rng.uniform(), 2) * LETTERS.length)];
-    for (let i = 2; i <= w.length && vocab.size < nVocab; i++) vocab.add(w.slice(0, i), -3 - vocab.size * 1e-4 + i * 0.3, TOKEN_TYPE.NORMAL);
+    for (let i = 2; i <= w.length && vocab.size < nVocab; i++)
+      vocab.add(w.slice(0, i), -3 - vocab.size * 1e-4 + i * 0.3, TOKEN_TYPE.NORMAL);
   }
   return vocab;
 }
@@ -76,7 +96,8 @@ export async function writeBenchModel(file: string, opts: BenchModelOptions): Pr
   const vocab = benchVocab(s.nVocab, rng);
   // Layers never write to dim 0 (row 0 of the output projections is zero), so the residual stream keeps the
   // embedding's constant bias value there up to output.weight, whose control rows read only that dim.
-  const noWriteToDim0 = (std: number) => withRowOverrides(WEIGHT_TYPE, q8(rng, std), (row) => (row === 0 ? [] : undefined));
+  const noWriteToDim0 = (std: number) =>
+    withRowOverrides(WEIGHT_TYPE, q8(rng, std), (row) => (row === 0 ? [] : undefined));
   const controlRow = new Float32Array(s.nEmbd);
   controlRow[0] = controlLogit;
 
@@ -90,10 +111,14 @@ export async function writeBenchModel(file: string, opts: BenchModelOptions): Pr
     ffn_gate: () => q8(rng, 0.02),
     ffn_up: () => q8(rng, 0.02),
     ffn_down: () => noWriteToDim0(0.02),
-    output: () => withRowOverrides(WEIGHT_TYPE, q8(rng, 0.05), (row) => (vocab.isControl(row) ? controlRow : undefined)),
+    output: () =>
+      withRowOverrides(WEIGHT_TYPE, q8(rng, 0.05), (row) => (vocab.isControl(row) ? controlRow : undefined)),
   };
   const tensors: TensorSpec[] = llamaTensorShapes(s, vocab.size).map((t) => ({
-    name: t.name, dims: t.dims, type: weightTypeOf(t.role), fill: fillFor[t.role](),
+    name: t.name,
+    dims: t.dims,
+    type: weightTypeOf(t.role),
+    fill: fillFor[t.role](),
   }));
   const name = `bench-random-llama-${s.nLayer}L-${s.nEmbd}d`;
   return writeGguf(file, llamaMetadata(s, vocab, { name, weightType: WEIGHT_TYPE }), tensors);

@@ -34,7 +34,9 @@ export class Vocab {
     return id;
   }
 
-  get size(): number { return this.tokens.length; }
+  get size(): number {
+    return this.tokens.length;
+  }
 
   /** Control and unknown tokens: what a model should almost never emit when its control logit is strongly negative. */
   isControl(id: number): boolean {
@@ -63,9 +65,23 @@ export interface LlamaShape {
   nCtx: number;
 }
 
-export type TensorRole = "token_embd" | "norm" | "attn_q" | "attn_k" | "attn_v" | "attn_output" | "ffn_gate" | "ffn_up" | "ffn_down" | "output";
+export type TensorRole =
+  | "token_embd"
+  | "norm"
+  | "attn_q"
+  | "attn_k"
+  | "attn_v"
+  | "attn_output"
+  | "ffn_gate"
+  | "ffn_up"
+  | "ffn_down"
+  | "output";
 
-export interface TensorShape { name: string; dims: number[]; role: TensorRole }
+export interface TensorShape {
+  name: string;
+  dims: number[];
+  role: TensorRole;
+}
 
 /** The llama tensors in llama.cpp's conventional order; dims in GGUF order (ne0 = input features). */
 export function llamaTensorShapes(s: LlamaShape, nVocab: number): TensorShape[] {
@@ -87,7 +103,10 @@ export function llamaTensorShapes(s: LlamaShape, nVocab: number): TensorShape[] 
       { name: p + "ffn_down.weight", dims: [s.nFf, E], role: "ffn_down" },
     );
   }
-  out.push({ name: "output_norm.weight", dims: [E], role: "norm" }, { name: "output.weight", dims: [E, nVocab], role: "output" });
+  out.push(
+    { name: "output_norm.weight", dims: [E], role: "norm" },
+    { name: "output.weight", dims: [E, nVocab], role: "output" },
+  );
   return out;
 }
 

@@ -22,13 +22,13 @@ export function f32ToF16(value: number): number {
     const half = 1 << (shift - 1);
     const rest = m & ((1 << shift) - 1);
     let r = m >>> shift;
-    if (rest > half || (rest === half && (r & 1))) r++;
+    if (rest > half || (rest === half && r & 1)) r++;
     return sign | r;
   }
   let r = (e << 10) | (mant >>> 13);
   const rest = mant & 0x1fff;
   // A carry out of the mantissa bumps the exponent, which is the correctly rounded result (up to Inf).
-  if (rest > 0x1000 || (rest === 0x1000 && (r & 1))) r++;
+  if (rest > 0x1000 || (rest === 0x1000 && r & 1)) r++;
   return sign | r;
 }
 
@@ -58,7 +58,8 @@ export function quantizeQ8_0Block(values: ArrayLike<number>, out: Buffer, offset
   const d = Math.fround(amax / 127);
   const id = d ? Math.fround(1 / d) : 0;
   out.writeUInt16LE(f32ToF16(d), offset);
-  for (let j = 0; j < Q8_0_BLOCK; j++) out.writeInt8(roundAway(Math.fround(Math.fround(values[j] ?? 0) * id)), offset + 2 + j);
+  for (let j = 0; j < Q8_0_BLOCK; j++)
+    out.writeInt8(roundAway(Math.fround(Math.fround(values[j] ?? 0) * id)), offset + 2 + j);
 }
 
 /** Decodes Q8_0 blocks back to floats (for tests and checks). */
@@ -86,9 +87,11 @@ export interface Rng {
 export function makeRng(seed = 1234): Rng {
   let s = seed >>> 0 || 1;
   const next = (): number => {
-    s ^= s << 13; s >>>= 0;
+    s ^= s << 13;
+    s >>>= 0;
     s ^= s >>> 17;
-    s ^= s << 5; s >>>= 0;
+    s ^= s << 5;
+    s >>>= 0;
     return s;
   };
   const uniform = (): number => (next() + 0.5) / 4294967296;

@@ -21,18 +21,22 @@ const CONTROL_LOGIT_OFFSET = 2.5;
 
 export const TINY_SHAPE: LlamaShape = { nLayer: 2, nEmbd: 64, nFf: 128, nHead: 4, nHeadKv: 4, nCtx: 512 };
 
-const WORDS = ("the of and to a in is you that it he was for on are as with his they I at be this have from or one had by " +
+const WORDS = (
+  "the of and to a in is you that it he was for on are as with his they I at be this have from or one had by " +
   "word but not what all were we when your can said there use an each which she do how their if will up other about out " +
   "many then them these so some her would make like him into time has look two more write go see number no way could people " +
   "my than first water been call who oil its now find long down day did get come made may part hello world model server llama " +
-  "chat user assistant system answer question yes sky blue red green cat dog sun moon tree").split(" ");
+  "chat user assistant system answer question yes sky blue red green cat dog sun moon tree"
+).split(" ");
 const CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.,!?;:'\"-()[]{}<>/=+*#@$%&_|";
 
 /** Base tokens, then single characters, then every word's prefixes (word-initial ▁ forms and word-internal forms). */
 export function tinyVocab() {
   const vocab = baseVocab();
   const pieces = new Map<string, number>();
-  const setScore = (p: string, s: number) => { if ((pieces.get(p) ?? -Infinity) < s) pieces.set(p, s); };
+  const setScore = (p: string, s: number) => {
+    if ((pieces.get(p) ?? -Infinity) < s) pieces.set(p, s);
+  };
   setScore(SPM_SPACE, -1);
   for (const c of CHARS) setScore(c, -2);
   WORDS.forEach((w, rank) => {
@@ -50,7 +54,8 @@ export async function writeTinyModel(file: string, opts: TinyModelOptions = {}):
   // sampled 128-token completions: -3 → ~60% end with end-of-generation, -8 → none).
   const controlWeight = (opts.controlLogit ?? -3) + CONTROL_LOGIT_OFFSET;
   const vocab = tinyVocab();
-  const E = TINY_SHAPE.nEmbd, V = vocab.size;
+  const E = TINY_SHAPE.nEmbd,
+    V = vocab.size;
 
   // Why random weights still read like word pieces: embedding dim 0 is a constant "bias" channel, and output.weight
   // uses it to push control and byte tokens down and whole words up. The layers never write to dim 0 (row 0 of their
@@ -63,14 +68,19 @@ export async function writeTinyModel(file: string, opts: TinyModelOptions = {}):
   const outW = new Float32Array(E * V);
   for (let t = 0; t < V; t++) {
     const piece = vocab.tokens[t]!;
-    outW[t * E] = vocab.isControl(t) ? controlWeight
-      : vocab.types[t] === TOKEN_TYPE.BYTE ? -0.6
-      : piece.startsWith(SPM_SPACE) && piece.length > 2 ? 0.15 : -0.1;
+    outW[t * E] = vocab.isControl(t)
+      ? controlWeight
+      : vocab.types[t] === TOKEN_TYPE.BYTE
+        ? -0.6
+        : piece.startsWith(SPM_SPACE) && piece.length > 2
+          ? 0.15
+          : -0.1;
     for (let j = 1; j < E; j++) outW[t * E + j] = rng.gauss() * 0.5;
   }
 
   const gauss = (std: number) => fillF32(() => rng.gauss() * std);
-  const noWriteToDim0 = (base: TensorFill) => withRowOverrides(GGML_TYPE.F32, base, (row) => (row === 0 ? [] : undefined));
+  const noWriteToDim0 = (base: TensorFill) =>
+    withRowOverrides(GGML_TYPE.F32, base, (row) => (row === 0 ? [] : undefined));
   const fillFor: Record<TensorRole, () => TensorFill> = {
     token_embd: () => fillF32((i) => embd[i]!),
     norm: () => fillF32(() => 1),
@@ -83,6 +93,18 @@ export async function writeTinyModel(file: string, opts: TinyModelOptions = {}):
     ffn_down: () => noWriteToDim0(gauss(0.05)),
     output: () => fillF32((i) => outW[i]!),
   };
-  const tensors = llamaTensorShapes(TINY_SHAPE, V).map((t) => ({ name: t.name, dims: t.dims, type: GGML_TYPE.F32, fill: fillFor[t.role]() }));
-  return writeGguf(file, llamaMetadata({ ...TINY_SHAPE, nCtx: opts.contextLength ?? TINY_SHAPE.nCtx }, vocab, { name: "tiny-random-llama", weightType: GGML_TYPE.F32 }), tensors);
+  const tensors = llamaTensorShapes(TINY_SHAPE, V).map((t) => ({
+    name: t.name,
+    dims: t.dims,
+    type: GGML_TYPE.F32,
+    fill: fillFor[t.role](),
+  }));
+  return writeGguf(
+    file,
+    llamaMetadata({ ...TINY_SHAPE, nCtx: opts.contextLength ?? TINY_SHAPE.nCtx }, vocab, {
+      name: "tiny-random-llama",
+      weightType: GGML_TYPE.F32,
+    }),
+    tensors,
+  );
 }

@@ -5,8 +5,19 @@ export const GGUF_VERSION = 3;
 export const DEFAULT_ALIGNMENT = 32;
 
 export const GGUF_TYPE = {
-  UINT8: 0, INT8: 1, UINT16: 2, INT16: 3, UINT32: 4, INT32: 5, FLOAT32: 6, BOOL: 7,
-  STRING: 8, ARRAY: 9, UINT64: 10, INT64: 11, FLOAT64: 12,
+  UINT8: 0,
+  INT8: 1,
+  UINT16: 2,
+  INT16: 3,
+  UINT32: 4,
+  INT32: 5,
+  FLOAT32: 6,
+  BOOL: 7,
+  STRING: 8,
+  ARRAY: 9,
+  UINT64: 10,
+  INT64: 11,
+  FLOAT64: 12,
 } as const;
 export type GgufValueType = (typeof GGUF_TYPE)[keyof typeof GGUF_TYPE];
 
@@ -53,7 +64,11 @@ export const kv = {
   u64: (value: number | bigint): GgufValue => ({ type: GGUF_TYPE.UINT64, value }),
   i64: (value: number | bigint): GgufValue => ({ type: GGUF_TYPE.INT64, value }),
   f64: (value: number): GgufValue => ({ type: GGUF_TYPE.FLOAT64, value }),
-  arr: (elemType: GgufScalarType, value: readonly GgufScalarValue[]): GgufValue => ({ type: GGUF_TYPE.ARRAY, elemType, value }),
+  arr: (elemType: GgufScalarType, value: readonly GgufScalarValue[]): GgufValue => ({
+    type: GGUF_TYPE.ARRAY,
+    elemType,
+    value,
+  }),
 };
 
 /** Where and how a tensor is stored; dims in GGUF order (ne0 first = the row length). */

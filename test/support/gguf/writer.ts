@@ -5,12 +5,27 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import { f32ToF16, quantizeQ8_0Block, Q8_0_BLOCK, Q8_0_BLOCK_BYTES, type Rng } from "./numeric.ts";
 import {
-  alignUp, DEFAULT_ALIGNMENT, GGML_TYPE, GGUF_MAGIC, GGUF_TYPE, GGUF_VERSION, rowByteSize, tensorByteSize,
-  type GgmlType, type GgufMetadata, type GgufScalarType, type GgufScalarValue, type TensorInfo,
+  alignUp,
+  DEFAULT_ALIGNMENT,
+  GGML_TYPE,
+  GGUF_MAGIC,
+  GGUF_TYPE,
+  GGUF_VERSION,
+  rowByteSize,
+  tensorByteSize,
+  type GgmlType,
+  type GgufMetadata,
+  type GgufScalarType,
+  type GgufScalarValue,
+  type TensorInfo,
 } from "./types.ts";
 
 /** The rows [firstRow, firstRow + rowCount) of a tensor, to be encoded into `out` (exactly rowCount rows long). */
-export interface RowChunk { firstRow: number; rowCount: number; rowLength: number }
+export interface RowChunk {
+  firstRow: number;
+  rowCount: number;
+  rowLength: number;
+}
 export type TensorFill = (out: Buffer, chunk: RowChunk) => void;
 
 export interface TensorSpec {
@@ -43,45 +58,96 @@ class ByteSink {
     return at;
   }
   // reserve() may replace this.buf, so it must run before this.buf is read.
-  u8(v: number) { const at = this.reserve(1); this.buf.writeUInt8(v, at); }
-  i8(v: number) { const at = this.reserve(1); this.buf.writeInt8(v, at); }
-  u16(v: number) { const at = this.reserve(2); this.buf.writeUInt16LE(v, at); }
-  i16(v: number) { const at = this.reserve(2); this.buf.writeInt16LE(v, at); }
-  u32(v: number) { const at = this.reserve(4); this.buf.writeUInt32LE(v, at); }
-  i32(v: number) { const at = this.reserve(4); this.buf.writeInt32LE(v, at); }
-  f32(v: number) { const at = this.reserve(4); this.buf.writeFloatLE(v, at); }
-  f64(v: number) { const at = this.reserve(8); this.buf.writeDoubleLE(v, at); }
-  u64(v: number | bigint) { const at = this.reserve(8); this.buf.writeBigUInt64LE(BigInt(v), at); }
-  i64(v: number | bigint) { const at = this.reserve(8); this.buf.writeBigInt64LE(BigInt(v), at); }
+  u8(v: number) {
+    const at = this.reserve(1);
+    this.buf.writeUInt8(v, at);
+  }
+  i8(v: number) {
+    const at = this.reserve(1);
+    this.buf.writeInt8(v, at);
+  }
+  u16(v: number) {
+    const at = this.reserve(2);
+    this.buf.writeUInt16LE(v, at);
+  }
+  i16(v: number) {
+    const at = this.reserve(2);
+    this.buf.writeInt16LE(v, at);
+  }
+  u32(v: number) {
+    const at = this.reserve(4);
+    this.buf.writeUInt32LE(v, at);
+  }
+  i32(v: number) {
+    const at = this.reserve(4);
+    this.buf.writeInt32LE(v, at);
+  }
+  f32(v: number) {
+    const at = this.reserve(4);
+    this.buf.writeFloatLE(v, at);
+  }
+  f64(v: number) {
+    const at = this.reserve(8);
+    this.buf.writeDoubleLE(v, at);
+  }
+  u64(v: number | bigint) {
+    const at = this.reserve(8);
+    this.buf.writeBigUInt64LE(BigInt(v), at);
+  }
+  i64(v: number | bigint) {
+    const at = this.reserve(8);
+    this.buf.writeBigInt64LE(BigInt(v), at);
+  }
   str(s: string) {
     const bytes = Buffer.from(s, "utf8");
     this.u64(bytes.length);
     const at = this.reserve(bytes.length);
     bytes.copy(this.buf, at);
   }
-  bytes(): Buffer { return this.buf.subarray(0, this.length); }
+  bytes(): Buffer {
+    return this.buf.subarray(0, this.length);
+  }
 }
 
 function writeScalar(sink: ByteSink, type: GgufScalarType, v: GgufScalarValue, key: string): void {
-  const expect = (kind: string, ok: boolean) => { if (!ok) throw new Error(`metadata ${key}: expected ${kind}, got ${typeof v}`); };
-  if (type === GGUF_TYPE.STRING) { expect("string", typeof v === "string"); sink.str(v as string); return; }
-  if (type === GGUF_TYPE.BOOL) { expect("boolean", typeof v === "boolean"); sink.u8(v ? 1 : 0); return; }
+  const expect = (kind: string, ok: boolean) => {
+    if (!ok) throw new Error(`metadata ${key}: expected ${kind}, got ${typeof v}`);
+  };
+  if (type === GGUF_TYPE.STRING) {
+    expect("string", typeof v === "string");
+    sink.str(v as string);
+    return;
+  }
+  if (type === GGUF_TYPE.BOOL) {
+    expect("boolean", typeof v === "boolean");
+    sink.u8(v ? 1 : 0);
+    return;
+  }
   if (type === GGUF_TYPE.UINT64 || type === GGUF_TYPE.INT64) {
     expect("number or bigint", typeof v === "number" || typeof v === "bigint");
-    if (type === GGUF_TYPE.UINT64) sink.u64(v as number | bigint); else sink.i64(v as number | bigint);
+    if (type === GGUF_TYPE.UINT64) sink.u64(v as number | bigint);
+    else sink.i64(v as number | bigint);
     return;
   }
   expect("number", typeof v === "number");
   const n = v as number;
   switch (type) {
-    case GGUF_TYPE.UINT8: return sink.u8(n);
-    case GGUF_TYPE.INT8: return sink.i8(n);
-    case GGUF_TYPE.UINT16: return sink.u16(n);
-    case GGUF_TYPE.INT16: return sink.i16(n);
-    case GGUF_TYPE.UINT32: return sink.u32(n);
-    case GGUF_TYPE.INT32: return sink.i32(n);
-    case GGUF_TYPE.FLOAT32: return sink.f32(n);
-    case GGUF_TYPE.FLOAT64: return sink.f64(n);
+    case GGUF_TYPE.UINT8:
+      return sink.u8(n);
+    case GGUF_TYPE.INT8:
+      return sink.i8(n);
+    case GGUF_TYPE.UINT16:
+      return sink.u16(n);
+    case GGUF_TYPE.INT16:
+      return sink.i16(n);
+    case GGUF_TYPE.UINT32:
+      return sink.u32(n);
+    case GGUF_TYPE.INT32:
+      return sink.i32(n);
+    case GGUF_TYPE.FLOAT32:
+      return sink.f32(n);
+    case GGUF_TYPE.FLOAT64:
+      return sink.f64(n);
   }
 }
 
@@ -120,12 +186,16 @@ function resolveAlignment(metadata: GgufMetadata, requested: number | undefined)
     throw new Error(`alignment ${requested} contradicts general.alignment = ${fromMeta}`);
   }
   const alignment = requested ?? fromMeta ?? DEFAULT_ALIGNMENT;
-  if (!Number.isInteger(alignment) || alignment <= 0 || alignment % 8 !== 0) throw new Error(`alignment must be a positive multiple of 8, got ${alignment}`);
+  if (!Number.isInteger(alignment) || alignment <= 0 || alignment % 8 !== 0)
+    throw new Error(`alignment must be a positive multiple of 8, got ${alignment}`);
   return alignment;
 }
 
 /** Tensor offsets within the data section: each tensor starts aligned. Pure. */
-export function layoutTensors(tensors: readonly Omit<TensorSpec, "fill">[], alignment = DEFAULT_ALIGNMENT): TensorInfo[] {
+export function layoutTensors(
+  tensors: readonly Omit<TensorSpec, "fill">[],
+  alignment = DEFAULT_ALIGNMENT,
+): TensorInfo[] {
   const seen = new Set<string>();
   let offset = 0;
   return tensors.map((t) => {
@@ -153,11 +223,17 @@ export async function writeGguf(
   const infos = layoutTensors(tensors, alignment);
   const header = encodeHeader(metadata, infos);
   const dataOffset = alignUp(header.length, alignment);
-  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`);
+  const tmp = path.join(
+    path.dirname(file),
+    `.${path.basename(file)}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`,
+  );
   const fh = await fsp.open(tmp, "w");
   let pos = 0;
   try {
-    const write = async (buf: Buffer) => { await fh.write(buf, 0, buf.length, pos); pos += buf.length; };
+    const write = async (buf: Buffer) => {
+      await fh.write(buf, 0, buf.length, pos);
+      pos += buf.length;
+    };
     await write(header);
     await write(Buffer.alloc(dataOffset - header.length));
     let chunkBuf = Buffer.alloc(0);
@@ -250,10 +326,15 @@ export function fillQ8_0Random(rng: Rng, scale: number): TensorFill {
 
 /**
  * Wraps a fill so chosen rows get exact values instead (encoded in the tensor's type): `rowValues(row)` returns the
- * row's values (missing trailing values are 0, so [] is a zero row), or undefined to keep the base fill's output. The base fill still runs first, so a seeded PRNG advances
+ * row's values (missing trailing values are 0, so [] is a zero row), or undefined to keep the base fill's output. The
+ * base fill still runs first, so a seeded PRNG advances
  * exactly as without overrides.
  */
-export function withRowOverrides(type: GgmlType, base: TensorFill, rowValues: (row: number) => ArrayLike<number> | undefined): TensorFill {
+export function withRowOverrides(
+  type: GgmlType,
+  base: TensorFill,
+  rowValues: (row: number) => ArrayLike<number> | undefined,
+): TensorFill {
   return (out, chunk) => {
     base(out, chunk);
     const rowBytes = rowByteSize(type, chunk.rowLength);

@@ -6,5 +6,8 @@ test("llama-server slot mode: its own LRU choice by default, pinned on request, 
   assert.equal(llamaSlotsFromEnv({}), "lru");
   assert.equal(llamaSlotsFromEnv({ GANTRY_BENCH_LLAMA_SLOTS: "lru" }), "lru");
   assert.equal(llamaSlotsFromEnv({ GANTRY_BENCH_LLAMA_SLOTS: "pinned" }), "pinned");
-  assert.throws(() => llamaSlotsFromEnv({ GANTRY_BENCH_LLAMA_SLOTS: "fixed" }), /GANTRY_BENCH_LLAMA_SLOTS must be "lru" or "pinned"/);
+  assert.throws(
+    () => llamaSlotsFromEnv({ GANTRY_BENCH_LLAMA_SLOTS: "fixed" }),
+    /GANTRY_BENCH_LLAMA_SLOTS must be "lru" or "pinned"/,
+  );
 });

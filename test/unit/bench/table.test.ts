@@ -12,7 +12,11 @@ test("median and spread of measurements", () => {
 test("the paired ratio is the median of each round's own ratio, with the rounds won", () => {
   // Rounds' own ratios 1.02, 0.73, 1.03; the ratio of the medians would read 0.91 (50 ÷ 55).
   assert.equal(pairedRatio([50, 40, 60], [49, 55, 58]), "1.02 (2/3)");
-  assert.equal(pairedRatio([100, 120], [110, 100], true), "1.05 (1/2)", "lower is better: a round is won at a ratio ≤ 1");
+  assert.equal(
+    pairedRatio([100, 120], [110, 100], true),
+    "1.05 (1/2)",
+    "lower is better: a round is won at a ratio ≤ 1",
+  );
   assert.equal(pairedRatio([1, Number.NaN], [1, 2]), "1.00 (1/1)", "rounds without a measurement are left out");
   assert.equal(pairedRatio([], []), "-");
 });

@@ -11,15 +11,27 @@ test("userTurn attaches image files named in the text as base64 and keeps other 
   fs.writeFileSync(path.join(dir, "cat.png"), png);
   fs.writeFileSync(path.join(dir, "dog.jpg"), Buffer.from("jpeg bytes"));
   const said: string[] = [];
-  const ctx = { cwd: dir, say: (l: string) => { said.push(l); } };
+  const ctx = {
+    cwd: dir,
+    say: (l: string) => {
+      said.push(l);
+    },
+  };
 
-  assert.deepEqual(userTurn(ctx, "what is in ./cat.png?"), { role: "user", content: "what is in ?", images: [png.toString("base64")] });
+  assert.deepEqual(userTurn(ctx, "what is in ./cat.png?"), {
+    role: "user",
+    content: "what is in ?",
+    images: [png.toString("base64")],
+  });
   assert.deepEqual(said, [`Added image '${path.join(dir, "cat.png")}'`]);
 
   const both = userTurn(ctx, "compare", [path.join(dir, "dog.jpg")]);
   assert.deepEqual(both.images, [Buffer.from("jpeg bytes").toString("base64")]);
 
   // No images: the text goes unchanged (spacing included).
-  assert.deepEqual(userTurn(ctx, "  plain   text ./missing.png "), { role: "user", content: "  plain   text ./missing.png " });
+  assert.deepEqual(userTurn(ctx, "  plain   text ./missing.png "), {
+    role: "user",
+    content: "  plain   text ./missing.png ",
+  });
   fs.rmSync(dir, { recursive: true });
 });

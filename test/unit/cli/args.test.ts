@@ -11,20 +11,34 @@ test("flags and positionals, with short aliases", () => {
 });
 
 test("prompt words after the model stay positionals, in order", () => {
-  const r = parseArgs("run", ["tiny", "why", "is", "the", "sky", "blue?", "--verbose"], { verbose: { type: "boolean" } });
+  const r = parseArgs("run", ["tiny", "why", "is", "the", "sky", "blue?", "--verbose"], {
+    verbose: { type: "boolean" },
+  });
   assert.deepEqual(r.positionals, ["tiny", "why", "is", "the", "sky", "blue?"]);
   assert.equal(r.flags.verbose, true);
 });
 
 test("unknown flags and missing values are one-line usage errors naming the command", () => {
-  assert.throws(() => parseArgs("show", ["m", "--nope"], {}), (e: unknown) => e instanceof UsageError && e.message === "show: Unknown option '--nope'");
-  assert.throws(() => parseArgs("create", ["m", "-f"], { file: { type: "string", short: "f" } }),
-    (e: unknown) => e instanceof UsageError && e.message.startsWith("create: ") && e.message.includes("-f") && !e.message.includes("\n"));
+  assert.throws(
+    () => parseArgs("show", ["m", "--nope"], {}),
+    (e: unknown) => e instanceof UsageError && e.message === "show: Unknown option '--nope'",
+  );
+  assert.throws(
+    () => parseArgs("create", ["m", "-f"], { file: { type: "string", short: "f" } }),
+    (e: unknown) =>
+      e instanceof UsageError &&
+      e.message.startsWith("create: ") &&
+      e.message.includes("-f") &&
+      !e.message.includes("\n"),
+  );
 });
 
 test("expectPositionals reports what is missing or extra", () => {
   assert.deepEqual(expectPositionals(["a", "b"], ["source", "destination"], "gantry cp <s> <d>"), ["a", "b"]);
-  assert.throws(() => expectPositionals(["a"], ["source", "destination"], "gantry cp <s> <d>"), /missing destination \(usage: gantry cp <s> <d>\)/);
+  assert.throws(
+    () => expectPositionals(["a"], ["source", "destination"], "gantry cp <s> <d>"),
+    /missing destination \(usage: gantry cp <s> <d>\)/,
+  );
   assert.throws(() => expectPositionals([], ["source", "destination"], "u"), /missing source and destination/);
   assert.throws(() => expectPositionals(["a", "b", "c"], ["source", "destination"], "u"), /unexpected argument "c"/);
 });

@@ -10,7 +10,10 @@ test("each request carries the system message, the whole history and the new tur
   s.system = "be brief";
   const second = { role: "user" as const, content: "and?" };
   assert.deepEqual(s.request(second).messages, [
-    { role: "system", content: "be brief" }, first, { role: "assistant", content: "hello!" }, second,
+    { role: "system", content: "be brief" },
+    first,
+    { role: "assistant", content: "hello!" },
+    second,
   ]);
   s.clear();
   assert.deepEqual(s.request(second).messages, [{ role: "system", content: "be brief" }, second]);
@@ -21,13 +24,23 @@ test("setParameter types values, repeats stop, and rejects bad names and values"
   assert.equal(s.setParameter("temperature", ["0.25"]), null);
   assert.equal(s.setParameter("num_ctx", ["2048"]), null);
   assert.equal(s.setParameter("stop", ["<|im_end|>", "END"]), null);
-  assert.deepEqual(s.request({ role: "user", content: "x" }).options, { temperature: 0.25, num_ctx: 2048, stop: ["<|im_end|>", "END"] });
+  assert.deepEqual(s.request({ role: "user", content: "x" }).options, {
+    temperature: 0.25,
+    num_ctx: 2048,
+    stop: ["<|im_end|>", "END"],
+  });
   assert.match(s.setParameter("temperature", ["hot"]) ?? "", /expected a number/);
   assert.match(s.setParameter("num_ctx", ["1.5"]) ?? "", /expected an integer/);
   assert.match(s.setParameter("bogus", ["1"]) ?? "", /unknown parameter "bogus"/);
   assert.match(s.setParameter("temperature", ["1", "2"]) ?? "", /takes one value/);
   assert.equal(s.options.temperature, 0.25, "a rejected value leaves the old one");
-  assert.equal(s.describeOptions(), [
-    `${"temperature".padEnd(30)} 0.25`, `${"num_ctx".padEnd(30)} 2048`, `${"stop".padEnd(30)} "<|im_end|>"`, `${"stop".padEnd(30)} "END"`,
-  ].join("\n"));
+  assert.equal(
+    s.describeOptions(),
+    [
+      `${"temperature".padEnd(30)} 0.25`,
+      `${"num_ctx".padEnd(30)} 2048`,
+      `${"stop".padEnd(30)} "<|im_end|>"`,
+      `${"stop".padEnd(30)} "END"`,
+    ].join("\n"),
+  );
 });

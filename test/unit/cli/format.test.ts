@@ -4,15 +4,33 @@ import { formatBytes, formatEta, formatSpeed, formatTable, relativeTime, shortId
 
 test("formatBytes uses decimal units with at most three significant digits", () => {
   const cases: [number, string][] = [
-    [0, "0 B"], [999, "999 B"], [1000, "1 KB"], [1500, "1.5 KB"], [823_456, "823 KB"], [12_345_678, "12.3 MB"],
-    [4_700_000_000, "4.7 GB"], [1_234_000_000_000, "1.23 TB"], [-1, "?"], [Number.NaN, "?"],
+    [0, "0 B"],
+    [999, "999 B"],
+    [1000, "1 KB"],
+    [1500, "1.5 KB"],
+    [823_456, "823 KB"],
+    [12_345_678, "12.3 MB"],
+    [4_700_000_000, "4.7 GB"],
+    [1_234_000_000_000, "1.23 TB"],
+    [-1, "?"],
+    [Number.NaN, "?"],
   ];
   for (const [n, want] of cases) assert.equal(formatBytes(n), want, `formatBytes(${n})`);
   assert.equal(formatSpeed(2_500_000), "2.5 MB/s");
 });
 
 test("formatEta shows seconds, minutes and hours", () => {
-  const cases: [number, string][] = [[0, "0s"], [0.2, "1s"], [59, "59s"], [60, "1m00s"], [192, "3m12s"], [3600, "1h00m"], [3840, "1h04m"], [Infinity, "?"], [-5, "?"]];
+  const cases: [number, string][] = [
+    [0, "0s"],
+    [0.2, "1s"],
+    [59, "59s"],
+    [60, "1m00s"],
+    [192, "3m12s"],
+    [3600, "1h00m"],
+    [3840, "1h04m"],
+    [Infinity, "?"],
+    [-5, "?"],
+  ];
   for (const [s, want] of cases) assert.equal(formatEta(s), want, `formatEta(${s})`);
 });
 
@@ -34,11 +52,19 @@ test("relativeTime reads like ollama list", () => {
 });
 
 test("formatTable pads columns to the widest cell and trims line ends", () => {
-  const out = formatTable(["NAME", "ID", "SIZE"], [["tiny:latest", "abc", "804 KB"], ["a-much-longer-name:v2", "def012345678", "4.7 GB"]]);
-  assert.equal(out,
+  const out = formatTable(
+    ["NAME", "ID", "SIZE"],
+    [
+      ["tiny:latest", "abc", "804 KB"],
+      ["a-much-longer-name:v2", "def012345678", "4.7 GB"],
+    ],
+  );
+  assert.equal(
+    out,
     "NAME                    ID             SIZE\n" +
-    "tiny:latest             abc            804 KB\n" +
-    "a-much-longer-name:v2   def012345678   4.7 GB\n");
+      "tiny:latest             abc            804 KB\n" +
+      "a-much-longer-name:v2   def012345678   4.7 GB\n",
+  );
   assert.equal(formatTable(["NAME", "ID"], []), "NAME   ID\n");
 });
 

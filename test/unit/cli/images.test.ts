@@ -3,7 +3,13 @@ import path from "node:path";
 import { test } from "node:test";
 import { extractImagePaths, isImagePath } from "../../../server/cli/images.ts";
 
-const files = new Set(["/home/u/cat.jpg", "/abs/x.png", "/home/u/my pics/dog.webp", "/home/u/notes.txt", "/tmp/A.JPEG"]);
+const files = new Set([
+  "/home/u/cat.jpg",
+  "/abs/x.png",
+  "/home/u/my pics/dog.webp",
+  "/home/u/notes.txt",
+  "/tmp/A.JPEG",
+]);
 const resolve = (p: string) => (p.startsWith("~/") ? path.join("/home/u", p.slice(2)) : path.resolve("/home/u", p));
 const exists = (p: string) => files.has(p);
 const run = (prompt: string) => extractImagePaths(prompt, resolve, exists);
@@ -17,13 +23,22 @@ test("isImagePath knows image extensions, case-insensitively", () => {
 
 test("relative, absolute and ~ paths of existing images are attached and removed from the prompt", () => {
   assert.deepEqual(run("what is in ./cat.jpg?"), { prompt: "what is in ?", paths: ["/home/u/cat.jpg"] });
-  assert.deepEqual(run("compare /abs/x.png and ~/cat.jpg please"), { prompt: "compare and please", paths: ["/abs/x.png", "/home/u/cat.jpg"] });
+  assert.deepEqual(run("compare /abs/x.png and ~/cat.jpg please"), {
+    prompt: "compare and please",
+    paths: ["/abs/x.png", "/home/u/cat.jpg"],
+  });
   assert.deepEqual(run("describe /tmp/A.JPEG"), { prompt: "describe", paths: ["/tmp/A.JPEG"] });
 });
 
 test("quoted paths and escaped spaces", () => {
-  assert.deepEqual(run(`look at "./my pics/dog.webp" now`), { prompt: "look at now", paths: ["/home/u/my pics/dog.webp"] });
-  assert.deepEqual(run(String.raw`look at ./my\ pics/dog.webp`), { prompt: "look at", paths: ["/home/u/my pics/dog.webp"] });
+  assert.deepEqual(run(`look at "./my pics/dog.webp" now`), {
+    prompt: "look at now",
+    paths: ["/home/u/my pics/dog.webp"],
+  });
+  assert.deepEqual(run(String.raw`look at ./my\ pics/dog.webp`), {
+    prompt: "look at",
+    paths: ["/home/u/my pics/dog.webp"],
+  });
 });
 
 test("missing files, non-images and bare words stay as text", () => {

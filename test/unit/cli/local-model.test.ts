@@ -7,8 +7,15 @@ import { test } from "node:test";
 import { isGgufPath, modelNameForFile, resolveUserPath, sha256File } from "../../../server/cli/local-model.ts";
 
 test("which references are local GGUF files", () => {
-  for (const ref of ["./model.gguf", "../m/x.GGUF", "/abs/y.gguf", "~/z.gguf", "plain.gguf"]) assert.equal(isGgufPath(ref), true, ref);
-  for (const ref of ["tiny", "tiny:latest", "hf.co/org/repo:Q4_K_M", "hf.co/org/repo:Model-Q8_0.gguf", "huggingface.co/o/r:x.gguf"]) {
+  for (const ref of ["./model.gguf", "../m/x.GGUF", "/abs/y.gguf", "~/z.gguf", "plain.gguf"])
+    assert.equal(isGgufPath(ref), true, ref);
+  for (const ref of [
+    "tiny",
+    "tiny:latest",
+    "hf.co/org/repo:Q4_K_M",
+    "hf.co/org/repo:Model-Q8_0.gguf",
+    "huggingface.co/o/r:x.gguf",
+  ]) {
     assert.equal(isGgufPath(ref), false, ref);
   }
 });

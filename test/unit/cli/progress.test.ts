@@ -5,7 +5,10 @@ import { ProgressDisplay, renderBar, SpeedMeter, statusLabel } from "../../../se
 const DIGEST = "sha256:6340dc3229b0a1b2c3d4e5f60718293a4b5c6d7e8f9012345678901234567890";
 
 test("renderBar shows percent, a proportional bar, bytes, speed and ETA", () => {
-  const line = renderBar({ label: "pulling 6340dc3229b0", completed: 1_000_000_000, total: 4_000_000_000, speed: 10_000_000 }, 20);
+  const line = renderBar(
+    { label: "pulling 6340dc3229b0", completed: 1_000_000_000, total: 4_000_000_000, speed: 10_000_000 },
+    20,
+  );
   assert.equal(line, "pulling 6340dc3229b0:  25% ▕█████               ▏ 1 GB/4 GB  10 MB/s  5m00s");
 });
 
@@ -20,10 +23,17 @@ test("renderBar without a known speed leaves out speed and ETA, and clamps overs
 });
 
 test("statusLabel shortens digests to 12 hex", () => {
-  assert.equal(statusLabel({ status: `pulling ${DIGEST}`, digest: DIGEST, total: 10, completed: 1 }), "pulling 6340dc3229b0");
+  assert.equal(
+    statusLabel({ status: `pulling ${DIGEST}`, digest: DIGEST, total: 10, completed: 1 }),
+    "pulling 6340dc3229b0",
+  );
   assert.equal(statusLabel({ status: "downloading", digest: DIGEST, total: 10 }), "downloading 6340dc3229b0");
   assert.equal(statusLabel({ status: "verifying sha256 digest" }), "verifying sha256 digest");
-  assert.equal(statusLabel({ status: "pulling 6340dc3229b0", digest: DIGEST, total: 10 }), "pulling 6340dc3229b0", "already short");
+  assert.equal(
+    statusLabel({ status: "pulling 6340dc3229b0", digest: DIGEST, total: 10 }),
+    "pulling 6340dc3229b0",
+    "already short",
+  );
 });
 
 test("SpeedMeter measures over a sliding window", () => {
@@ -41,14 +51,31 @@ test("SpeedMeter measures over a sliding window", () => {
 function collect(isTTY: boolean) {
   let text = "";
   let t = 0;
-  const display = new ProgressDisplay({ write: (s) => { text += s; }, isTTY }, () => t);
-  return { display, text: () => text, advance: (ms: number) => { t += ms; } };
+  const display = new ProgressDisplay(
+    {
+      write: (s) => {
+        text += s;
+      },
+      isTTY,
+    },
+    () => t,
+  );
+  return {
+    display,
+    text: () => text,
+    advance: (ms: number) => {
+      t += ms;
+    },
+  };
 }
 
 test("on a non-terminal each status is printed once and a download twice (start and done), never per chunk", () => {
   const { display, text, advance } = collect(false);
   display.update({ status: "pulling manifest" });
-  for (let done = 0; done <= 100; done += 10) { advance(100); display.update({ status: `pulling ${DIGEST}`, digest: DIGEST, total: 100, completed: done }); }
+  for (let done = 0; done <= 100; done += 10) {
+    advance(100);
+    display.update({ status: `pulling ${DIGEST}`, digest: DIGEST, total: 100, completed: done });
+  }
   display.update({ status: "verifying sha256 digest" });
   display.update({ status: "writing manifest" });
   display.update({ status: "success" });

@@ -25,20 +25,47 @@ test("slash commands", () => {
   assert.deepEqual(parseReplInput("/?"), { kind: "help" });
   assert.deepEqual(parseReplInput("/help"), { kind: "help" });
   assert.deepEqual(parseReplInput("/clear"), { kind: "clear" });
-  assert.deepEqual(parseReplInput("/set parameter temperature 0.2"), { kind: "set-parameter", name: "temperature", values: ["0.2"] });
-  assert.deepEqual(parseReplInput('/set parameter stop "<|im_end|>" "two words" x'), { kind: "set-parameter", name: "stop", values: ["<|im_end|>", "two words", "x"] });
-  assert.deepEqual(parseReplInput("/set system You are terse.  Really."), { kind: "set-system", text: "You are terse.  Really." });
-  assert.deepEqual(parseReplInput("/set system You are\na pirate."), { kind: "set-system", text: "You are\na pirate." });
+  assert.deepEqual(parseReplInput("/set parameter temperature 0.2"), {
+    kind: "set-parameter",
+    name: "temperature",
+    values: ["0.2"],
+  });
+  assert.deepEqual(parseReplInput('/set parameter stop "<|im_end|>" "two words" x'), {
+    kind: "set-parameter",
+    name: "stop",
+    values: ["<|im_end|>", "two words", "x"],
+  });
+  assert.deepEqual(parseReplInput("/set system You are terse.  Really."), {
+    kind: "set-system",
+    text: "You are terse.  Really.",
+  });
+  assert.deepEqual(parseReplInput("/set system You are\na pirate."), {
+    kind: "set-system",
+    text: "You are\na pirate.",
+  });
   for (const topic of ["info", "template", "parameters", "system", "license", "modelfile"]) {
     assert.deepEqual(parseReplInput(`/show ${topic}`), { kind: "show", topic });
   }
-  assert.deepEqual(parseReplInput("/image ./cat.jpg what is this?"), { kind: "image", path: "./cat.jpg", text: "what is this?" });
+  assert.deepEqual(parseReplInput("/image ./cat.jpg what is this?"), {
+    kind: "image",
+    path: "./cat.jpg",
+    text: "what is this?",
+  });
 });
 
 test("messages, blanks and mistakes", () => {
   assert.deepEqual(parseReplInput("why is the sky blue?"), { kind: "message", text: "why is the sky blue?" });
   assert.deepEqual(parseReplInput("   "), { kind: "empty" });
-  for (const bad of ["/set parameter temperature", "/set parameter", "/set system", "/set foo bar", "/show", "/show nonsense", "/image", "/frobnicate"]) {
+  for (const bad of [
+    "/set parameter temperature",
+    "/set parameter",
+    "/set system",
+    "/set foo bar",
+    "/show",
+    "/show nonsense",
+    "/image",
+    "/frobnicate",
+  ]) {
     assert.equal(parseReplInput(bad).kind, "invalid", bad);
   }
   assert.match((parseReplInput("/frobnicate") as { message: string }).message, /unknown command "\/frobnicate"/);

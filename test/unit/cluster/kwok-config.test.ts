@@ -34,7 +34,10 @@ test("pod stages gain a selector that skips process-runtime pods; node stages ar
   const docs = YAML.parseAllDocuments(kwokConfigExcludingProcessRuntime(source)).map((d) => d.toJS());
   assert.equal(docs.length, 4);
   assert.deepEqual(docs[1].spec.selector.matchExpressions, [{ key: ".status.phase", operator: "DoesNotExist" }]);
-  assert.deepEqual(docs[2].spec.selector.matchExpressions, [{ key: ".metadata.deletionTimestamp", operator: "DoesNotExist" }, excludeProcessRuntimePods]);
+  assert.deepEqual(docs[2].spec.selector.matchExpressions, [
+    { key: ".metadata.deletionTimestamp", operator: "DoesNotExist" },
+    excludeProcessRuntimePods,
+  ]);
   assert.deepEqual(docs[3].spec.selector.matchExpressions, [excludeProcessRuntimePods]);
 });
 

@@ -13,14 +13,22 @@ test("defaults apply and empty strings count as unset", () => {
 });
 
 test("every invalid variable is reported at once", () => {
-  assert.throws(() => parseEnv(ServerConfigSchema, { GANTRY_NUM_PARALLEL: "zero", GANTRY_KEEP_ALIVE: "soon", GANTRY_LOG_LEVEL: "loud" }), (e: ConfigError) => {
-    assert.ok(e instanceof ConfigError);
-    assert.equal(e.issues.length, 3);
-    assert.match(e.message, /GANTRY_NUM_PARALLEL/);
-    assert.match(e.message, /GANTRY_KEEP_ALIVE/);
-    assert.match(e.message, /GANTRY_LOG_LEVEL/);
-    return true;
-  });
+  assert.throws(
+    () =>
+      parseEnv(ServerConfigSchema, {
+        GANTRY_NUM_PARALLEL: "zero",
+        GANTRY_KEEP_ALIVE: "soon",
+        GANTRY_LOG_LEVEL: "loud",
+      }),
+    (e: ConfigError) => {
+      assert.ok(e instanceof ConfigError);
+      assert.equal(e.issues.length, 3);
+      assert.match(e.message, /GANTRY_NUM_PARALLEL/);
+      assert.match(e.message, /GANTRY_KEEP_ALIVE/);
+      assert.match(e.message, /GANTRY_LOG_LEVEL/);
+      return true;
+    },
+  );
 });
 
 const hosts: Array<[string, { host: string; port: number }]> = [

@@ -10,12 +10,17 @@ const tmpLock = () => path.join(fs.mkdtempSync(path.join(os.tmpdir(), "gantry-lo
 test("withDirLock runs holders one at a time and removes the lock afterwards", async () => {
   const lock = tmpLock();
   const events: string[] = [];
-  const hold = (name: string) => withDirLock(lock, async () => {
-    events.push(`${name} in`);
-    await new Promise((r) => setTimeout(r, 30));
-    events.push(`${name} out`);
-    return name;
-  }, { pollMs: 5 });
+  const hold = (name: string) =>
+    withDirLock(
+      lock,
+      async () => {
+        events.push(`${name} in`);
+        await new Promise((r) => setTimeout(r, 30));
+        events.push(`${name} out`);
+        return name;
+      },
+      { pollMs: 5 },
+    );
   assert.deepEqual(await Promise.all([hold("a"), hold("b")]), ["a", "b"]);
   assert.deepEqual(events, ["a in", "a out", "b in", "b out"]);
   assert.equal(fs.existsSync(lock), false);
@@ -34,6 +39,11 @@ test("a lock left by a dead process is taken over; a live owner's is not", async
 
 test("the lock is released when the holder throws", async () => {
   const lock = tmpLock();
-  await assert.rejects(withDirLock(lock, async () => { throw new Error("boom"); }), /boom/);
+  await assert.rejects(
+    withDirLock(lock, async () => {
+      throw new Error("boom");
+    }),
+    /boom/,
+  );
   assert.equal(fs.existsSync(lock), false);
 });

@@ -26,5 +26,7 @@ test("unknown errors become INTERNAL and never leak their message", () => {
 test("wire shapes", () => {
   const e = new AppError("MODEL_NOT_FOUND", 'model "x" not found', { param: "model" });
   assert.deepEqual(ollamaErrorBody(e), { error: 'model "x" not found' });
-  assert.deepEqual(openaiErrorBody(e), { error: { message: 'model "x" not found', type: "not_found_error", param: "model", code: "model_not_found" } });
+  assert.deepEqual(openaiErrorBody(e), {
+    error: { message: 'model "x" not found', type: "not_found_error", param: "model", code: "model_not_found" },
+  });
 });

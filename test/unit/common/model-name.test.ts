@@ -2,7 +2,13 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { AppError } from "../../../server/common/errors.ts";
 import {
-  displayName, formatModelName, fromManifestPath, parseModelName, qualifiedModelName, sameModelName, toManifestPath,
+  displayName,
+  formatModelName,
+  fromManifestPath,
+  parseModelName,
+  qualifiedModelName,
+  sameModelName,
+  toManifestPath,
 } from "../../../server/common/model-name.ts";
 
 test("valid names parse with defaults and display in short form", () => {
@@ -15,12 +21,23 @@ test("valid names parse with defaults and display in short form", () => {
     ["gantry.local/library/smollm2:135m", ["gantry.local", "library", "smollm2", "135m", "smollm2:135m"]],
     ["alice/my-model", ["gantry.local", "alice", "my-model", "latest", "alice/my-model:latest"]],
     ["alice/my_model.v2:q4_0", ["gantry.local", "alice", "my_model.v2", "q4_0", "alice/my_model.v2:q4_0"]],
-    ["hf.co/bartowski/Llama-3.2-1B-Instruct-GGUF:Q4_K_M",
-      ["hf.co", "bartowski", "Llama-3.2-1B-Instruct-GGUF", "Q4_K_M", "hf.co/bartowski/Llama-3.2-1B-Instruct-GGUF:Q4_K_M"]],
+    [
+      "hf.co/bartowski/Llama-3.2-1B-Instruct-GGUF:Q4_K_M",
+      [
+        "hf.co",
+        "bartowski",
+        "Llama-3.2-1B-Instruct-GGUF",
+        "Q4_K_M",
+        "hf.co/bartowski/Llama-3.2-1B-Instruct-GGUF:Q4_K_M",
+      ],
+    ],
     ["hf.co/org/repo", ["hf.co", "org", "repo", "latest", "hf.co/org/repo:latest"]],
     ["huggingface.co/org/repo:q8_0", ["hf.co", "org", "repo", "q8_0", "hf.co/org/repo:q8_0"]],
     ["localhost:5000/team/model:v1", ["localhost:5000", "team", "model", "v1", "localhost:5000/team/model:v1"]],
-    ["registry.example.com/team/model", ["registry.example.com", "team", "model", "latest", "registry.example.com/team/model:latest"]],
+    [
+      "registry.example.com/team/model",
+      ["registry.example.com", "team", "model", "latest", "registry.example.com/team/model:latest"],
+    ],
     ["SmolLM2:135M", ["gantry.local", "library", "SmolLM2", "135M", "SmolLM2:135M"]],
     ["_private:x", ["gantry.local", "library", "_private", "x", "_private:x"]],
     ["m:" + "t".repeat(80), ["gantry.local", "library", "m", "t".repeat(80), "m:" + "t".repeat(80)]],
@@ -61,12 +78,16 @@ test("invalid names are rejected with MODEL_INVALID_NAME and a reason", () => {
     ["modèle", /invalid characters/],
   ];
   for (const [input, reason] of cases) {
-    assert.throws(() => parseModelName(input), (e: unknown) => {
-      assert.ok(e instanceof AppError, input);
-      assert.equal(e.code, "MODEL_INVALID_NAME", input);
-      assert.match(e.message, reason, input);
-      return true;
-    }, input);
+    assert.throws(
+      () => parseModelName(input),
+      (e: unknown) => {
+        assert.ok(e instanceof AppError, input);
+        assert.equal(e.code, "MODEL_INVALID_NAME", input);
+        assert.match(e.message, reason, input);
+        return true;
+      },
+      input,
+    );
   }
 });
 

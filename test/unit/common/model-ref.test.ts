@@ -24,8 +24,18 @@ test("parseModelRef classifies hub references, GGUF paths and names", () => {
 });
 
 test("parseModelRef refuses what no grammar accepts, naming the problem", () => {
-  for (const [input, why] of [["", /empty/], ["hf.co/only-org", /org>\/<repo/], ["a/b/c/d", /too many/], ["bad name", /invalid characters/], ["x:../y", /invalid|\.\./]] as const) {
-    assert.throws(() => parseModelRef(input), (e: unknown) => e instanceof AppError && e.code === "MODEL_INVALID_NAME" && why.test(e.message), input);
+  for (const [input, why] of [
+    ["", /empty/],
+    ["hf.co/only-org", /org>\/<repo/],
+    ["a/b/c/d", /too many/],
+    ["bad name", /invalid characters/],
+    ["x:../y", /invalid|\.\./],
+  ] as const) {
+    assert.throws(
+      () => parseModelRef(input),
+      (e: unknown) => e instanceof AppError && e.code === "MODEL_INVALID_NAME" && why.test(e.message),
+      input,
+    );
   }
 });
 

@@ -17,7 +17,10 @@ const messageOf = (body: unknown): string => {
 
 test("a missing field is reported as required, a wrong type as invalid with what was expected", () => {
   assert.equal(messageOf({}), "model is required");
-  assert.equal(messageOf({ model: "m", options: { repeat_penalty: "hot" } }), "invalid options.repeat_penalty: Invalid input: expected number, received string");
+  assert.equal(
+    messageOf({ model: "m", options: { repeat_penalty: "hot" } }),
+    "invalid options.repeat_penalty: Invalid input: expected number, received string",
+  );
   assert.equal(messageOf({ model: 5 }), "invalid model: Invalid input: expected string, received number");
   assert.equal(messageOf([]), "request body must be a JSON object");
 });

@@ -1,9 +1,11 @@
-// Burst admission bookkeeping: announced requests hold newcomers' prompts until they arrive, never longer than the bound.
+// Burst admission bookkeeping: announced requests hold newcomers' prompts until they arrive, never longer than the
+// bound.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Arrivals } from "../../../server/engine/arrivals.ts";
 
-const state = (p: Promise<void>) => Promise.race([p.then(() => "resolved"), new Promise((r) => setImmediate(() => r("pending")))]);
+const state = (p: Promise<void>) =>
+  Promise.race([p.then(() => "resolved"), new Promise((r) => setImmediate(() => r("pending")))]);
 
 test("nothing announced: no wait at all", () => {
   assert.equal(new Arrivals().quiet(1000), undefined);
@@ -11,7 +13,8 @@ test("nothing announced: no wait at all", () => {
 
 test("waits until every announced request settled; settling twice counts once", async () => {
   const arrivals = new Arrivals();
-  const a = arrivals.announce(), b = arrivals.announce();
+  const a = arrivals.announce(),
+    b = arrivals.announce();
   const quiet = arrivals.quiet(60_000)!;
   a.settle();
   a.settle();

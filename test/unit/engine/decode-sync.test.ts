@@ -3,13 +3,17 @@ import assert from "node:assert/strict";
 import type { BatchItem } from "node-llama-cpp";
 import { bySequenceId, DecodeSync, fairShare, wholePromptsFirst } from "../../../server/engine/decode-sync.ts";
 
-const item = (n: number): BatchItem => ({ tokens: Array(n).fill(1), logits: [], evaluationPriority: 5 }) as unknown as BatchItem;
+const item = (n: number): BatchItem =>
+  ({ tokens: Array(n).fill(1), logits: [], evaluationPriority: 5 }) as unknown as BatchItem;
 
 test("fairShare gives every single-token item a slot and the rest to long prompts", () => {
   const items = [item(1), item(100), item(1), item(300)];
   const plan = fairShare(items, 256);
   assert.equal(plan.length, 4);
-  assert.deepEqual(plan.map((p) => p.processAmount), [1, 100, 1, 154]);
+  assert.deepEqual(
+    plan.map((p) => p.processAmount),
+    [1, 100, 1, 154],
+  );
   assert.ok(plan.reduce((n, p) => n + p.processAmount, 0) <= 256);
 });
 
@@ -18,7 +22,8 @@ test("fairShare never exceeds the batch size", () => {
   assert.ok(plan.reduce((n, p) => n + p.processAmount, 0) <= 2);
 });
 
-const amounts = (items: BatchItem[], plan: ReturnType<typeof wholePromptsFirst>) => items.map((it) => plan.find((p) => p.item === it)?.processAmount ?? 0);
+const amounts = (items: BatchItem[], plan: ReturnType<typeof wholePromptsFirst>) =>
+  items.map((it) => plan.find((p) => p.item === it)?.processAmount ?? 0);
 
 /** Decodes a plan as StepBatcher does: each item keeps the tokens not yet decoded (none, once it is done). */
 function decoded(plan: ReturnType<typeof wholePromptsFirst>): void {
@@ -29,13 +34,21 @@ test("wholePromptsFirst: every generating sequence its token, then whole prompts
   const items = [item(1), item(300), item(1), item(150), item(100)];
   const plan = wholePromptsFirst(items, 256);
   assert.deepEqual(amounts(items, plan), [1, 0, 1, 150, 100], "the 300-token prompt waits for the next step");
-  assert.deepEqual(plan.map((p) => p.item), [items[0], items[2], items[3], items[4]], "in the order given, waiting ones left out");
+  assert.deepEqual(
+    plan.map((p) => p.item),
+    [items[0], items[2], items[3], items[4]],
+    "in the order given, waiting ones left out",
+  );
 });
 
 test("wholePromptsFirst: a burst larger than the batch finishes most prompts in the first step, the rest in the next", () => {
   const burst = Array.from({ length: 8 }, () => item(77));
   const first = wholePromptsFirst(burst, 512);
-  assert.deepEqual(amounts(burst, first), [77, 77, 77, 77, 77, 77, 0, 0], "ties in arrival order; no part-prompt beside whole ones");
+  assert.deepEqual(
+    amounts(burst, first),
+    [77, 77, 77, 77, 77, 77, 0, 0],
+    "ties in arrival order; no part-prompt beside whole ones",
+  );
   // The six decoded ones generate; the other two prompts come next, whole.
   const next = [...Array.from({ length: 6 }, () => item(1)), burst[6]!, burst[7]!];
   assert.deepEqual(amounts(next, wholePromptsFirst(next, 512)), [1, 1, 1, 1, 1, 1, 77, 77]);
@@ -61,7 +74,11 @@ test("continueStep: a step of prompts only goes on with the prompts left, whole 
   const left = [...Array.from({ length: 6 }, () => item(1)), burst[1]!, burst[7]!, burst[8]!];
   const next = sync.continueStep(left, 512, 462, 2048);
   assert.deepEqual(amounts(left, next), [0, 0, 0, 0, 0, 0, 200, 77, 77]);
-  assert.deepEqual(next.map((p) => p.item.tokens.length), [200, 77, 77], "in sequence order (unknown ids: the order given)");
+  assert.deepEqual(
+    next.map((p) => p.item.tokens.length),
+    [200, 77, 77],
+    "in sequence order (unknown ids: the order given)",
+  );
   // The step cap: 48 tokens left in the step cut the shortest prompt; none left ends the step.
   assert.deepEqual(amounts(left, sync.continueStep(left, 512, 2000, 2048)), [0, 0, 0, 0, 0, 0, 0, 48, 0]);
   assert.deepEqual(sync.continueStep(left, 512, 2048, 2048), []);
@@ -76,10 +93,18 @@ test("continueStep: a step that carried a generating sequence ends after its cal
   const first = sync.prioritize({ items, size: 512 });
   assert.deepEqual(amounts(items, first), [1, 511]);
   decoded(first);
-  assert.deepEqual(sync.continueStep([items[1]!, item(89)], 512, 512, 2048), [], "the generating stream's next token comes first");
+  assert.deepEqual(
+    sync.continueStep([items[1]!, item(89)], 512, 512, 2048),
+    [],
+    "the generating stream's next token comes first",
+  );
   // A step of one generating stream, with a prompt arriving during its decode.
   decoded(sync.prioritize({ items: [item(1)], size: 512 }));
-  assert.deepEqual(sync.continueStep([item(89)], 512, 1, 2048), [], "the new prompt waits for the next step, beside the stream");
+  assert.deepEqual(
+    sync.continueStep([item(89)], 512, 1, 2048),
+    [],
+    "the new prompt waits for the next step, beside the stream",
+  );
   const disabled = new DecodeSync({ disabled: true });
   const prompts = [item(400), item(400)];
   const plan = disabled.prioritize({ items: prompts, size: 512 });
@@ -91,7 +116,10 @@ test("a further call of a step reports as such, and its sequences do not hold th
   const sync = new DecodeSync({ maxWaitMs: 10_000 });
   const seen: boolean[] = [];
   sync.onDecode = (_b, _s, _a, continued) => seen.push(continued);
-  for (let i = 0; i < 3; i++) { sync.enter(); sync.beforeDecode(); }
+  for (let i = 0; i < 3; i++) {
+    sync.enter();
+    sync.beforeDecode();
+  }
   const burst = [item(300), item(300), item(300)];
   const first = sync.prioritize({ items: burst, size: 512 });
   assert.equal(first.length, 1);
@@ -107,7 +135,10 @@ test("a further call of a step reports as such, and its sequences do not hold th
 
 /** n sequences queue one token each and the step carrying them is dispatched. */
 function stepInFlight(sync: DecodeSync, n: number): void {
-  for (let i = 0; i < n; i++) { sync.enter(); sync.beforeDecode(); }
+  for (let i = 0; i < n; i++) {
+    sync.enter();
+    sync.beforeDecode();
+  }
   sync.prioritize({ items: Array.from({ length: n }, () => item(1)), size: 512 });
 }
 
@@ -116,7 +147,9 @@ test("the gate holds early sequences until the last one of the step has its toke
   stepInFlight(sync, 3);
   sync.afterDecode();
   let released = false;
-  const g = sync.gate()!.then(() => { released = true; });
+  const g = sync.gate()!.then(() => {
+    released = true;
+  });
   sync.afterDecode();
   await new Promise((r) => setImmediate(r));
   assert.equal(released, false);
@@ -130,11 +163,14 @@ test("a newcomer waits for the step in flight; sequences queued but not dispatch
   stepInFlight(sync, 2);
   sync.enter(); // a new request, about to queue its prompt
   let joined = false;
-  const g = sync.gate()!.then(() => { joined = true; });
+  const g = sync.gate()!.then(() => {
+    joined = true;
+  });
   await new Promise((r) => setImmediate(r));
   assert.equal(joined, false, "waits while the step is in flight");
   sync.beforeDecode(); // (as if) another newcomer queued and waits for dispatch: not in flight
-  sync.afterDecode(); sync.afterDecode();
+  sync.afterDecode();
+  sync.afterDecode();
   await g;
   assert.equal(sync.stats.gateTimeouts, 0);
 });
@@ -149,9 +185,13 @@ test("the gate wait is bounded", async () => {
 
 test("dispatch waits until every active sequence queued, bounded", async () => {
   const sync = new DecodeSync({ maxWaitMs: 10_000 });
-  sync.enter(); sync.enter(); sync.beforeDecode();
+  sync.enter();
+  sync.enter();
+  sync.beforeDecode();
   let dispatched = false;
-  sync.dispatchSchedule(() => { dispatched = true; });
+  sync.dispatchSchedule(() => {
+    dispatched = true;
+  });
   for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
   assert.equal(dispatched, false);
   sync.beforeDecode();
@@ -163,7 +203,8 @@ test("the prioritisation strategy counts decode steps and reports batch fill", (
   const sync = new DecodeSync({});
   const seen: number[][] = [];
   sync.onDecode = (batch, gen, active) => seen.push([batch, gen, active]);
-  sync.enter(); sync.enter();
+  sync.enter();
+  sync.enter();
   sync.prioritize({ items: [item(1), item(1)], size: 512 });
   assert.deepEqual(seen, [[2, 2, 2]]);
   assert.equal(sync.stats.decodes, 1);
@@ -171,11 +212,14 @@ test("the prioritisation strategy counts decode steps and reports batch fill", (
 
 test("a sequence whose consumer is slow does not hold back the dispatch of the others", async () => {
   const sync = new DecodeSync({ maxWaitMs: 10_000 });
-  sync.enter(); sync.enter();
+  sync.enter();
+  sync.enter();
   sync.suspend(); // the second sequence is handing text to a stalled client
   sync.beforeDecode();
   let dispatched = false;
-  sync.dispatchSchedule(() => { dispatched = true; });
+  sync.dispatchSchedule(() => {
+    dispatched = true;
+  });
   await new Promise((r) => setTimeout(r, 5));
   assert.equal(dispatched, true);
 });
@@ -183,13 +227,17 @@ test("a sequence whose consumer is slow does not hold back the dispatch of the o
 test("a pending dispatch goes out as soon as the sequence it waited for leaves or suspends", async () => {
   for (const change of ["leave", "suspend"] as const) {
     const sync = new DecodeSync({ maxWaitMs: 10_000 });
-    sync.enter(); sync.enter();
+    sync.enter();
+    sync.enter();
     sync.beforeDecode();
     let dispatched = false;
-    sync.dispatchSchedule(() => { dispatched = true; });
+    sync.dispatchSchedule(() => {
+      dispatched = true;
+    });
     await new Promise((r) => setImmediate(r));
     assert.equal(dispatched, false, change);
-    if (change === "leave") sync.leave(); else sync.suspend();
+    if (change === "leave") sync.leave();
+    else sync.suspend();
     await new Promise((r) => setImmediate(r));
     await new Promise((r) => setImmediate(r));
     assert.equal(dispatched, true, change);
@@ -199,10 +247,13 @@ test("a pending dispatch goes out as soon as the sequence it waited for leaves o
 
 test("the default wait bound is a safety net of a few decode steps, not a fraction of one", async () => {
   const sync = new DecodeSync({});
-  sync.enter(); sync.enter();
+  sync.enter();
+  sync.enter();
   sync.beforeDecode();
   let dispatched = false;
-  sync.dispatchSchedule(() => { dispatched = true; });
+  sync.dispatchSchedule(() => {
+    dispatched = true;
+  });
   await new Promise((r) => setTimeout(r, 10));
   assert.equal(dispatched, false, "still waiting for the second sequence after 10 ms");
   await new Promise((r) => setTimeout(r, 30));
@@ -213,13 +264,37 @@ test("the default wait bound is a safety net of a few decode steps, not a fracti
 test("a step's items are laid out in sequence id order (llama.cpp computes them in one run), whole prompts shortest first", () => {
   const sync = new DecodeSync({});
   const items = [item(1), item(1), item(5), item(1)];
-  const ids = new Map([[items[0]!, 3], [items[1]!, 0], [items[2]!, 2], [items[3]!, 1]]);
+  const ids = new Map([
+    [items[0]!, 3],
+    [items[1]!, 0],
+    [items[2]!, 2],
+    [items[3]!, 1],
+  ]);
   sync.sequenceIdOf = (it) => ids.get(it);
   const plan = sync.prioritize({ items, size: 512 });
-  assert.deepEqual(plan.map((p) => ids.get(p.item)), [0, 1, 2, 3]);
-  assert.deepEqual(bySequenceId([item(1), items[1]!], (it) => ids.get(it)).map((it) => ids.get(it)), [0, undefined], "unknown ones last");
+  assert.deepEqual(
+    plan.map((p) => ids.get(p.item)),
+    [0, 1, 2, 3],
+  );
+  assert.deepEqual(
+    bySequenceId([item(1), items[1]!], (it) => ids.get(it)).map((it) => ids.get(it)),
+    [0, undefined],
+    "unknown ones last",
+  );
   const prompts = [item(40), item(1), item(30), item(500)];
-  const pids = new Map([[prompts[0]!, 2], [prompts[1]!, 3], [prompts[2]!, 0], [prompts[3]!, 1]]);
+  const pids = new Map([
+    [prompts[0]!, 2],
+    [prompts[1]!, 3],
+    [prompts[2]!, 0],
+    [prompts[3]!, 1],
+  ]);
   sync.sequenceIdOf = (it) => pids.get(it);
-  assert.deepEqual(sync.prioritize({ items: prompts, size: 100 }).map((p) => [pids.get(p.item), p.processAmount]), [[0, 30], [2, 40], [3, 1]]);
+  assert.deepEqual(
+    sync.prioritize({ items: prompts, size: 100 }).map((p) => [pids.get(p.item), p.processAmount]),
+    [
+      [0, 30],
+      [2, 40],
+      [3, 1],
+    ],
+  );
 });

@@ -3,7 +3,14 @@ import assert from "node:assert/strict";
 import { schemaProblem } from "../../../server/engine/json-schema-check.ts";
 
 test("usable schemas pass", () => {
-  assert.equal(schemaProblem({ type: "object", properties: { a: { type: ["string", "null"] }, b: { enum: [1, 2] } }, required: ["a"] }), null);
+  assert.equal(
+    schemaProblem({
+      type: "object",
+      properties: { a: { type: ["string", "null"] }, b: { enum: [1, 2] } },
+      required: ["a"],
+    }),
+    null,
+  );
   assert.equal(schemaProblem({ type: "array", items: { type: "integer" } }), null);
   assert.equal(schemaProblem({ oneOf: [{ type: "string" }, { type: "number" }] }), null);
 });

@@ -21,6 +21,9 @@ test("template data follows Ollama: .System, .Prompt = last user message, .Messa
   assert.equal(d.System, "S");
   assert.equal(d.Prompt, "three");
   assert.equal(d.Response, "");
-  assert.deepEqual(d.Messages.map((m) => m.Role), ["system", "user", "assistant", "user"]);
+  assert.deepEqual(
+    d.Messages.map((m) => m.Role),
+    ["system", "user", "assistant", "user"],
+  );
   assert.equal(d.Messages[3]!.Content, "three");
 });

@@ -18,7 +18,10 @@ test("Ollama defaults apply when nothing is set", () => {
 });
 
 test("request options override model parameters, which override defaults", () => {
-  const s = resolveSampling({ temperature: 0.2, top_k: 5, stop: ["a"], num_ctx: 1024 }, { temperature: 0, stop: ["b"] });
+  const s = resolveSampling(
+    { temperature: 0.2, top_k: 5, stop: ["a"], num_ctx: 1024 },
+    { temperature: 0, stop: ["b"] },
+  );
   assert.equal(s.temperature, 0);
   assert.equal(s.topK, 5);
   assert.deepEqual(s.stop, ["b"]);

@@ -9,7 +9,10 @@ test("hands out free sequences, then queues FIFO, then refuses with SERVER_BUSY 
   assert.equal(first, "a");
   const waiting = pool.acquire(undefined);
   assert.equal(pool.queued, 1);
-  await assert.rejects(pool.acquire(undefined), (e) => isAppError(e) && e.code === "SERVER_BUSY" && e.headers["Retry-After"] === "1");
+  await assert.rejects(
+    pool.acquire(undefined),
+    (e) => isAppError(e) && e.code === "SERVER_BUSY" && e.headers["Retry-After"] === "1",
+  );
   pool.release(first);
   assert.equal(await waiting, "a");
   assert.equal(pool.busy, 1);
@@ -45,18 +48,34 @@ test("keeps the busy sequences a compact run of ids: the first created, then the
   pool.release(b);
   assert.equal(await pool.acquire(undefined), 1, "the hole between 0 and 2, not 3");
   pool.release(a);
-  assert.equal(await pool.acquire(undefined, (s) => (s === 4 ? PREFER_SLACK : 0)), 0, "a prefix longer by PREFER_SLACK tokens does not split the run");
+  assert.equal(
+    await pool.acquire(undefined, (s) => (s === 4 ? PREFER_SLACK : 0)),
+    0,
+    "a prefix longer by PREFER_SLACK tokens does not split the run",
+  );
   pool.release(0);
-  assert.equal(await pool.acquire(undefined, (s) => (s === 3 ? 5 : 0)), 3, "3 extends the run 1–2 as well as 0 does, and has the longer prefix");
+  assert.equal(
+    await pool.acquire(undefined, (s) => (s === 3 ? 5 : 0)),
+    3,
+    "3 extends the run 1–2 as well as 0 does, and has the longer prefix",
+  );
 });
 
 test("a cached prefix longer than the others by more than PREFER_SLACK tokens wins over compactness", async () => {
   const pool = new SequencePool([0, 1, 2, 3], 0);
   await pool.acquire(undefined);
-  assert.equal(await pool.acquire(undefined, (s) => (s === 2 ? 1000 : s === 1 ? 1000 - PREFER_SLACK : 0)), 1, "within the slack of the best, the one extending the run");
+  assert.equal(
+    await pool.acquire(undefined, (s) => (s === 2 ? 1000 : s === 1 ? 1000 - PREFER_SLACK : 0)),
+    1,
+    "within the slack of the best, the one extending the run",
+  );
   assert.equal(await pool.acquire(undefined, (s) => (s === 3 ? PREFER_SLACK + 1 : 0)), 3);
   pool.release(1);
-  assert.equal(await pool.acquire(undefined, (s) => (s === 2 ? PREFER_SLACK + 1 : 0)), 2, "even where it leaves a hole");
+  assert.equal(
+    await pool.acquire(undefined, (s) => (s === 2 ? PREFER_SLACK + 1 : 0)),
+    2,
+    "even where it leaves a hole",
+  );
 });
 
 test("compact(): the highest busy sequence trades places with the lowest gap until the busy ones are one run", async () => {
@@ -68,7 +87,8 @@ test("compact(): the highest busy sequence trades places with the lowest gap unt
   assert.deepEqual(pool.compact(), { busy: 7, free: 1 });
   assert.deepEqual(pool.compact(), { busy: 3, free: 2 });
   assert.equal(pool.compact(), undefined);
-  // The ranks follow the moves: the next request extends the run into rank 3, where sequence 2 is now (it traded with 3).
+  // The ranks follow the moves: the next request extends the run into rank 3, where sequence 2 is now (it traded with
+  // 3).
   assert.equal(await pool.acquire(undefined), 2);
   pool.release(0);
   assert.equal(pool.compact(), undefined, "busy at ranks 1–3 (one run): nothing to move");

@@ -1,4 +1,5 @@
-// The step batcher's choice of where a decode runs (inline on the JS thread or on a libuv worker), over a recording fake
+// The step batcher's choice of where a decode runs (inline on the JS thread or on a libuv worker), over a recording
+// fake
 // of the native context. The real addon's inline decode is tested in test/integration/engine/native-build.test.ts.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -33,28 +34,36 @@ class FakeNative implements NativeContext {
 
   /** Resolves when the next worker decode starts. */
   nextDecode(): Promise<void> {
-    return new Promise((resolve) => { this.decodeStarted = resolve; });
+    return new Promise((resolve) => {
+      this.decodeStarted = resolve;
+    });
   }
 
   decodeBatch(): Promise<void> {
     this.calls.push({ mode: "worker", tokens: this.batch });
     this.decodeStarted?.();
-    return new Promise((resolve) => setImmediate(() => {
-      this.log.push("decoded");
-      resolve();
-    }));
+    return new Promise((resolve) =>
+      setImmediate(() => {
+        this.log.push("decoded");
+        resolve();
+      }),
+    );
   }
 
   copySequenceStateFromOtherSequence(target: number, source: number): Promise<number> {
     this.log.push(`copy ${source}→${target}`);
-    return new Promise((resolve, reject) => setImmediate(() => (this.failCopy ? reject(new Error("copy failed")) : resolve(0))));
+    return new Promise((resolve, reject) =>
+      setImmediate(() => (this.failCopy ? reject(new Error("copy failed")) : resolve(0))),
+    );
   }
 
   private decodeInline(): void {
     this.calls.push({ mode: "inline", tokens: this.batch });
     if (this.failInline) throw new Error("Eval has failed");
     const until = performance.now() + this.inlineMs;
-    while (performance.now() < until) { /* a slow decode */ }
+    while (performance.now() < until) {
+      /* a slow decode */
+    }
   }
 
   sampleToken(): Promise<number> {
@@ -82,7 +91,11 @@ test("small steps decode inline, prompt-sized steps on a worker", async () => {
   assert.equal(await batcher.evaluate(slot, tokens(20), next), 7);
   assert.equal(await batcher.evaluate(slot, [7 as Token], next), 7);
   assert.equal(await batcher.evaluate(slot, tokens(3), next), 7);
-  assert.deepEqual(native.calls, [{ mode: "worker", tokens: 20 }, { mode: "inline", tokens: 1 }, { mode: "inline", tokens: 3 }]);
+  assert.deepEqual(native.calls, [
+    { mode: "worker", tokens: 20 },
+    { mode: "inline", tokens: 1 },
+    { mode: "inline", tokens: 3 },
+  ]);
   assert.deepEqual(batcher.steps, { inline: 2, worker: 1 });
   assert.equal(slot.tokens.length, 24);
 });
@@ -96,7 +109,10 @@ test("small steps go back to a worker while they are slow, and inline again once
   // The first slow inline step (20 ms) puts the average over the bound: the next small steps decode on a worker.
   await batcher.evaluate(slot, [1 as Token], next);
   await batcher.evaluate(slot, [1 as Token], next);
-  assert.deepEqual(native.calls.map((c) => c.mode), ["inline", "worker", "worker"]);
+  assert.deepEqual(
+    native.calls.map((c) => c.mode),
+    ["inline", "worker", "worker"],
+  );
   // Worker steps are quick: the average falls under the bound and steps decode inline again.
   native.inlineMs = 0;
   for (let i = 0; i < 20; i++) await batcher.evaluate(slot, [1 as Token], next);
@@ -104,7 +120,10 @@ test("small steps go back to a worker while they are slow, and inline again once
 });
 
 test("without the patched addon's inline decode, or with the policy off, every step decodes on a worker", async () => {
-  for (const [native, policy] of [[new FakeNative(false), { maxTokens: 4, maxStepMs: 100 }], [new FakeNative(), undefined]] as const) {
+  for (const [native, policy] of [
+    [new FakeNative(false), { maxTokens: 4, maxStepMs: 100 }],
+    [new FakeNative(), undefined],
+  ] as const) {
     const batcher = new StepBatcher(native, 512, new DecodeSync({}), undefined, policy);
     assert.equal(batcher.inlineDecode, false);
     await batcher.evaluate(new Slot(0), [1 as Token], next);

@@ -33,7 +33,12 @@ test("invalid bytes that can never complete are emitted after a bounded wait", (
 
 test("the detokenizer receives the preceding tokens as context", () => {
   const seen: number[][] = [];
-  const s = new TokenTextStream((t, last) => { seen.push([...last]); return decode(t); });
-  s.push(65); s.push(66); s.push(67);
+  const s = new TokenTextStream((t, last) => {
+    seen.push([...last]);
+    return decode(t);
+  });
+  s.push(65);
+  s.push(66);
+  s.push(67);
   assert.deepEqual(seen, [[], [65], [65, 66]]);
 });

@@ -5,7 +5,12 @@ import path from "node:path";
 import { test } from "node:test";
 import { AppError } from "../../../server/common/errors.ts";
 import {
-  assertGguf, GgufSummaryCache, hasGgufMagic, humanParameterCount, quantizationName, readGgufSummary,
+  assertGguf,
+  GgufSummaryCache,
+  hasGgufMagic,
+  humanParameterCount,
+  quantizationName,
+  readGgufSummary,
 } from "../../../server/gguf/metadata.ts";
 import { metaValue, readGgufInfo } from "../../support/gguf/reader.ts";
 import { GGML_TYPE, kv } from "../../support/gguf/types.ts";
@@ -14,14 +19,30 @@ import { tinyModelPath } from "../../support/models.ts";
 
 test("parameter counts are formatted like Ollama's", () => {
   const cases: [number, string][] = [
-    [134_515_008, "134.52M"], [135_000_000, "135M"], [1_000_000_000, "1B"], [1_710_000_000, "1.7B"],
-    [8_030_261_248, "8.0B"], [362_000, "362K"], [999, "999"], [2_000_000, "2M"],
+    [134_515_008, "134.52M"],
+    [135_000_000, "135M"],
+    [1_000_000_000, "1B"],
+    [1_710_000_000, "1.7B"],
+    [8_030_261_248, "8.0B"],
+    [362_000, "362K"],
+    [999, "999"],
+    [2_000_000, "2M"],
   ];
   for (const [n, s] of cases) assert.equal(humanParameterCount(n), s, String(n));
 });
 
 test("file types map to quantization names", () => {
-  const cases: [unknown, string][] = [[0, "F32"], [1, "F16"], [3, "Q4_1"], [7, "Q8_0"], [15, "Q4_K_M"], [18, "Q6_K"], [32, "BF16"], [undefined, "unknown"], [999, "type 999"]];
+  const cases: [unknown, string][] = [
+    [0, "F32"],
+    [1, "F16"],
+    [3, "Q4_1"],
+    [7, "Q8_0"],
+    [15, "Q4_K_M"],
+    [18, "Q6_K"],
+    [32, "BF16"],
+    [undefined, "unknown"],
+    [999, "type 999"],
+  ];
   for (const [ft, name] of cases) assert.equal(quantizationName(ft), name, String(ft));
 });
 
@@ -49,12 +70,16 @@ test("the tiny model's header gives architecture, sizes, quantization and templa
 
 test("a model with a pooling type is an embedding model", async () => {
   const file = path.join(await fs.mkdtemp(path.join(os.tmpdir(), "gantry-gguf-")), "embed.gguf");
-  await writeGguf(file, {
-    "general.architecture": kv.str("bert"),
-    "general.file_type": kv.u32(1),
-    "bert.pooling_type": kv.u32(1),
-    "bert.context_length": kv.u32(128),
-  }, [{ name: "token_embd.weight", dims: [8, 16], type: GGML_TYPE.F32, fill: fillF32(() => 0.5) }]);
+  await writeGguf(
+    file,
+    {
+      "general.architecture": kv.str("bert"),
+      "general.file_type": kv.u32(1),
+      "bert.pooling_type": kv.u32(1),
+      "bert.context_length": kv.u32(128),
+    },
+    [{ name: "token_embd.weight", dims: [8, 16], type: GGML_TYPE.F32, fill: fillF32(() => 0.5) }],
+  );
   const s = await readGgufSummary(file);
   assert.equal(s.isEmbedding, true);
   assert.equal(s.parameterCount, 128);
@@ -69,7 +94,10 @@ test("non-GGUF files are rejected with MODEL_INVALID_FILE", async () => {
   assert.equal(await hasGgufMagic(bad), false);
   assert.equal(await hasGgufMagic(path.join(dir, "missing.gguf")), false);
   assert.equal(await hasGgufMagic(await tinyModelPath()), true);
-  await assert.rejects(assertGguf(bad, "fake.gguf"), (e: unknown) => e instanceof AppError && e.code === "MODEL_INVALID_FILE" && /fake\.gguf/.test(e.message));
+  await assert.rejects(
+    assertGguf(bad, "fake.gguf"),
+    (e: unknown) => e instanceof AppError && e.code === "MODEL_INVALID_FILE" && /fake\.gguf/.test(e.message),
+  );
   await fs.writeFile(bad, "GGUF but then garbage that is no header at all");
   await assert.rejects(readGgufSummary(bad), (e: unknown) => e instanceof AppError && e.code === "MODEL_INVALID_FILE");
 });

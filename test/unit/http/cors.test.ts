@@ -14,4 +14,5 @@ const cases: Array<[string, string[], boolean]> = [
   ["https://example.org", ["https://*.example.com"], false],
   ["https://anything.test", ["*"], true],
 ];
-for (const [origin, extra, want] of cases) test(`origin ${origin} with [${extra.join(",")}] → ${want}`, () => assert.equal(originAllowed(origin, extra), want));
+for (const [origin, extra, want] of cases)
+  test(`origin ${origin} with [${extra.join(",")}] → ${want}`, () => assert.equal(originAllowed(origin, extra), want));

@@ -4,8 +4,16 @@ import { decodeImages, formatFrom, keepAliveFrom, samplingFrom } from "../../../
 import type { AppError } from "../../../server/common/errors.ts";
 
 test("Ollama options map onto engine options; stop becomes a list; inert options are dropped", () => {
-  assert.deepEqual(samplingFrom({ temperature: 0, stop: "x", num_gpu: 1, use_mmap: true }), { temperature: 0, stop: ["x"], use_mmap: true });
-  assert.deepEqual(samplingFrom({ stop: ["a", "", "b"], num_ctx: 512, seed: 1 }), { stop: ["a", "b"], num_ctx: 512, seed: 1 });
+  assert.deepEqual(samplingFrom({ temperature: 0, stop: "x", num_gpu: 1, use_mmap: true }), {
+    temperature: 0,
+    stop: ["x"],
+    use_mmap: true,
+  });
+  assert.deepEqual(samplingFrom({ stop: ["a", "", "b"], num_ctx: 512, seed: 1 }), {
+    stop: ["a", "b"],
+    num_ctx: 512,
+    seed: 1,
+  });
   assert.deepEqual(samplingFrom(undefined), {});
 });
 
@@ -14,7 +22,10 @@ test("keep_alive", () => {
   assert.equal(keepAliveFrom(0), 0);
   assert.equal(keepAliveFrom("-1"), null);
   assert.equal(keepAliveFrom("10m"), 600_000);
-  assert.throws(() => keepAliveFrom("later"), (e: AppError) => e.status === 400 && e.param === "keep_alive");
+  assert.throws(
+    () => keepAliveFrom("later"),
+    (e: AppError) => e.status === 400 && e.param === "keep_alive",
+  );
 });
 
 test("format", () => {
@@ -28,6 +39,9 @@ test("images are base64; data URL prefixes are accepted; garbage is a 400", () =
   const [img] = decodeImages([Buffer.from("abc").toString("base64")], "images")!;
   assert.equal(Buffer.from(img!).toString(), "abc");
   assert.equal(Buffer.from(decodeImages(["data:image/png;base64,YWJj"], "images")![0]!).toString(), "abc");
-  assert.throws(() => decodeImages(["not base64!!"], "images"), (e: AppError) => e.status === 400);
+  assert.throws(
+    () => decodeImages(["not base64!!"], "images"),
+    (e: AppError) => e.status === 400,
+  );
   assert.equal(decodeImages([], "images"), undefined);
 });

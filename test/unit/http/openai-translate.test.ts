@@ -1,14 +1,40 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { AppError } from "../../../server/common/errors.ts";
-import { finishReason, formatFromOpenAI, samplingFromOpenAI, toChatMessages } from "../../../server/http/openai/translate.ts";
+import {
+  finishReason,
+  formatFromOpenAI,
+  samplingFromOpenAI,
+  toChatMessages,
+} from "../../../server/http/openai/translate.ts";
 import { ChatCompletionRequestSchema } from "../../../server/http/openai/schemas.ts";
 
-const req = (extra: object) => ChatCompletionRequestSchema.parse({ model: "m", messages: [{ role: "user", content: "hi" }], ...extra });
+const req = (extra: object) =>
+  ChatCompletionRequestSchema.parse({ model: "m", messages: [{ role: "user", content: "hi" }], ...extra });
 
 test("sampling options map onto Ollama options; max_completion_tokens wins over max_tokens", () => {
-  assert.deepEqual(samplingFromOpenAI(req({ temperature: 0.2, top_p: 0.5, seed: 7, stop: "END", max_tokens: 10, presence_penalty: 1, frequency_penalty: -1 })),
-    { temperature: 0.2, top_p: 0.5, seed: 7, stop: ["END"], num_predict: 10, presence_penalty: 1, frequency_penalty: -1 });
+  assert.deepEqual(
+    samplingFromOpenAI(
+      req({
+        temperature: 0.2,
+        top_p: 0.5,
+        seed: 7,
+        stop: "END",
+        max_tokens: 10,
+        presence_penalty: 1,
+        frequency_penalty: -1,
+      }),
+    ),
+    {
+      temperature: 0.2,
+      top_p: 0.5,
+      seed: 7,
+      stop: ["END"],
+      num_predict: 10,
+      presence_penalty: 1,
+      frequency_penalty: -1,
+    },
+  );
   assert.equal(samplingFromOpenAI(req({ max_tokens: 10, max_completion_tokens: 20 })).num_predict, 20);
   assert.deepEqual(samplingFromOpenAI(req({ temperature: null, stop: null })), {});
 });
@@ -17,14 +43,26 @@ test("response_format", () => {
   assert.equal(formatFromOpenAI(req({})), undefined);
   assert.equal(formatFromOpenAI(req({ response_format: { type: "text" } })), undefined);
   assert.equal(formatFromOpenAI(req({ response_format: { type: "json_object" } })), "json");
-  assert.deepEqual(formatFromOpenAI(req({ response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object" } } } })), { schema: { type: "object" } });
+  assert.deepEqual(
+    formatFromOpenAI(
+      req({ response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object" } } } }),
+    ),
+    { schema: { type: "object" } },
+  );
 });
 
 test("messages: developer becomes system, parts become text and images", () => {
   const png = Buffer.from("fake png bytes");
   const msgs = toChatMessages([
     { role: "developer", content: "be brief" },
-    { role: "user", content: [{ type: "text", text: "what is" }, { type: "text", text: "this?" }, { type: "image_url", image_url: { url: `data:image/png;base64,${png.toString("base64")}` } }] },
+    {
+      role: "user",
+      content: [
+        { type: "text", text: "what is" },
+        { type: "text", text: "this?" },
+        { type: "image_url", image_url: { url: `data:image/png;base64,${png.toString("base64")}` } },
+      ],
+    },
     { role: "assistant", content: null },
   ]);
   assert.deepEqual(msgs[0], { role: "system", content: "be brief" });
@@ -34,7 +72,11 @@ test("messages: developer becomes system, parts become text and images", () => {
 });
 
 test("image URLs that are not base64 data URLs are refused", () => {
-  assert.throws(() => toChatMessages([{ role: "user", content: [{ type: "image_url", image_url: "https://example.invalid/a.png" }] }]), (e: AppError) => e.status === 400 && /data URL/.test(e.message));
+  assert.throws(
+    () =>
+      toChatMessages([{ role: "user", content: [{ type: "image_url", image_url: "https://example.invalid/a.png" }] }]),
+    (e: AppError) => e.status === 400 && /data URL/.test(e.message),
+  );
 });
 
 test("finish reasons", () => {
@@ -45,6 +87,11 @@ test("finish reasons", () => {
 
 test("unsupported fields are 400s, not silently ignored", () => {
   for (const extra of [{ n: 2 }, { logprobs: true }, { logit_bias: { "1": 2 } }, { tools: [{ type: "function" }] }]) {
-    assert.equal(ChatCompletionRequestSchema.safeParse({ model: "m", messages: [{ role: "user", content: "x" }], ...extra }).success, false, JSON.stringify(extra));
+    assert.equal(
+      ChatCompletionRequestSchema.safeParse({ model: "m", messages: [{ role: "user", content: "x" }], ...extra })
+        .success,
+      false,
+      JSON.stringify(extra),
+    );
   }
 });

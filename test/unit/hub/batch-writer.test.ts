@@ -20,7 +20,10 @@ it("writes chunks in order at their offsets and reports monotonically growing wr
   const data = fs.readFileSync(file);
   assert.equal(data.length, 10 + 50 * 97);
   assert.deepEqual(data.subarray(10), Buffer.concat(chunks));
-  assert.deepEqual(ends, [...ends].sort((a, b) => a - b));
+  assert.deepEqual(
+    ends,
+    [...ends].sort((a, b) => a - b),
+  );
   assert.equal(ends.at(-1), 10 + 50 * 97);
   assert.ok(ends.length >= 4, "written in batches, not at the end only");
 });

@@ -21,7 +21,16 @@ it("turns hub statuses into errors naming the repo or file", () => {
 });
 
 it("retries only transient statuses", () => {
-  assert.deepEqual([408, 429, 500, 503, 401, 403, 404, 416].map(isRetryableStatus), [true, true, true, true, false, false, false, false]);
+  assert.deepEqual([408, 429, 500, 503, 401, 403, 404, 416].map(isRetryableStatus), [
+    true,
+    true,
+    true,
+    true,
+    false,
+    false,
+    false,
+    false,
+  ]);
 });
 
 it("reads the sha256 from LFS ETags and ignores git ones", () => {
@@ -34,8 +43,14 @@ it("reads the sha256 from LFS ETags and ignores git ones", () => {
 
 it("follows the tree API's Link pagination", () => {
   const cur = "https://huggingface.co/api/models/a/b/tree/main?recursive=true";
-  assert.equal(nextLink('<https://huggingface.co/api/models/a/b/tree/main?recursive=true&cursor=xyz>; rel="next"', cur), "https://huggingface.co/api/models/a/b/tree/main?recursive=true&cursor=xyz");
-  assert.equal(nextLink('</api/models/a/b/tree/main?cursor=2>; rel="next"', cur), "https://huggingface.co/api/models/a/b/tree/main?cursor=2");
+  assert.equal(
+    nextLink('<https://huggingface.co/api/models/a/b/tree/main?recursive=true&cursor=xyz>; rel="next"', cur),
+    "https://huggingface.co/api/models/a/b/tree/main?recursive=true&cursor=xyz",
+  );
+  assert.equal(
+    nextLink('</api/models/a/b/tree/main?cursor=2>; rel="next"', cur),
+    "https://huggingface.co/api/models/a/b/tree/main?cursor=2",
+  );
   assert.equal(nextLink('<https://x/prev>; rel="prev"', cur), null);
   assert.equal(nextLink(null, cur), null);
 });

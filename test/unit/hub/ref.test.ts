@@ -6,17 +6,24 @@ import { quantOf, selectGgufFiles, splitPart, type HubFile } from "../../../serv
 
 describe("parseHubRef", () => {
   const ok: Array<[string, object]> = [
-    ["hf.co/bartowski/SmolLM2-135M-Instruct-GGUF", { org: "bartowski", repo: "SmolLM2-135M-Instruct-GGUF", revision: "main" }],
+    [
+      "hf.co/bartowski/SmolLM2-135M-Instruct-GGUF",
+      { org: "bartowski", repo: "SmolLM2-135M-Instruct-GGUF", revision: "main" },
+    ],
     ["hf.co/org/repo:q4_k_m", { org: "org", repo: "repo", quant: "Q4_K_M", revision: "main" }],
     ["hf.co/org/repo:Q8_0", { org: "org", repo: "repo", quant: "Q8_0", revision: "main" }],
     ["huggingface.co/org/repo:iq3_xxs", { org: "org", repo: "repo", quant: "IQ3_XXS", revision: "main" }],
     ["https://huggingface.co/org/repo", { org: "org", repo: "repo", revision: "main" }],
     ["https://hf.co/org/repo:f16", { org: "org", repo: "repo", quant: "F16", revision: "main" }],
     ["HF.CO/Org/Repo.v2:latest", { org: "Org", repo: "Repo.v2", revision: "main" }],
-    ["hf.co/org/repo:Llama-3.2-3B-Instruct-IQ3_M.gguf", { org: "org", repo: "repo", file: "Llama-3.2-3B-Instruct-IQ3_M.gguf", revision: "main" }],
+    [
+      "hf.co/org/repo:Llama-3.2-3B-Instruct-IQ3_M.gguf",
+      { org: "org", repo: "repo", file: "Llama-3.2-3B-Instruct-IQ3_M.gguf", revision: "main" },
+    ],
     ["  hf.co/org/repo/  ", { org: "org", repo: "repo", revision: "main" }],
   ];
-  for (const [input, want] of ok) it(`parses ${JSON.stringify(input)}`, () => assert.deepEqual(parseHubRef(input), want));
+  for (const [input, want] of ok)
+    it(`parses ${JSON.stringify(input)}`, () => assert.deepEqual(parseHubRef(input), want));
 
   const bad: Array<[string, RegExp]> = [
     ["hf.co/org", /exactly <org>\/<repo>/],
@@ -32,7 +39,10 @@ describe("parseHubRef", () => {
   ];
   for (const [input, want] of bad) {
     it(`rejects ${JSON.stringify(input.slice(0, 40))}`, () => {
-      assert.throws(() => parseHubRef(input), (e: unknown) => e instanceof AppError && e.code === "MODEL_INVALID_NAME" && want.test(e.message));
+      assert.throws(
+        () => parseHubRef(input),
+        (e: unknown) => e instanceof AppError && e.code === "MODEL_INVALID_NAME" && want.test(e.message),
+      );
     });
   }
 
@@ -72,10 +82,17 @@ describe("quantOf / splitPart", () => {
 describe("selectGgufFiles", () => {
   const f = (p: string, size: number): HubFile => ({ path: p, size, sha256: "a".repeat(64) });
   const repo = [
-    f("README.md", 10), f(".gitattributes", 5),
-    f("m-Q8_0.gguf", 800), f("m-Q4_K_M.gguf", 500), f("m-Q2_K.gguf", 300), f("m-F16.gguf", 1600),
-    f("mmproj-m-F16.gguf", 90), f("mmproj-m-Q8_0.gguf", 50), f("mmproj-m-F32.gguf", 180),
-    f("template", 40), f("params", 20),
+    f("README.md", 10),
+    f(".gitattributes", 5),
+    f("m-Q8_0.gguf", 800),
+    f("m-Q4_K_M.gguf", 500),
+    f("m-Q2_K.gguf", 300),
+    f("m-F16.gguf", 1600),
+    f("mmproj-m-F16.gguf", 90),
+    f("mmproj-m-Q8_0.gguf", 50),
+    f("mmproj-m-F32.gguf", 180),
+    f("template", 40),
+    f("params", 20),
   ];
   const paths = (files: HubFile[]) => files.map((x) => x.path);
 
@@ -108,12 +125,16 @@ describe("selectGgufFiles", () => {
 
   it("treats a complete split set as one choice with its parts in order", () => {
     const files = [
-      f("Q4_K_M/m-Q4_K_M-00003-of-00003.gguf", 100), f("Q4_K_M/m-Q4_K_M-00001-of-00003.gguf", 100), f("Q4_K_M/m-Q4_K_M-00002-of-00003.gguf", 100),
+      f("Q4_K_M/m-Q4_K_M-00003-of-00003.gguf", 100),
+      f("Q4_K_M/m-Q4_K_M-00001-of-00003.gguf", 100),
+      f("Q4_K_M/m-Q4_K_M-00002-of-00003.gguf", 100),
       f("m-Q8_0-00001-of-00002.gguf", 100), // incomplete: part 2 missing
       f("m-Q2_K.gguf", 250),
     ];
     assert.deepEqual(paths(selectGgufFiles(files, { quant: "Q4_K_M" }).model), [
-      "Q4_K_M/m-Q4_K_M-00001-of-00003.gguf", "Q4_K_M/m-Q4_K_M-00002-of-00003.gguf", "Q4_K_M/m-Q4_K_M-00003-of-00003.gguf",
+      "Q4_K_M/m-Q4_K_M-00001-of-00003.gguf",
+      "Q4_K_M/m-Q4_K_M-00002-of-00003.gguf",
+      "Q4_K_M/m-Q4_K_M-00003-of-00003.gguf",
     ]);
     assert.deepEqual(paths(selectGgufFiles(files, { file: "m-Q4_K_M-00002-of-00003.gguf" }).model).length, 3);
     // Without Q4_K_M the smallest choice wins, counting a split set's total size (300 bytes > 250).
@@ -125,9 +146,18 @@ describe("selectGgufFiles", () => {
     assert.throws(fn, (e: unknown) => e instanceof AppError && e.code === "MODEL_NOT_FOUND" && re.test(e.message));
 
   it("lists the available quants when the wanted one is missing", () => {
-    notFound(() => selectGgufFiles(repo, { quant: "Q5_K_S" }, "hf.co/o/r"), /quant Q5_K_S not found in hf\.co\/o\/r; available quants: Q2_K, Q4_K_M, Q8_0, F16/);
-    notFound(() => selectGgufFiles(repo, { file: "nope.gguf" }, "hf.co/o/r"), /file nope\.gguf not found in hf\.co\/o\/r; available quants: Q2_K/);
-    notFound(() => selectGgufFiles([f("README.md", 1), f("mmproj-x-F16.gguf", 5)], {}, "hf.co/o/r"), /hf\.co\/o\/r has no GGUF model files/);
+    notFound(
+      () => selectGgufFiles(repo, { quant: "Q5_K_S" }, "hf.co/o/r"),
+      /quant Q5_K_S not found in hf\.co\/o\/r; available quants: Q2_K, Q4_K_M, Q8_0, F16/,
+    );
+    notFound(
+      () => selectGgufFiles(repo, { file: "nope.gguf" }, "hf.co/o/r"),
+      /file nope\.gguf not found in hf\.co\/o\/r; available quants: Q2_K/,
+    );
+    notFound(
+      () => selectGgufFiles([f("README.md", 1), f("mmproj-x-F16.gguf", 5)], {}, "hf.co/o/r"),
+      /hf\.co\/o\/r has no GGUF model files/,
+    );
   });
 
   it("refuses a projector as the model", () => {

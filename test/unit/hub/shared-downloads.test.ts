@@ -6,7 +6,12 @@ function controllable() {
   let task: DownloadTask | undefined;
   const done = Promise.withResolvers<void>();
   let starts = 0;
-  const start = (t: DownloadTask) => { starts++; task = t; t.signal.addEventListener("abort", () => done.reject(t.signal.reason)); return done.promise; };
+  const start = (t: DownloadTask) => {
+    starts++;
+    task = t;
+    t.signal.addEventListener("abort", () => done.reject(t.signal.reason));
+    return done.promise;
+  };
   return { start, done, task: () => task!, starts: () => starts };
 }
 
@@ -21,14 +26,22 @@ it("runs one download for concurrent joiners, all of whom see its progress and r
   d.done.resolve();
   await Promise.all([a, b]);
   assert.equal(d.starts(), 1);
-  assert.deepEqual(seen, [[5, 10], [5, 10]], "a late joiner first gets the latest progress");
+  assert.deepEqual(
+    seen,
+    [
+      [5, 10],
+      [5, 10],
+    ],
+    "a late joiner first gets the latest progress",
+  );
   assert.deepEqual(shared.keys(), []);
 });
 
 it("keeps the download going while a watcher remains, and cancels it when the last one leaves", async () => {
   const shared = new SharedDownloads();
   const d = controllable();
-  const leaveA = new AbortController(), leaveB = new AbortController();
+  const leaveA = new AbortController(),
+    leaveB = new AbortController();
   const a = shared.join("k", d.start, { signal: leaveA.signal });
   const b = shared.join("k", d.start, { signal: leaveB.signal });
   leaveA.abort(new Error("a left"));

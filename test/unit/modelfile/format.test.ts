@@ -26,20 +26,23 @@ describe("formatModelfile round-trips: parse(format(parse(x))) equals parse(x)",
 describe("formatModelfile output", () => {
   it("prints the seed Modelfile the way a person would write it", () => {
     const printed = formatModelfile(parseModelfile(fixture("seed.Modelfile")));
-    assert.equal(printed, [
-      "FROM ./model.gguf",
-      'TEMPLATE """<|startoftext|><|im_start|>system',
-      "{{ .System }}<|im_end|>",
-      "<|im_start|>user",
-      "{{ .Prompt }}<|im_end|>",
-      "<|im_start|>assistant",
-      '"""',
-      "PARAMETER temperature 0.7",
-      "PARAMETER top_p 0.9",
-      'PARAMETER stop "<|im_end|>"',
-      'PARAMETER stop "<|endoftext|>"',
-      "",
-    ].join("\n"));
+    assert.equal(
+      printed,
+      [
+        "FROM ./model.gguf",
+        'TEMPLATE """<|startoftext|><|im_start|>system',
+        "{{ .System }}<|im_end|>",
+        "<|im_start|>user",
+        "{{ .Prompt }}<|im_end|>",
+        "<|im_start|>assistant",
+        '"""',
+        "PARAMETER temperature 0.7",
+        "PARAMETER top_p 0.9",
+        'PARAMETER stop "<|im_end|>"',
+        'PARAMETER stop "<|endoftext|>"',
+        "",
+      ].join("\n"),
+    );
   });
 
   it("keeps simple values bare and quotes only when needed", () => {
@@ -66,7 +69,10 @@ describe("formatModelfile output", () => {
         { name: "parameter", key: "stop", args: "User:", value: "User:" },
       ],
     };
-    assert.equal(formatModelfile(mf), 'FROM x\nMESSAGE user hi there\nPARAMETER num_ctx 2048\nPARAMETER stop "User:"\n');
+    assert.equal(
+      formatModelfile(mf),
+      'FROM x\nMESSAGE user hi there\nPARAMETER num_ctx 2048\nPARAMETER stop "User:"\n',
+    );
   });
 });
 

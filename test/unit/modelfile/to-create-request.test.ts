@@ -23,7 +23,8 @@ describe("toCreateRequest", () => {
     const body = toCreateRequest(parseModelfile(fixture("seed.Modelfile")), { resolvePath });
     assert.deepEqual(body, {
       from: "/home/me/models/model.gguf",
-      template: "<|startoftext|><|im_start|>system\n{{ .System }}<|im_end|>\n<|im_start|>user\n{{ .Prompt }}<|im_end|>\n<|im_start|>assistant\n",
+      template:
+        "<|startoftext|><|im_start|>system\n{{ .System }}<|im_end|>\n<|im_start|>user\n{{ .Prompt }}<|im_end|>\n<|im_start|>assistant\n",
       parameters: { temperature: 0.7, top_p: 0.9, stop: ["<|im_end|>", "<|endoftext|>"] },
     });
   });
@@ -33,10 +34,14 @@ describe("toCreateRequest", () => {
     const chatml = toCreateRequest(parseModelfile(fixture("chatml-messages.Modelfile")), { resolvePath });
     assert.deepEqual(chatml, {
       from: "hf.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF:Q4_1",
-      template: "{{- range .Messages }}<|im_start|>{{ .Role }}\n{{ .Content }}<|im_end|>\n{{ end }}<|im_start|>assistant\n",
+      template:
+        "{{- range .Messages }}<|im_start|>{{ .Role }}\n{{ .Content }}<|im_end|>\n{{ end }}<|im_start|>assistant\n",
       system: "You are a concise assistant.",
       parameters: { num_ctx: 2048, stop: ["<|im_end|>"] },
-      messages: [{ role: "user", content: "What is 2+2?" }, { role: "assistant", content: "4" }],
+      messages: [
+        { role: "user", content: "What is 2+2?" },
+        { role: "assistant", content: "4" },
+      ],
       license: "Apache License\nVersion 2.0",
     });
     assert.deepEqual(resolved, [], "nothing was treated as a path");
@@ -46,7 +51,13 @@ describe("toCreateRequest", () => {
     for (const p of ["/abs/m.gguf", "./m", "../up/m.bin", "~/m.gguf", "~", "plain.gguf", "dir/Model.GGUF"]) {
       assert.equal(isLocalPath(p), true, p);
     }
-    for (const p of ["llama3.2", "llama3.2:1b", "library/qwen:latest", "hf.co/org/repo:Llama-3.2-1B-Q4_K_M.gguf", "huggingface.co/org/repo"]) {
+    for (const p of [
+      "llama3.2",
+      "llama3.2:1b",
+      "library/qwen:latest",
+      "hf.co/org/repo:Llama-3.2-1B-Q4_K_M.gguf",
+      "huggingface.co/org/repo",
+    ]) {
       assert.equal(isLocalPath(p), false, p);
     }
     const body = toCreateRequest(parseModelfile("FROM ~/gguf/tiny.gguf"), { resolvePath });
@@ -54,17 +65,33 @@ describe("toCreateRequest", () => {
   });
 
   it("lets the last single-valued command win and collects repeated ones", () => {
-    const mf = parseModelfile([
-      "FROM first", "FROM ../second.gguf", "SYSTEM a", "SYSTEM b", "PARAMETER temperature 0.1", "PARAMETER temperature 0.2",
-      "PARAMETER use_mmap false", "ADAPTER ./lora-a.gguf", "ADAPTER /abs/lora-b.gguf", "LICENSE one", "LICENSE two",
-      "REQUIRES 0.5.0", "MESSAGE system s", "MESSAGE user u",
-    ].join("\n"));
+    const mf = parseModelfile(
+      [
+        "FROM first",
+        "FROM ../second.gguf",
+        "SYSTEM a",
+        "SYSTEM b",
+        "PARAMETER temperature 0.1",
+        "PARAMETER temperature 0.2",
+        "PARAMETER use_mmap false",
+        "ADAPTER ./lora-a.gguf",
+        "ADAPTER /abs/lora-b.gguf",
+        "LICENSE one",
+        "LICENSE two",
+        "REQUIRES 0.5.0",
+        "MESSAGE system s",
+        "MESSAGE user u",
+      ].join("\n"),
+    );
     assert.deepEqual(toCreateRequest(mf, { resolvePath }), {
       from: "/home/me/second.gguf",
       system: "b",
       requires: "0.5.0",
       parameters: { temperature: 0.2, use_mmap: false },
-      messages: [{ role: "system", content: "s" }, { role: "user", content: "u" }],
+      messages: [
+        { role: "system", content: "s" },
+        { role: "user", content: "u" },
+      ],
       license: ["one", "two"],
       adapters: ["/home/me/models/lora-a.gguf", "/abs/lora-b.gguf"],
     });
@@ -75,8 +102,10 @@ describe("toCreateRequest", () => {
   });
 
   it("refuses a hand-built Modelfile without FROM", () => {
-    assert.throws(() => toCreateRequest({ commands: [{ name: "system", args: "x" }] }, { resolvePath }),
-      (e: unknown) => e instanceof ModelfileSyntaxError && e.message === "no FROM line" && e.line === null);
+    assert.throws(
+      () => toCreateRequest({ commands: [{ name: "system", args: "x" }] }, { resolvePath }),
+      (e: unknown) => e instanceof ModelfileSyntaxError && e.message === "no FROM line" && e.line === null,
+    );
   });
 });
 
@@ -86,26 +115,32 @@ describe("modelfileFromShow", () => {
     template: "{{ .Prompt }}",
     system: "Be brief.",
     parameters: { top_k: 40, stop: ["<|im_end|>", "User:"], temperature: 0.7, numa: false },
-    messages: [{ role: "user", content: "hi" }, { role: "assistant", content: "hello\nthere" }],
+    messages: [
+      { role: "user", content: "hi" },
+      { role: "assistant", content: "hello\nthere" },
+    ],
     license: ["MIT", "line one\nline two"],
   };
 
   it("prints FROM, TEMPLATE, SYSTEM, sorted PARAMETERs, MESSAGEs and LICENSEs", () => {
-    assert.equal(formatModelfile(modelfileFromShow(show)), [
-      "FROM /home/me/.gantry/models/blobs/sha256-abc",
-      "TEMPLATE {{ .Prompt }}",
-      "SYSTEM Be brief.",
-      "PARAMETER numa false",
-      'PARAMETER stop "<|im_end|>"',
-      'PARAMETER stop "User:"',
-      "PARAMETER temperature 0.7",
-      "PARAMETER top_k 40",
-      "MESSAGE user hi",
-      'MESSAGE assistant """hello\nthere"""',
-      "LICENSE MIT",
-      'LICENSE """line one\nline two"""',
-      "",
-    ].join("\n"));
+    assert.equal(
+      formatModelfile(modelfileFromShow(show)),
+      [
+        "FROM /home/me/.gantry/models/blobs/sha256-abc",
+        "TEMPLATE {{ .Prompt }}",
+        "SYSTEM Be brief.",
+        "PARAMETER numa false",
+        'PARAMETER stop "<|im_end|>"',
+        'PARAMETER stop "User:"',
+        "PARAMETER temperature 0.7",
+        "PARAMETER top_k 40",
+        "MESSAGE user hi",
+        'MESSAGE assistant """hello\nthere"""',
+        "LICENSE MIT",
+        'LICENSE """line one\nline two"""',
+        "",
+      ].join("\n"),
+    );
   });
 
   it("recreates the same model: show -> Modelfile text -> create body carries the same fields", () => {
@@ -121,15 +156,24 @@ describe("modelfileFromShow", () => {
   });
 
   it("omits empty optional parts", () => {
-    assert.equal(formatModelfile(modelfileFromShow({ from: "llama3", template: "", license: "MIT" })), "FROM llama3\nLICENSE MIT\n");
+    assert.equal(
+      formatModelfile(modelfileFromShow({ from: "llama3", template: "", license: "MIT" })),
+      "FROM llama3\nLICENSE MIT\n",
+    );
   });
 
   it("rejects parameters and roles a Modelfile cannot express", () => {
-    assert.throws(() => modelfileFromShow({ from: "x", parameters: { bogus: 1 } }),
-      (e: unknown) => e instanceof AppError && e.code === "BAD_REQUEST" && /unknown parameter "bogus"/.test(e.message));
-    assert.throws(() => modelfileFromShow({ from: "x", parameters: { num_ctx: 1.5 } }),
-      (e: unknown) => e instanceof AppError && /expected an integer/.test(e.message));
-    assert.throws(() => modelfileFromShow({ from: "x", messages: [{ role: "tool", content: "r" }] }),
-      (e: unknown) => e instanceof AppError && /role "tool"/.test(e.message));
+    assert.throws(
+      () => modelfileFromShow({ from: "x", parameters: { bogus: 1 } }),
+      (e: unknown) => e instanceof AppError && e.code === "BAD_REQUEST" && /unknown parameter "bogus"/.test(e.message),
+    );
+    assert.throws(
+      () => modelfileFromShow({ from: "x", parameters: { num_ctx: 1.5 } }),
+      (e: unknown) => e instanceof AppError && /expected an integer/.test(e.message),
+    );
+    assert.throws(
+      () => modelfileFromShow({ from: "x", messages: [{ role: "tool", content: "r" }] }),
+      (e: unknown) => e instanceof AppError && /role "tool"/.test(e.message),
+    );
   });
 });

@@ -16,7 +16,9 @@ const tmp = (t: { after: (fn: () => void) => void }, name: string, text: string)
 };
 
 const issuesOf = (fn: () => unknown): string[] => {
-  try { fn(); } catch (e) {
+  try {
+    fn();
+  } catch (e) {
     assert.ok(e instanceof ConfigError, String(e));
     return e.issues;
   }
@@ -52,13 +54,21 @@ test("the cpu profile has no GPUs; nvidia-gpu requests nvidia.com/gpu and tolera
 test("user profiles are added next to the defaults, and a profile of the same name replaces the default", () => {
   const c = parseOperatorConfig({
     resourceProfiles: {
-      "nvidia-l4": { gpuResource: "nvidia.com/gpu", nodeSelector: { "cloud.google.com/gke-accelerator": "nvidia-l4" }, image: "gantry:cuda" },
+      "nvidia-l4": {
+        gpuResource: "nvidia.com/gpu",
+        nodeSelector: { "cloud.google.com/gke-accelerator": "nvidia-l4" },
+        image: "gantry:cuda",
+      },
       cpu: { cpu: "2", memory: "8Gi", nodeSelector: { pool: "cpu" } },
     },
   });
   assert.deepEqual(Object.keys(c.profiles).sort(), ["cpu", "nvidia-gpu", "nvidia-l4"]);
   assert.deepEqual(c.profiles["nvidia-l4"], {
-    gpuResource: "nvidia.com/gpu", nodeSelector: { "cloud.google.com/gke-accelerator": "nvidia-l4" }, tolerations: [], image: "gantry:cuda", env: {},
+    gpuResource: "nvidia.com/gpu",
+    nodeSelector: { "cloud.google.com/gke-accelerator": "nvidia-l4" },
+    tolerations: [],
+    image: "gantry:cuda",
+    env: {},
   });
   assert.equal(c.profiles.cpu?.cpu, "2");
   assert.deepEqual(c.profiles.cpu?.nodeSelector, { pool: "cpu" });
@@ -66,12 +76,27 @@ test("user profiles are added next to the defaults, and a profile of the same na
 });
 
 test("an invalid config reports every bad key", () => {
-  const issues = issuesOf(() => parseOperatorConfig({
-    workers: 0, serverPort: 70000, gatewayUrl: "not a url", imagePullPolicy: "Sometimes",
-    resourceProfiles: { "Bad_Name": {}, ok: { tolerations: [{ operator: "In" }] } },
-  }));
-  for (const key of ["workers", "serverPort", "gatewayUrl", "imagePullPolicy", "resourceProfiles.Bad_Name", "resourceProfiles.ok.tolerations.0.operator"]) {
-    assert.ok(issues.some((i) => i.startsWith(`${key}: `)), `${key} in ${JSON.stringify(issues)}`);
+  const issues = issuesOf(() =>
+    parseOperatorConfig({
+      workers: 0,
+      serverPort: 70000,
+      gatewayUrl: "not a url",
+      imagePullPolicy: "Sometimes",
+      resourceProfiles: { Bad_Name: {}, ok: { tolerations: [{ operator: "In" }] } },
+    }),
+  );
+  for (const key of [
+    "workers",
+    "serverPort",
+    "gatewayUrl",
+    "imagePullPolicy",
+    "resourceProfiles.Bad_Name",
+    "resourceProfiles.ok.tolerations.0.operator",
+  ]) {
+    assert.ok(
+      issues.some((i) => i.startsWith(`${key}: `)),
+      `${key} in ${JSON.stringify(issues)}`,
+    );
   }
   assert.equal(issues.length, 6);
 });
@@ -83,20 +108,27 @@ test("an unknown top-level key is rejected, naming the key", () => {
 });
 
 test("the ConfigError message lists the issues", () => {
-  assert.throws(() => parseOperatorConfig({ workers: 100 }), (e: unknown) => e instanceof ConfigError && /workers: /.test(e.message));
+  assert.throws(
+    () => parseOperatorConfig({ workers: 100 }),
+    (e: unknown) => e instanceof ConfigError && /workers: /.test(e.message),
+  );
 });
 
 test("loadOperatorConfig reads a YAML file", (t) => {
-  const file = tmp(t, "config.yaml", [
-    "image: registry.example.com/gantry:1.2.3",
-    "gatewayUrl: http://gw.example.com",
-    "workers: 8",
-    "resourceProfiles:",
-    "  nvidia-a100:",
-    "    gpuResource: nvidia.com/gpu",
-    "    tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]",
-    "",
-  ].join("\n"));
+  const file = tmp(
+    t,
+    "config.yaml",
+    [
+      "image: registry.example.com/gantry:1.2.3",
+      "gatewayUrl: http://gw.example.com",
+      "workers: 8",
+      "resourceProfiles:",
+      "  nvidia-a100:",
+      "    gpuResource: nvidia.com/gpu",
+      "    tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]",
+      "",
+    ].join("\n"),
+  );
   const c = loadOperatorConfig(file, {});
   assert.equal(c.image, "registry.example.com/gantry:1.2.3");
   assert.equal(c.gatewayUrl, "http://gw.example.com");
@@ -116,11 +148,17 @@ test("the environment overrides win over the file", (t) => {
   const fromFile = loadOperatorConfig(file, {});
   assert.equal(fromFile.listen, "0.0.0.0:9000");
   assert.equal(fromFile.watchNamespace, "from-file");
-  const overridden = loadOperatorConfig(file, { GANTRY_OPERATOR_LISTEN: "127.0.0.1:7000", GANTRY_OPERATOR_NAMESPACE: "acme" });
+  const overridden = loadOperatorConfig(file, {
+    GANTRY_OPERATOR_LISTEN: "127.0.0.1:7000",
+    GANTRY_OPERATOR_NAMESPACE: "acme",
+  });
   assert.equal(overridden.listen, "127.0.0.1:7000");
   assert.equal(overridden.watchNamespace, "acme");
   // Empty variables do not override.
-  assert.equal(loadOperatorConfig(file, { GANTRY_OPERATOR_LISTEN: "", GANTRY_OPERATOR_NAMESPACE: "" }).watchNamespace, "from-file");
+  assert.equal(
+    loadOperatorConfig(file, { GANTRY_OPERATOR_LISTEN: "", GANTRY_OPERATOR_NAMESPACE: "" }).watchNamespace,
+    "from-file",
+  );
   assert.equal(loadOperatorConfig(undefined, { GANTRY_OPERATOR_NAMESPACE: "acme" }).watchNamespace, "acme");
 });
 

@@ -6,11 +6,21 @@ import { resolveApp, type ResolvedApp } from "../../../operator/render/resolve.t
 export const MODEL = "hf.co/org/repo:Q4_K_M";
 
 /** A ModelApp named acme/chat; `spec` is merged over {model: MODEL} (defaults are applied by the operator's parse). */
-export function modelApp(spec: Partial<ModelAppSpecInput> = {}, metadata: Partial<ModelApp["metadata"]> = {}): ModelApp {
+export function modelApp(
+  spec: Partial<ModelAppSpecInput> = {},
+  metadata: Partial<ModelApp["metadata"]> = {},
+): ModelApp {
   return {
     apiVersion: "gantry.dev/v1alpha1",
     kind: "ModelApp",
-    metadata: { name: "chat", namespace: "acme", uid: "u1", generation: 1, creationTimestamp: "2026-01-01T00:00:00Z", ...metadata },
+    metadata: {
+      name: "chat",
+      namespace: "acme",
+      uid: "u1",
+      generation: 1,
+      creationTimestamp: "2026-01-01T00:00:00Z",
+      ...metadata,
+    },
     // The spec is passed as a user writes it; resolveApp applies the defaults.
     spec: { model: MODEL, ...spec } as ModelApp["spec"],
   };
@@ -18,5 +28,8 @@ export function modelApp(spec: Partial<ModelAppSpecInput> = {}, metadata: Partia
 
 export const config = (input: Record<string, unknown> = {}): OperatorConfig => parseOperatorConfig(input);
 
-export const resolved = (spec: Partial<ModelAppSpecInput> = {}, cfg: OperatorConfig = config(), metadata: Partial<ModelApp["metadata"]> = {}): ResolvedApp =>
-  resolveApp(modelApp(spec, metadata), cfg);
+export const resolved = (
+  spec: Partial<ModelAppSpecInput> = {},
+  cfg: OperatorConfig = config(),
+  metadata: Partial<ModelApp["metadata"]> = {},
+): ResolvedApp => resolveApp(modelApp(spec, metadata), cfg);

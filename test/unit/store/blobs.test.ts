@@ -36,8 +36,10 @@ test("put streams many chunks and verifies an expected digest", async () => {
 test("a digest mismatch stores nothing and leaves no temp file", async () => {
   const store = new BlobStore(await tempRoot());
   const claimed = sha("something else");
-  await assert.rejects(store.put(Buffer.from("actual content"), claimed),
-    (e: unknown) => e instanceof AppError && e.code === "STORE_DIGEST_MISMATCH" && /expected sha256:/.test(e.message));
+  await assert.rejects(
+    store.put(Buffer.from("actual content"), claimed),
+    (e: unknown) => e instanceof AppError && e.code === "STORE_DIGEST_MISMATCH" && /expected sha256:/.test(e.message),
+  );
   assert.equal(await store.has(claimed), false);
   assert.equal(await store.has(sha("actual content")), false);
   assert.deepEqual(await fs.readdir(store.dir), []);
@@ -45,7 +47,12 @@ test("a digest mismatch stores nothing and leaves no temp file", async () => {
 
 test("a failing source stream leaves nothing behind", async () => {
   const store = new BlobStore(await tempRoot());
-  const failing = new Readable({ read() { this.push(Buffer.from("partial")); this.destroy(new Error("connection reset")); } });
+  const failing = new Readable({
+    read() {
+      this.push(Buffer.from("partial"));
+      this.destroy(new Error("connection reset"));
+    },
+  });
   await assert.rejects(store.put(failing), /connection reset/);
   assert.deepEqual(await fs.readdir(store.dir), []);
 });
@@ -53,7 +60,11 @@ test("a failing source stream leaves nothing behind", async () => {
 test("concurrent puts of the same content end with one correct blob", async () => {
   const store = new BlobStore(await tempRoot());
   const data = Buffer.alloc(200_000, 7);
-  const results = await Promise.all(Array.from({ length: 8 }, () => store.put(Readable.from([data.subarray(0, 100_000), data.subarray(100_000)]), sha(data))));
+  const results = await Promise.all(
+    Array.from({ length: 8 }, () =>
+      store.put(Readable.from([data.subarray(0, 100_000), data.subarray(100_000)]), sha(data)),
+    ),
+  );
   assert.ok(results.every((r) => r.digest === sha(data) && r.size === data.length));
   assert.equal(results.filter((r) => r.created).length, 1, "exactly one put created the blob");
   assert.deepEqual(await fs.readdir(store.dir), [`sha256-${sha(data).slice(7)}`]);
@@ -69,7 +80,10 @@ test("importFile hashes a local file and stores it once", async () => {
   assert.deepEqual(first, { digest: sha("GGUF pretend weights"), size: 20, created: true });
   assert.equal(await fs.readFile(store.path(first.digest), "utf8"), "GGUF pretend weights");
   assert.equal((await store.importFile(src)).created, false);
-  await assert.rejects(store.importFile(src, sha("other")), (e: unknown) => e instanceof AppError && e.code === "STORE_DIGEST_MISMATCH");
+  await assert.rejects(
+    store.importFile(src, sha("other")),
+    (e: unknown) => e instanceof AppError && e.code === "STORE_DIGEST_MISMATCH",
+  );
 });
 
 test("list shows complete blobs only; remove deletes one", async () => {
@@ -84,5 +98,8 @@ test("list shows complete blobs only; remove deletes one", async () => {
   assert.equal(await store.remove(a.digest), true);
   assert.equal(await store.remove(a.digest), false);
   assert.equal(await store.has(a.digest), false);
-  assert.deepEqual((await store.list()).map((x) => x.digest), [b.digest]);
+  assert.deepEqual(
+    (await store.list()).map((x) => x.digest),
+    [b.digest],
+  );
 });

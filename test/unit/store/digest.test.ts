@@ -32,7 +32,11 @@ test("parseDigest rejects anything that could escape blobs/ or is not a sha256",
     `sha256:${"g".repeat(64)}`,
   ];
   for (const input of bad) {
-    assert.throws(() => parseDigest(input), (e: unknown) => e instanceof AppError && e.code === "STORE_INVALID_DIGEST" && e.status === 400, JSON.stringify(input));
+    assert.throws(
+      () => parseDigest(input),
+      (e: unknown) => e instanceof AppError && e.code === "STORE_INVALID_DIGEST" && e.status === 400,
+      JSON.stringify(input),
+    );
   }
 });
 
@@ -41,7 +45,13 @@ test("blob file names use '-' and map back to the digest; other names are not bl
   assert.equal(blobFileName(d), `sha256-${HEX}`);
   assert.equal(digestHex(d), HEX);
   assert.equal(digestFromFileName(`sha256-${HEX}`), d);
-  for (const stray of [`tmp-1234-partial`, `sha256-${HEX}-partial`, `sha256:${HEX}`, `sha256-${HEX.toUpperCase()}`, ".DS_Store"]) {
+  for (const stray of [
+    `tmp-1234-partial`,
+    `sha256-${HEX}-partial`,
+    `sha256:${HEX}`,
+    `sha256-${HEX.toUpperCase()}`,
+    ".DS_Store",
+  ]) {
     assert.equal(digestFromFileName(stray), null, stray);
   }
 });

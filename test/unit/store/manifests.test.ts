@@ -6,7 +6,13 @@ import path from "node:path";
 import { test } from "node:test";
 import { parseDigest } from "../../../server/store/digest.ts";
 import {
-  CONFIG_MEDIA_TYPE, MANIFEST_MEDIA_TYPE, ManifestStore, layerMediaType, layersOf, referencedDigests, type Manifest,
+  CONFIG_MEDIA_TYPE,
+  MANIFEST_MEDIA_TYPE,
+  ManifestStore,
+  layerMediaType,
+  layersOf,
+  referencedDigests,
+  type Manifest,
 } from "../../../server/store/manifests.ts";
 import { formatModelName, parseModelName } from "../../../server/common/model-name.ts";
 
@@ -36,9 +42,12 @@ test("write/read round-trips at manifests/<host>/<namespace>/<model>/<tag>", asy
   assert.equal(read.digest, digest);
   assert.equal(formatModelName(read.name), "smollm2:135m");
   assert.ok(read.modifiedAt instanceof Date);
-  assert.deepEqual(layersOf(read.manifest, "template").map((l) => l.digest), [d("template")]);
+  assert.deepEqual(
+    layersOf(read.manifest, "template").map((l) => l.digest),
+    [d("template")],
+  );
   assert.deepEqual(referencedDigests(read.manifest), [d("config"), d("model"), d("template")]);
-  assert.deepEqual((await fs.readdir(path.dirname(file))), ["135m"], "no temp file left behind");
+  assert.deepEqual(await fs.readdir(path.dirname(file)), ["135m"], "no temp file left behind");
 });
 
 test("lookups are case-insensitive and a differently-cased write replaces the old file", async () => {
@@ -48,7 +57,10 @@ test("lookups are case-insensitive and a differently-cased write replaces the ol
   assert.ok(await store.read(parseModelName("smollm2:big")));
   await store.write(parseModelName("smollm2:big"), sample());
   const all = await store.list();
-  assert.deepEqual(all.map((m) => formatModelName(m.name)), ["smollm2:big"]);
+  assert.deepEqual(
+    all.map((m) => formatModelName(m.name)),
+    ["smollm2:big"],
+  );
 });
 
 test("list walks every manifest, skipping strays; delete removes the file and empty directories", async () => {

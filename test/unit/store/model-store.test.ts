@@ -11,7 +11,12 @@ import { parseModelName } from "../../../server/common/model-name.ts";
 import { ModelStore } from "../../../server/store/model-store.ts";
 import { tinyModelPath } from "../../support/models.ts";
 
-const fileDigest = async (file: string) => parseDigest(`sha256:${createHash("sha256").update(await fs.readFile(file)).digest("hex")}`);
+const fileDigest = async (file: string) =>
+  parseDigest(
+    `sha256:${createHash("sha256")
+      .update(await fs.readFile(file))
+      .digest("hex")}`,
+  );
 const newStore = async () => new ModelStore({ root: await fs.mkdtemp(path.join(os.tmpdir(), "gantry-store-")) });
 const code = (c: ErrorCode) => (e: unknown) => e instanceof AppError && e.code === c;
 
@@ -52,22 +57,34 @@ test("create with overrides stores template, system, parameters, messages and li
   const store = await newStore();
   const gguf = await tinyModelPath();
   // Through the wire schema, as the route does: a single stop string becomes a list.
-  await store.create(CreateRequestSchema.parse({ model: "base", from: gguf, parameters: { temperature: 0.5, stop: "<|im_end|>" } }));
+  await store.create(
+    CreateRequestSchema.parse({ model: "base", from: gguf, parameters: { temperature: 0.5, stop: "<|im_end|>" } }),
+  );
   await store.create({
     model: "alice/derived:chat",
     from: "base",
     template: "{{ .System }} {{ .Prompt }}",
     system: "You are terse.",
     parameters: { top_k: 20, stop: ["<|im_end|>", "<|im_start|>"] },
-    messages: [{ role: "user", content: "hi" }, { role: "assistant", content: "hello" }],
+    messages: [
+      { role: "user", content: "hi" },
+      { role: "assistant", content: "hello" },
+    ],
     license: ["MIT", "Apache-2.0"],
   });
   const spec = await store.resolve("alice/derived:chat");
   assert.equal(spec.name, "alice/derived:chat");
   assert.equal(spec.template, "{{ .System }} {{ .Prompt }}");
   assert.equal(spec.system, "You are terse.");
-  assert.deepEqual(spec.parameters, { temperature: 0.5, top_k: 20, stop: ["<|im_end|>", "<|im_start|>"] }, "merged over the base's parameters");
-  assert.deepEqual(spec.messages, [{ role: "user", content: "hi" }, { role: "assistant", content: "hello" }]);
+  assert.deepEqual(
+    spec.parameters,
+    { temperature: 0.5, top_k: 20, stop: ["<|im_end|>", "<|im_start|>"] },
+    "merged over the base's parameters",
+  );
+  assert.deepEqual(spec.messages, [
+    { role: "user", content: "hi" },
+    { role: "assistant", content: "hello" },
+  ]);
   assert.equal(spec.digest, (await store.resolve("base")).digest, "shares the base's weights");
 
   const base = await store.resolve("base");
@@ -77,25 +94,37 @@ test("create with overrides stores template, system, parameters, messages and li
   assert.equal(shown.license, "MIT\nApache-2.0");
   assert.equal(shown.system, "You are terse.");
   assert.equal(shown.template, "{{ .System }} {{ .Prompt }}");
-  assert.equal(shown.parameters, [
-    `stop                           "<|im_end|>"`,
-    `stop                           "<|im_start|>"`,
-    `temperature                    0.5`,
-    `top_k                          20`,
-  ].join("\n"));
+  assert.equal(
+    shown.parameters,
+    [
+      `stop                           "<|im_end|>"`,
+      `stop                           "<|im_start|>"`,
+      `temperature                    0.5`,
+      `top_k                          20`,
+    ].join("\n"),
+  );
   assert.match(shown.modelfile, /^FROM .*sha256-[0-9a-f]{64}$/m);
   assert.match(shown.modelfile, /^SYSTEM """You are terse\."""$/m);
   assert.match(shown.modelfile, /^PARAMETER top_k 20$/m);
   assert.match(shown.modelfile, /^MESSAGE assistant hello$/m);
-  assert.deepEqual(shown.messages, [{ role: "user", content: "hi" }, { role: "assistant", content: "hello" }]);
+  assert.deepEqual(shown.messages, [
+    { role: "user", content: "hi" },
+    { role: "assistant", content: "hello" },
+  ]);
 });
 
 test("create from uploaded files: the model GGUF and an mmproj projector", async () => {
   const store = await newStore();
   const model = await store.blobs.importFile(await tinyModelPath());
   const projector = await store.blobs.importFile(await tinyModelPath({ seed: 7 }));
-  const statuses = await createCollecting(store, { model: "vision", files: { "model.gguf": model.digest, "mmproj-model-f16.gguf": projector.digest } });
-  assert.deepEqual(statuses.filter((s) => s.includes("layer")), [`using existing layer ${model.digest}`, `using existing layer ${projector.digest}`]);
+  const statuses = await createCollecting(store, {
+    model: "vision",
+    files: { "model.gguf": model.digest, "mmproj-model-f16.gguf": projector.digest },
+  });
+  assert.deepEqual(
+    statuses.filter((s) => s.includes("layer")),
+    [`using existing layer ${model.digest}`, `using existing layer ${projector.digest}`],
+  );
   const spec = await store.resolve("vision");
   assert.equal(spec.digest, model.digest);
   assert.equal(spec.projector, store.blobs.path(projector.digest));
@@ -110,8 +139,14 @@ test("create rejects bad requests before writing anything", async () => {
   await fs.writeFile(textFile, "PK\u0003\u0004 zip, not gguf");
   await assert.rejects(store.create({ model: "x", files: { "m.gguf": notGguf.digest } }), code("MODEL_INVALID_FILE"));
   await assert.rejects(store.create({ model: "x", files: { "m.gguf": missing } }), code("BLOB_NOT_FOUND"));
-  await assert.rejects(store.create({ model: "x", files: { "m.gguf": "sha256:../../etc" } }), code("STORE_INVALID_DIGEST"));
-  await assert.rejects(store.create({ model: "x", files: { "model.safetensors": notGguf.digest } }), code("UNSUPPORTED_FIELD"));
+  await assert.rejects(
+    store.create({ model: "x", files: { "m.gguf": "sha256:../../etc" } }),
+    code("STORE_INVALID_DIGEST"),
+  );
+  await assert.rejects(
+    store.create({ model: "x", files: { "model.safetensors": notGguf.digest } }),
+    code("UNSUPPORTED_FIELD"),
+  );
   await assert.rejects(store.create({ model: "x", from: textFile }), code("MODEL_INVALID_FILE"));
   await assert.rejects(store.create({ model: "x", from: "/nonexistent/model.gguf" }), code("BAD_REQUEST"));
   await assert.rejects(store.create({ model: "x", from: "no-such-model" }), code("MODEL_NOT_FOUND"));
@@ -127,7 +162,9 @@ test("delete removes the manifest and only the blobs no other model uses", async
   const modelDigest = await fileDigest(gguf);
   await store.create({ model: "base", from: gguf });
   await store.create({ model: "derived", from: "base", system: "only in derived" });
-  const before = await Promise.all((await store.blobs.list()).map((b) => fs.readFile(store.blobs.path(b.digest), "utf8")));
+  const before = await Promise.all(
+    (await store.blobs.list()).map((b) => fs.readFile(store.blobs.path(b.digest), "utf8")),
+  );
   assert.ok(before.includes("only in derived"));
 
   await store.delete("derived");

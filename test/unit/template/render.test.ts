@@ -25,17 +25,23 @@ describe("renderTemplate", () => {
 describe("chat templates from Modelfiles", () => {
   it("the seed template (TEMPLATE in the seed Modelfile) with System and Prompt", () => {
     const out = renderTemplate(modelfileTemplate("seed.Modelfile"), { System: "You are helpful.", Prompt: "Hi" });
-    assert.equal(out,
-      "<|startoftext|><|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+    assert.equal(
+      out,
+      "<|startoftext|><|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n",
+    );
   });
 
   it("the seed template with no System renders an empty system block", () => {
     const out = renderTemplate(modelfileTemplate("seed.Modelfile"), { Prompt: "Hi" });
-    assert.equal(out, "<|startoftext|><|im_start|>system\n<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+    assert.equal(
+      out,
+      "<|startoftext|><|im_start|>system\n<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n",
+    );
   });
 
   it("Ollama's ChatML template ranges over .Messages", () => {
-    const src = "{{- range .Messages }}<|im_start|>{{ .Role }}\n{{ .Content }}<|im_end|>\n{{ end }}<|im_start|>assistant\n";
+    const src =
+      "{{- range .Messages }}<|im_start|>{{ .Role }}\n{{ .Content }}<|im_end|>\n{{ end }}<|im_start|>assistant\n";
     assert.equal(src, modelfileTemplate("chatml-messages.Modelfile"));
     const out = renderTemplate(src, {
       Messages: [
@@ -45,13 +51,21 @@ describe("chat templates from Modelfiles", () => {
         { Role: "user", Content: "Bye" },
       ],
     });
-    assert.equal(out, [
-      "<|im_start|>system", "Be brief.<|im_end|>",
-      "<|im_start|>user", "Hi<|im_end|>",
-      "<|im_start|>assistant", "Hello!<|im_end|>",
-      "<|im_start|>user", "Bye<|im_end|>",
-      "<|im_start|>assistant", "",
-    ].join("\n"));
+    assert.equal(
+      out,
+      [
+        "<|im_start|>system",
+        "Be brief.<|im_end|>",
+        "<|im_start|>user",
+        "Hi<|im_end|>",
+        "<|im_start|>assistant",
+        "Hello!<|im_end|>",
+        "<|im_start|>user",
+        "Bye<|im_end|>",
+        "<|im_start|>assistant",
+        "",
+      ].join("\n"),
+    );
   });
 
   const tool = {
@@ -69,37 +83,59 @@ describe("chat templates from Modelfiles", () => {
       Tools: [tool],
       Messages: [
         { Role: "user", Content: "Weather in Paris?" },
-        { Role: "assistant", Content: "", ToolCalls: [{ Function: { Name: "get_weather", Arguments: { city: "Paris" } } }] },
+        {
+          Role: "assistant",
+          Content: "",
+          ToolCalls: [{ Function: { Name: "get_weather", Arguments: { city: "Paris" } } }],
+        },
         { Role: "tool", Content: "18C and sunny" },
         { Role: "assistant", Content: "It is 18C and sunny." },
         { Role: "user", Content: "Thanks!" },
       ],
     });
-    assert.equal(out, [
-      "<|im_start|>system",
-      "You are helpful.",
-      "",
-      "# Tools",
-      "<tools>",
-      '{"function":{"description":"Get the weather","name":"get_weather","parameters":{"properties":{"city":{"type":"string"}},"required":["city"],"type":"object"}},"type":"function"}',
-      "</tools><|im_end|>",
-      "<|im_start|>user", "Weather in Paris?<|im_end|>",
-      "<|im_start|>assistant", "<tool_call>", '{"name": "get_weather", "arguments": {"city":"Paris"}}', "</tool_call><|im_end|>",
-      "<|im_start|>user", "<tool_response>", "18C and sunny", "</tool_response><|im_end|>",
-      "<|im_start|>assistant", "It is 18C and sunny.<|im_end|>",
-      "<|im_start|>user", "Thanks!<|im_end|>",
-      "<|im_start|>assistant", "",
-    ].join("\n"));
+    assert.equal(
+      out,
+      [
+        "<|im_start|>system",
+        "You are helpful.",
+        "",
+        "# Tools",
+        "<tools>",
+        '{"function":{"description":"Get the weather","name":"get_weather","parameters":{"properties":{"city":{"type":"string"}},"required":["city"],"type":"object"}},"type":"function"}',
+        "</tools><|im_end|>",
+        "<|im_start|>user",
+        "Weather in Paris?<|im_end|>",
+        "<|im_start|>assistant",
+        "<tool_call>",
+        '{"name": "get_weather", "arguments": {"city":"Paris"}}',
+        "</tool_call><|im_end|>",
+        "<|im_start|>user",
+        "<tool_response>",
+        "18C and sunny",
+        "</tool_response><|im_end|>",
+        "<|im_start|>assistant",
+        "It is 18C and sunny.<|im_end|>",
+        "<|im_start|>user",
+        "Thanks!<|im_end|>",
+        "<|im_start|>assistant",
+        "",
+      ].join("\n"),
+    );
   });
 
   it("the same template without system or tools, ending on an assistant turn", () => {
     const out = renderTemplate(modelfileTemplate("tools.Modelfile"), {
       System: "",
       Tools: [],
-      Messages: [{ Role: "assistant", Content: "Welcome." }, { Role: "user", Content: "Hi" }],
+      Messages: [
+        { Role: "assistant", Content: "Welcome." },
+        { Role: "user", Content: "Hi" },
+      ],
     });
-    assert.equal(out,
-      "<|im_start|>assistant\nWelcome.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n(conversation starts with assistant)");
+    assert.equal(
+      out,
+      "<|im_start|>assistant\nWelcome.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n(conversation starts with assistant)",
+    );
   });
 });
 
@@ -113,7 +149,11 @@ describe("parseTemplate", () => {
 
   it("lists the identifiers a template uses (how Ollama decides to pass .Messages)", () => {
     assert.deepEqual(templateIdentifiers(parseTemplate(modelfileTemplate("seed.Modelfile"))), ["prompt", "system"]);
-    assert.deepEqual(templateIdentifiers(parseTemplate(modelfileTemplate("chatml-messages.Modelfile"))), ["content", "messages", "role"]);
+    assert.deepEqual(templateIdentifiers(parseTemplate(modelfileTemplate("chatml-messages.Modelfile"))), [
+      "content",
+      "messages",
+      "role",
+    ]);
     assert.ok(templateIdentifiers(parseTemplate(modelfileTemplate("tools.Modelfile"))).includes("toolcalls"));
   });
 });

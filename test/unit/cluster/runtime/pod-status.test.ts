@@ -3,13 +3,29 @@ import { test } from "node:test";
 import type { Condition, PodRecord } from "../../../../test/cluster/runtime/pod-status.ts";
 import { apiTime, podStatus } from "../../../../test/cluster/runtime/pod-status.ts";
 
-const T0 = "2026-01-01T00:00:00Z", T1 = "2026-01-01T00:01:00Z";
+const T0 = "2026-01-01T00:00:00Z",
+  T1 = "2026-01-01T00:01:00Z";
 const record = (ready: boolean): PodRecord => ({
-  phase: "Running", hostIp: "127.0.0.1", podIp: "10.244.128.2", startTime: T0, initialized: true, init: [],
-  containers: [{ name: "main", image: "img", state: { kind: "running", startedAt: T0 }, restartCount: 2, ready, started: true,
-    lastState: { kind: "terminated", exitCode: 137, reason: "Error", startedAt: T0, finishedAt: T0 } }],
+  phase: "Running",
+  hostIp: "127.0.0.1",
+  podIp: "10.244.128.2",
+  startTime: T0,
+  initialized: true,
+  init: [],
+  containers: [
+    {
+      name: "main",
+      image: "img",
+      state: { kind: "running", startedAt: T0 },
+      restartCount: 2,
+      ready,
+      started: true,
+      lastState: { kind: "terminated", exitCode: 137, reason: "Error", startedAt: T0, finishedAt: T0 },
+    },
+  ],
 });
-const condition = (s: Record<string, unknown>, type: string): Condition | undefined => (s.conditions as Condition[]).find((c) => c.type === type);
+const condition = (s: Record<string, unknown>, type: string): Condition | undefined =>
+  (s.conditions as Condition[]).find((c) => c.type === type);
 
 test("status carries IPs, phase and container states as a kubelet writes them", () => {
   const s = podStatus(record(true), [], T0);

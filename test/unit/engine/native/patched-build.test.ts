@@ -5,7 +5,15 @@ import path from "node:path";
 import { after, describe, it } from "node:test";
 import { pathToFileURL } from "node:url";
 import {
-  engineCpuTarget, isCompleteBuild, linkLocalBuild, localBuildFolderName, nodeLlamaCppDir, PATCH_FILE, PATCHED_CMAKE_OPTIONS, patchedBuild, readBuildStatus,
+  engineCpuTarget,
+  isCompleteBuild,
+  linkLocalBuild,
+  localBuildFolderName,
+  nodeLlamaCppDir,
+  PATCH_FILE,
+  PATCHED_CMAKE_OPTIONS,
+  patchedBuild,
+  readBuildStatus,
 } from "../../../../server/engine/native/patched-build.ts";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "patched-build-test-"));
@@ -21,13 +29,20 @@ function fakePackage(version: string): string {
 describe("localBuildFolderName", () => {
   it("matches node-llama-cpp's own folder naming for custom CMake options", async () => {
     // node-llama-cpp's internal module (not exported): the folder getLlama looks in must be the one we build into.
-    const internal = pathToFileURL(path.join(nodeLlamaCppDir(), "dist", "bindings", "utils", "getBuildFolderNameForBuildOptions.js")).href;
-    const { getBuildFolderNameForBuildOptions } = await import(internal) as {
+    const internal = pathToFileURL(
+      path.join(nodeLlamaCppDir(), "dist", "bindings", "utils", "getBuildFolderNameForBuildOptions.js"),
+    ).href;
+    const { getBuildFolderNameForBuildOptions } = (await import(internal)) as {
       getBuildFolderNameForBuildOptions(o: object): Promise<{ withCustomCmakeOptions: string; binVariant: string }>;
     };
-    const release = JSON.parse(fs.readFileSync(path.join(nodeLlamaCppDir(), "llama", "binariesGithubRelease.json"), "utf8")).release as string;
+    const release = JSON.parse(
+      fs.readFileSync(path.join(nodeLlamaCppDir(), "llama", "binariesGithubRelease.json"), "utf8"),
+    ).release as string;
     const theirs = await getBuildFolderNameForBuildOptions({
-      customCmakeOptions: new Map(Object.entries(PATCHED_CMAKE_OPTIONS)), platform: "linux", arch: "x64", gpu: false,
+      customCmakeOptions: new Map(Object.entries(PATCHED_CMAKE_OPTIONS)),
+      platform: "linux",
+      arch: "x64",
+      gpu: false,
       llamaCpp: { repo: "ggml-org/llama.cpp", release },
     });
     const ours = localBuildFolderName(PATCHED_CMAKE_OPTIONS, "linux", "x64");
@@ -65,7 +80,10 @@ describe("patchedBuild", () => {
   it("reads the CPU target from GANTRY_ENGINE_CPU and refuses unknown ones", () => {
     assert.equal(engineCpuTarget({}), "native");
     assert.equal(engineCpuTarget({ GANTRY_ENGINE_CPU: "portable" }), "portable");
-    assert.throws(() => engineCpuTarget({ GANTRY_ENGINE_CPU: "avx512" }), /GANTRY_ENGINE_CPU must be "native" or "portable"/);
+    assert.throws(
+      () => engineCpuTarget({ GANTRY_ENGINE_CPU: "avx512" }),
+      /GANTRY_ENGINE_CPU must be "native" or "portable"/,
+    );
   });
 
   it("reports a build as built only when status and files agree", () => {
@@ -75,10 +93,14 @@ describe("patchedBuild", () => {
     fs.writeFileSync(path.join(build.dir, "status.json"), JSON.stringify({ state: "built", seconds: 1, builtAt: "x" }));
     assert.equal(readBuildStatus(build), undefined, "files missing");
     fs.mkdirSync(path.join(build.buildDir, "Release"), { recursive: true });
-    for (const f of ["Release/llama-addon.node", "Release/_nlcBuildMetadata.json", "buildDone.status"]) fs.writeFileSync(path.join(build.buildDir, f), "");
+    for (const f of ["Release/llama-addon.node", "Release/_nlcBuildMetadata.json", "buildDone.status"])
+      fs.writeFileSync(path.join(build.buildDir, f), "");
     assert.equal(isCompleteBuild(build.buildDir), true);
     assert.equal(readBuildStatus(build)?.state, "built");
-    fs.writeFileSync(path.join(build.dir, "status.json"), JSON.stringify({ state: "failed", reason: "no", log: "l", failedAt: "x" }));
+    fs.writeFileSync(
+      path.join(build.dir, "status.json"),
+      JSON.stringify({ state: "failed", reason: "no", log: "l", failedAt: "x" }),
+    );
     assert.equal(readBuildStatus(build)?.state, "failed");
   });
 });

@@ -1,17 +1,25 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { V1ContainerState, V1ContainerStatus, V1Deployment, V1Pod } from "@kubernetes/client-node";
-import { ModelAppStatusSchema, type ModelApp, type ModelAppStatus } from "../../../../operator/api/v1alpha1/modelapp.ts";
+import {
+  ModelAppStatusSchema,
+  type ModelApp,
+  type ModelAppStatus,
+} from "../../../../operator/api/v1alpha1/modelapp.ts";
 import { computeStatus, type Observed } from "../../../../operator/controller/status.ts";
 import type { ResolvedApp } from "../../../../operator/render/resolve.ts";
 import { MODEL, modelApp, resolved } from "../fixtures.ts";
 
 const GATEWAY = "http://gw.example.com";
-const T0 = new Date("2026-01-01T00:00:00Z"), T1 = new Date("2026-01-01T01:00:00Z");
+const T0 = new Date("2026-01-01T00:00:00Z"),
+  T1 = new Date("2026-01-01T01:00:00Z");
 const NOT_FOUND = JSON.stringify({ error: `model "${MODEL}" not found on the hub`, code: "MODEL_NOT_FOUND" });
 
-const containerStatus = (name: string, state: V1ContainerState, extra: Partial<V1ContainerStatus> = {}): V1ContainerStatus =>
-  ({ name, image: "gantry:1", imageID: "", ready: false, restartCount: 0, state, ...extra });
+const containerStatus = (
+  name: string,
+  state: V1ContainerState,
+  extra: Partial<V1ContainerStatus> = {},
+): V1ContainerStatus => ({ name, image: "gantry:1", imageID: "", ready: false, restartCount: 0, state, ...extra });
 
 interface PodShape {
   node?: string;
@@ -23,28 +31,59 @@ interface PodShape {
   serverLast?: V1ContainerState;
 }
 
-function pod({ node, unschedulable, prepare, prepareLast, server, serverReady, serverLast }: PodShape, name = "chat-abc"): V1Pod {
+function pod(
+  { node, unschedulable, prepare, prepareLast, server, serverReady, serverLast }: PodShape,
+  name = "chat-abc",
+): V1Pod {
   return {
     metadata: { name, namespace: "acme" },
     spec: { containers: [], ...(node ? { nodeName: node } : {}) },
     status: {
       conditions: unschedulable
         ? [{ type: "PodScheduled", status: "False", reason: "Unschedulable", message: unschedulable }]
-        : node ? [{ type: "PodScheduled", status: "True" }] : [],
-      ...(prepare ? { initContainerStatuses: [containerStatus("prepare", prepare, prepareLast ? { lastState: prepareLast } : {})] } : {}),
-      ...(server ? { containerStatuses: [containerStatus("server", server, { ready: serverReady ?? false, ...(serverLast ? { lastState: serverLast } : {}) })] } : {}),
+        : node
+          ? [{ type: "PodScheduled", status: "True" }]
+          : [],
+      ...(prepare
+        ? {
+            initContainerStatuses: [containerStatus("prepare", prepare, prepareLast ? { lastState: prepareLast } : {})],
+          }
+        : {}),
+      ...(server
+        ? {
+            containerStatuses: [
+              containerStatus("server", server, {
+                ready: serverReady ?? false,
+                ...(serverLast ? { lastState: serverLast } : {}),
+              }),
+            ],
+          }
+        : {}),
     },
   };
 }
 
 const running: V1ContainerState = { running: { startedAt: T0 } };
-const exited = (exitCode: number, message?: string): V1ContainerState => ({ terminated: { exitCode, ...(message === undefined ? {} : { message }) } });
+const exited = (exitCode: number, message?: string): V1ContainerState => ({
+  terminated: { exitCode, ...(message === undefined ? {} : { message }) },
+});
 const deployment = (replicas: number, readyReplicas = 0): V1Deployment => ({ status: { replicas, readyReplicas } });
 
 /** A pod that pulled the model (digest sha256:abc) and serves. */
-const serving = (node = "node-1") => pod({ node, prepare: exited(0, JSON.stringify({ model: MODEL, digest: "sha256:abc" })), server: running, serverReady: true });
+const serving = (node = "node-1") =>
+  pod({
+    node,
+    prepare: exited(0, JSON.stringify({ model: MODEL, digest: "sha256:abc" })),
+    server: running,
+    serverReady: true,
+  });
 
-interface Case { app?: ModelApp; resolved?: ResolvedApp | { invalid: string }; observed?: Partial<Observed>; now?: Date }
+interface Case {
+  app?: ModelApp;
+  resolved?: ResolvedApp | { invalid: string };
+  observed?: Partial<Observed>;
+  now?: Date;
+}
 
 function status(c: Case = {}): ModelAppStatus {
   const app = c.app ?? modelApp({ scaling: { minReplicas: 1, maxReplicas: 2 } });
@@ -66,7 +105,7 @@ const cond = (s: ModelAppStatus, type: string) => {
 const sr = (s: ModelAppStatus, type: string) => [cond(s, type).status, cond(s, type).reason];
 
 test("an invalid spec: Ready False InvalidSpec with the reason as message, the others Unknown", () => {
-  const s = status({ resolved: { invalid: "spec.resources.profile: unknown resource profile \"tpu\"" } });
+  const s = status({ resolved: { invalid: 'spec.resources.profile: unknown resource profile "tpu"' } });
   assert.deepEqual(sr(s, "Ready"), ["False", "InvalidSpec"]);
   assert.match(cond(s, "Ready").message, /unknown resource profile "tpu"/);
   assert.deepEqual(sr(s, "ModelCached"), ["Unknown", "InvalidSpec"]);
@@ -95,7 +134,13 @@ test("replicas wanted but no pods yet: waiting, not ready", () => {
 
 test("status carries the URL through the gateway, the selector and the replica counts", () => {
   const app = modelApp({ scaling: { minReplicas: 1, maxReplicas: 2 } });
-  const s = computeStatus({ app, resolved: resolved(app.spec), observed: { pods: [], deployment: deployment(2, 1) }, gatewayUrl: "http://gw.example.com/", now: T0 });
+  const s = computeStatus({
+    app,
+    resolved: resolved(app.spec),
+    observed: { pods: [], deployment: deployment(2, 1) },
+    gatewayUrl: "http://gw.example.com/",
+    now: T0,
+  });
   assert.equal(s.url, "http://gw.example.com/acme/chat");
   assert.equal(s.selector, "gantry.dev/modelapp=chat,app.kubernetes.io/managed-by=gantry-operator");
   assert.deepEqual([s.replicas, s.readyReplicas], [2, 1]);
@@ -128,7 +173,12 @@ test("other scheduling failures are Unschedulable with the scheduler's message",
 });
 
 test("scheduled pods: Scheduled True naming their nodes", () => {
-  const s = status({ observed: { deployment: deployment(2), pods: [pod({ node: "node-b", prepare: running }), pod({ node: "node-a", prepare: running }, "chat-2")] } });
+  const s = status({
+    observed: {
+      deployment: deployment(2),
+      pods: [pod({ node: "node-b", prepare: running }), pod({ node: "node-a", prepare: running }, "chat-2")],
+    },
+  });
   assert.deepEqual(sr(s, "Scheduled"), ["True", "Scheduled"]);
   assert.match(cond(s, "Scheduled").message, /node-a, node-b/);
 });
@@ -141,7 +191,9 @@ test("prepare running: ModelCached False Pulling and Ready False Pulling", () =>
 });
 
 test("prepare failed with MODEL_NOT_FOUND: ModelCached and Ready False ModelNotFound with the report's error", () => {
-  const s = status({ observed: { deployment: deployment(1), pods: [pod({ node: "n1", prepare: exited(1, NOT_FOUND) })] } });
+  const s = status({
+    observed: { deployment: deployment(1), pods: [pod({ node: "n1", prepare: exited(1, NOT_FOUND) })] },
+  });
   assert.deepEqual(sr(s, "ModelCached"), ["False", "ModelNotFound"]);
   assert.match(cond(s, "ModelCached").message, /not found/);
   assert.deepEqual(sr(s, "Ready"), ["False", "ModelNotFound"]);
@@ -149,9 +201,18 @@ test("prepare failed with MODEL_NOT_FOUND: ModelCached and Ready False ModelNotF
 });
 
 test("a crash-looping prepare reports its last failure", () => {
-  const s = status({ observed: { deployment: deployment(1), pods: [pod({
-    node: "n1", prepare: { waiting: { reason: "CrashLoopBackOff" } }, prepareLast: exited(1, NOT_FOUND),
-  })] } });
+  const s = status({
+    observed: {
+      deployment: deployment(1),
+      pods: [
+        pod({
+          node: "n1",
+          prepare: { waiting: { reason: "CrashLoopBackOff" } },
+          prepareLast: exited(1, NOT_FOUND),
+        }),
+      ],
+    },
+  });
   assert.deepEqual(sr(s, "ModelCached"), ["False", "ModelNotFound"]);
   assert.deepEqual(sr(s, "Ready"), ["False", "ModelNotFound"]);
 });
@@ -164,7 +225,9 @@ test("other prepare failures are PullFailed with the error, or the last log line
     [undefined, /exit code 2/],
   ];
   for (const [message, want] of cases) {
-    const s = status({ observed: { deployment: deployment(1), pods: [pod({ node: "n1", prepare: exited(2, message) })] } });
+    const s = status({
+      observed: { deployment: deployment(1), pods: [pod({ node: "n1", prepare: exited(2, message) })] },
+    });
     assert.deepEqual(sr(s, "ModelCached"), ["False", "PullFailed"], String(message));
     assert.match(cond(s, "ModelCached").message, want);
     assert.deepEqual(sr(s, "Ready"), ["False", "PullFailed"], String(message));
@@ -172,7 +235,14 @@ test("other prepare failures are PullFailed with the error, or the last log line
 });
 
 test("prepare succeeded: ModelCached True and the digest in status.model", () => {
-  const s = status({ observed: { deployment: deployment(1), pods: [pod({ node: "n1", prepare: exited(0, JSON.stringify({ model: "m", digest: "sha256:abc" })), server: running })] } });
+  const s = status({
+    observed: {
+      deployment: deployment(1),
+      pods: [
+        pod({ node: "n1", prepare: exited(0, JSON.stringify({ model: "m", digest: "sha256:abc" })), server: running }),
+      ],
+    },
+  });
   assert.deepEqual(sr(s, "ModelCached"), ["True", "Cached"]);
   assert.equal(s.model, "sha256:abc");
   assert.equal(s.modelRef, MODEL);
@@ -189,23 +259,44 @@ test("a ready replica: Ready True Serving", () => {
 });
 
 test("a crash-looping server: Ready False ServerFailed with its last words", () => {
-  const s = status({ observed: { deployment: deployment(1), pods: [pod({
-    node: "n1", prepare: exited(0, JSON.stringify({ digest: "sha256:abc" })),
-    server: { waiting: { reason: "CrashLoopBackOff" } }, serverLast: exited(1, "loading\nout of memory: need 9 GiB"),
-  })] } });
+  const s = status({
+    observed: {
+      deployment: deployment(1),
+      pods: [
+        pod({
+          node: "n1",
+          prepare: exited(0, JSON.stringify({ digest: "sha256:abc" })),
+          server: { waiting: { reason: "CrashLoopBackOff" } },
+          serverLast: exited(1, "loading\nout of memory: need 9 GiB"),
+        }),
+      ],
+    },
+  });
   assert.deepEqual(sr(s, "Ready"), ["False", "ServerFailed"]);
   assert.match(cond(s, "Ready").message, /CrashLoopBackOff: out of memory: need 9 GiB/);
 });
 
 test("an object owned by someone else: Ready False ResourceExists", () => {
-  const s = status({ observed: { deployment: deployment(1, 1), pods: [serving()], conflict: "Service acme/chat exists and is not managed by this app" } });
+  const s = status({
+    observed: {
+      deployment: deployment(1, 1),
+      pods: [serving()],
+      conflict: "Service acme/chat exists and is not managed by this app",
+    },
+  });
   assert.deepEqual(sr(s, "Ready"), ["False", "ResourceExists"]);
   assert.match(cond(s, "Ready").message, /Service acme\/chat/);
 });
 
 test("conditions are ordered by type and carry the generation", () => {
-  const s = status({ app: modelApp({ scaling: { minReplicas: 1, maxReplicas: 1 } }, { generation: 7 }), observed: { deployment: deployment(1, 1), pods: [serving()] } });
-  assert.deepEqual(s.conditions?.map((c) => c.type), ["ModelCached", "Ready", "Scheduled"]);
+  const s = status({
+    app: modelApp({ scaling: { minReplicas: 1, maxReplicas: 1 } }, { generation: 7 }),
+    observed: { deployment: deployment(1, 1), pods: [serving()] },
+  });
+  assert.deepEqual(
+    s.conditions?.map((c) => c.type),
+    ["ModelCached", "Ready", "Scheduled"],
+  );
   assert.equal(s.observedGeneration, 7);
   for (const c of s.conditions!) assert.equal(c.observedGeneration, 7, c.type);
 });
@@ -214,7 +305,10 @@ test("recomputing from the written status with the same observations changes not
   const scenarios: [string, Case][] = [
     ["scaled to zero", { app: modelApp(), observed: { deployment: deployment(0) } }],
     ["pulling", { observed: { deployment: deployment(1), pods: [pod({ node: "n1", prepare: running })] } }],
-    ["model not found", { observed: { deployment: deployment(1), pods: [pod({ node: "n1", prepare: exited(1, NOT_FOUND) })] } }],
+    [
+      "model not found",
+      { observed: { deployment: deployment(1), pods: [pod({ node: "n1", prepare: exited(1, NOT_FOUND) })] } },
+    ],
     ["serving", { observed: { deployment: deployment(1, 1), pods: [serving()] } }],
     ["invalid", { resolved: { invalid: "spec.model: bad" } }],
   ];
@@ -228,9 +322,16 @@ test("recomputing from the written status with the same observations changes not
 
 test("lastTransitionTime stays while a condition keeps its status, and moves when it changes", () => {
   const app = modelApp({ scaling: { minReplicas: 1, maxReplicas: 1 } });
-  const pulling = status({ app, observed: { deployment: deployment(1), pods: [pod({ node: "n1", prepare: running })] } });
+  const pulling = status({
+    app,
+    observed: { deployment: deployment(1), pods: [pod({ node: "n1", prepare: running })] },
+  });
   assert.equal(cond(pulling, "Ready").lastTransitionTime, "2026-01-01T00:00:00Z");
-  const starting = status({ app: { ...app, status: pulling }, now: T1, observed: { deployment: deployment(1), pods: [pod({ node: "n1", prepare: exited(0, "{}"), server: running })] } });
+  const starting = status({
+    app: { ...app, status: pulling },
+    now: T1,
+    observed: { deployment: deployment(1), pods: [pod({ node: "n1", prepare: exited(0, "{}"), server: running })] },
+  });
   assert.deepEqual(sr(starting, "Ready"), ["False", "Starting"]);
   assert.equal(cond(starting, "Ready").lastTransitionTime, "2026-01-01T00:00:00Z", "False → False: kept");
   assert.equal(cond(starting, "Scheduled").lastTransitionTime, "2026-01-01T00:00:00Z");
@@ -251,7 +352,13 @@ test("scaled to zero after serving: ModelCached stays True with the digest for t
 test("a changed spec.model forgets what was cached for the old one", () => {
   const app = modelApp({ scaling: { minReplicas: 0, maxReplicas: 1 }, replicas: 1 });
   const wasServing = status({ app, observed: { deployment: deployment(1, 1), pods: [serving()] } });
-  const changed = { ...modelApp({ model: "hf.co/org/other:Q8_0", scaling: { minReplicas: 0, maxReplicas: 1 }, replicas: 0 }, { generation: 2 }), status: wasServing };
+  const changed = {
+    ...modelApp(
+      { model: "hf.co/org/other:Q8_0", scaling: { minReplicas: 0, maxReplicas: 1 }, replicas: 0 },
+      { generation: 2 },
+    ),
+    status: wasServing,
+  };
   const s = status({ app: changed, now: T1, observed: { deployment: deployment(0) } });
   assert.deepEqual(sr(s, "ModelCached"), ["Unknown", "Pending"]);
   assert.equal(s.model, undefined);
@@ -261,8 +368,13 @@ test("a changed spec.model forgets what was cached for the old one", () => {
 test("a spec fixed after being invalid no longer reports InvalidSpec", () => {
   const app = modelApp();
   const bad = status({ app, resolved: { invalid: "spec.model: bad" } });
-  const fixed = status({ app: { ...modelApp({}, { generation: 2 }), status: bad }, now: T1, observed: { deployment: deployment(0) } });
-  for (const type of ["Ready", "ModelCached", "Scheduled"]) assert.notEqual(cond(fixed, type).reason, "InvalidSpec", type);
+  const fixed = status({
+    app: { ...modelApp({}, { generation: 2 }), status: bad },
+    now: T1,
+    observed: { deployment: deployment(0) },
+  });
+  for (const type of ["Ready", "ModelCached", "Scheduled"])
+    assert.notEqual(cond(fixed, type).reason, "InvalidSpec", type);
 });
 
 test("after a new generation every condition says it describes that generation", () => {
@@ -270,17 +382,24 @@ test("after a new generation every condition says it describes that generation",
   // re-evaluated ModelCached for generation 2 (same model, volume unchanged) and kept it; it must say so.
   const app = modelApp({ scaling: { minReplicas: 0, maxReplicas: 1 }, replicas: 1 });
   const wasServing = status({ app, observed: { deployment: deployment(1, 1), pods: [serving()] } });
-  const next = { ...modelApp({ auth: "public", scaling: { minReplicas: 0, maxReplicas: 1 }, replicas: 0 }, { generation: 2 }), status: wasServing };
+  const next = {
+    ...modelApp({ auth: "public", scaling: { minReplicas: 0, maxReplicas: 1 }, replicas: 0 }, { generation: 2 }),
+    status: wasServing,
+  };
   const s = status({ app: next, now: T1, observed: { deployment: deployment(0) } });
   assert.equal(s.observedGeneration, 2);
-  for (const c of s.conditions!) assert.equal(c.observedGeneration, 2, `${c.type} still says generation ${c.observedGeneration}`);
+  for (const c of s.conditions!)
+    assert.equal(c.observedGeneration, 2, `${c.type} still says generation ${c.observedGeneration}`);
 });
 
 test("the computed status satisfies the CRD's status schema", () => {
   const cases: Case[] = [
     { observed: { deployment: deployment(1, 1), pods: [serving()] } },
     { resolved: { invalid: "x" } },
-    { app: modelApp({ resources: { profile: "nvidia-gpu" }, scaling: { minReplicas: 1, maxReplicas: 1 } }), observed: { pods: [pod({ unschedulable: "0/1 nodes: Insufficient nvidia.com/gpu" })] } },
+    {
+      app: modelApp({ resources: { profile: "nvidia-gpu" }, scaling: { minReplicas: 1, maxReplicas: 1 } }),
+      observed: { pods: [pod({ unschedulable: "0/1 nodes: Insufficient nvidia.com/gpu" })] },
+    },
   ];
   for (const c of cases) {
     const r = ModelAppStatusSchema.safeParse(status(c));

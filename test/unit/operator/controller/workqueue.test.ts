@@ -69,7 +69,10 @@ test("several waiting workers each get a different key", async (t) => {
 
 test("addRateLimited backs off exponentially per key, capped, and forget() resets it", (t) => {
   const q = queue(t, { baseDelayMs: 5, maxDelayMs: 100 });
-  assert.deepEqual(Array.from({ length: 7 }, () => q.addRateLimited("a")), [5, 10, 20, 40, 80, 100, 100]);
+  assert.deepEqual(
+    Array.from({ length: 7 }, () => q.addRateLimited("a")),
+    [5, 10, 20, 40, 80, 100, 100],
+  );
   assert.equal(q.failuresOf("a"), 7);
   assert.equal(q.addRateLimited("b"), 5, "per key");
   q.forget("a");

@@ -2,7 +2,12 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { OperatorConfig } from "../../../../operator/config.ts";
 import {
-  MODELFILE_DIR, MODELS_PATH, PREPARE_CONTAINER, renderDeployment, RUN_AS_USER, SERVER_CONTAINER,
+  MODELFILE_DIR,
+  MODELS_PATH,
+  PREPARE_CONTAINER,
+  renderDeployment,
+  RUN_AS_USER,
+  SERVER_CONTAINER,
 } from "../../../../operator/render/deployment.ts";
 import { SPEC_HASH_ANNOTATION } from "../../../../operator/render/labels.ts";
 import type { ResolvedApp } from "../../../../operator/render/resolve.ts";
@@ -10,7 +15,11 @@ import { config, MODEL, resolved } from "../fixtures.ts";
 
 type EnvVar = { name: string; value?: string; valueFrom?: unknown };
 type Container = {
-  name: string; image: string; imagePullPolicy?: string; args: string[]; env: EnvVar[];
+  name: string;
+  image: string;
+  imagePullPolicy?: string;
+  args: string[];
+  env: EnvVar[];
   volumeMounts: { name: string; mountPath: string; readOnly?: boolean }[];
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
   readinessProbe?: { httpGet: { path: string; port: string }; failureThreshold: number; periodSeconds: number };
@@ -19,10 +28,13 @@ type Container = {
   securityContext: { allowPrivilegeEscalation: boolean; capabilities: { drop: string[] } };
 };
 type PodSpec = {
-  nodeSelector?: Record<string, string>; tolerations?: Record<string, unknown>[]; runtimeClassName?: string;
+  nodeSelector?: Record<string, string>;
+  tolerations?: Record<string, unknown>[];
+  runtimeClassName?: string;
   securityContext: { runAsNonRoot: boolean; runAsUser: number; fsGroup: number };
   automountServiceAccountToken: boolean;
-  initContainers: Container[]; containers: Container[];
+  initContainers: Container[];
+  containers: Container[];
   volumes: { name: string; persistentVolumeClaim?: { claimName: string }; configMap?: { name: string } }[];
 };
 
@@ -32,10 +44,19 @@ function render(app: ResolvedApp, cfg: OperatorConfig = config()) {
   const server = pod.containers.find((c) => c.name === SERVER_CONTAINER)!;
   const prepare = pod.initContainers.find((c) => c.name === PREPARE_CONTAINER)!;
   const env = (c: Container) => Object.fromEntries(c.env.map((e) => [e.name, e.value]));
-  return { d, pod, server, prepare, serverEnv: env(server), prepareEnv: env(prepare), hash: d.spec.template.metadata.annotations[SPEC_HASH_ANNOTATION] };
+  return {
+    d,
+    pod,
+    server,
+    prepare,
+    serverEnv: env(server),
+    prepareEnv: env(prepare),
+    hash: d.spec.template.metadata.annotations[SPEC_HASH_ANNOTATION],
+  };
 }
 
-const gpuApp = (spec: Record<string, unknown> = {}) => resolved({ resources: { profile: "nvidia-gpu", gpus: 2 }, ...spec });
+const gpuApp = (spec: Record<string, unknown> = {}) =>
+  resolved({ resources: { profile: "nvidia-gpu", gpus: 2 }, ...spec });
 
 test("the Deployment is named after the app, in its namespace, controlled by it", () => {
   const { d } = render(resolved({ scaling: { minReplicas: 1, maxReplicas: 3 } }));
@@ -44,7 +65,14 @@ test("the Deployment is named after the app, in its namespace, controlled by it"
   assert.equal(d.metadata.name, "chat");
   assert.equal(d.metadata.namespace, "acme");
   assert.deepEqual(d.metadata.ownerReferences, [
-    { apiVersion: "gantry.dev/v1alpha1", kind: "ModelApp", name: "chat", uid: "u1", controller: true, blockOwnerDeletion: true },
+    {
+      apiVersion: "gantry.dev/v1alpha1",
+      kind: "ModelApp",
+      name: "chat",
+      uid: "u1",
+      controller: true,
+      blockOwnerDeletion: true,
+    },
   ]);
   assert.equal(d.spec.replicas, 1);
 });
@@ -80,7 +108,14 @@ test("a CPU profile has no GPU resources, tolerations or node selector", () => {
 
 test("CPU and memory: requests from the spec, memory also as limit; GANTRY_THREADS follows a whole CPU request", () => {
   // cpu → GANTRY_THREADS (undefined: not set)
-  const cases: [string | number, string | undefined][] = [["2", "2"], [4, "4"], ["1500m", "1"], ["1", "1"], ["500m", undefined], ["0.5", undefined]];
+  const cases: [string | number, string | undefined][] = [
+    ["2", "2"],
+    [4, "4"],
+    ["1500m", "1"],
+    ["1", "1"],
+    ["500m", undefined],
+    ["0.5", undefined],
+  ];
   for (const [cpu, threads] of cases) {
     const { server, serverEnv } = render(resolved({ resources: { cpu, memory: "8Gi" } }));
     assert.equal(server.resources?.requests?.cpu, String(cpu), String(cpu));
@@ -95,20 +130,37 @@ test("CPU and memory: requests from the spec, memory also as limit; GANTRY_THREA
 test("the profile's CPU and memory apply unless the spec sets its own", () => {
   const cfg = config({ resourceProfiles: { big: { cpu: "8", memory: "32Gi" } } });
   const fromProfile = render(resolved({ resources: { profile: "big" } }, cfg));
-  assert.deepEqual(fromProfile.server.resources, { requests: { cpu: "8", memory: "32Gi" }, limits: { memory: "32Gi" } });
+  assert.deepEqual(fromProfile.server.resources, {
+    requests: { cpu: "8", memory: "32Gi" },
+    limits: { memory: "32Gi" },
+  });
   assert.equal(fromProfile.serverEnv.GANTRY_THREADS, "8");
   const own = render(resolved({ resources: { profile: "big", cpu: "2", memory: "4Gi" } }, cfg));
   assert.deepEqual(own.server.resources, { requests: { cpu: "2", memory: "4Gi" }, limits: { memory: "4Gi" } });
 });
 
 test("node selector: the profile's merged with the spec's, the spec winning; tolerations: the profile's then the spec's", () => {
-  const cfg = config({ resourceProfiles: { l4: {
-    gpuResource: "nvidia.com/gpu", nodeSelector: { accelerator: "l4", pool: "gpu" }, tolerations: [{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }],
-    runtimeClassName: "nvidia", image: "gantry:cuda",
-  } } });
-  const { pod, server, prepare } = render(resolved({
-    resources: { profile: "l4" }, nodeSelector: { pool: "reserved", zone: "a" }, tolerations: [{ key: "dedicated", operator: "Equal", value: "ml", effect: "NoExecute" }],
-  }, cfg));
+  const cfg = config({
+    resourceProfiles: {
+      l4: {
+        gpuResource: "nvidia.com/gpu",
+        nodeSelector: { accelerator: "l4", pool: "gpu" },
+        tolerations: [{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }],
+        runtimeClassName: "nvidia",
+        image: "gantry:cuda",
+      },
+    },
+  });
+  const { pod, server, prepare } = render(
+    resolved(
+      {
+        resources: { profile: "l4" },
+        nodeSelector: { pool: "reserved", zone: "a" },
+        tolerations: [{ key: "dedicated", operator: "Equal", value: "ml", effect: "NoExecute" }],
+      },
+      cfg,
+    ),
+  );
   assert.deepEqual(pod.nodeSelector, { accelerator: "l4", pool: "reserved", zone: "a" });
   assert.deepEqual(pod.tolerations, [
     { key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" },
@@ -140,9 +192,24 @@ test("the prepare init container pulls the model into the volume and reports to 
 
 test("with a Modelfile, prepare creates the app's model from the mounted ConfigMap", () => {
   const { prepare, server, pod } = render(resolved({ modelfile: "SYSTEM hi" }));
-  assert.deepEqual(prepare.args, ["prepare", MODEL, "--modelfile", `${MODELFILE_DIR}/Modelfile`, "--as", "chat:latest", "--report", "/dev/termination-log"]);
-  assert.deepEqual(prepare.volumeMounts, [{ name: "models", mountPath: MODELS_PATH }, { name: "modelfile", mountPath: MODELFILE_DIR, readOnly: true }]);
-  assert.deepEqual(pod.volumes.find((v) => v.name === "modelfile"), { name: "modelfile", configMap: { name: "chat-modelfile" } });
+  assert.deepEqual(prepare.args, [
+    "prepare",
+    MODEL,
+    "--modelfile",
+    `${MODELFILE_DIR}/Modelfile`,
+    "--as",
+    "chat:latest",
+    "--report",
+    "/dev/termination-log",
+  ]);
+  assert.deepEqual(prepare.volumeMounts, [
+    { name: "models", mountPath: MODELS_PATH },
+    { name: "modelfile", mountPath: MODELFILE_DIR, readOnly: true },
+  ]);
+  assert.deepEqual(
+    pod.volumes.find((v) => v.name === "modelfile"),
+    { name: "modelfile", configMap: { name: "chat-modelfile" } },
+  );
   assert.deepEqual(server.args, ["serve", "--model", "chat:latest"]);
 });
 
@@ -159,14 +226,20 @@ test("the named volume is the claim mounted at /models in both containers", () =
 });
 
 test("the server environment carries the spec's server settings", () => {
-  const { serverEnv } = render(resolved({ server: { keepAlive: "10m", parallel: 8, contextLength: 8192 } }), config({ serverPort: 9000 }));
+  const { serverEnv } = render(
+    resolved({ server: { keepAlive: "10m", parallel: 8, contextLength: 8192 } }),
+    config({ serverPort: 9000 }),
+  );
   assert.equal(serverEnv.GANTRY_KEEP_ALIVE, "10m");
   assert.equal(serverEnv.GANTRY_NUM_PARALLEL, "8");
   assert.equal(serverEnv.GANTRY_CONTEXT_LENGTH, "8192");
   assert.equal(serverEnv.GANTRY_HOST, "0.0.0.0:9000");
   assert.equal(serverEnv.GANTRY_MODELS, "/models");
   const defaults = render(resolved()).serverEnv;
-  assert.deepEqual([defaults.GANTRY_KEEP_ALIVE, defaults.GANTRY_NUM_PARALLEL, defaults.GANTRY_CONTEXT_LENGTH, defaults.GANTRY_HOST], ["-1", "4", "4096", "0.0.0.0:11434"]);
+  assert.deepEqual(
+    [defaults.GANTRY_KEEP_ALIVE, defaults.GANTRY_NUM_PARALLEL, defaults.GANTRY_CONTEXT_LENGTH, defaults.GANTRY_HOST],
+    ["-1", "4", "4096", "0.0.0.0:11434"],
+  );
 });
 
 test("the user's environment overrides the operator's variable of the same name and is kept in order", () => {
@@ -179,12 +252,23 @@ test("the user's environment overrides the operator's variable of the same name 
   const names = server.env.map((e) => e.name);
   assert.equal(names.filter((n) => n === "GANTRY_NUM_PARALLEL").length, 1);
   assert.equal(server.env.find((e) => e.name === "GANTRY_NUM_PARALLEL")?.value, "2");
-  assert.deepEqual(server.env.find((e) => e.name === "HF_TOKEN"), env[1]);
+  assert.deepEqual(
+    server.env.find((e) => e.name === "HF_TOKEN"),
+    env[1],
+  );
   assert.deepEqual(names.slice(-3), ["GANTRY_NUM_PARALLEL", "HF_TOKEN", "A_LAST"]);
 });
 
 test("prepare gets the models path, the hub URL and the user's environment (for private repos)", () => {
-  const { prepareEnv, prepare } = render(resolved({ env: [{ name: "HF_TOKEN", value: "t" }, { name: "GANTRY_MODELS", value: "/elsewhere" }] }), config({ hubUrl: "http://hub.local" }));
+  const { prepareEnv, prepare } = render(
+    resolved({
+      env: [
+        { name: "HF_TOKEN", value: "t" },
+        { name: "GANTRY_MODELS", value: "/elsewhere" },
+      ],
+    }),
+    config({ hubUrl: "http://hub.local" }),
+  );
   assert.equal(prepareEnv.GANTRY_MODELS, "/models", "the volume path cannot be moved");
   assert.equal(prepareEnv.GANTRY_HUB_URL, "http://hub.local");
   assert.equal(prepareEnv.HF_TOKEN, "t");
@@ -193,11 +277,19 @@ test("prepare gets the models path, the hub URL and the user's environment (for 
 });
 
 test("no container has two environment variables of the same name (server-side apply rejects duplicate list-map keys)", () => {
-  const env = [{ name: "GANTRY_HUB_URL", value: "http://mirror.local" }, { name: "GANTRY_HOST", value: "0.0.0.0:1" }, { name: "NODE_LLAMA_CPP_GPU", value: "vulkan" }];
+  const env = [
+    { name: "GANTRY_HUB_URL", value: "http://mirror.local" },
+    { name: "GANTRY_HOST", value: "0.0.0.0:1" },
+    { name: "NODE_LLAMA_CPP_GPU", value: "vulkan" },
+  ];
   const { pod } = render(gpuApp({ env }), config({ hubUrl: "http://hub.local" }));
   for (const c of [...pod.initContainers, ...pod.containers]) {
     const names = c.env.map((e) => e.name);
-    assert.deepEqual(names.filter((n, i) => names.indexOf(n) !== i), [], `${c.name} env has duplicates: ${names.join(", ")}`);
+    assert.deepEqual(
+      names.filter((n, i) => names.indexOf(n) !== i),
+      [],
+      `${c.name} env has duplicates: ${names.join(", ")}`,
+    );
   }
 });
 
@@ -233,12 +325,19 @@ test("the rollout strategy follows the volume's access mode", () => {
     ["ReadWriteMany", { type: "RollingUpdate", rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } }],
   ];
   for (const [accessMode, strategy] of cases) {
-    assert.deepEqual(render(resolved({ modelVolume: { accessMode: accessMode as "ReadWriteOnce" } })).d.spec.strategy, strategy, accessMode);
+    assert.deepEqual(
+      render(resolved({ modelVolume: { accessMode: accessMode as "ReadWriteOnce" } })).d.spec.strategy,
+      strategy,
+      accessMode,
+    );
   }
 });
 
 test("config pod labels and annotations land on the pod template, not on the selector", () => {
-  const cfg = config({ podLabels: { team: "ml", "gantry.dev/modelapp": "spoofed" }, podAnnotations: { "prometheus.io/scrape": "true" } });
+  const cfg = config({
+    podLabels: { team: "ml", "gantry.dev/modelapp": "spoofed" },
+    podAnnotations: { "prometheus.io/scrape": "true" },
+  });
   const { d } = render(resolved({}, cfg), cfg);
   assert.equal(d.spec.template.metadata.labels.team, "ml");
   assert.equal(d.spec.template.metadata.labels["gantry.dev/modelapp"], "chat", "the app's own labels win");
@@ -280,12 +379,23 @@ test("the spec hash ignores the replica count and auth (they do not restart pods
 
 test("rendering is deterministic: same input, same bytes", () => {
   const spec = {
-    resources: { profile: "nvidia-gpu", memory: "8Gi" }, modelfile: "SYSTEM hi", env: [{ name: "B", value: "1" }, { name: "A", value: "2" }],
+    resources: { profile: "nvidia-gpu", memory: "8Gi" },
+    modelfile: "SYSTEM hi",
+    env: [
+      { name: "B", value: "1" },
+      { name: "A", value: "2" },
+    ],
     nodeSelector: { z: "1", a: "2" },
   };
   const cfg = config({ podLabels: { y: "1", x: "2" }, hubUrl: "http://hub" });
-  assert.equal(JSON.stringify(renderDeployment(resolved(spec, cfg), cfg)), JSON.stringify(renderDeployment(resolved(spec, cfg), cfg)));
+  assert.equal(
+    JSON.stringify(renderDeployment(resolved(spec, cfg), cfg)),
+    JSON.stringify(renderDeployment(resolved(spec, cfg), cfg)),
+  );
   // Map order of the input does not leak into the output.
   const reordered = { ...spec, nodeSelector: { a: "2", z: "1" } };
-  assert.equal(JSON.stringify(renderDeployment(resolved(spec, cfg), cfg)), JSON.stringify(renderDeployment(resolved(reordered, cfg), cfg)));
+  assert.equal(
+    JSON.stringify(renderDeployment(resolved(spec, cfg), cfg)),
+    JSON.stringify(renderDeployment(resolved(reordered, cfg), cfg)),
+  );
 });

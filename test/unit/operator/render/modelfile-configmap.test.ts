@@ -17,5 +17,8 @@ test("the ConfigMap holds FROM spec.model and the overrides, controlled by the a
   assert.equal(cm.metadata.namespace, "acme");
   assert.ok(cm.data.Modelfile.startsWith(`FROM ${MODEL}\n`), cm.data.Modelfile);
   assert.ok(cm.data.Modelfile.includes("SYSTEM Be brief.\nPARAMETER temperature 0.1"));
-  assert.deepEqual(cm.metadata.ownerReferences.map((r) => [r.kind, r.uid, r.controller]), [["ModelApp", "u1", true]]);
+  assert.deepEqual(
+    cm.metadata.ownerReferences.map((r) => [r.kind, r.uid, r.controller]),
+    [["ModelApp", "u1", true]],
+  );
 });

@@ -49,7 +49,10 @@ test("an unknown profile is invalid, and the message lists the available profile
   assert.match(msg, /^spec\.resources\.profile: /);
   assert.match(msg, /"tpu"/);
   assert.match(msg, /cpu, nvidia-gpu/);
-  const withL4 = invalid({ resources: { profile: "tpu" } }, config({ resourceProfiles: { "nvidia-l4": { gpuResource: "nvidia.com/gpu" } } }));
+  const withL4 = invalid(
+    { resources: { profile: "tpu" } },
+    config({ resourceProfiles: { "nvidia-l4": { gpuResource: "nvidia.com/gpu" } } }),
+  );
   assert.match(withL4, /cpu, nvidia-gpu, nvidia-l4/);
 });
 
@@ -94,7 +97,11 @@ test("minReplicas above maxReplicas is invalid", () => {
 });
 
 test("Modelfile overrides may not replace the model", () => {
-  for (const [modelfile, word] of [["FROM other", "FROM"], ["SYSTEM hi\nADAPTER ./lora.gguf", "ADAPTER"], ["from hf.co/x/y", "FROM"]]) {
+  for (const [modelfile, word] of [
+    ["FROM other", "FROM"],
+    ["SYSTEM hi\nADAPTER ./lora.gguf", "ADAPTER"],
+    ["from hf.co/x/y", "FROM"],
+  ]) {
     const msg = invalid({ modelfile });
     assert.match(msg, /^spec\.modelfile: /, modelfile);
     assert.match(msg, new RegExp(`${word} is not allowed`), modelfile);
@@ -108,7 +115,7 @@ test("Modelfile syntax errors give line numbers of the user's text", () => {
     ["SYSTEM hi\nBOGUS x", 2, /unknown command/],
     ["SYSTEM hi\n\n# note\nPARAMETER nope 1", 4, /unknown parameter/],
     ["PARAMETER temperature hot", 1, /temperature/],
-    ["SYSTEM hi\nTEMPLATE \"\"\"never closed", 2, /unterminated/],
+    ['SYSTEM hi\nTEMPLATE """never closed', 2, /unterminated/],
   ];
   for (const [modelfile, line, why] of cases) {
     const msg = invalid({ modelfile });

@@ -11,15 +11,19 @@ test("the Service is a ClusterIP named after the app, controlled by it", () => {
   assert.equal(s.metadata.name, "chat");
   assert.equal(s.metadata.namespace, "acme");
   assert.equal(s.spec.type, "ClusterIP");
-  assert.deepEqual(s.metadata.ownerReferences.map((r) => [r.uid, r.controller]), [["u1", true]]);
+  assert.deepEqual(
+    s.metadata.ownerReferences.map((r) => [r.uid, r.controller]),
+    [["u1", true]],
+  );
 });
 
 test("the Service selects exactly the Deployment's pods and targets the named http port", () => {
   const cfg = config({ serverPort: 9000, podLabels: { team: "ml" } });
   const app = resolved({}, cfg);
-  const s = renderService(app, cfg), d = renderDeployment(app, cfg);
+  const s = renderService(app, cfg),
+    d = renderDeployment(app, cfg);
   assert.deepEqual(s.spec.selector, d.spec.selector.matchLabels);
   assert.deepEqual(s.spec.ports, [{ name: "http", port: 9000, targetPort: "http", protocol: "TCP" }]);
-  const containerPorts = (d.spec.template.spec.containers[0]!.ports).map((p) => p.name);
+  const containerPorts = d.spec.template.spec.containers[0]!.ports.map((p) => p.name);
   assert.ok(containerPorts.includes("http"));
 });

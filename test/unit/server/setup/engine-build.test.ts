@@ -12,11 +12,15 @@ after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 /** Runs with these environment variables set (restored afterwards). */
 async function withEnv<T>(env: Record<string, string | undefined>, fn: () => Promise<T>): Promise<T> {
   const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
-  for (const [k, v] of Object.entries(env)) if (v === undefined) delete process.env[k]; else process.env[k] = v;
+  for (const [k, v] of Object.entries(env))
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
   try {
     return await fn();
   } finally {
-    for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k]; else process.env[k] = v;
+    for (const [k, v] of Object.entries(saved))
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
   }
 }
 
@@ -29,7 +33,16 @@ describe("ensurePatchedEngine", () => {
   });
 
   it("falls back to the prebuilt binary, naming what is missing, without build tools", async () => {
-    const r = await withEnv({ GANTRY_ENGINE_BUILD: undefined, GANTRY_CACHE: tmp, PATH: path.join(tmp, "empty-bin"), CC: undefined, CXX: undefined }, () => ensurePatchedEngine());
+    const r = await withEnv(
+      {
+        GANTRY_ENGINE_BUILD: undefined,
+        GANTRY_CACHE: tmp,
+        PATH: path.join(tmp, "empty-bin"),
+        CC: undefined,
+        CXX: undefined,
+      },
+      () => ensurePatchedEngine(),
+    );
     assert.equal(r.state, "prebuilt");
     assert.match(r.detail, /missing cmake, a C\+\+ compiler, a C compiler, git, ninja or make/);
     assert.match(r.detail, /prebuilt binary/);
@@ -39,8 +52,14 @@ describe("ensurePatchedEngine", () => {
     const cache = path.join(tmp, "failed");
     const build = patchedBuild({ cacheDir: cache });
     fs.mkdirSync(build.dir, { recursive: true });
-    fs.writeFileSync(path.join(build.dir, "status.json"), JSON.stringify({ state: "failed", reason: "compiler crashed", log: "/x.log", failedAt: "t" }));
-    const r = await withEnv({ GANTRY_ENGINE_BUILD: undefined, GANTRY_ENGINE_REBUILD: undefined, GANTRY_CACHE: cache }, () => ensurePatchedEngine());
+    fs.writeFileSync(
+      path.join(build.dir, "status.json"),
+      JSON.stringify({ state: "failed", reason: "compiler crashed", log: "/x.log", failedAt: "t" }),
+    );
+    const r = await withEnv(
+      { GANTRY_ENGINE_BUILD: undefined, GANTRY_ENGINE_REBUILD: undefined, GANTRY_CACHE: cache },
+      () => ensurePatchedEngine(),
+    );
     assert.equal(r.state, "prebuilt");
     assert.match(r.detail, /failed before \(compiler crashed; log: \/x\.log\).*GANTRY_ENGINE_REBUILD=1/);
   });

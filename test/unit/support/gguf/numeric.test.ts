@@ -5,10 +5,25 @@ import { dequantizeQ8_0, f16ToF32, f32ToF16, makeRng, quantizeQ8_0Block } from "
 describe("f32ToF16", () => {
   it("encodes known values (IEEE 754 binary16, round to nearest even)", () => {
     const cases: Array<[number, number]> = [
-      [0, 0x0000], [-0, 0x8000], [1, 0x3c00], [-2, 0xc000], [0.5, 0x3800], [0.1, 0x2e66], [1 / 3, 0x3555],
-      [65504, 0x7bff], [65520, 0x7c00], [1e6, 0x7c00], [Infinity, 0x7c00], [-Infinity, 0xfc00],
-      [2 ** -14, 0x0400], [2 ** -24, 0x0001], [2 ** -25, 0x0000], [3 * 2 ** -26, 0x0001],
-      [1 + 2 ** -11, 0x3c00], [1 + 3 * 2 ** -11, 0x3c02], [0.02, 0x251f],
+      [0, 0x0000],
+      [-0, 0x8000],
+      [1, 0x3c00],
+      [-2, 0xc000],
+      [0.5, 0x3800],
+      [0.1, 0x2e66],
+      [1 / 3, 0x3555],
+      [65504, 0x7bff],
+      [65520, 0x7c00],
+      [1e6, 0x7c00],
+      [Infinity, 0x7c00],
+      [-Infinity, 0xfc00],
+      [2 ** -14, 0x0400],
+      [2 ** -24, 0x0001],
+      [2 ** -25, 0x0000],
+      [3 * 2 ** -26, 0x0001],
+      [1 + 2 ** -11, 0x3c00],
+      [1 + 3 * 2 ** -11, 0x3c02],
+      [0.02, 0x251f],
     ];
     for (const [value, bits] of cases) assert.equal(f32ToF16(value), bits, `f32ToF16(${value})`);
   });
@@ -35,13 +50,20 @@ describe("Q8_0", () => {
     const out = Buffer.alloc(34);
     quantizeQ8_0Block(values, out, 0);
     assert.equal(out.readUInt16LE(0), 0x3c00);
-    assert.deepEqual([...out.subarray(2, 9)].map((b) => (b << 24) >> 24), [127, -127, 63, 3, -3, 0, -1]);
+    assert.deepEqual(
+      [...out.subarray(2, 9)].map((b) => (b << 24) >> 24),
+      [127, -127, 63, 3, -3, 0, -1],
+    );
     assert.ok(out.subarray(9).every((b) => b === 0));
   });
 
   it("quantizes a ramp -16..15 with scale 16/127", () => {
     const out = Buffer.alloc(34);
-    quantizeQ8_0Block(Array.from({ length: 32 }, (_, j) => j - 16), out, 0);
+    quantizeQ8_0Block(
+      Array.from({ length: 32 }, (_, j) => j - 16),
+      out,
+      0,
+    );
     assert.equal(out.readUInt16LE(0), 0x3008);
     const q = [...out.subarray(2)].map((b) => (b << 24) >> 24);
     assert.equal(q[0], -127);
@@ -76,21 +98,31 @@ describe("Q8_0", () => {
 
 describe("makeRng", () => {
   it("is deterministic per seed and differs across seeds", () => {
-    const a = makeRng(9), b = makeRng(9), c = makeRng(10);
+    const a = makeRng(9),
+      b = makeRng(9),
+      c = makeRng(10);
     const sa = Array.from({ length: 5 }, () => a.next());
-    assert.deepEqual(Array.from({ length: 5 }, () => b.next()), sa);
-    assert.notDeepEqual(Array.from({ length: 5 }, () => c.next()), sa);
+    assert.deepEqual(
+      Array.from({ length: 5 }, () => b.next()),
+      sa,
+    );
+    assert.notDeepEqual(
+      Array.from({ length: 5 }, () => c.next()),
+      sa,
+    );
   });
 
   it("draws uniforms in (0, 1) and roughly standard normals", () => {
     const rng = makeRng(3);
-    let sum = 0, sq = 0;
+    let sum = 0,
+      sq = 0;
     const n = 20000;
     for (let i = 0; i < n; i++) {
       const u = rng.uniform();
       assert.ok(u > 0 && u < 1);
       const g = rng.gauss();
-      sum += g; sq += g * g;
+      sum += g;
+      sq += g * g;
     }
     assert.ok(Math.abs(sum / n) < 0.05);
     assert.ok(Math.abs(sq / n - 1) < 0.05);

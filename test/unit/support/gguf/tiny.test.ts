@@ -52,7 +52,8 @@ describe("tiny model generator", () => {
   it("controlLogit moves only the bias-channel weight of control tokens", async () => {
     const lowFile = await tiny("cl-8.gguf", { controlLogit: -8 });
     const defFile = await tiny("cl-default.gguf");
-    const low = readGgufInfo(lowFile), def = readGgufInfo(defFile);
+    const low = readGgufInfo(lowFile),
+      def = readGgufInfo(defFile);
     const vocab = tinyVocab();
     const rowStart = (id: number) => id * 64 * 4;
     const lowOut = readTensorBytes(lowFile, low, "output.weight");
@@ -60,7 +61,9 @@ describe("tiny model generator", () => {
     for (let id = 0; id < vocab.size; id++) {
       const delta = lowOut.readFloatLE(rowStart(id)) - defOut.readFloatLE(rowStart(id));
       assert.equal(delta, vocab.isControl(id) ? -5 : 0, `token ${id} ${vocab.tokens[id]}`);
-      assert.ok(lowOut.subarray(rowStart(id) + 4, rowStart(id + 1)).equals(defOut.subarray(rowStart(id) + 4, rowStart(id + 1))));
+      assert.ok(
+        lowOut.subarray(rowStart(id) + 4, rowStart(id + 1)).equals(defOut.subarray(rowStart(id) + 4, rowStart(id + 1))),
+      );
     }
     for (const t of low.tensors.filter((x) => x.name !== "output.weight")) {
       assert.ok(readTensorBytes(lowFile, low, t.name).equals(readTensorBytes(defFile, def, t.name)), t.name);
@@ -71,11 +74,21 @@ describe("tiny model generator", () => {
     const file = await tiny("bias.gguf");
     const info = readGgufInfo(file);
     const embd = readTensorBytes(file, info, "token_embd.weight");
-    for (const id of [0, 100, tinyVocab().size - 1]) assert.equal(embd.readFloatLE(id * 64 * 4), 1, `embedding ${id} dim 0`);
-    for (const [name, inFeatures] of [["blk.1.attn_output.weight", 64], ["blk.0.ffn_down.weight", 128]] as const) {
+    for (const id of [0, 100, tinyVocab().size - 1])
+      assert.equal(embd.readFloatLE(id * 64 * 4), 1, `embedding ${id} dim 0`);
+    for (const [name, inFeatures] of [
+      ["blk.1.attn_output.weight", 64],
+      ["blk.0.ffn_down.weight", 128],
+    ] as const) {
       const w = readTensorBytes(file, info, name);
-      assert.ok(w.subarray(0, inFeatures * 4).every((b) => b === 0), `${name} row 0 is zero`);
-      assert.ok(w.subarray(inFeatures * 4, 2 * inFeatures * 4).some((b) => b !== 0), `${name} row 1 is not`);
+      assert.ok(
+        w.subarray(0, inFeatures * 4).every((b) => b === 0),
+        `${name} row 0 is zero`,
+      );
+      assert.ok(
+        w.subarray(inFeatures * 4, 2 * inFeatures * 4).some((b) => b !== 0),
+        `${name} row 1 is not`,
+      );
     }
   });
 });

@@ -52,29 +52,49 @@ describe("writeGguf → readGgufInfo round trip", () => {
       const got = info.metadata[key]!;
       assert.equal(got.type, want.type, key);
       if (want.type === GGUF_TYPE.FLOAT32) assert.equal(got.value, Math.fround(want.value), key);
-      else if (want.type === GGUF_TYPE.UINT64 || want.type === GGUF_TYPE.INT64) assert.equal(got.value, BigInt(want.value), key);
+      else if (want.type === GGUF_TYPE.UINT64 || want.type === GGUF_TYPE.INT64)
+        assert.equal(got.value, BigInt(want.value), key);
       else if (want.type === GGUF_TYPE.ARRAY && want.elemType === GGUF_TYPE.FLOAT32) {
-        assert.deepEqual(got.value, want.value.map((v) => Math.fround(v as number)), key);
+        assert.deepEqual(
+          got.value,
+          want.value.map((v) => Math.fround(v as number)),
+          key,
+        );
       } else assert.deepEqual(got.value, want.value, key);
     }
 
-    assert.deepEqual(info.tensors.map((t) => [t.name, t.dims, t.type]), [
-      ["a.f32", [3], GGML_TYPE.F32], ["b.f16", [5, 2], GGML_TYPE.F16], ["c.q8_0", [64, 3], GGML_TYPE.Q8_0],
-    ]);
+    assert.deepEqual(
+      info.tensors.map((t) => [t.name, t.dims, t.type]),
+      [
+        ["a.f32", [3], GGML_TYPE.F32],
+        ["b.f16", [5, 2], GGML_TYPE.F16],
+        ["c.q8_0", [64, 3], GGML_TYPE.Q8_0],
+      ],
+    );
     // 12 bytes, then 20 bytes: each next tensor starts on the next multiple of 64.
-    assert.deepEqual(info.tensors.map((t) => t.offset), [0, 64, 128]);
+    assert.deepEqual(
+      info.tensors.map((t) => t.offset),
+      [0, 64, 128],
+    );
     assert.deepEqual(written.tensors, info.tensors);
     assert.equal(info.dataOffset % 64, 0);
     assert.equal(info.dataOffset, written.dataOffset);
     assert.equal(info.fileSize, fs.statSync(file).size);
     assert.equal(info.fileSize, written.fileSize);
     assert.equal(info.fileSize % 64, 0);
-    assert.equal(info.fileSize, info.dataOffset + 384); // last tensor: 3 rows x 2 blocks x 34 = 204 bytes at 128, padded to 384
+    // last tensor: 3 rows x 2 blocks x 34 = 204 bytes at 128, padded to 384
+    assert.equal(info.fileSize, info.dataOffset + 384);
 
     const a = readTensorBytes(file, info, "a.f32");
-    assert.deepEqual([0, 1, 2].map((i) => a.readFloatLE(i * 4)), [0.5, 1.5, 2.5]);
+    assert.deepEqual(
+      [0, 1, 2].map((i) => a.readFloatLE(i * 4)),
+      [0.5, 1.5, 2.5],
+    );
     const b = readTensorBytes(file, info, "b.f16");
-    assert.deepEqual(Array.from({ length: 10 }, (_, i) => f16ToF32(b.readUInt16LE(i * 2))), Array.from({ length: 10 }, (_, i) => -i));
+    assert.deepEqual(
+      Array.from({ length: 10 }, (_, i) => f16ToF32(b.readUInt16LE(i * 2))),
+      Array.from({ length: 10 }, (_, i) => -i),
+    );
     const c = dequantizeQ8_0(readTensorBytes(file, info, "c.q8_0"));
     assert.equal(c.length, 192);
     // Q8_0 is lossy: within half a step (3/127/2) plus the f16 rounding of the scale.
@@ -83,17 +103,37 @@ describe("writeGguf → readGgufInfo round trip", () => {
 
   it("streams big tensors in row chunks and writes rows in order", async () => {
     const file = path.join(dir, "chunked.gguf");
-    const rows = 1100, rowLength = 1024; // 4.4 MB of F32: more than one chunk
+    const rows = 1100,
+      rowLength = 1024; // 4.4 MB of F32: more than one chunk
     const chunks: RowChunk[] = [];
     const valueFill = fillF32((i) => i);
-    await writeGguf(file, {}, [{ name: "big", dims: [rowLength, rows], type: GGML_TYPE.F32, fill: (out, chunk) => { chunks.push(chunk); valueFill(out, chunk); } }]);
+    await writeGguf(file, {}, [
+      {
+        name: "big",
+        dims: [rowLength, rows],
+        type: GGML_TYPE.F32,
+        fill: (out, chunk) => {
+          chunks.push(chunk);
+          valueFill(out, chunk);
+        },
+      },
+    ]);
     assert.ok(chunks.length > 1, "expected several chunks");
-    assert.equal(chunks.reduce((n, c) => n + c.rowCount, 0), rows);
+    assert.equal(
+      chunks.reduce((n, c) => n + c.rowCount, 0),
+      rows,
+    );
     chunks.forEach((c, i) => assert.equal(c.firstRow, i === 0 ? 0 : chunks[i - 1]!.firstRow + chunks[i - 1]!.rowCount));
     const info = readGgufInfo(file);
     assert.equal(info.alignment, 32);
     const data = readTensorBytes(file, info, "big");
-    for (const i of [0, 1, rowLength * chunks[0]!.rowCount - 1, rowLength * chunks[0]!.rowCount, rows * rowLength - 1]) {
+    for (const i of [
+      0,
+      1,
+      rowLength * chunks[0]!.rowCount - 1,
+      rowLength * chunks[0]!.rowCount,
+      rows * rowLength - 1,
+    ]) {
       assert.equal(data.readFloatLE(i * 4), i);
     }
   });
@@ -102,7 +142,16 @@ describe("writeGguf → readGgufInfo round trip", () => {
     const sub = fs.mkdtempSync(path.join(dir, "fail-"));
     const file = path.join(sub, "broken.gguf");
     await assert.rejects(
-      writeGguf(file, {}, [{ name: "x", dims: [4], type: GGML_TYPE.F32, fill: () => { throw new Error("fill failed"); } }]),
+      writeGguf(file, {}, [
+        {
+          name: "x",
+          dims: [4],
+          type: GGML_TYPE.F32,
+          fill: () => {
+            throw new Error("fill failed");
+          },
+        },
+      ]),
       /fill failed/,
     );
     assert.deepEqual(fs.readdirSync(sub), []);
@@ -111,10 +160,23 @@ describe("writeGguf → readGgufInfo round trip", () => {
   it("rejects inconsistent input with clear messages", async () => {
     const file = path.join(dir, "invalid.gguf");
     const f = fillF32(() => 0);
-    await assert.rejects(writeGguf(file, { "general.alignment": kv.u32(32) }, [], { alignment: 64 }), /contradicts general.alignment/);
-    await assert.rejects(writeGguf(file, {}, [{ name: "q", dims: [48], type: GGML_TYPE.Q8_0, fill: f }]), /multiple of the block size 32/);
+    await assert.rejects(
+      writeGguf(file, { "general.alignment": kv.u32(32) }, [], { alignment: 64 }),
+      /contradicts general.alignment/,
+    );
+    await assert.rejects(
+      writeGguf(file, {}, [{ name: "q", dims: [48], type: GGML_TYPE.Q8_0, fill: f }]),
+      /multiple of the block size 32/,
+    );
     await assert.rejects(writeGguf(file, { k: kv.str(5 as unknown as string) }, []), /metadata k: expected string/);
-    assert.throws(() => layoutTensors([{ name: "t", dims: [4], type: GGML_TYPE.F32 }, { name: "t", dims: [4], type: GGML_TYPE.F32 }]), /duplicate tensor name t/);
+    assert.throws(
+      () =>
+        layoutTensors([
+          { name: "t", dims: [4], type: GGML_TYPE.F32 },
+          { name: "t", dims: [4], type: GGML_TYPE.F32 },
+        ]),
+      /duplicate tensor name t/,
+    );
     assert.throws(() => layoutTensors([{ name: "t", dims: [0], type: GGML_TYPE.F32 }]), /positive integers/);
     assert.equal(fs.existsSync(file), false);
   });
@@ -124,7 +186,9 @@ describe("writeGguf → readGgufInfo round trip", () => {
     fs.writeFileSync(notGguf, "hello world, not a model");
     assert.throws(() => readGgufInfo(notGguf), /not a GGUF file/);
     const whole = path.join(dir, "whole.gguf");
-    await writeGguf(whole, { "general.name": kv.str("x") }, [{ name: "t", dims: [64], type: GGML_TYPE.F32, fill: fillF32(() => 1) }]);
+    await writeGguf(whole, { "general.name": kv.str("x") }, [
+      { name: "t", dims: [64], type: GGML_TYPE.F32, fill: fillF32(() => 1) },
+    ]);
     const cut = path.join(dir, "cut.gguf");
     fs.writeFileSync(cut, fs.readFileSync(whole).subarray(0, fs.statSync(whole).size - 40));
     assert.throws(() => readGgufInfo(cut), /past the end of the file/);

@@ -1,19 +1,33 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
-  CONDITION, findCondition, isConditionTrue, REASON, setCondition, type ConditionInput,
+  CONDITION,
+  findCondition,
+  isConditionTrue,
+  REASON,
+  setCondition,
+  type ConditionInput,
 } from "../../../../../operator/api/v1alpha1/conditions.ts";
 import { ConditionSchema } from "../../../../../operator/api/v1alpha1/modelapp.ts";
 
-const T0 = new Date("2026-01-01T00:00:00.000Z"), T1 = new Date("2026-01-01T00:05:00.250Z");
-const ready = (status: ConditionInput["status"], reason: ConditionInput["reason"] = REASON.Serving, message = "1 of 1 replicas ready"): ConditionInput =>
-  ({ type: CONDITION.Ready, status, reason, message });
+const T0 = new Date("2026-01-01T00:00:00.000Z"),
+  T1 = new Date("2026-01-01T00:05:00.250Z");
+const ready = (
+  status: ConditionInput["status"],
+  reason: ConditionInput["reason"] = REASON.Serving,
+  message = "1 of 1 replicas ready",
+): ConditionInput => ({ type: CONDITION.Ready, status, reason, message });
 
 test("a new condition gets the time now at second precision and the generation", () => {
   const [c, ...rest] = setCondition(undefined, ready("True"), 3, T1);
   assert.equal(rest.length, 0);
   assert.deepEqual(c, {
-    type: "Ready", status: "True", observedGeneration: 3, lastTransitionTime: "2026-01-01T00:05:00Z", reason: "Serving", message: "1 of 1 replicas ready",
+    type: "Ready",
+    status: "True",
+    observedGeneration: 3,
+    lastTransitionTime: "2026-01-01T00:05:00Z",
+    reason: "Serving",
+    message: "1 of 1 replicas ready",
   });
   assert.ok(ConditionSchema.safeParse(c).success, "a valid metav1.Condition");
 });
@@ -37,17 +51,30 @@ test("lastTransitionTime moves only when the status changes", () => {
 });
 
 test("rewriting an unchanged condition yields an equal list", () => {
-  const list = setCondition(setCondition([], ready("True"), 1, T0), { type: CONDITION.Scheduled, status: "True", reason: REASON.Scheduled, message: "on n1" }, 1, T0);
+  const list = setCondition(
+    setCondition([], ready("True"), 1, T0),
+    { type: CONDITION.Scheduled, status: "True", reason: REASON.Scheduled, message: "on n1" },
+    1,
+    T0,
+  );
   const again = setCondition(list, ready("True"), 1, T1);
   assert.deepEqual(again, list);
 });
 
 test("the list is ordered by type and keeps one entry per type", () => {
-  let list = setCondition([], { type: CONDITION.Scheduled, status: "Unknown", reason: REASON.Pending, message: "" }, 1, T0);
+  let list = setCondition(
+    [],
+    { type: CONDITION.Scheduled, status: "Unknown", reason: REASON.Pending, message: "" },
+    1,
+    T0,
+  );
   list = setCondition(list, ready("False", REASON.Starting, "w"), 1, T0);
   list = setCondition(list, { type: CONDITION.ModelCached, status: "True", reason: REASON.Cached, message: "" }, 1, T0);
   list = setCondition(list, ready("True"), 1, T1);
-  assert.deepEqual(list.map((c) => c.type), ["ModelCached", "Ready", "Scheduled"]);
+  assert.deepEqual(
+    list.map((c) => c.type),
+    ["ModelCached", "Ready", "Scheduled"],
+  );
 });
 
 test("setCondition does not modify the list it is given", () => {
@@ -75,6 +102,15 @@ test("findCondition and isConditionTrue look a type up", () => {
 
 test("every reason is a valid metav1.Condition reason", () => {
   for (const reason of Object.values(REASON)) {
-    assert.ok(ConditionSchema.safeParse({ type: "Ready", status: "True", lastTransitionTime: "2026-01-01T00:00:00Z", reason, message: "" }).success, reason);
+    assert.ok(
+      ConditionSchema.safeParse({
+        type: "Ready",
+        status: "True",
+        lastTransitionTime: "2026-01-01T00:00:00Z",
+        reason,
+        message: "",
+      }).success,
+      reason,
+    );
   }
 });

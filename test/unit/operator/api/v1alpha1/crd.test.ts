@@ -6,12 +6,17 @@ import { MAX_NAME_LENGTH } from "../../../../../operator/api/v1alpha1/modelapp.t
 type Schema = Record<string, unknown>;
 
 const crd = modelAppCrd() as {
-  apiVersion: string; kind: string; metadata: { name: string };
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string };
   spec: {
-    group: string; scope: string;
+    group: string;
+    scope: string;
     names: { kind: string; listKind: string; plural: string; singular: string; shortNames: string[] };
     versions: {
-      name: string; served: boolean; storage: boolean;
+      name: string;
+      served: boolean;
+      storage: boolean;
       schema: { openAPIV3Schema: Schema };
       subresources: { status: Schema; scale: Schema };
       additionalPrinterColumns: { name: string; type: string; jsonPath: string; priority?: number }[];
@@ -25,7 +30,8 @@ const root = version.schema.openAPIV3Schema;
 function at(...path: string[]): Schema {
   let s = root;
   for (const p of path) {
-    const next = (s.properties as Record<string, Schema> | undefined)?.[p] ?? (p === "[]" ? (s.items as Schema) : undefined);
+    const next =
+      (s.properties as Record<string, Schema> | undefined)?.[p] ?? (p === "[]" ? (s.items as Schema) : undefined);
     assert.ok(next, `no schema at ${path.join(".")}`);
     s = next;
   }
@@ -34,9 +40,15 @@ function at(...path: string[]): Schema {
 
 /** Every (path, key, value) of a JSON tree. */
 function* walk(v: unknown, path: string[] = []): Generator<[string[], string, unknown]> {
-  if (Array.isArray(v)) { for (const [i, x] of v.entries()) yield* walk(x, [...path, String(i)]); return; }
+  if (Array.isArray(v)) {
+    for (const [i, x] of v.entries()) yield* walk(x, [...path, String(i)]);
+    return;
+  }
   if (v && typeof v === "object") {
-    for (const [k, x] of Object.entries(v)) { yield [path, k, x]; yield* walk(x, [...path, k]); }
+    for (const [k, x] of Object.entries(v)) {
+      yield [path, k, x];
+      yield* walk(x, [...path, k]);
+    }
   }
 }
 
@@ -53,9 +65,16 @@ test("structuralSchema drops $schema and additionalProperties:false, keeping the
 test("structuralSchema keeps a schema-valued additionalProperties (a map) and recurses into it", () => {
   const out = structuralSchema({
     type: "object",
-    additionalProperties: { type: "object", properties: { x: { type: "integer", maximum: Number.MAX_SAFE_INTEGER } }, additionalProperties: false },
+    additionalProperties: {
+      type: "object",
+      properties: { x: { type: "integer", maximum: Number.MAX_SAFE_INTEGER } },
+      additionalProperties: false,
+    },
   });
-  assert.deepEqual(out, { type: "object", additionalProperties: { type: "object", properties: { x: { type: "integer" } } } });
+  assert.deepEqual(out, {
+    type: "object",
+    additionalProperties: { type: "object", properties: { x: { type: "integer" } } },
+  });
 });
 
 test("structuralSchema drops only JavaScript's safe-integer bounds", () => {
@@ -87,7 +106,10 @@ test("structuralSchema rewrites int-or-string as bare integer/string branches wi
 });
 
 test("structuralSchema leaves an anyOf without x-kubernetes-int-or-string alone", () => {
-  const anyOf = [{ type: "integer", minimum: 1 }, { type: "string", pattern: "^x$" }];
+  const anyOf = [
+    { type: "integer", minimum: 1 },
+    { type: "string", pattern: "^x$" },
+  ];
   assert.deepEqual(structuralSchema({ anyOf }), { anyOf });
 });
 
@@ -98,15 +120,18 @@ test("structuralSchema recurses into nested properties and array items", () => {
       list: {
         type: "array",
         items: {
-          type: "object", additionalProperties: false,
-          properties: { q: { "x-kubernetes-int-or-string": true, anyOf: [{ type: "integer" }, { type: "string", pattern: "^p$" }] } },
+          type: "object",
+          additionalProperties: false,
+          properties: {
+            q: { "x-kubernetes-int-or-string": true, anyOf: [{ type: "integer" }, { type: "string", pattern: "^p$" }] },
+          },
         },
       },
     },
   });
   const item = (out.properties as Record<string, Schema>).list!.items as Schema;
   assert.equal(item.additionalProperties, undefined);
-  assert.equal(((item.properties as Record<string, Schema>).q!).pattern, "^p$");
+  assert.equal((item.properties as Record<string, Schema>).q!.pattern, "^p$");
 });
 
 test("the CRD names the ModelApp kind in the gantry.dev group, namespaced", () => {
@@ -115,10 +140,14 @@ test("the CRD names the ModelApp kind in the gantry.dev group, namespaced", () =
   assert.equal(crd.metadata.name, "modelapps.gantry.dev");
   assert.equal(crd.spec.group, "gantry.dev");
   assert.equal(crd.spec.scope, "Namespaced");
-  assert.deepEqual(
-    crd.spec.names,
-    { kind: "ModelApp", listKind: "ModelAppList", plural: "modelapps", singular: "modelapp", shortNames: ["mapp"], categories: ["gantry"] },
-  );
+  assert.deepEqual(crd.spec.names, {
+    kind: "ModelApp",
+    listKind: "ModelAppList",
+    plural: "modelapps",
+    singular: "modelapp",
+    shortNames: ["mapp"],
+    categories: ["gantry"],
+  });
   assert.equal(crd.spec.versions.length, 1);
   assert.deepEqual([version.name, version.served, version.storage], ["v1alpha1", true, true]);
 });
@@ -126,7 +155,11 @@ test("the CRD names the ModelApp kind in the gantry.dev group, namespaced", () =
 test("the CRD has the status and scale subresources with paths that exist in the schema", () => {
   assert.deepEqual(version.subresources.status, {});
   const scale = version.subresources.scale;
-  assert.deepEqual(scale, { specReplicasPath: ".spec.replicas", statusReplicasPath: ".status.replicas", labelSelectorPath: ".status.selector" });
+  assert.deepEqual(scale, {
+    specReplicasPath: ".spec.replicas",
+    statusReplicasPath: ".status.replicas",
+    labelSelectorPath: ".status.selector",
+  });
   assert.equal(at("spec", "replicas").type, "integer");
   assert.equal(at("status", "replicas").type, "integer");
   assert.equal(at("status", "selector").type, "string");
@@ -151,15 +184,27 @@ test("the root schema requires spec and validates the name with CEL", () => {
   assert.deepEqual(root.required, ["spec"]);
   assert.deepEqual(at("metadata"), { type: "object" });
   const rules = root["x-kubernetes-validations"] as { rule: string; message: string }[];
-  assert.ok(rules.some((r) => r.rule.includes(`size() <= ${MAX_NAME_LENGTH}`)), "length rule");
-  assert.ok(rules.some((r) => r.rule.includes("self.metadata.name.matches(")), "DNS-1035 rule");
+  assert.ok(
+    rules.some((r) => r.rule.includes(`size() <= ${MAX_NAME_LENGTH}`)),
+    "length rule",
+  );
+  assert.ok(
+    rules.some((r) => r.rule.includes("self.metadata.name.matches(")),
+    "DNS-1035 rule",
+  );
   for (const r of rules) assert.ok(r.message.length > 0);
 });
 
 test("CEL rules sit on the objects they guard: scaling bounds and volume immutability", () => {
-  assert.deepEqual(at("spec", "scaling")["x-kubernetes-validations"],
-    [{ rule: "self.minReplicas <= self.maxReplicas", message: "scaling.minReplicas must not exceed scaling.maxReplicas" }]);
-  assert.deepEqual(at("spec", "modelVolume")["x-kubernetes-validations"], [{ rule: "self == oldSelf", message: "modelVolume is immutable" }]);
+  assert.deepEqual(at("spec", "scaling")["x-kubernetes-validations"], [
+    {
+      rule: "self.minReplicas <= self.maxReplicas",
+      message: "scaling.minReplicas must not exceed scaling.maxReplicas",
+    },
+  ]);
+  assert.deepEqual(at("spec", "modelVolume")["x-kubernetes-validations"], [
+    { rule: "self == oldSelf", message: "modelVolume is immutable" },
+  ]);
   // Exactly those three places carry rules.
   const places = [...walk(root)].filter(([, k]) => k === "x-kubernetes-validations").map(([p]) => p.join("."));
   assert.deepEqual(places.sort(), ["", "properties.spec.properties.modelVolume", "properties.spec.properties.scaling"]);
@@ -190,7 +235,11 @@ test("defaults are in the schema, so the API server applies them", () => {
 });
 
 test("quantities are int-or-string with the quantity pattern on the string form", () => {
-  for (const path of [["spec", "resources", "cpu"], ["spec", "resources", "memory"], ["spec", "modelVolume", "size"]]) {
+  for (const path of [
+    ["spec", "resources", "cpu"],
+    ["spec", "resources", "memory"],
+    ["spec", "modelVolume", "size"],
+  ]) {
     const s = at(...path);
     assert.equal(s["x-kubernetes-int-or-string"], true, path.join("."));
     assert.deepEqual(s.anyOf, [{ type: "integer" }, { type: "string" }], path.join("."));
@@ -208,7 +257,10 @@ test("the whole CRD is structural: no $schema, $ref, additionalProperties:false 
     assert.notEqual(key, "$ref", where);
     assert.notEqual(key, "$defs", where);
     assert.ok(!(key === "additionalProperties" && value === false), where);
-    assert.ok(!((key === "maximum" || key === "minimum") && Math.abs(value as number) === Number.MAX_SAFE_INTEGER), where);
+    assert.ok(
+      !((key === "maximum" || key === "minimum") && Math.abs(value as number) === Number.MAX_SAFE_INTEGER),
+      where,
+    );
   }
 });
 
@@ -222,7 +274,10 @@ test("every schema node with properties or items states its type", () => {
     }
     if (path.at(-1) === "properties" && value && typeof value === "object") {
       const s = value as Schema;
-      assert.ok(s.type !== undefined || s["x-kubernetes-int-or-string"] === true, `${[...path, key].join(".")} has no type`);
+      assert.ok(
+        s.type !== undefined || s["x-kubernetes-int-or-string"] === true,
+        `${[...path, key].join(".")} has no type`,
+      );
     }
   }
 });

@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
-  DURATION, ModelAppSchema, ModelAppSpecSchema, parseModelAppSpec, QuantitySchema,
+  DURATION,
+  ModelAppSchema,
+  ModelAppSpecSchema,
+  parseModelAppSpec,
+  QuantitySchema,
 } from "../../../../../operator/api/v1alpha1/modelapp.ts";
 import { MODEL, modelApp } from "../../fixtures.ts";
 
@@ -20,7 +24,11 @@ test("a minimal spec gets every default a user relies on", () => {
 
 test("partially written sections are completed with the defaults of their other fields", () => {
   const spec = ModelAppSpecSchema.parse({
-    model: MODEL, resources: { gpus: 2 }, modelVolume: { name: "shared" }, server: { parallel: 8 }, scaling: { maxReplicas: 3 },
+    model: MODEL,
+    resources: { gpus: 2 },
+    modelVolume: { name: "shared" },
+    server: { parallel: 8 },
+    scaling: { maxReplicas: 3 },
   });
   assert.deepEqual(spec.resources, { profile: "cpu", gpus: 2 });
   assert.deepEqual(spec.modelVolume, { name: "shared", size: "20Gi", accessMode: "ReadWriteOnce" });
@@ -42,7 +50,13 @@ test("valid specs are accepted", () => {
     ["a duration in seconds", { scaling: { scaleDownDelay: "90" } }],
     ["minReplicas 0 with replicas 0", { scaling: { minReplicas: 0, maxReplicas: 5 }, replicas: 0 }],
     ["env from a secret", { env: [{ name: "HF_TOKEN", valueFrom: { secretKeyRef: { name: "hf", key: "token" } } }] }],
-    ["node selector and tolerations", { nodeSelector: { pool: "gpu" }, tolerations: [{ key: "k", operator: "Exists", effect: "NoExecute", tolerationSeconds: 30 }] }],
+    [
+      "node selector and tolerations",
+      {
+        nodeSelector: { pool: "gpu" },
+        tolerations: [{ key: "k", operator: "Exists", effect: "NoExecute", tolerationSeconds: 30 }],
+      },
+    ],
     ["a Modelfile override", { modelfile: "SYSTEM You are terse." }],
   ];
   for (const [name, extra] of cases) {
@@ -88,17 +102,32 @@ test("invalid specs are rejected at the offending field", () => {
   for (const [name, extra, path] of cases) {
     const r = ModelAppSpecSchema.safeParse({ model: MODEL, ...extra });
     assert.ok(!r.success, `${name}: accepted`);
-    assert.ok(r.error.issues.some((i) => i.path.join(".") === path), `${name}: issues at ${r.error.issues.map((i) => i.path.join(".")).join(", ")}, want ${path}`);
+    assert.ok(
+      r.error.issues.some((i) => i.path.join(".") === path),
+      `${name}: issues at ${r.error.issues.map((i) => i.path.join(".")).join(", ")}, want ${path}`,
+    );
   }
 });
 
 test("a negative quantity is rejected in its string form as in its integer form", () => {
   // The integer branch is nonnegative; "-1" and "-8Gi" are no more a valid CPU request or memory size than -1
   // (the API server would reject the rendered Deployment/PVC instead of the ModelApp).
-  for (const [field, value] of [["cpu", "-1"], ["memory", "-8Gi"], ["cpu", "-500m"]] as const) {
-    assert.equal(ModelAppSpecSchema.safeParse({ model: MODEL, resources: { [field]: value } }).success, false, `${field}: ${value}`);
+  for (const [field, value] of [
+    ["cpu", "-1"],
+    ["memory", "-8Gi"],
+    ["cpu", "-500m"],
+  ] as const) {
+    assert.equal(
+      ModelAppSpecSchema.safeParse({ model: MODEL, resources: { [field]: value } }).success,
+      false,
+      `${field}: ${value}`,
+    );
   }
-  assert.equal(ModelAppSpecSchema.safeParse({ model: MODEL, modelVolume: { size: "-20Gi" } }).success, false, "modelVolume.size: -20Gi");
+  assert.equal(
+    ModelAppSpecSchema.safeParse({ model: MODEL, modelVolume: { size: "-20Gi" } }).success,
+    false,
+    "modelVolume.size: -20Gi",
+  );
 });
 
 test("QuantitySchema accepts the Kubernetes quantity forms", () => {
