@@ -7,6 +7,8 @@ import { VERSION } from "../common/version.ts";
 import type { CliContext, Command } from "./context.ts";
 import { cpCommand } from "./commands/cp.ts";
 import { createCommand } from "./commands/create.ts";
+import { gatewayCommand } from "./commands/gateway.ts";
+import { keysCommand } from "./commands/keys.ts";
 import { listCommand } from "./commands/list.ts";
 import { operatorCommand } from "./commands/operator.ts";
 import { prepareCommand } from "./commands/prepare.ts";
@@ -33,6 +35,8 @@ const COMMANDS: readonly Command[] = [
   rmCommand,
   prepareCommand,
   operatorCommand,
+  gatewayCommand,
+  keysCommand,
   versionCommand,
 ];
 
