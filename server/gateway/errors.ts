@@ -32,10 +32,12 @@ export function sendGatewayError(
   shape: ErrorShape,
   e: AppError,
   extraHeaders?: Record<string, string>,
+  /** The content type of the response already started, if any. */
+  sentType?: string,
 ): void {
   if (res.headersSent) {
     if (!res.writableEnded && !res.destroyed) {
-      const type = String(res.getHeader("content-type") ?? "");
+      const type = sentType ?? String(res.getHeader("content-type") ?? "");
       if (type.includes("text/event-stream")) res.end(`data: ${errorJson(shape, e)}\n\n`);
       else if (type.includes("ndjson")) res.end(`${errorJson(shape, e)}\n`);
       else res.end();

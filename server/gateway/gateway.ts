@@ -106,6 +106,8 @@ interface RequestContext {
   cause?: AppError;
   /** A held streaming request whose status line and keep-alives went out already. */
   committed?: StreamKind;
+  /** Content type of the answer sent so far (an error then ends a stream with an error event of its kind). */
+  sentType?: string;
   ttfbObserved?: boolean;
 }
 
@@ -247,8 +249,12 @@ export class Gateway {
   }
 
   private fail(ctx: RequestContext, status: number, message: string, headers: Record<string, string> = {}): number {
-    sendGatewayError(ctx.res, ctx.shape, gatewayError(status, message), { ...headers, "x-request-id": ctx.requestId });
+    this.sendError(ctx, gatewayError(status, message), headers);
     return status;
+  }
+
+  private sendError(ctx: RequestContext, e: AppError, headers: Record<string, string> = {}): void {
+    sendGatewayError(ctx.res, ctx.shape, e, { ...headers, "x-request-id": ctx.requestId }, ctx.sentType);
   }
 
   private async serveApp(ctx: RequestContext): Promise<void> {
@@ -273,9 +279,10 @@ export class Gateway {
     if (decision.key) ctx.keyId = decision.key.id;
     let release: (() => void) | undefined;
     if (decision.key) {
-      const l = this.limiter.acquire(decision.key.id, ctx.org, this.now());
+      // Limits are the key's: its org's overrides apply (also when it calls a shared app of another org).
+      const l = this.limiter.acquire(decision.key.id, decision.key.org, this.now());
       if (!l.ok) {
-        this.metrics.rateLimited.inc({ org: ctx.org, limit: l.limit });
+        this.metrics.rateLimited.inc({ org: decision.key.org, limit: l.limit });
         const what = l.limit === "rate" ? "requests per second" : "concurrent requests";
         this.countOnly(
           ctx,
@@ -322,7 +329,7 @@ export class Gateway {
         const ep = await this.endpointFor(ctx, s, body, ctx.committed ? retryUntil : holdUntil);
         if (ep instanceof AppError) {
           status = ep.status;
-          sendGatewayError(res, ctx.shape, ep, { "x-request-id": ctx.requestId });
+          this.sendError(ctx, ep);
           return;
         }
         if (ep === "closed") {
@@ -338,7 +345,10 @@ export class Gateway {
           requestId: ctx.requestId,
           committed: ctx.committed,
           dropUsageEvent,
-          onHead: () => this.observeTtfb(ctx),
+          onHead: (_status, type) => {
+            ctx.sentType ??= type;
+            this.observeTtfb(ctx);
+          },
           errorEvent: (st, text) => streamErrorEvent(ctx.committed ?? "ndjson", st, text),
         });
         forwarding = f;
@@ -377,7 +387,7 @@ export class Gateway {
         if (outcome.kind === "aborted") {
           if (ctx.cause) {
             status = ctx.cause.status;
-            sendGatewayError(res, ctx.shape, ctx.cause, { "x-request-id": ctx.requestId });
+            this.sendError(ctx, ctx.cause);
           } else status = 499;
           return;
         }
@@ -386,9 +396,7 @@ export class Gateway {
           "the pod's answer broke off",
         );
         status = outcome.status && !outcome.started ? outcome.status : 502;
-        sendGatewayError(res, ctx.shape, gatewayError(502, `the app's answer broke off: ${outcome.error.message}`), {
-          "x-request-id": ctx.requestId,
-        });
+        this.sendError(ctx, gatewayError(502, `the app's answer broke off: ${outcome.error.message}`));
         return;
       }
     } finally {
@@ -497,6 +505,7 @@ export class Gateway {
         if (ctx.res.destroyed || ctx.res.writableEnded || !kind) return;
         if (!ctx.committed) {
           ctx.committed = kind;
+          ctx.sentType = kind === "sse" ? SSE_HEAD["content-type"] : NDJSON_HEAD["content-type"];
           ctx.res.writeHead(200, { ...(kind === "sse" ? SSE_HEAD : NDJSON_HEAD), "x-request-id": ctx.requestId });
         }
         ctx.res.write(keepAliveLine(kind, ctx.rest, body, new Date(this.now())));
@@ -513,6 +522,7 @@ export class Gateway {
       };
       const check = () => {
         const x = pick();
+        if (x && !(x instanceof AppError)) this.warmed(s, this.now());
         if (x) done(x);
       };
       const onClose = () => done("closed");
@@ -544,11 +554,7 @@ export class Gateway {
         const now = this.now();
         const eps = this.d.apps.endpoints(s.org, s.name);
         if (s.pick(eps, now)) {
-          if (s.warmUntil > 0) {
-            this.metrics.coldStart.observe({ org: s.org, app: s.name }, (now - s.warmStarted) / 1000);
-            this.d.logger.info({ org: s.org, app: s.name, ms: now - s.warmStarted }, "app ready");
-          }
-          s.warmUntil = 0;
+          this.warmed(s, now);
           s.wake();
           break;
         }
@@ -570,6 +576,14 @@ export class Gateway {
       s.probing = false;
     };
     void loop();
+  }
+
+  /** The app has a usable pod again: the end of a cold start, if one was running. */
+  private warmed(s: AppState, now: number): void {
+    if (s.warmUntil <= 0) return;
+    s.warmUntil = 0;
+    this.metrics.coldStart.observe({ org: s.org, app: s.name }, (now - s.warmStarted) / 1000);
+    this.d.logger.info({ org: s.org, app: s.name, ms: now - s.warmStarted }, "app ready");
   }
 
   private async healthy(origin: string): Promise<boolean> {

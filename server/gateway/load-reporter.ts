@@ -2,8 +2,11 @@
 // for an app at zero replicas, the gateway POSTs its in-flight counts to every operator replica (the format is in
 // operator/api/v1alpha1/load-report.ts). Snapshots, not deltas: several gateways add up in the operator, and a lost
 // report is repaired by the next one. Authenticated with the gateway's ServiceAccount token (re-read every minute:
-// projected tokens rotate).
+// projected tokens rotate). An operator URL whose host name resolves to several addresses (a headless Service: the
+// chart's operator Service is one) gets the report at each address, so every operator replica hears it.
+import dns from "node:dns/promises";
 import fs from "node:fs";
+import net from "node:net";
 import { LOAD_REPORT_PATH, type LoadReport } from "../../operator/api/v1alpha1/load-report.ts";
 import type { Logger } from "../common/logger.ts";
 import type { LoadSink } from "./ports.ts";
@@ -86,8 +89,9 @@ export class OperatorLoadReporter implements LoadSink {
   private async sendOnce(): Promise<void> {
     const body = JSON.stringify({ gateway: this.o.gateway, apps: this.o.snapshot() } satisfies LoadReport);
     const token = this.bearer(Date.now());
+    const targets = (await Promise.all(this.o.urls.map((u) => this.resolve(u)))).flat();
     await Promise.all(
-      this.o.urls.map(async (url) => {
+      targets.map(async (url) => {
         try {
           const r = await fetch(`${url.replace(/\/+$/, "")}${LOAD_REPORT_PATH}`, {
             method: "POST",
@@ -115,6 +119,31 @@ export class OperatorLoadReporter implements LoadSink {
         }
       }),
     );
+  }
+
+  private readonly resolved = new Map<string, { urls: string[]; at: number }>();
+
+  /** The URL once per address its host resolves to (cached 10 s; the URL itself when it cannot be resolved). */
+  private async resolve(url: string): Promise<string[]> {
+    const u = new URL(url);
+    const host = u.hostname.replace(/^\[|\]$/g, "");
+    if (net.isIP(host)) return [url];
+    const hit = this.resolved.get(url);
+    if (hit && Date.now() - hit.at < 10_000) return hit.urls;
+    let urls = [url];
+    try {
+      const addrs = await dns.lookup(host, { all: true });
+      if (addrs.length > 1)
+        urls = addrs.map((a) => {
+          const x = new URL(url);
+          x.hostname = a.family === 6 ? `[${a.address}]` : a.address;
+          return x.toString();
+        });
+    } catch {
+      /* unresolvable now: fetch reports the failure */
+    }
+    this.resolved.set(url, { urls, at: Date.now() });
+    return urls;
   }
 
   private warnOnce(url: string, msg: string): void {

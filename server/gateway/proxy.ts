@@ -82,7 +82,7 @@ export interface ForwardOptions {
   /** Take the usage-only event out of an SSE answer (the gateway asked for it to meter tokens). */
   dropUsageEvent: boolean;
   /** Called when the pod's response head arrives. */
-  onHead?: (status: number) => void;
+  onHead?: (status: number, contentType: string) => void;
   /** Turns a failed pod answer into the error event of a committed stream. */
   errorEvent: (status: number, body: string) => string;
 }
@@ -160,8 +160,8 @@ export class Upstreams {
       },
       onResponseStart(c, statusCode, headers) {
         status = statusCode;
-        o.onHead?.(statusCode);
         const type = String(headers["content-type"] ?? "");
+        o.onHead?.(statusCode, type);
         if (o.committed) {
           if (statusCode >= 400) errorBody = "";
           else {

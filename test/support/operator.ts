@@ -104,3 +104,26 @@ export async function startTestOperator(
     writes: async () => operatorWrites(await metrics()),
   };
 }
+
+/**
+ * A token of the ServiceAccount the operator accepts load reports from by default (gantry-system/gantry-gateway),
+ * created when missing: what a gateway in the cluster sends as its bearer token.
+ */
+export function loadReportToken(cp: Pick<ControlPlane, "binDir" | "kubeconfig">, account = "gantry-gateway"): string {
+  kubectlResult(cp, ["create", "namespace", "gantry-system"]);
+  kubectlResult(cp, ["create", "serviceaccount", account, "-n", "gantry-system"]);
+  return kubectl(cp, ["create", "token", account, "-n", "gantry-system", "--duration=2h"]).trim();
+}
+
+/** POST /v1/load as a gateway does. */
+export async function postLoad(
+  url: string,
+  token: string | undefined,
+  body: string | Record<string, unknown>,
+): Promise<Response> {
+  return fetch(`${url}/v1/load`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+}

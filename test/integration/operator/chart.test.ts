@@ -10,7 +10,7 @@ import { AppsV1Api, CoreV1Api } from "@kubernetes/client-node";
 import { parse, parseAllDocuments, stringify } from "yaml";
 import { parseOperatorConfig } from "../../../operator/config.ts";
 import { createTestNamespace } from "../../cluster/test-cluster.ts";
-import { kubectl, startTestOperator, type TestOperator } from "../../support/operator.ts";
+import { kubectl, loadReportToken, postLoad, startTestOperator, type TestOperator } from "../../support/operator.ts";
 import { REPO } from "../../support/server.ts";
 import { createApp, eventually, modelApp, operatorCluster, waitForCondition, type OperatorCluster } from "./helpers.ts";
 
@@ -144,9 +144,9 @@ test("helm install; an operator with the chart's ServiceAccount permissions reco
     modelApp(appNs, "sleeper", { model: "hf.co/acme/tiny:Q8_0", scaling: { minReplicas: 0, maxReplicas: 2 } }),
   );
   await waitForCondition(c, appNs, "sleeper", "Ready", "True", "ScaledToZero");
-  const r = await fetch(`${op.url}/v1/load`, {
-    method: "POST",
-    body: JSON.stringify({ gateway: "gw", apps: [{ namespace: appNs, name: "sleeper", inFlight: 1 }] }),
+  const r = await postLoad(op.url, loadReportToken(c.cp), {
+    gateway: "gw",
+    apps: [{ namespace: appNs, name: "sleeper", inFlight: 1 }],
   });
   assert.equal(r.status, 204);
   await waitForCondition(c, appNs, "sleeper", "Ready", "True", "Serving");
