@@ -27,7 +27,13 @@ export interface RequestUsage {
   at: number;
 }
 
-export const hourOf = (t: number): string => new Date(Math.floor(t / 3_600_000) * 3_600_000).toISOString();
+let lastHour = { start: -1, iso: "" };
+/** The hour a time falls in, as its start (RFC 3339); the last one is reused (one per hour, not per request). */
+export function hourOf(t: number): string {
+  const start = Math.floor(t / 3_600_000) * 3_600_000;
+  if (start !== lastHour.start) lastHour = { start, iso: new Date(start).toISOString() };
+  return lastHour.iso;
+}
 /** The day (YYYY-MM-DD, UTC) an hour belongs to: usage is stored one object per org and day. */
 export const dayOf = (hour: string): string => hour.slice(0, 10);
 
