@@ -1,6 +1,7 @@
 // `npm run bench [section...]`: runs the benchmarks and prints their tables. Sections: serving, llama, causes, pull,
-// cli, operator, gateway (default: all). `llama` compares Gantry with llama.cpp's llama-server and llama-bench built from the
-// llama.cpp release node-llama-cpp ships; `causes` measures the two causes of the gap before and after.
+// cli, operator, gateway (default: all). `llama` compares Gantry with llama.cpp's llama-server and llama-bench built
+// from the llama.cpp release node-llama-cpp ships; `causes` measures the two causes of the gap before and after;
+// `gateway` compares the gateway with going direct and with nginx, and measures cold starts on the test cluster.
 // GANTRY_BENCH_ROUNDS (default 9 for serving: its paired ratios need that many to settle on 2 noisy cores; 3 for llama
 // and causes) sets the interleaved rounds, GANTRY_BENCH_MODELS (default 250m,1b) the generated models,
 // GANTRY_BENCH_LLAMA_SLOTS (lru, default, or pinned) how llama-server assigns slots to concurrent requests.
