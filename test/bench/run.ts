@@ -11,6 +11,7 @@ import type { BenchShapeName } from "../support/gguf/bench.ts";
 import { benchCli } from "./cli.ts";
 import { benchGateway } from "./gateway/bench.ts";
 import { benchColdStart, coldStartRow } from "./gateway/cold-start.ts";
+import { benchUsageWrites } from "./gateway/usage-writes.ts";
 import { benchCauses, benchLlamaServer, type BenchModel } from "./llama-cpp/compare.ts";
 import { llamaSlotsFromEnv } from "./llama-cpp/targets.ts";
 import { benchOperator, printOperatorTable } from "./operator.ts";
@@ -125,5 +126,11 @@ if (run("gateway")) {
     "Gateway: cold start to first token from zero replicas (test control plane, process runtime, SmolLM2 in the model volume) against the model's own start (gantry serve --model spawned locally, to first token); medians. Target: cold ≤ own start + 2 s",
     ["rounds", "own start ms", "cold start via gateway ms", "difference ms"],
     [coldStartRow(cold)],
+  );
+  const u = await benchUsageWrites();
+  printTable(
+    "Gateway: usage persistence under load (usage ConfigMap writes while metering a steady request stream, flush every 5 s)",
+    ["seconds", "requests metered", "orgs", "writes", "conflicts", "writes per org per minute"],
+    [[u.seconds, u.metered, u.orgs, u.writes, u.conflicts, u.writesPerOrgPerMinute]],
   );
 }
