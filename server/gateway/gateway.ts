@@ -304,7 +304,10 @@ export class Gateway {
     let tokens: { prompt: number; completion: number } | undefined;
     try {
       const body = await this.readBody(ctx);
-      if (body === "done") return;
+      if (body === "done") {
+        status = res.headersSent ? res.statusCode : 499;
+        return;
+      }
       let payload = body;
       let dropUsageEvent = false;
       if (body && (ctx.rest === "/v1/chat/completions" || ctx.rest === "/v1/completions")) {
