@@ -16,6 +16,12 @@ const DEFAULT_LIMITS = { requestsPerSecond: 20, burst: 40, concurrent: 16 };
 export const GatewayConfigSchema = z
   .object({
     listen: z.string().default("0.0.0.0:8080").describe("Address of the gateway (apps, management API, probes)."),
+    metricsListen: z
+      .string()
+      .optional()
+      .describe(
+        "A separate address for /metrics, /healthz and /readyz (then /metrics is not served on listen, which users reach).",
+      ),
     publicUrl: z
       .url()
       .optional()

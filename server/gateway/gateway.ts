@@ -211,6 +211,10 @@ export class Gateway {
         });
         return;
       case "system":
+        if (r.path === "/metrics" && this.d.config.metricsListen) {
+          sendGatewayError(res, "ollama", gatewayError(404, "/metrics is served on the metrics address"));
+          return;
+        }
         void this.system(r.path, res);
         return;
       case "error": {
@@ -220,6 +224,13 @@ export class Gateway {
         return;
       }
     }
+  };
+
+  /** The listener of the metrics address (config metricsListen): /metrics, /healthz, /readyz only. */
+  readonly handleSystem = (req: IncomingMessage, res: ServerResponse): void => {
+    const path = (req.url ?? "/").split("?")[0];
+    if (path === "/metrics" || path === "/healthz" || path === "/readyz") void this.system(path, res);
+    else sendGatewayError(res, "ollama", gatewayError(404, `${path} not found`));
   };
 
   private async system(path: "/healthz" | "/readyz" | "/metrics", res: ServerResponse): Promise<void> {

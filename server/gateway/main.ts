@@ -73,6 +73,16 @@ export async function startGateway(opts: GatewayOptions, logger: Logger): Promis
     server.once("error", reject);
     server.listen(port, host, () => resolve());
   });
+  let metricsServer: http.Server | undefined;
+  if (config.metricsListen) {
+    const m = parseHostPort(config.metricsListen, 9090);
+    const ms = http.createServer(g.handleSystem);
+    await new Promise<void>((resolve, reject) => {
+      ms.once("error", reject);
+      ms.listen(m.port, m.host, () => resolve());
+    });
+    metricsServer = ms;
+  }
   const addr = server.address();
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${typeof addr === "object" && addr ? addr.port : port}`;
   logger.info(
@@ -102,6 +112,8 @@ export async function startGateway(opts: GatewayOptions, logger: Logger): Promis
       reporter.stop();
       await reporter.send().catch(() => undefined); // the operator hears at once that this gateway's load is gone
       server.closeAllConnections();
+      metricsServer?.close();
+      metricsServer?.closeAllConnections();
       await usage.stop();
       await Promise.all([apps.stop(), keys.stop()]);
     })());

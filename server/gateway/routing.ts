@@ -63,12 +63,13 @@ export function route(method: string, url: string): RouteDecision {
     };
   if (!isDnsLabel(org)) return { kind: "error", status: 404, message: `org "${org}" is not a valid org id`, shape };
   if (!isDnsLabel(app)) return { kind: "error", status: 404, message: `app "${app}" is not a valid app id`, shape };
+  // Percent-encoding only where a name may need it (a model id in /v1/models/{id}): the pod routes on the raw path.
   if (
     rest.includes("/../") ||
     rest.endsWith("/..") ||
     rest.includes("/./") ||
     rest.includes("//") ||
-    rest.includes("%")
+    (rest.includes("%") && !rest.startsWith("/v1/models/"))
   )
     return { kind: "error", status: 400, message: `invalid path ${rest}`, shape };
   const methods = ALLOWED.get(rest);

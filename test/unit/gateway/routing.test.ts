@@ -14,6 +14,7 @@ test("app routes: org and app are stripped, the rest and the query go to the pod
   for (const [method, rest] of [
     ["GET", "/v1/models"],
     ["GET", "/v1/models/chat:latest"],
+    ["GET", "/v1/models/hf.co%2Facme%2Fx"],
     ["POST", "/v1/completions"],
     ["POST", "/v1/embeddings"],
     ["POST", "/api/chat"],
