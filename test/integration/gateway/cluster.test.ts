@@ -787,6 +787,26 @@ test("an app deleted while a stream is in flight: the stream ends with an error 
   assert.equal(after.status, 404);
 });
 
+test("an app that cannot start without a change is answered 503 with the reason from its status, not held", async () => {
+  await createApp(
+    c,
+    modelApp(orgA, "broken", { model: "hf.co/acme/no-such-GGUF:Q8_0", auth: "private", scaling: { minReplicas: 1 } }),
+  );
+  await waitForCondition(c, orgA, "broken", "Ready", "False", "ModelNotFound", 120_000);
+  const r = await eventually("503 from the gateway", async () => {
+    const x = await call(gw1.url, orgA, "broken", "/v1/chat/completions", {
+      method: "POST",
+      headers: { ...auth(keys.apiA!.key), "content-type": "application/json" },
+      body: JSON.stringify({ model: "broken", messages: [{ role: "user", content: "hi" }] }),
+    });
+    return x.status === 503 ? x : (await x.body?.cancel(), undefined);
+  });
+  assert.ok(Number(r.headers.get("retry-after")) >= 1);
+  const e = ((await r.json()) as { error: { message: string; type: string } }).error;
+  assert.equal(e.type, "unavailable_error");
+  assert.match(e.message, /ModelNotFound: .*acme\/no-such-GGUF/);
+});
+
 test("no secret ever appears in a gateway's or the operator's logs", () => {
   const logs = gw1.logs() + gw2.logs() + op.logs();
   assert.ok(logs.length > 1000);
