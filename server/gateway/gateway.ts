@@ -361,6 +361,7 @@ export class Gateway {
           requestId: ctx.requestId,
           committed: ctx.committed,
           dropUsageEvent,
+          meter: req.method === "POST" && ctx.rest !== "/api/show",
           onHead: (_status, type) => {
             ctx.sentType ??= type;
             this.observeTtfb(ctx);

@@ -39,16 +39,11 @@ export function upstreamHeaders(raw: readonly string[], requestId: string, clien
   return out;
 }
 
-/** The response headers for the client: the pod's, less hop-by-hop ones. */
-export function downstreamHeaders(h: IncomingHttpHeaders, requestId: string): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {};
-  for (const name in h) {
-    const v = h[name];
-    if (v === undefined || HOP_BY_HOP.has(name)) continue;
-    out[name] = v;
-  }
-  out["x-request-id"] = requestId;
-  return out;
+/** The response headers for the client: the pod's (undici's fresh object, changed in place), less hop-by-hop ones. */
+export function downstreamHeaders(h: IncomingHttpHeaders, requestId: string): IncomingHttpHeaders {
+  for (const name of HOP_BY_HOP) if (name in h) delete h[name];
+  h["x-request-id"] = requestId;
+  return h;
 }
 
 export type ProxyOutcome =
@@ -81,6 +76,8 @@ export interface ForwardOptions {
   committed: "sse" | "ndjson" | undefined;
   /** Take the usage-only event out of an SSE answer (the gateway asked for it to meter tokens). */
   dropUsageEvent: boolean;
+  /** Read token counts from the answer (generation and embedding routes; model listings carry none). */
+  meter: boolean;
   /** Called when the pod's response head arrives. */
   onHead?: (status: number, contentType: string) => void;
   /** Turns a failed pod answer into the error event of a committed stream. */
@@ -165,12 +162,12 @@ export class Upstreams {
         if (o.committed) {
           if (statusCode >= 400) errorBody = "";
           else {
-            scanner = new UsageScanner(type);
+            if (o.meter) scanner = new UsageScanner(type);
             if (o.dropUsageEvent && type.includes("text/event-stream")) filter = new UsageEventFilter();
           }
           return;
         }
-        scanner = new UsageScanner(type);
+        if (o.meter) scanner = new UsageScanner(type);
         if (o.dropUsageEvent && type.includes("text/event-stream")) filter = new UsageEventFilter();
         started = true;
         res.writeHead(statusCode, downstreamHeaders(headers, o.requestId));
