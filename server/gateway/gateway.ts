@@ -14,6 +14,8 @@ import { KeyVerifier } from "./key-verifier.ts";
 import { KeyLimiter } from "./limiter.ts";
 import { createManagement, type ManagementHandler } from "./management.ts";
 import { GatewayMetrics } from "./metrics.ts";
+import { AppState, type Active } from "./app-state.ts";
+import { readRequestBody } from "./body.ts";
 import type { AppInfo, AppSource, Endpoint, KeyStore, LoadSink, UsageStore } from "./ports.ts";
 import { upstreamHeaders, Upstreams, type ProxyOutcome } from "./proxy.ts";
 import { route } from "./routing.ts";
@@ -39,59 +41,6 @@ const PROBED_MS = 30_000;
 const PROBE_EVERY_MS = 200;
 /** Held streams get their first keep-alive (and so their status line) after this long, not at once. */
 const FIRST_KEEPALIVE_MS = 1000;
-
-/** One request in progress for an app: aborted with `cause` when the app is deleted or the gateway stops. */
-interface Active {
-  cancel(cause: AppError): void;
-}
-
-class AppState {
-  readonly org: string;
-  readonly name: string;
-  inFlight = 0;
-  held = 0;
-  readonly load = new Map<string, number>();
-  readonly failing = new Map<string, number>();
-  readonly probed = new Map<string, number>();
-  readonly waiters = new Set<() => void>();
-  readonly active = new Set<Active>();
-  /** While warming (a held request triggered a scale-up), the app counts as busy even if its callers left. */
-  warmUntil = 0;
-  warmStarted = 0;
-  probing = false;
-  rr = 0;
-  uid: string | undefined;
-  /** Metric children of this app, looked up once (label hashing is a measurable share of a small request). */
-  readonly children = new Map<string, unknown>();
-
-  constructor(org: string, name: string) {
-    this.org = org;
-    this.name = name;
-  }
-
-  /** The least-loaded usable pod, or undefined. */
-  pick(endpoints: readonly Endpoint[], now: number): Endpoint | undefined {
-    let best: Endpoint | undefined,
-      bestLoad = Infinity,
-      ties = 0;
-    for (const ep of endpoints) {
-      if (!ep.ready && !((this.probed.get(ep.id) ?? 0) > now)) continue;
-      if ((this.failing.get(ep.id) ?? 0) > now) continue;
-      const l = this.load.get(ep.id) ?? 0;
-      if (l < bestLoad) {
-        best = ep;
-        bestLoad = l;
-        ties = 1;
-      } else if (l === bestLoad && (this.rr + ties++) % ties === 0) best = ep;
-    }
-    this.rr++;
-    return best;
-  }
-
-  wake(): void {
-    for (const w of [...this.waiters]) w();
-  }
-}
 
 interface RequestContext {
   req: IncomingMessage;
@@ -425,40 +374,14 @@ export class Gateway {
   }
 
   /** Reads the request body (bounded): the Buffer, null when there is none, or "done" when already answered. */
-  private readBody(ctx: RequestContext): Promise<Buffer | null | "done"> {
-    const { req } = ctx;
+  private async readBody(ctx: RequestContext): Promise<Buffer | null | "done"> {
     const max = this.d.config.maxBodyBytes;
-    const declared = Number(req.headers["content-length"] ?? 0);
-    if (declared > max) {
+    const body = await readRequestBody(ctx.req, max);
+    if (body === "too-large") {
       this.fail(ctx, 413, `request body is larger than ${max} bytes`, { connection: "close" });
-      req.resume();
-      return Promise.resolve("done");
+      return "done";
     }
-    if (req.method === "GET" || req.method === "HEAD") {
-      req.resume();
-      return Promise.resolve(null);
-    }
-    return new Promise((resolve) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      const onData = (c: Buffer) => {
-        size += c.length;
-        if (size > max) {
-          req.off("data", onData);
-          req.resume();
-          this.fail(ctx, 413, `request body is larger than ${max} bytes`, { connection: "close" });
-          resolve("done");
-          return;
-        }
-        chunks.push(c);
-      };
-      req.on("data", onData);
-      req.once("end", () => resolve(size > max ? "done" : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
-      req.once("error", () => resolve("done"));
-      req.once("close", () => {
-        if (!req.complete) resolve("done");
-      });
-    });
+    return body === "aborted" ? "done" : body;
   }
 
   /**
