@@ -333,6 +333,15 @@ test("the rollout strategy follows the volume's access mode", () => {
   }
 });
 
+test("spec.strategy overrides the access mode's default: rolling surges one pod, recreate replaces", () => {
+  const rolling = { type: "RollingUpdate", rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } };
+  assert.deepEqual(render(resolved({ strategy: "rolling" })).d.spec.strategy, rolling, "ReadWriteOnce volume");
+  assert.deepEqual(
+    render(resolved({ strategy: "recreate", modelVolume: { accessMode: "ReadWriteMany" } })).d.spec.strategy,
+    { type: "Recreate" },
+  );
+});
+
 test("config pod labels and annotations land on the pod template, not on the selector", () => {
   const cfg = config({
     podLabels: { team: "ml", "gantry.dev/modelapp": "spoofed" },
