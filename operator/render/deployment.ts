@@ -148,7 +148,13 @@ function podSpec(app: ResolvedApp, config: OperatorConfig) {
 export function renderDeployment(app: ResolvedApp, config: OperatorConfig) {
   const spec = podSpec(app, config);
   const podLabels = { ...config.podLabels, ...appLabels(app, "model-server") };
-  const specHash = stableHash({ labels: podLabels, annotations: config.podAnnotations, spec });
+  // The Modelfile's text is in a ConfigMap that the prepare step reads once: a changed text must roll the pods too.
+  const specHash = stableHash({
+    labels: podLabels,
+    annotations: config.podAnnotations,
+    spec,
+    ...(app.modelfile ? { modelfile: app.modelfile } : {}),
+  });
   // A volume only one node can mount cannot hold an old and a new pod on different nodes: replace, don't surge (unless
   // the app asks for rolling updates, for a single-node cluster for example).
   const singleAttach =

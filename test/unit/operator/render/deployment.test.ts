@@ -365,6 +365,8 @@ test("the spec hash is stable for equal input and changes with the pod", () => {
     ["env", resolved({ env: [{ name: "X", value: "1" }] })],
     ["env value", resolved({ env: [{ name: "X", value: "2" }] })],
     ["modelfile", resolved({ modelfile: "SYSTEM hi" })],
+    // The Modelfile's text lives in a ConfigMap the prepare step reads once: a new text needs new pods.
+    ["modelfile text", resolved({ modelfile: "SYSTEM bye" })],
     ["context length", resolved({ server: { contextLength: 8192 } })],
     ["profile", resolved({ resources: { profile: "nvidia-gpu" } })],
     ["memory", resolved({ resources: { memory: "8Gi" } })],
