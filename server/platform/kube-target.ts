@@ -36,10 +36,19 @@ const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 export function connect(flags: TargetFlags, config: CliConfig, env: Record<string, string | undefined>): KubeTarget {
   const kc = new KubeConfig();
   const file = flags.kubeconfig ?? config.kubeconfig;
+  const defaultFile = path.join(os.homedir(), ".kube", "config");
   try {
     if (file) kc.loadFromFile(file);
-    else if (env.KUBECONFIG) kc.loadFromDefault();
-    else if (fs.existsSync(path.join(os.homedir(), ".kube", "config"))) kc.loadFromDefault();
+    else if (env.KUBECONFIG) {
+      // Several files, as kubectl merges them: the first one's current context wins.
+      const [first, ...rest] = env.KUBECONFIG.split(path.delimiter).filter(Boolean);
+      kc.loadFromFile(first!);
+      for (const f of rest) {
+        const more = new KubeConfig();
+        more.loadFromFile(f);
+        kc.mergeConfig(more, true);
+      }
+    } else if (fs.existsSync(defaultFile)) kc.loadFromFile(defaultFile);
     else if (env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
     else throw new PlatformError("no kubeconfig: set KUBECONFIG, pass --kubeconfig, or create ~/.kube/config");
   } catch (e) {
