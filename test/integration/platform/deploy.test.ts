@@ -288,6 +288,37 @@ test("apps list, get, scale and logs on the org's apps, with JSON for scripts", 
   }
 });
 
+test("while the model downloads, deploy shows the init container's progress", async () => {
+  // A repository of its own, served at 64 KB/s (804 KB: about 12 s), into a volume of its own (nothing cached).
+  await hub.register({
+    org: "acme",
+    repo: "slow-GGUF",
+    files: { "slow-Q8_0.gguf": await tinyModelPath({ controlLogit: -8 }) },
+  });
+  hub.fault("acme", "slow-GGUF", "slow-Q8_0.gguf", { bytesPerSecond: 64_000 });
+  const r = await gantryOk([
+    "deploy",
+    appFile("slow.ts", {
+      model: "hf.co/acme/slow-GGUF:Q8_0",
+      modelVolume: { name: "slow" },
+      scaling: { minReplicas: 1 },
+    }),
+    "--app-name",
+    "slow",
+    "--org",
+    ns,
+  ]);
+  const percents = [...r.stderr.matchAll(/^ {2}ModelCached: pulling [0-9a-f]{12}: +(\d+)% /gm)].map((m) =>
+    Number(m[1]),
+  );
+  assert.ok(
+    percents.some((p) => p > 0 && p < 100),
+    `a download part-way in the progress lines: ${r.stderr}`,
+  );
+  assert.match(r.stderr, /\n {2}ModelCached: hf\.co\/acme\/slow-GGUF:Q8_0 is in volume slow\n/);
+  await gantryOk(["apps", "delete", "slow", "--org", ns]);
+});
+
 test("failure conditions end the wait with their message and exit code 1", async () => {
   const missing = await gantryCli([
     "deploy",
