@@ -12,14 +12,11 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { stringify as toYaml } from "yaml";
-import { GPU_TOLERATION } from "../../operator/config.ts";
-import { PROCESS_RUNTIME_LABEL } from "../cluster/kwok-config.ts";
-import { POD_GATEWAY } from "../cluster/runtime/pod-network.ts";
 import { createTestNamespace, ensureTestCluster, kubeConfigFor } from "../cluster/test-cluster.ts";
 import { startHubServer } from "../support/hub-server.ts";
 import { installedGantry } from "../support/installed-gantry.ts";
 import { smollm2Path } from "../support/models.ts";
-import { installCrd, kubectl, kubectlResult, startTestOperator } from "../support/operator.ts";
+import { installCrd, kubectl, kubectlResult, podsOperatorConfig, startTestOperator } from "../support/operator.ts";
 import { median } from "./table.ts";
 
 const run = promisify(execFile);
@@ -52,18 +49,10 @@ export async function benchPlatform(opts: { rounds?: number } = {}): Promise<Pla
     repo: "SmolLM2-135M-Instruct-GGUF",
     files: { "SmolLM2-135M-Instruct-Q4_K_M.gguf": await smollm2Path() },
   });
-  const op = await startTestOperator(cp, {
-    watchNamespace: ns,
-    hubUrl: `http://${POD_GATEWAY}:${hub.port}`,
-    podLabels: { [PROCESS_RUNTIME_LABEL]: "true" },
-    resourceProfiles: { "nvidia-gpu": { gpuResource: "nvidia.com/gpu", tolerations: [GPU_TOLERATION] } },
-    leaderElection: {
-      name: "gantry-bench-platform",
-      leaseDurationSeconds: 4,
-      renewDeadlineSeconds: 3,
-      retryPeriodSeconds: 1,
-    },
-  });
+  const op = await startTestOperator(
+    cp,
+    podsOperatorConfig({ namespace: ns, hubPort: hub.port, lease: "gantry-bench-platform" }),
+  );
   const work = fs.mkdtempSync(path.join(os.tmpdir(), "gantry-bench-platform-"));
   const env = {
     ...process.env,

@@ -13,14 +13,11 @@ import { Ollama } from "ollama";
 import OpenAI from "openai";
 import { parse as parseYaml } from "yaml";
 import type { ModelApp } from "../../../operator/api/v1alpha1/modelapp.ts";
-import { GPU_TOLERATION } from "../../../operator/config.ts";
-import { PROCESS_RUNTIME_LABEL } from "../../cluster/kwok-config.ts";
-import { POD_GATEWAY } from "../../cluster/runtime/pod-network.ts";
 import { createTestNamespace } from "../../cluster/test-cluster.ts";
 import { startHubServer, type HubServer } from "../../support/hub-server.ts";
 import { installedGantry, type InstalledGantry } from "../../support/installed-gantry.ts";
 import { tinyModelPath } from "../../support/models.ts";
-import { kubectl, startTestOperator, type TestOperator } from "../../support/operator.ts";
+import { kubectl, podsOperatorConfig, startTestOperator, type TestOperator } from "../../support/operator.ts";
 import { REPO } from "../../support/server.ts";
 import { runCli, type CliResult } from "../cli/run-cli.ts";
 import { eventually, operatorCluster, readApp, type OperatorCluster } from "../operator/helpers.ts";
@@ -42,20 +39,15 @@ before(async () => {
     repo: "SmolLM2-135M-Instruct-GGUF",
     files: { "SmolLM2-135M-Instruct-Q4_K_M.gguf": await tinyModelPath({ controlLogit: -8 }) },
   });
-  op = await startTestOperator(c.cp, {
-    watchNamespace: ns,
-    gatewayUrl: GATEWAY_URL,
-    hubUrl: `http://${POD_GATEWAY}:${hub.port}`,
-    podLabels: { [PROCESS_RUNTIME_LABEL]: "true" },
-    // The GPU profile schedules on the fake GPU nodes as in production, without asking for CUDA (no GPU here).
-    resourceProfiles: { "nvidia-gpu": { gpuResource: "nvidia.com/gpu", tolerations: [GPU_TOLERATION] } },
-    leaderElection: {
-      name: "gantry-operator-deploy-test",
-      leaseDurationSeconds: 4,
-      renewDeadlineSeconds: 3,
-      retryPeriodSeconds: 1,
-    },
-  });
+  op = await startTestOperator(
+    c.cp,
+    podsOperatorConfig({
+      namespace: ns,
+      hubPort: hub.port,
+      lease: "gantry-operator-deploy-test",
+      extra: { gatewayUrl: GATEWAY_URL },
+    }),
+  );
 });
 
 after(async () => {
@@ -153,16 +145,9 @@ test("deploy follows Scheduled, ModelCached, Ready to a pod that serves; a redep
     server: { contextLength: 512 },
     scaling: { minReplicas: 1, maxReplicas: 2 },
   });
-  const first = await gantryOk([
-    "deploy",
-    appFile("live.ts", spec("v1")),
-    "--app-name",
-    "live",
-    "--org",
-    ns,
-    "--strategy",
-    "rolling",
-  ]);
+  const deployLive = (system: string) =>
+    gantryOk(["deploy", appFile("live.ts", spec(system)), "--app-name", "live", "--org", ns, "--strategy", "rolling"]);
+  const first = await deployLive("v1");
   for (const line of [
     /\n {2}Scheduled: pods run on gpu-node-\d\n/,
     new RegExp(`\\n  ModelCached: ${MODEL.replace(/[.]/g, "\\.")} is in volume models\\n`),
@@ -186,16 +171,7 @@ test("deploy follows Scheduled, ModelCached, Ready to a pod that serves; a redep
     "v1",
   );
 
-  const redeploy = await gantryOk([
-    "deploy",
-    appFile("live.ts", spec("v2")),
-    "--app-name",
-    "live",
-    "--org",
-    ns,
-    "--strategy",
-    "rolling",
-  ]);
+  const redeploy = await deployLive("v2");
   assert.match(redeploy.stderr, new RegExp(`^ModelApp ${ns}/live updated \\(generation 2\\)`));
   const after = await allPods("live");
   assert.equal(after.length, 1, `one pod once deploy returns: ${after.map((p) => p.metadata?.name).join(", ")}`);
@@ -320,49 +296,32 @@ test("while the model downloads, deploy shows the init container's progress", as
 });
 
 test("failure conditions end the wait with their message and exit code 1", async () => {
-  const missing = await gantryCli([
-    "deploy",
-    appFile("missing.ts", { model: "hf.co/nobody/none-GGUF:Q4_K_M", scaling: { minReplicas: 1 } }),
-    "--app-name",
-    "missing",
-    "--org",
-    ns,
-  ]);
-  assert.equal(missing.code, 1, missing.stderr);
-  assert.match(
-    missing.stderr,
-    new RegExp(`\\nError: ${ns}/missing cannot become ready: ModelNotFound: .*nobody/none-GGUF.*\\n$`),
-  );
-  const big = await gantryCli([
-    "deploy",
-    appFile("big.ts", { model: MODEL, resources: { profile: "nvidia-gpu", gpus: 9 }, scaling: { minReplicas: 1 } }),
-    "--app-name",
-    "big",
-    "--org",
-    ns,
-  ]);
-  assert.equal(big.code, 1, big.stderr);
-  assert.match(
-    big.stderr,
-    /\nError: \S+\/big cannot become ready: InsufficientGPU: no node has 9 free nvidia\.com\/gpu/,
-  );
-  const profile = await gantryCli([
-    "deploy",
-    appFile("tpu.ts", { model: MODEL, resources: { profile: "tpu" } }),
-    "--app-name",
-    "tpu",
-    "--org",
-    ns,
-  ]);
-  assert.equal(profile.code, 1);
-  assert.match(
-    profile.stderr,
-    /cannot become ready: InvalidSpec: spec\.resources\.profile: unknown resource profile "tpu"/,
-  );
+  const cases: [string, Record<string, unknown>, RegExp][] = [
+    [
+      "missing",
+      { model: "hf.co/nobody/none-GGUF:Q4_K_M", scaling: { minReplicas: 1 } },
+      new RegExp(`\\nError: ${ns}/missing cannot become ready: ModelNotFound: .*nobody/none-GGUF.*\\n$`),
+    ],
+    [
+      "big",
+      { model: MODEL, resources: { profile: "nvidia-gpu", gpus: 9 }, scaling: { minReplicas: 1 } },
+      /\nError: \S+\/big cannot become ready: InsufficientGPU: no node has 9 free nvidia\.com\/gpu/,
+    ],
+    [
+      "tpu",
+      { model: MODEL, resources: { profile: "tpu" } },
+      /cannot become ready: InvalidSpec: spec\.resources\.profile: unknown resource profile "tpu"/,
+    ],
+  ];
+  for (const [name, spec, message] of cases) {
+    const r = await gantryCli(["deploy", appFile(`${name}.ts`, spec), "--app-name", name, "--org", ns]);
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, message);
+  }
   const noOrg = await gantryCli(["deploy", "missing.ts::chat", "--org", "no-such-org"]);
   assert.equal(noOrg.code, 1);
   assert.match(noOrg.stderr, /^Error: apply ModelApp no-such-org\/chat: org "no-such-org" does not exist/);
-  for (const app of ["missing", "big", "tpu"]) await gantryOk(["apps", "delete", app, "--org", ns, "--no-wait"]);
+  for (const [name] of cases) await gantryOk(["apps", "delete", name, "--org", ns, "--no-wait"]);
 });
 
 test("--no-wait returns after the apply; the config file's org and base URL, and --base-url, shape the URL", async () => {
