@@ -4,12 +4,13 @@ import type { Command } from "../context.ts";
 
 export const gatewayCommand: Command = {
   name: "gateway",
-  usage: "gantry gateway [--config <file>] [--listen host:port] [--operator-url <url>]... [--kubeconfig <file>]",
+  usage: "gantry gateway [--config <file>] [--listen host:port] [--operator-url <url>]...",
+  group: "platform",
   summary: "Run the gateway: /<org>/<app>/v1/... with Key auth, scale from zero, usage metering",
   details: () =>
     "The config file (YAML) is described in server/gateway/config.ts; the flags override it.\n" +
     "--operator-url may be given once per operator replica (load reports go to each).\n" +
-    "Without --kubeconfig it uses KUBECONFIG, ~/.kube/config or the in-cluster service account.\n",
+    "--kubeconfig <file>: without it, KUBECONFIG, ~/.kube/config or the in-cluster service account.\n",
   async run(args, ctx) {
     const { positionals, flags } = parseArgs("gateway", args, {
       config: { type: "string", short: "c" },

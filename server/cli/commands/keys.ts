@@ -4,14 +4,16 @@ import { parseArgs, stringFlag, UsageError } from "../args.ts";
 import type { Command } from "../context.ts";
 import { formatTable } from "../format.ts";
 
-const USAGE =
-  "gantry keys create|list|revoke [<key_id>] --org <org> [--scope api|admin] [--name N] [--expires 30d] [--output json] [--kubeconfig <file>]";
+const USAGE = "gantry keys create|list|revoke [<key_id>] --org <org>";
+const FLAGS = "[--scope api|admin] [--name N] [--expires 30d|<RFC 3339 time>] [--output json] [--kubeconfig <file>]";
 
 export const keysCommand: Command = {
   name: "keys",
   usage: USAGE,
+  group: "platform",
   summary: "Create, list and revoke an org's API keys (from the kubeconfig)",
   details: () =>
+    `Flags: ${FLAGS}\n` +
     "  create   a new key; prints <key_id>:<key_secret> once (the cluster keeps only a hash)\n" +
     "  list     the org's keys, without secrets\n" +
     "  revoke   deletes a key: it stops working on every gateway within a second\n" +
@@ -29,8 +31,8 @@ export const keysCommand: Command = {
     const [action, ...rest] = positionals;
     const org = stringFlag(flags.org);
     if (!action || !["create", "list", "revoke"].includes(action))
-      throw new UsageError(`keys: say create, list or revoke (usage: ${USAGE})`);
-    if (!org) throw new UsageError(`keys ${action}: --org is required (usage: ${USAGE})`);
+      throw new UsageError(`keys: say create, list or revoke (usage: ${USAGE} ${FLAGS})`);
+    if (!org) throw new UsageError(`keys ${action}: --org is required (usage: ${USAGE} ${FLAGS})`);
     const output = stringFlag(flags.output);
     if (output !== undefined && output !== "json") throw new UsageError(`keys: --output takes only json`);
     const json = output === "json";
@@ -89,7 +91,7 @@ export const keysCommand: Command = {
         );
       return;
     }
-    if (rest.length !== 1) throw new UsageError(`keys revoke: name one key id (usage: ${USAGE})`);
+    if (rest.length !== 1) throw new UsageError(`keys revoke: name one key id (usage: ${USAGE} ${FLAGS})`);
     const id = rest[0]!;
     if (!(await revokeKeySecret(core, org, id))) throw new Error(`org ${org} has no key ${id}`);
     if (json) out(`${JSON.stringify({ id, org, revoked: true })}\n`);
