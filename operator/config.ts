@@ -46,7 +46,9 @@ export const OperatorConfigSchema = z
       .string()
       .url()
       .default("http://gantry-gateway.gantry-system.svc")
-      .describe("The gateway's base URL; an app's URL is <gatewayUrl>/<namespace>/<name>."),
+      .describe(
+        "The gateway's base URL as users reach it; an app's URL is <gatewayUrl>/<namespace>/<name>. The default is the gateway Service the Helm chart creates for release gantry in namespace gantry-system.",
+      ),
     hubUrl: z
       .string()
       .url()
@@ -84,6 +86,17 @@ export const OperatorConfigSchema = z
         renewDeadlineSeconds: 10,
         retryPeriodSeconds: 2,
       }),
+    loadReports: z
+      .object({
+        serviceAccounts: z
+          .array(z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/))
+          .default(["gantry-system/gantry-gateway"])
+          .describe(
+            "ServiceAccounts (namespace/name) whose tokens may post load reports; the gateways run as one of them.",
+          ),
+      })
+      .default({ serviceAccounts: ["gantry-system/gantry-gateway"] })
+      .describe("Who may post load reports to POST /v1/load (bearer tokens checked with a TokenReview)."),
     autoscaler: z
       .object({
         intervalSeconds: z.number().positive().default(5).describe("How often replica counts are recomputed."),

@@ -11,6 +11,7 @@ import { VERSION } from "../server/common/version.ts";
 import { loadOperatorConfig, type OperatorConfig } from "./config.ts";
 import { Controller } from "./controller/controller.ts";
 import { createOperatorApp } from "./http.ts";
+import { kubeTokenReviewer, LoadReportAuth } from "./load-auth.ts";
 
 export interface OperatorOptions {
   configFile?: string;
@@ -35,7 +36,8 @@ export async function startOperator(opts: OperatorOptions, logger: Logger): Prom
   const controller = new Controller({ kc, config, logger, identity });
   const { host, port } = parseHostPort(config.listen);
   const server = await new Promise<Server>((resolve, reject) => {
-    const s = createOperatorApp(controller, logger).listen(port, host, () => resolve(s));
+    const loadAuth = new LoadReportAuth(kubeTokenReviewer(kc), config.loadReports.serviceAccounts, logger);
+    const s = createOperatorApp(controller, logger, loadAuth).listen(port, host, () => resolve(s));
     s.once("error", reject);
   });
   const addr = server.address();

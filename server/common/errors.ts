@@ -18,8 +18,11 @@ export const ERROR_CODES = {
   BLOB_NOT_FOUND: { status: 404, type: "not_found_error" },
   NOT_FOUND: { status: 404, type: "not_found_error" },
   METHOD_NOT_ALLOWED: { status: 405, type: "invalid_request_error" },
+  CONFLICT: { status: 409, type: "invalid_request_error" },
   PAYLOAD_TOO_LARGE: { status: 413, type: "invalid_request_error" },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, type: "invalid_request_error" },
+  RATE_LIMITED: { status: 429, type: "rate_limit_error" },
+  TOO_MANY_HELD: { status: 429, type: "rate_limit_error" },
   CLIENT_CLOSED: { status: 499, type: "client_closed" },
   INTERNAL: { status: 500, type: "server_error" },
   MODEL_LOAD_FAILED: { status: 500, type: "server_error" },
@@ -27,6 +30,9 @@ export const ERROR_CODES = {
   SERVER_BUSY: { status: 503, type: "server_busy" },
   MODEL_LOADING: { status: 503, type: "unavailable_error" },
   SHUTTING_DOWN: { status: 503, type: "unavailable_error" },
+  APP_UNAVAILABLE: { status: 503, type: "unavailable_error" },
+  WARMUP_TIMEOUT: { status: 503, type: "unavailable_error" },
+  UPSTREAM_TIMEOUT: { status: 504, type: "server_error" },
 } as const satisfies Record<string, { status: number; type: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

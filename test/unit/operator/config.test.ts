@@ -36,6 +36,7 @@ test("an empty config has the defaults and both default profiles", () => {
     assert.equal(c.watchNamespace, undefined);
     assert.equal(c.leaderElection.enabled, true);
     assert.equal(c.autoscaler.reportTtlSeconds, 30);
+    assert.deepEqual(c.loadReports.serviceAccounts, ["gantry-system/gantry-gateway"]);
     assert.deepEqual(Object.keys(c.profiles).sort(), ["cpu", "nvidia-gpu"]);
   }
 });
