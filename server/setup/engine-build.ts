@@ -26,6 +26,7 @@ import {
   patchedBuild,
   readBuildStatus,
   type BuildStatus,
+  type EngineBuildMode,
   type EngineBuildStrategy,
   type PatchedBuild,
   type PrebuiltLibraries,
@@ -221,6 +222,8 @@ export interface EnsureEngineOptions {
   strict?: boolean;
   /** Progress lines (default: stderr, as "gantry-setup: engine: …"). */
   log?: (line: string) => void;
+  /** Overrides GANTRY_ENGINE_BUILD (the benchmarks make both kinds of build). */
+  mode?: EngineBuildMode;
 }
 
 /**
@@ -247,15 +250,16 @@ const TOOLS_HINT =
  */
 export async function ensurePatchedEngine(opts: EnsureEngineOptions = {}): Promise<EngineSetupResult> {
   const say = opts.log ?? log;
-  const fallback = (detail: string): EngineSetupResult => {
-    if (!opts.strict) return { state: "prebuilt", detail };
-    throw new Error(`the patched engine is required here and is not available: ${detail}`);
+  // Without the patched build: the prebuilt binary, or (strict) an error.
+  const fallback = (reason: string): EngineSetupResult => {
+    if (!opts.strict)
+      return { state: "prebuilt", detail: `${reason}; using the prebuilt binary (no persistent threadpool, slower)` };
+    throw new Error(`the patched engine build is required here: ${reason}`);
   };
-  const mode = engineBuildMode();
+  const mode = opts.mode ?? engineBuildMode();
   if (mode === "prebuilt")
     return { state: "prebuilt", detail: "GANTRY_ENGINE_BUILD=prebuilt: not building the patched addon" };
-  if (process.platform === "win32")
-    return fallback("building the patched addon is not supported on Windows: using the prebuilt binary");
+  if (process.platform === "win32") return fallback("building the patched addon is not supported on Windows");
   const started = performance.now();
   const build = patchedBuild({ mode });
   const ready = (how: string): EngineSetupResult => {
@@ -270,14 +274,11 @@ export async function ensurePatchedEngine(opts: EnsureEngineOptions = {}): Promi
     );
   if (status?.state === "failed" && !process.env.GANTRY_ENGINE_REBUILD && !opts.strict) {
     return fallback(
-      `the patched addon build failed before (${status.reason}; log: ${status.log}): using the prebuilt binary. GANTRY_ENGINE_REBUILD=1 retries`,
+      `the patched addon build failed before (${status.reason}; log: ${status.log}), GANTRY_ENGINE_REBUILD=1 retries it`,
     );
   }
   const tools = buildTools();
-  if (!tools.ok)
-    return fallback(
-      `cannot build the patched addon: missing ${tools.missing.join(", ")}; ${TOOLS_HINT}. Using the prebuilt binary (no persistent threadpool, slower generation)`,
-    );
+  if (!tools.ok) return fallback(`cannot build the patched addon: missing ${tools.missing.join(", ")}; ${TOOLS_HINT}`);
 
   return withDirLock(
     `${build.dir}.lock`,
@@ -301,7 +302,7 @@ export async function ensurePatchedEngine(opts: EnsureEngineOptions = {}): Promi
         writeStatus(build, { state: "failed", reason, log: logFile, failedAt: new Date().toISOString() });
         process.stderr.write(`${(e as Error).message}\n`);
         return fallback(
-          `building the patched addon failed (${reason}; log: ${logFile}): using the prebuilt binary (no persistent threadpool)${build.strategy === "addon" ? "; GANTRY_ENGINE_BUILD=source builds llama.cpp from source too" : ""}`,
+          `building the patched addon failed (${reason}; log: ${logFile}${build.strategy === "addon" ? "; GANTRY_ENGINE_BUILD=source builds llama.cpp from source too" : ""})`,
         );
       }
       const seconds = Math.round((performance.now() - started) / 1000);

@@ -1,13 +1,15 @@
-// `npm run bench [section...]`: runs the benchmarks and prints their tables. Sections: serving, llama, causes, pull,
-// cli, operator (default: all). `llama` compares Gantry with llama.cpp's llama-server and llama-bench built from the
-// llama.cpp release node-llama-cpp ships; `causes` measures the two causes of the gap before and after.
-// GANTRY_BENCH_ROUNDS (default 9 for serving: its paired ratios need that many to settle on 2 noisy cores; 3 for llama
-// and causes) sets the interleaved rounds, GANTRY_BENCH_MODELS (default 250m,1b) the generated models,
+// `npm run bench [section...]`: runs the benchmarks and prints their tables. Sections: serving, llama, causes, builds,
+// pull, cli, operator (default: all). `llama` compares Gantry with llama.cpp's llama-server and llama-bench built from
+// the llama.cpp release node-llama-cpp ships; `causes` measures the two causes of the gap before and after; `builds`
+// compares the engine builds (patched addon on the prebuilt libraries, patched all from source, prebuilt binary).
+// GANTRY_BENCH_ROUNDS (default 9 for serving: its paired ratios need that many to settle on 2 noisy cores; 3 for llama,
+// causes and builds) sets the interleaved rounds, GANTRY_BENCH_MODELS (default 250m,1b) the generated models,
 // GANTRY_BENCH_LLAMA_SLOTS (lru, default, or pinned) how llama-server assigns slots to concurrent requests.
 // Benchmarks measure; they never assert. Compare ratios measured side by side in one run, not absolute numbers.
 import { benchModelPath, smollm2Path } from "../support/models.ts";
 import type { BenchShapeName } from "../support/gguf/bench.ts";
 import { benchCli } from "./cli.ts";
+import { benchEngineBuilds } from "./engine-builds.ts";
 import { benchCauses, benchLlamaServer, type BenchModel } from "./llama-cpp/compare.ts";
 import { llamaSlotsFromEnv } from "./llama-cpp/targets.ts";
 import { benchOperator, printOperatorTable } from "./operator.ts";
@@ -15,7 +17,7 @@ import { benchPull } from "./pull.ts";
 import { benchServing } from "./serving.ts";
 import { printTable } from "./table.ts";
 
-const all = ["serving", "llama", "causes", "pull", "cli", "operator"] as const;
+const all = ["serving", "llama", "causes", "builds", "pull", "cli", "operator"] as const;
 type Section = (typeof all)[number];
 const wanted = new Set<Section>(
   process.argv.slice(2).filter((a) => (all as readonly string[]).includes(a)) as Section[],
@@ -71,7 +73,7 @@ if (run("serving")) {
   );
 }
 
-if (run("llama") || run("causes")) {
+if (run("llama") || run("causes") || run("builds")) {
   const rounds = Number(process.env.GANTRY_BENCH_ROUNDS ?? 3);
   const shapes = (process.env.GANTRY_BENCH_MODELS ?? "250m,1b").split(",").map((x) => x.trim()) as BenchShapeName[];
   const models: BenchModel[] = [];
@@ -81,6 +83,7 @@ if (run("llama") || run("causes")) {
   const tables = [
     ...(run("llama") ? await benchLlamaServer(models, o) : []),
     ...(run("causes") ? await benchCauses(models, o) : []),
+    ...(run("builds") ? [await benchEngineBuilds(models, o)] : []),
   ];
   for (const t of tables) printTable(t.title, t.header, t.rows);
 }

@@ -45,7 +45,31 @@ describe("ensurePatchedEngine", () => {
     );
     assert.equal(r.state, "prebuilt");
     assert.match(r.detail, /missing cmake, a C\+\+ compiler, a C compiler, git, ninja or make/);
+    assert.match(r.detail, /apt-get install cmake g\+\+ git ninja-build/);
     assert.match(r.detail, /prebuilt binary/);
+  });
+
+  it("strict (the test command) fails without build tools, saying what to install", async () => {
+    await assert.rejects(
+      withEnv(
+        {
+          GANTRY_ENGINE_BUILD: undefined,
+          GANTRY_CACHE: tmp,
+          PATH: path.join(tmp, "empty-bin"),
+          CC: undefined,
+          CXX: undefined,
+        },
+        () => ensurePatchedEngine({ strict: true }),
+      ),
+      /the patched engine build is required here: cannot build the patched addon: missing cmake.*apt-get install/,
+    );
+  });
+
+  it("strict builds nothing with GANTRY_ENGINE_BUILD=prebuilt (an explicit choice)", async () => {
+    const r = await withEnv({ GANTRY_ENGINE_BUILD: "prebuilt", GANTRY_CACHE: tmp }, () =>
+      ensurePatchedEngine({ strict: true }),
+    );
+    assert.equal(r.state, "prebuilt");
   });
 
   it("does not retry a failed build unless asked", async () => {
@@ -62,5 +86,18 @@ describe("ensurePatchedEngine", () => {
     );
     assert.equal(r.state, "prebuilt");
     assert.match(r.detail, /failed before \(compiler crashed; log: \/x\.log\).*GANTRY_ENGINE_REBUILD=1/);
+    // Strict retries it (here it gets as far as the missing build tools).
+    await assert.rejects(
+      withEnv(
+        {
+          GANTRY_ENGINE_BUILD: undefined,
+          GANTRY_ENGINE_REBUILD: undefined,
+          GANTRY_CACHE: cache,
+          PATH: path.join(tmp, "empty-bin"),
+        },
+        () => ensurePatchedEngine({ strict: true }),
+      ),
+      /missing cmake/,
+    );
   });
 });
