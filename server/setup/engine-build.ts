@@ -227,17 +227,25 @@ export interface EnsureEngineOptions {
 }
 
 /**
- * CPU seconds one build takes, measured on the 2-core test machine (AVX-512, GCC 12): the expected wall time printed
- * before a build is this divided by the cores the compiler gets.
+ * CPU seconds one build takes, measured on the 2-core test machine (AVX-512, GCC 12): "addon" 28-32 (+ ~100 for
+ * tools/mtmd if the patch links it), "source" about 480.
  */
-const BUILD_CPU_SECONDS: Record<EngineBuildStrategy, number> = { addon: 45, source: 760 };
+const BUILD_CPU_SECONDS: Record<EngineBuildStrategy, number> = { addon: 40, source: 480 };
 
-function expectedTime(strategy: EngineBuildStrategy): string {
-  const cores = os.availableParallelism();
-  const seconds = BUILD_CPU_SECONDS[strategy] / cores;
-  const span =
-    seconds < 90 ? `${Math.max(10, Math.round(seconds / 10) * 10)} s` : `${Math.round(seconds / 60)} minutes`;
-  return `about ${span} on ${cores} core${cores === 1 ? "" : "s"}, longer on a busy machine`;
+/**
+ * The expected wall time of a build: its CPU seconds over the cores, and, when other work keeps the machine busy,
+ * over this build's share of them (its `cores` compiler jobs among the load average's runnable processes).
+ */
+export function expectedBuildTime(
+  strategy: EngineBuildStrategy,
+  cores = os.availableParallelism(),
+  load = os.loadavg()[0]!,
+): string {
+  const fmt = (s: number) => (s < 90 ? `${Math.max(10, Math.round(s / 10) * 10)} s` : `${Math.round(s / 60)} minutes`);
+  const idle = BUILD_CPU_SECONDS[strategy] / cores;
+  const busy = idle * Math.max(1, (load + cores) / cores);
+  const base = `about ${fmt(idle)} on ${cores} idle core${cores === 1 ? "" : "s"}`;
+  return busy > idle * 1.5 ? `${base}, ${fmt(busy)} at this machine's current load (${load.toFixed(1)})` : base;
 }
 
 const TOOLS_HINT =
@@ -293,7 +301,7 @@ export async function ensurePatchedEngine(opts: EnsureEngineOptions = {}): Promi
           ? `against the prebuilt package's llama.cpp ${build.prebuilt!.release} libraries`
           : `with llama.cpp and ggml from the package's bundled sources (${build.cpuTarget} CPU target; ${build.sourceReason})`;
       say(
-        `building the patched node-llama-cpp ${build.nodeLlamaCppVersion} addon (persistent threadpool, inline sampling and decoding, penalty prefilter, direct top k) ${what}, once: ${expectedTime(build.strategy)}`,
+        `building the patched node-llama-cpp ${build.nodeLlamaCppVersion} addon (persistent threadpool, inline sampling and decoding, penalty prefilter, direct top k) ${what}, once: ${expectedBuildTime(build.strategy)}`,
       );
       try {
         await compile(build, logFile, say);

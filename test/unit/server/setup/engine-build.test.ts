@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
 import { patchedBuild } from "../../../../server/engine/native/patched-build.ts";
-import { ensurePatchedEngine } from "../../../../server/setup/engine-build.ts";
+import { ensurePatchedEngine, expectedBuildTime } from "../../../../server/setup/engine-build.ts";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "engine-build-test-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -98,6 +98,18 @@ describe("ensurePatchedEngine", () => {
         () => ensurePatchedEngine({ strict: true }),
       ),
       /missing cmake/,
+    );
+  });
+});
+
+describe("expectedBuildTime", () => {
+  it("divides a build's CPU time among the cores, and says how much longer the current load makes it", () => {
+    assert.equal(expectedBuildTime("addon", 2, 0.3), "about 20 s on 2 idle cores");
+    assert.equal(expectedBuildTime("source", 2, 0.3), "about 4 minutes on 2 idle cores");
+    assert.equal(expectedBuildTime("addon", 8, 1), "about 10 s on 8 idle cores");
+    assert.equal(
+      expectedBuildTime("addon", 2, 10),
+      "about 20 s on 2 idle cores, 2 minutes at this machine's current load (10.0)",
     );
   });
 });
