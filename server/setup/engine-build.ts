@@ -1,10 +1,9 @@
 // `node server/setup/engine-build.ts [--strict]` — run by server/setup/env.sh on every setup; ensurePatchedEngine() is
 // the same from code. Builds the patched node-llama-cpp addon (server/engine/native/node-llama-cpp-addon.patch) once
 // into $GANTRY_CACHE/engine/<key> (outside the repo) and links it where node-llama-cpp's getLlama looks for local
-// builds.
-// The patch changes only the addon, so by default only the addon is compiled, against the llama.cpp/ggml libraries of
-// the installed prebuilt package (same llama.cpp release; server/setup/prebuilt-llama-cpp.cmake stands in for
-// llama.cpp's CMakeLists): about a minute. GANTRY_ENGINE_BUILD=source (or no compatible prebuilt package) compiles
+// builds. The patch changes only the addon, so by default only the addon is compiled, against the llama.cpp/ggml
+// libraries of the installed prebuilt package (same llama.cpp release; server/setup/prebuilt-llama-cpp.cmake stands in
+// for llama.cpp's CMakeLists): about 30 CPU-seconds. GANTRY_ENGINE_BUILD=source (or no compatible prebuilt package) compiles
 // llama.cpp and ggml too, tuned per GANTRY_ENGINE_CPU. Warm runs only check and re-link (well under a second).
 // Without build tools, or when the build fails, the server uses the prebuilt binary and says so; --strict (the test
 // command, image builds) fails instead. GANTRY_ENGINE_BUILD=prebuilt skips the build; GANTRY_ENGINE_REBUILD=1 retries a
@@ -98,13 +97,14 @@ function copyOutputs(from: string, to: string): number {
 /** Makes the build's source tree (once per key): node-llama-cpp's addon sources, llama.cpp, both patches applied. */
 async function prepareSources(
   build: PatchedBuild,
-  src: string,
+  work: string,
   logFile: string,
   say: (line: string) => void,
-): Promise<void> {
+): Promise<string> {
   const packageDir = nodeLlamaCppDir();
-  if (fs.existsSync(path.join(src, ".gantry-ready"))) return;
-  fs.rmSync(src, { recursive: true, force: true });
+  const src = path.join(work, "src");
+  if (fs.existsSync(path.join(src, ".gantry-ready"))) return src;
+  fs.rmSync(work, { recursive: true, force: true });
   fs.mkdirSync(src, { recursive: true });
   for (const item of ["CMakeLists.txt", "addon", "cmake", "package.json"]) {
     fs.cpSync(path.join(packageDir, "llama", item), path.join(src, item), { recursive: true });
@@ -120,6 +120,7 @@ async function prepareSources(
     fs.copyFileSync(PREBUILT_LLAMA_CMAKE, lists);
   }
   fs.writeFileSync(path.join(src, ".gantry-ready"), "");
+  return src;
 }
 
 /**
@@ -140,9 +141,8 @@ function stagePrebuiltLibraries(prebuilt: PrebuiltLibraries, buildDir: string): 
 async function compile(build: PatchedBuild, logFile: string, say: (line: string) => void): Promise<void> {
   const packageDir = nodeLlamaCppDir();
   const work = `${build.dir}.work`;
-  const src = path.join(work, "src");
+  const src = await prepareSources(build, work, logFile, say);
   const buildTree = path.join(work, "build");
-  await prepareSources(build, src, logFile, say);
   const release = await bundledRelease(packageDir);
   const req = createRequire(path.join(packageDir, "package.json"));
   const nodeApiHeaders = (req("node-api-headers") as { include_dir: string }).include_dir;
