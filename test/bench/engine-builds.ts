@@ -2,6 +2,7 @@
 // compiled against the prebuilt package's llama.cpp/ggml libraries (setup's default: about a minute to build), the
 // patched addon with llama.cpp and ggml compiled from source for this CPU (GANTRY_ENGINE_BUILD=source: 4-15 minutes),
 // and the package's prebuilt binary. Both patched builds are made first if missing (the source one takes minutes).
+// GANTRY_BENCH_BUILDS=addon,source (default addon,source,prebuilt) picks the builds to run.
 import { ensurePatchedEngine } from "../../server/setup/engine-build.ts";
 import { interleave, warm, type Scenario } from "./llama-cpp/interleave.ts";
 import type { BenchModel, CompareOptions, Table } from "./llama-cpp/compare.ts";
@@ -13,9 +14,9 @@ const SOURCE = "all from source";
 const PREBUILT = "prebuilt binary";
 
 const VARIANTS = [
-  { label: ADDON, env: { GANTRY_ENGINE_BUILD: "auto" } },
-  { label: SOURCE, env: { GANTRY_ENGINE_BUILD: "source" } },
-  { label: PREBUILT, env: { GANTRY_ENGINE_BUILD: "prebuilt" } },
+  { key: "addon", label: ADDON, env: { GANTRY_ENGINE_BUILD: "auto" } },
+  { key: "source", label: SOURCE, env: { GANTRY_ENGINE_BUILD: "source" } },
+  { key: "prebuilt", label: PREBUILT, env: { GANTRY_ENGINE_BUILD: "prebuilt" } },
 ];
 
 const SCENARIOS: Scenario[] = [
@@ -32,23 +33,26 @@ export async function benchEngineBuilds(models: BenchModel[], o: CompareOptions)
     const r = await ensurePatchedEngine({ mode, strict: true });
     process.stderr.write(`engine build (${mode}): ${r.detail}\n`);
   }
+  const wanted = (process.env.GANTRY_BENCH_BUILDS ?? "addon,source,prebuilt").split(",").map((x) => x.trim());
+  const variants = VARIANTS.filter((v) => wanted.includes(v.key));
   const rows: string[][] = [];
   for (const m of models) {
     const targets: BenchTarget[] = [];
     try {
-      for (const v of VARIANTS) targets.push(await startGantry(v.label, m.path, o.shape, v.env));
+      for (const v of variants) targets.push(await startGantry(v.label, m.path, o.shape, v.env));
       await warm(targets);
       const res = await interleave(targets, SCENARIOS, o.rounds, `${m.label} builds`);
       const values = (label: string, key: string, measure: "promptTps" | "genTps" | "aggregateTps") =>
         (res.get(label)?.get(key) ?? []).map((r) => r[measure]);
       const row = (measure: string, key: string, field: "promptTps" | "genTps" | "aggregateTps") => {
         const [a, s, p] = [ADDON, SOURCE, PREBUILT].map((l) => values(l, key, field)) as [number[], number[], number[]];
+        const cell = (xs: number[]) => (xs.length ? spread(xs) : "-");
         rows.push([
           m.label,
           measure,
-          spread(a),
-          spread(s),
-          spread(p),
+          cell(a),
+          cell(s),
+          cell(p),
           (minMedMax(a).med / minMedMax(s).med).toFixed(2),
           pairedRatio(a, s),
         ]);
