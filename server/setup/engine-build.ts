@@ -3,8 +3,8 @@
 // into $GANTRY_CACHE/engine/<key> (outside the repo) and links it where node-llama-cpp's getLlama looks for local
 // builds. The patch changes only the addon, so by default only the addon is compiled, against the llama.cpp/ggml
 // libraries of the installed prebuilt package (same llama.cpp release; server/setup/prebuilt-llama-cpp.cmake stands in
-// for llama.cpp's CMakeLists): about 30 CPU-seconds. GANTRY_ENGINE_BUILD=source (or no compatible prebuilt package) compiles
-// llama.cpp and ggml too, tuned per GANTRY_ENGINE_CPU. Warm runs only check and re-link (well under a second).
+// for llama.cpp's CMakeLists): about 30 CPU-seconds. GANTRY_ENGINE_BUILD=source (or no compatible prebuilt package)
+// compiles llama.cpp and ggml too, tuned per GANTRY_ENGINE_CPU. Warm runs only check and re-link (well under a second).
 // Without build tools, or when the build fails, the server uses the prebuilt binary and says so; --strict (the test
 // command, image builds) fails instead. GANTRY_ENGINE_BUILD=prebuilt skips the build; GANTRY_ENGINE_REBUILD=1 retries a
 // build that failed before.
