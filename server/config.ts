@@ -44,10 +44,10 @@ export const ServerConfigSchema = z.object({
     .describe("Default context length per sequence (num_ctx overrides it)"),
   GANTRY_THREADS: intFrom(0).default(0).describe("CPU threads for inference (0 = number of physical cores)"),
   GANTRY_ENGINE_BUILD: z
-    .enum(["auto", "prebuilt"])
+    .enum(["auto", "source", "prebuilt"])
     .default("auto")
     .describe(
-      "Inference binary: auto = the patched node-llama-cpp build made by setup (persistent threadpool) when present, else the prebuilt one; prebuilt = always the package's prebuilt binary",
+      "Inference binary: auto = the patched node-llama-cpp build made by setup (persistent threadpool) when present, else the prebuilt one; source = the patched build with llama.cpp compiled from source too (setup makes it when set); prebuilt = always the package's prebuilt binary",
     ),
   GANTRY_THREADPOOL_POLL: intFrom(0)
     .max(100)
