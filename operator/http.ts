@@ -1,4 +1,4 @@
-// The operator's HTTP surface: /healthz (the process serves), /readyz (caches synced), /metrics (Prometheus) and the
+// The operator's HTTP surface: /healthz (the process serves), /readyz (caches synced, or why not), /metrics and the
 // gateways' load reports (POST /v1/load, see controller/autoscaler.ts). Errors are {"error": "..."} with a 4xx.
 import express, { type ErrorRequestHandler } from "express";
 import { AppError, fromBodyParserError, ollamaErrorBody, toAppError } from "../server/common/errors.ts";
@@ -8,7 +8,7 @@ import { LoadReportSchema } from "./controller/autoscaler.ts";
 import type { Controller } from "./controller/controller.ts";
 
 export function createOperatorApp(
-  controller: Pick<Controller, "ready" | "isLeader" | "metrics" | "recordLoad">,
+  controller: Pick<Controller, "readiness" | "isLeader" | "metrics" | "recordLoad">,
   logger: Logger,
 ): express.Express {
   const app = express();
@@ -17,9 +17,10 @@ export function createOperatorApp(
     res.json({ status: "ok" });
   });
   app.get("/readyz", (_req, res) => {
+    const { ready, reason } = controller.readiness;
     res
-      .status(controller.ready ? 200 : 503)
-      .json({ status: controller.ready ? "ok" : "syncing", leader: controller.isLeader });
+      .status(ready ? 200 : 503)
+      .json({ status: ready ? "ok" : "syncing", leader: controller.isLeader, ...(reason ? { reason } : {}) });
   });
   app.get("/metrics", async (_req, res) => {
     res.type(controller.metrics.registry.contentType).send(await controller.metrics.registry.metrics());

@@ -39,6 +39,10 @@ interface Watched {
   informer: AnyInformer;
   /** Resolves when the first list succeeded. */
   listed: Promise<void>;
+  /** Whether the first list succeeded. */
+  synced: boolean;
+  /** Why the watch last failed, in words for /readyz. */
+  lastError?: string;
   backoffMs: number;
 }
 
@@ -67,10 +71,13 @@ export class ClusterCaches {
         listed: new Promise<void>((r) => {
           listed = r;
         }),
+        synced: false,
         backoffMs: MIN_BACKOFF_MS,
       } as Watched;
       const listFn = async () => {
         const l = await list();
+        w.synced = true;
+        w.lastError = undefined;
         listed();
         w.backoffMs = MIN_BACKOFF_MS; // healthy again: the next failure retries quickly
         return l as KubernetesListObject<KubernetesObject>;
@@ -147,6 +154,14 @@ export class ClusterCaches {
     return this.synced;
   }
 
+  /** While not synced: the first watch still waiting for its first list, and why (its last error), in words. */
+  waitingFor(): string | undefined {
+    const w = this.watched.find((x) => !x.synced);
+    if (!w) return undefined;
+    const what = w.kind === "apps" ? "ModelApps" : w.kind;
+    return w.lastError ? `cannot list ${what}: ${w.lastError}` : `listing ${what}`;
+  }
+
   /** Starts an informer and restarts it after every error (a failed list or watch), with exponential backoff. */
   private keepAlive(w: Watched): void {
     const start = (): void => {
@@ -154,6 +169,7 @@ export class ClusterCaches {
     };
     const restart = (err: unknown): void => {
       if (this.stopped) return;
+      w.lastError = watchError(w.kind, err);
       this.logger.warn({ kind: w.kind, err: String(err), retryMs: w.backoffMs }, "watch failed; restarting");
       setTimeout(start, w.backoffMs).unref();
       w.backoffMs = Math.min(w.backoffMs * 2, MAX_BACKOFF_MS);
@@ -166,4 +182,16 @@ export class ClusterCaches {
     this.stopped = true;
     await Promise.all(this.watched.map((w) => w.informer.stop()));
   }
+}
+
+/** A failed list or watch in words: the usual causes (no CRD, no RBAC, no API server) named, with what to do. */
+function watchError(kind: CacheName, err: unknown): string {
+  const code = (err as { code?: unknown; statusCode?: unknown } | null)?.code;
+  const status = typeof code === "number" ? code : 0;
+  if (status === 404 && kind === "apps")
+    return "the ModelApp CRD is not installed (kubectl apply --server-side -f crds/, or helm install the chart)";
+  if (status === 403) return "forbidden: the operator's account may not list them (check its RBAC)";
+  if (status === 401) return "unauthorized: the kubeconfig's credentials were refused";
+  const text = err instanceof Error ? err.message : String(err);
+  return text.length > 300 ? `${text.slice(0, 300)}…` : text;
 }

@@ -33,6 +33,9 @@ export interface LoadOptions {
   moveSequences: boolean;
 }
 
+/** The longest delay a Node timer takes (about 24.8 days); a longer one fires at once. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export class LoadedModel {
   readonly spec: ModelSpec;
   /** Every model name that has used these weights (aliases share one loaded model). */
@@ -52,6 +55,8 @@ export class LoadedModel {
   /** Size of the persistent threadpool attached to the context (0 = none: ggml starts threads per decode). */
   readonly threadpoolThreads: number;
   readonly inlineSampling: boolean;
+  /** Tokens in the vocabulary (valid ids are 0 to vocabSize - 1). */
+  readonly vocabSize: number;
   private readonly threads: number;
   private embeddingContext: Promise<LlamaEmbeddingContext> | undefined;
   /** Requests (and loads) holding this model: it is idle, and may be evicted, at 0. */
@@ -101,6 +106,7 @@ export class LoadedModel {
     this.loadDurationNs = init.loadDurationNs;
     this.threadpoolThreads = init.threadpoolThreads;
     this.inlineSampling = init.inlineSampling;
+    this.vocabSize = vocabularySize(init.model);
   }
 
   static async load(o: LoadOptions): Promise<LoadedModel> {
@@ -235,7 +241,16 @@ export class LoadedModel {
       return;
     }
     this.expiresAt = Date.now() + ms;
-    this.timer = setTimeout(onExpire, ms);
+    this.expireAt(this.expiresAt, onExpire);
+  }
+
+  /** Calls `onExpire` at `at` (ms since the epoch); a Node timer fires at once beyond 2^31 - 1 ms, so it re-arms. */
+  private expireAt(at: number, onExpire: () => void): void {
+    const left = at - Date.now();
+    this.timer =
+      left > MAX_TIMER_MS
+        ? setTimeout(() => this.expireAt(at, onExpire), MAX_TIMER_MS)
+        : setTimeout(onExpire, Math.max(0, left));
     this.timer.unref();
   }
 
@@ -253,6 +268,13 @@ export class LoadedModel {
     await this.context.dispose();
     await this.model.dispose();
   }
+}
+
+/** The vocabulary's size, from the GGUF's token list (what llama.cpp's n_vocab counts). */
+function vocabularySize(model: LlamaModel): number {
+  const tokens = (model.fileInfo.metadata as { tokenizer?: { ggml?: { tokens?: readonly unknown[] } } }).tokenizer?.ggml
+    ?.tokens;
+  return tokens?.length ?? 0;
 }
 
 /** The native context, with the methods only the patched addon has (server/engine/native/). */

@@ -46,7 +46,7 @@ test("sampling with the config applied once draws what applying it before every 
             Uint32Array.of(tokens.length - 1),
           );
           await native.decodeBatch();
-          const mine = await ours.sample((i, s) => native.sampleToken(i, s), row!, history);
+          const mine = await ours.sample((i, s) => native.sampleToken(i, s) as Promise<number>, row!, history);
           reference.applyConfig({ ...referenceConfig, repeatPenaltyTokens: Uint32Array.from(history.slice(-WINDOW)) });
           const theirs = await native.sampleToken(row!, reference);
           assert.equal(mine, theirs, `step ${step} of ${JSON.stringify(options)}: ${drawn.join(" ")}`);
