@@ -136,7 +136,9 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
       history.push(token);
       if (pendingLogprobs) {
         const p = sampler.takeLogprobs();
-        if (p) pendingLogprobs.push(outputLogprob(model, p));
+        // Spelled as the output text spells it: after the tokens generated before it (TokenTextStream).
+        const before = history.slice(Math.max(job.promptTokens.length, history.length - 5), -1);
+        if (p) pendingLogprobs.push(outputLogprob(model, p, before));
       }
       const piece = stops.push(text.push(token));
       const end: DoneReason | undefined = piece.stopped
@@ -174,7 +176,9 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
     if (reason !== "abort") {
       const rest = stops.push(text.flush());
       const tail = rest.stopped ? rest.emit : rest.emit + stops.flush();
-      if (tail) yield textEvent(tail);
+      // Every output token has its log probability, also those whose text never came out (a stop string, an
+      // incomplete UTF-8 sequence at the end).
+      if (tail || pendingLogprobs?.length) yield textEvent(tail);
     }
   } finally {
     sync.leave();
@@ -200,15 +204,16 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
   };
 }
 
-const tokenLogprob = (model: LlamaModel, token: number, logprob: number): TokenLogprob => {
-  const text = model.detokenize([token as Token], true);
+/** A token's text where it stands after `before` (a word-initial token keeps its space), and its UTF-8 bytes. */
+const tokenLogprob = (model: LlamaModel, token: number, logprob: number, before: readonly Token[]): TokenLogprob => {
+  const text = model.detokenize([token as Token], true, before);
   return { token: text, logprob, bytes: [...Buffer.from(text, "utf8")] };
 };
 
-/** A sampled token's log probabilities as the APIs report them (token texts, UTF-8 bytes). */
-function outputLogprob(model: LlamaModel, p: PositionLogprobs): OutputTokenLogprob {
+/** A sampled token's log probabilities as the APIs report them; `before`: the tokens just before it. */
+function outputLogprob(model: LlamaModel, p: PositionLogprobs, before: readonly Token[]): OutputTokenLogprob {
   return {
-    ...tokenLogprob(model, p.token, p.logprob),
-    topLogprobs: p.top.map((t) => tokenLogprob(model, t.token, t.logprob)),
+    ...tokenLogprob(model, p.token, p.logprob, before),
+    topLogprobs: p.top.map((t) => tokenLogprob(model, t.token, t.logprob, before)),
   };
 }

@@ -8,6 +8,7 @@ import {
   type LlamaEmbeddingContext,
   type LlamaModel,
 } from "node-llama-cpp";
+import { setLongTimeout, type LongTimeout } from "../common/long-timeout.ts";
 import { DecodeSync } from "./decode-sync.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { SequencePool } from "./sequence-pool.ts";
@@ -32,9 +33,6 @@ export interface LoadOptions {
   /** Move busy sequences into gaps among the busy ids (releaseSequence). */
   moveSequences: boolean;
 }
-
-/** The longest delay a Node timer takes (about 24.8 days); a longer one fires at once. */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export class LoadedModel {
   readonly spec: ModelSpec;
@@ -65,7 +63,7 @@ export class LoadedModel {
   keepAliveMs: number | null = null;
   expiresAt: number | null = null;
   unloading = false;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: LongTimeout | undefined;
   /** Busy sequences move down into gaps (releaseSequence): unless switched off, until a move fails. */
   private moveSequences: boolean;
   private readonly metrics: EngineMetricsSink;
@@ -241,21 +239,11 @@ export class LoadedModel {
       return;
     }
     this.expiresAt = Date.now() + ms;
-    this.expireAt(this.expiresAt, onExpire);
-  }
-
-  /** Calls `onExpire` at `at` (ms since the epoch); a Node timer fires at once beyond 2^31 - 1 ms, so it re-arms. */
-  private expireAt(at: number, onExpire: () => void): void {
-    const left = at - Date.now();
-    this.timer =
-      left > MAX_TIMER_MS
-        ? setTimeout(() => this.expireAt(at, onExpire), MAX_TIMER_MS)
-        : setTimeout(onExpire, Math.max(0, left));
-    this.timer.unref();
+    this.timer = setLongTimeout(onExpire, ms);
   }
 
   clearTimer(): void {
-    if (this.timer) clearTimeout(this.timer);
+    this.timer?.clear();
     this.timer = undefined;
   }
 

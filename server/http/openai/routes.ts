@@ -61,7 +61,7 @@ async function respond(
     let first = true;
     try {
       const stats = await drain(deps, started, plan.model.name, t0, (t, lps) => {
-        if (!t) return;
+        if (!t && !lps) return;
         out.write(shapes.chunk(t, first, plan.logprobs ? (lps ?? []) : undefined));
         first = false;
       });

@@ -95,7 +95,8 @@ export async function respondNative(
     const out = startNdjson(res);
     try {
       const stats = await drain(deps, started, plan.model.name, t0, (t, lps) => {
-        if (t) out.write(lps ? { ...piece(t), ...logprobsField(plan, lps) } : piece(t));
+        if (lps) out.write({ ...piece(t), ...logprobsField(plan, lps) });
+        else if (t) out.write(piece(t));
       });
       out.write(final("", stats));
     } catch (e) {
