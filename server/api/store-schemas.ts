@@ -100,17 +100,6 @@ export const DeleteRequestSchema = z.preprocess(
   ),
 );
 
-export const PushRequestSchema = z.preprocess(
-  withModelAlias,
-  wire(
-    z.object({
-      model: z.string().min(1, "model name is required"),
-      insecure: z.boolean().optional(),
-      stream: z.boolean().optional(),
-    }),
-  ),
-);
-
 export const CopyRequestSchema = wire(
   z.object({
     source: z.string().min(1, "source model name is required"),

@@ -4,13 +4,13 @@ import { Router } from "express";
 import {
   CopyRequestSchema,
   DeleteRequestSchema,
-  PushRequestSchema,
   ShowRequestSchema,
   type TagsResponse,
 } from "../../api/store-schemas.ts";
 import { AppError } from "../../common/errors.ts";
 import type { Logger } from "../../common/logger.ts";
 import { parseBody } from "../../common/validate.ts";
+import { PullRequestSchema } from "../../hub/pull-schema.ts";
 import type { ModelStore } from "../../store/model-store.ts";
 
 export function modelRoutes(deps: { store: ModelStore; logger: Logger }): Router {
@@ -44,7 +44,7 @@ export function modelRoutes(deps: { store: ModelStore; logger: Logger }): Router
     res.status(200).end();
   });
   r.post("/api/push", (req) => {
-    const body = parseBody(PushRequestSchema, req.body);
+    const body = parseBody(PullRequestSchema, req.body); // push takes pull's body: model, insecure, stream
     throw new AppError(
       "NOT_IMPLEMENTED",
       `pushing models is not supported: Gantry does not upload "${body.model}" to a registry (models come from the ` +

@@ -14,6 +14,14 @@ import { tinyModelPath } from "../../support/models.ts";
 
 const WINDOW = 16;
 
+/** Decodes `tokens` at `position` on sequence 0 and returns the batch logit index of the last one. */
+async function decode(native: NativeContext, tokens: Token[], position: number): Promise<number> {
+  native.initBatch(tokens.length);
+  const [row] = native.addToBatch(0, position, Uint32Array.from(tokens), Uint32Array.of(tokens.length - 1));
+  await native.decodeBatch();
+  return row!;
+}
+
 test("sampling with the config applied once draws what applying it before every token draws", async () => {
   const { llama } = await llamaRuntime(2, silentLogger);
   const model = await llama.loadModel({ modelPath: await tinyModelPath({ controlLogit: -8 }) });
@@ -39,17 +47,10 @@ test("sampling with the config applied once draws what applying it before every 
         native.disposeSequence(0);
         let tokens = prompt;
         for (let step = 0; step < 40; step++) {
-          native.initBatch(tokens.length);
-          const [row] = native.addToBatch(
-            0,
-            history.length - tokens.length,
-            Uint32Array.from(tokens),
-            Uint32Array.of(tokens.length - 1),
-          );
-          await native.decodeBatch();
-          const mine = await ours.sample((i, s) => native.sampleToken(i, s) as Promise<number>, row!, history);
+          const row = await decode(native, tokens, history.length - tokens.length);
+          const mine = await ours.sample((i, s) => native.sampleToken(i, s) as Promise<number>, row, history);
           reference.applyConfig({ ...referenceConfig, repeatPenaltyTokens: Uint32Array.from(history.slice(-WINDOW)) });
-          const theirs = await native.sampleToken(row!, reference);
+          const theirs = await native.sampleToken(row, reference);
           assert.equal(mine, theirs, `step ${step} of ${JSON.stringify(options)}: ${drawn.join(" ")}`);
           drawn.push(mine);
           history.push(mine as Token);
@@ -89,20 +90,13 @@ test("log probabilities are the log-softmax of the raw logits, whatever the samp
         native.disposeSequence(0);
         let tokens = prompt;
         for (let step = 0; step < 8; step++) {
-          native.initBatch(tokens.length);
-          const [row] = native.addToBatch(
-            0,
-            history.length - tokens.length,
-            Uint32Array.from(tokens),
-            Uint32Array.of(tokens.length - 1),
-          );
-          await native.decodeBatch();
-          const token = await sampler.sampleWithLogprobs(batcher.sampleToken, batcher.tokenLogits, row!, history);
+          const row = await decode(native, tokens, history.length - tokens.length);
+          const token = await sampler.sampleWithLogprobs(batcher.sampleToken, batcher.tokenLogits, row, history);
           const got = sampler.takeLogprobs()!;
           const sample = native.sampleToken as unknown as (
             ...a: unknown[]
           ) => Promise<[number, unknown, unknown, number[]]>;
-          const [, , , all] = await sample.call(native, row!, everyLogit, false, false, true);
+          const [, , , all] = await sample.call(native, row, everyLogit, false, false, true);
           const logits = new Map<number, number>();
           for (let i = 0; i < all.length; i += 2) logits.set(all[i]!, all[i + 1]!);
           const max = Math.max(...logits.values());

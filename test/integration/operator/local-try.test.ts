@@ -53,6 +53,7 @@ test("without the CRD, /readyz is 503 and says the CRD is missing; once it is ap
 });
 
 test("a ModelApp applied with kubectl is reconciled: Deployment, Service, volume and status", async () => {
+  installCrd(cp); // done by the test above; again here so this test stands alone
   kubectl(cp, ["create", "namespace", "acme"]);
   kubectl(
     cp,

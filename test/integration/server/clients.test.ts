@@ -6,22 +6,19 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { Ollama, type Logprob } from "ollama";
-import OpenAI from "openai";
-import { createModel, REPO, startTestServer, type TestServer } from "../../support/server.ts";
+import type { Logprob, Ollama } from "ollama";
+import type OpenAI from "openai";
+import { createModel, REPO, type TestServer } from "../../support/server.ts";
 import { tinyModelPath } from "../../support/models.ts";
+import { startTinyServer } from "../../support/tiny-server.ts";
 
 let srv: TestServer;
 let ollama: Ollama;
 let openai: OpenAI;
 
 before(async () => {
-  srv = await startTestServer({ env: { GANTRY_KEEP_ALIVE: "720h" } });
-  await createModel(srv.url, "tiny", await tinyModelPath());
-  // Never ends on its own: answers are exactly num_predict tokens.
-  await createModel(srv.url, "babbler", await tinyModelPath({ controlLogit: -8 }));
-  ollama = new Ollama({ host: srv.url });
-  openai = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: "placeholder" });
+  // "babbler" never ends on its own: its answers are exactly num_predict tokens.
+  ({ srv, ollama, openai } = await startTinyServer({ GANTRY_KEEP_ALIVE: "720h" }));
 });
 after(async () => {
   await srv?.stop();
