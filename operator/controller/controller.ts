@@ -68,10 +68,6 @@ export class Controller {
     return this.cachesHolder.caches;
   }
 
-  get ready(): boolean {
-    return this.cachesHolder.hasSynced;
-  }
-
   /** /readyz: ready once every watch has listed its objects; until then, what it still waits for and why. */
   get readiness(): Readiness {
     if (this.cachesHolder.hasSynced) return { ready: true };
