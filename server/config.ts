@@ -29,6 +29,19 @@ export const ServerConfigSchema = z.object({
     .describe(
       "How long a model stays loaded after its last request (duration or seconds; negative = forever; 0 = unload at once)",
     ),
+  GANTRY_SHUTDOWN_TIMEOUT: z
+    .string()
+    .default("10s")
+    .refine((v) => {
+      try {
+        return parseKeepAlive(v) !== null;
+      } catch {
+        return false;
+      }
+    }, "must be a duration like 10s or 1m")
+    .describe(
+      "On SIGTERM, how long running generations may go on before they are stopped (their clients then get a 503 or an error line)",
+    ),
   GANTRY_NUM_PARALLEL: intFrom(1)
     .max(64)
     .default(4)

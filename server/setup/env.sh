@@ -78,13 +78,9 @@ ensure_engine() {
 ensure_node
 ensure_deps
 task="${1:-}"
-<<<<<<< HEAD
 # The CLI checks the engine itself when it first needs it (server/setup/engine-first-use.ts), as an installed gantry
 # does, so a command that needs nothing set up prints nothing but its own output.
-case "$task" in cluster-up|cluster-down|gantry|build) ;; *) ensure_engine ;; esac
-=======
-case "$task" in cluster-up|cluster-down) ;; *) ensure_engine "$task" ;; esac
->>>>>>> setup
+case "$task" in cluster-up|cluster-down|gantry|build) ;; *) ensure_engine "$task" ;; esac
 
 shift || true
 case "$task" in
