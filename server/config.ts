@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
 import { parseKeepAlive } from "./common/duration.ts";
+import { GPU_SETTINGS } from "./engine/gpu.ts";
 
 const intFrom = (min: number) => z.coerce.number().int().min(min);
 
@@ -68,23 +69,11 @@ export const ServerConfigSchema = z.object({
     .describe(
       "Busy-wait level of the persistent threadpool's idle threads between decode steps (ggml poll, 0-100, llama-server's default 50; 0 = sleep at once, for cores shared with other work)",
     ),
-  GANTRY_INLINE_DECODE: z
-    .enum(["on", "off"])
-    .default("on")
+  GANTRY_GPU: z
+    .enum(GPU_SETTINGS)
+    .default("auto")
     .describe(
-      "Decode generation steps on the server's JS thread (patched build): faster when every core computes; off = always on a worker thread, for measurements",
-    ),
-  GANTRY_SEQUENCE_MOVES: z
-    .enum(["on", "off"])
-    .default("on")
-    .describe(
-      "When a stream ends between two others, move the highest busy sequence into the gap (llama.cpp decodes a step in one pass only across consecutive sequence ids); off = leave gaps, for measurements",
-    ),
-  GANTRY_DECODE_SYNC: z
-    .enum(["on", "off"])
-    .default("on")
-    .describe(
-      "Keep every decode step full (all sequences with a token ready); off = node-llama-cpp's own dispatch, for measurements",
+      "GPU backend: auto = the GPU node-llama-cpp finds (CUDA, Vulkan or Metal), else the CPU; cuda, vulkan, metal = that backend; off = the CPU only (the patched CPU build)",
     ),
   GANTRY_ORIGINS: z
     .string()

@@ -5,6 +5,7 @@ import type { Logger } from "./common/logger.ts";
 import { parseHostPort } from "./common/host-port.ts";
 import type { ServerConfig } from "./config.ts";
 import { createEngine } from "./engine/engine.ts";
+import type { EngineTuning } from "./engine/tuning.ts";
 import type { Engine } from "./engine/types.ts";
 import { createServerApp } from "./http/app.ts";
 import { announceConnections } from "./http/generation.ts";
@@ -33,7 +34,7 @@ export interface RunningServer {
 export async function startServer(
   config: ServerConfig,
   logger: Logger,
-  opts: { preload?: string[] } = {},
+  opts: { preload?: string[]; tuning?: EngineTuning } = {},
 ): Promise<RunningServer> {
   const store = new ModelStore({ root: config.GANTRY_MODELS, logger });
   const metrics = new ServerMetrics();
@@ -41,9 +42,8 @@ export async function startServer(
     logger,
     threads: config.GANTRY_THREADS,
     engineBuild: config.GANTRY_ENGINE_BUILD,
-    disableDecodeSync: config.GANTRY_DECODE_SYNC === "off",
-    inlineDecode: config.GANTRY_INLINE_DECODE === "on",
-    moveSequences: config.GANTRY_SEQUENCE_MOVES === "on",
+    gpu: config.GANTRY_GPU,
+    ...(opts.tuning ? { tuning: opts.tuning } : {}),
     threadpoolPoll: config.GANTRY_THREADPOOL_POLL,
     numParallel: config.GANTRY_NUM_PARALLEL,
     maxQueue: config.GANTRY_MAX_QUEUE,

@@ -1,17 +1,20 @@
-// The engine on node-llama-cpp: implements the Engine contract (types.ts) on top of the model registry, the sequence
-// pools and the generation loop.
+// The engine on node-llama-cpp: implements the Engine contract (types.ts) on top of the model registry, each loaded
+// model's slot loop and the generation loop.
 import type { Logger } from "../common/logger.ts";
 import { AppError } from "../common/errors.ts";
 import { Arrivals } from "./arrivals.ts";
 import { embedTexts } from "./embedding.ts";
+import { vramBytes, type GpuSetting } from "./gpu.ts";
 import { commonPrefixLength, contextOverflow, runGeneration } from "./generation.ts";
 import { GrammarCache } from "./grammars.ts";
-import { llamaRuntime, setThreadpoolPoll, type EngineBuildMode } from "./llama-runtime.ts";
+import { llamaRuntime, type EngineBuildMode } from "./llama-runtime.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { ModelRegistry, shuttingDown, type LoadRequest } from "./model-registry.ts";
+import { applyAddonSettings } from "./native/node-llama-cpp.ts";
 import { buildPrompt, type RenderTemplate } from "./prompt.ts";
 import { resolveSampling } from "./sampling.ts";
 import { resolveThreads } from "./threads.ts";
+import { DEFAULT_TUNING, type EngineTuning } from "./tuning.ts";
 import type {
   EmbedRequest,
   EmbedResult,
@@ -39,18 +42,12 @@ export interface EngineOptions {
   metrics?: EngineMetricsSink;
   /** Go-template renderer for TEMPLATE overrides. */
   renderTemplate?: RenderTemplate;
-  /**
-   * Longest wait (ms) for lagging sequences so a decode step carries all of them; default adaptive (see DecodeSync).
-   */
-  decodeWaitMs?: number;
-  /** Use node-llama-cpp's own batch dispatch (for measurements). */
-  disableDecodeSync?: boolean;
-  /** Decode small steps on the JS thread when the patched build allows it (step-batcher.ts); default true. */
-  inlineDecode?: boolean;
-  /** Move busy sequences into gaps among the busy ids (default true; LoadedModel.releaseSequence). */
-  moveSequences?: boolean;
+  /** Switches for measurements (benchmarks and A/B tests); default: none (tuning.ts). */
+  tuning?: EngineTuning;
   /** auto: the patched local build when setup made it, else the prebuilt binary; prebuilt: always the prebuilt one. */
   engineBuild?: EngineBuildMode;
+  /** GPU backend (GANTRY_GPU); default off (the CPU). */
+  gpu?: GpuSetting;
   /**
    * ggml poll level of the persistent threadpool's idle threads (0-100, default 50 as llama-server; 0 = sleep between
    * decode steps).
@@ -60,13 +57,17 @@ export interface EngineOptions {
 
 export async function createEngine(opts: EngineOptions): Promise<Engine & { readonly threads: number }> {
   const threads = resolveThreads(opts.threads);
-  const { llama, info: runtimeInfo } = await llamaRuntime(threads, opts.logger, opts.engineBuild);
-  const inlineDecode = opts.inlineDecode ?? true;
+  const tuning = opts.tuning ?? DEFAULT_TUNING;
+  // Before any context exists: the addon reads its settings when it creates one.
+  applyAddonSettings({ ...tuning.addon, threadpoolPoll: opts.threadpoolPoll ?? 50 });
+  const { llama, build } = await llamaRuntime(threads, opts.logger, opts.engineBuild, opts.gpu);
+  const patched = build === "patched-local";
   const buildInfo: EngineBuildInfo = {
-    ...runtimeInfo,
-    inlineDecode: runtimeInfo.build === "patched-local" && inlineDecode,
+    build,
+    threadpool: patched && tuning.addon?.threadpool !== false,
+    inlineSampling: patched && tuning.addon?.inlineSampling !== false,
+    inlineDecode: patched && tuning.inlineDecode !== false,
   };
-  setThreadpoolPoll(opts.threadpoolPoll ?? 50);
   const metrics = opts.metrics ?? {};
   const registry = new ModelRegistry({
     llama,
@@ -77,10 +78,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
     maxQueue: opts.maxQueue,
     maxLoadedModels: opts.maxLoadedModels,
     contextLength: opts.contextLength,
-    decodeWaitMs: opts.decodeWaitMs,
-    decodeSyncDisabled: opts.disableDecodeSync ?? false,
-    inlineDecode,
-    moveSequences: opts.moveSequences ?? true,
+    tuning,
   });
   const grammars = new GrammarCache(llama);
   const arrivals = new Arrivals();
@@ -116,8 +114,8 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
           throw contextOverflow(prompt.tokens.length, loaded.contextLength);
         const grammar = await grammars.get(req.format);
         // Waiting for a sequence to free up can take a whole generation: nobody should wait for this one meanwhile.
-        if (loaded.pool.busy >= loaded.parallel) req.arrival?.settle();
-        const slot = await loaded.pool.acquire(signal, (s) => commonPrefixLength(s.tokens, prompt.tokens));
+        if (loaded.slots.busy >= loaded.parallel) req.arrival?.settle();
+        const slot = await loaded.slots.acquire(signal, (s) => commonPrefixLength(s.tokens, prompt.tokens));
         try {
           yield* runGeneration({
             loaded,
@@ -130,12 +128,12 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
             metrics,
             startedNs,
             loadDurationNs,
-            admission: opts.disableDecodeSync ? undefined : { arrival: req.arrival, arrivals },
+            admission: tuning.fullSteps === false ? undefined : { arrival: req.arrival, arrivals },
             ...(req.logprobs ? { logprobs: req.logprobs } : {}),
             ...(req.returnTokens ? { returnTokens: true } : {}),
           });
         } finally {
-          loaded.releaseSequence(slot, (err) =>
+          loaded.slots.release(slot, (err) =>
             opts.logger.warn(
               { model: loaded.spec.name, err: err instanceof Error ? err.message : String(err) },
               "could not move a busy sequence into a gap among the busy ones; this model's steps may take extra passes",
@@ -210,6 +208,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
         name: m.spec.name,
         digest: m.spec.digest,
         size: m.spec.size,
+        sizeVram: vramBytes(m.spec.size, m.gpuLayers, m.totalLayers),
         expiresAt:
           m.idle && m.expiresAt !== null
             ? new Date(m.expiresAt).toISOString()
@@ -218,12 +217,12 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
               : new Date(Date.now() + m.keepAliveMs).toISOString(),
         contextLength: m.contextLength,
         parallel: m.parallel,
-        busySequences: m.pool.busy,
-        queued: m.pool.queued,
+        busySequences: m.slots.busy,
+        queued: m.slots.queued,
         threadpoolThreads: m.threadpoolThreads,
         inlineSampling: m.inlineSampling,
-        inlineDecode: m.batcher.inlineDecode,
-        decodeSteps: { ...m.batcher.steps },
+        inlineDecode: m.slots.inlineDecode,
+        decodeSteps: { ...m.slots.steps },
       }));
     },
 
@@ -235,7 +234,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
     async shutdown({ deadlineMs = 10_000 } = {}) {
       if (registry.closed) return;
       registry.closed = true;
-      for (const m of registry.models.values()) m.pool.rejectWaiters(shuttingDown);
+      for (const m of registry.models.values()) m.slots.rejectWaiters(shuttingDown);
       registry.notify();
       const deadline = Date.now() + deadlineMs;
       while ([...registry.models.values()].some((m) => !m.idle) && Date.now() < deadline) {

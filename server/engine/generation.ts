@@ -6,10 +6,10 @@ import { AppError } from "../common/errors.ts";
 import type { Arrival, Arrivals } from "./arrivals.ts";
 import type { LoadedModel } from "./loaded-model.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
-import { NativeSampler, type PositionLogprobs } from "./native-sampler.ts";
 import { repeatWindow, type ResolvedSampling } from "./sampling.ts";
-import type { Slot, StepBatcher } from "./step-batcher.ts";
+import type { Slot, SlotLoop } from "./slot-loop.ts";
 import { StopStringMatcher } from "./stop-matcher.ts";
+import { TokenSampler, type PositionLogprobs } from "./token-sampler.ts";
 import { TokenTextStream } from "./token-text-stream.ts";
 import type { DoneReason, GenerationEvent, OutputTokenLogprob, TokenLogprob } from "./types.ts";
 
@@ -49,8 +49,8 @@ export const commonPrefixLength = (a: readonly Token[], b: readonly Token[]): nu
 /**
  * Keeps the part of the slot's KV cache that matches the prompt; returns the tokens still to evaluate (at least one).
  */
-export async function reusePrefix(batcher: StepBatcher, slot: Slot, prompt: Token[]): Promise<Token[]> {
-  await batcher.truncate(slot, (held) => Math.min(commonPrefixLength(held, prompt), prompt.length - 1));
+export async function reusePrefix(slots: SlotLoop, slot: Slot, prompt: Token[]): Promise<Token[]> {
+  await slots.truncate(slot, (held) => Math.min(commonPrefixLength(held, prompt), prompt.length - 1));
   return prompt.slice(slot.tokens.length);
 }
 
@@ -58,12 +58,12 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
   const { loaded, slot, sampling } = job;
   const model = loaded.model;
   const name = loaded.spec.name;
-  const batcher = loaded.batcher;
-  const toEvaluate = await reusePrefix(batcher, slot, job.promptTokens);
+  const slots = loaded.slots;
+  const toEvaluate = await reusePrefix(slots, slot, job.promptTokens);
   const history: Token[] = [...job.promptTokens];
   // Without a seed, each request draws its own (as Ollama does).
-  const sampler = new NativeSampler(
-    model,
+  const sampler = new TokenSampler(
+    slots.native,
     sampling,
     sampling.seed ?? randomInt(2 ** 31),
     repeatWindow(sampling, loaded.contextLength),
@@ -72,15 +72,14 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
   );
   const sample = job.logprobs
     ? (batchLogitIndex: number) =>
-        sampler.sampleWithLogprobs(batcher.sampleToken, batcher.tokenLogits, batchLogitIndex, history)
-    : (batchLogitIndex: number) => sampler.sample(batcher.sampleToken, batchLogitIndex, history);
+        sampler.sampleWithLogprobs(slots.sampleToken, slots.tokenLogits, batchLogitIndex, history)
+    : (batchLogitIndex: number) => sampler.sample(slots.sampleToken, batchLogitIndex, history);
   // Log probabilities of the tokens whose text has not gone out yet (it may be held back: UTF-8, stop strings).
   const pendingLogprobs: OutputTokenLogprob[] | undefined = job.logprobs ? [] : undefined;
   const textEvent = (text: string): GenerationEvent =>
     pendingLogprobs?.length ? { type: "text", text, logprobs: pendingLogprobs.splice(0) } : { type: "text", text };
   const text = new TokenTextStream((tokens, last) => model.detokenize(tokens as Token[], false, last as Token[]));
   const stops = new StopStringMatcher([...sampling.stop, ...job.stopStrings]);
-  const sync = loaded.decodeSync;
   const aborted = new Promise<"abort">((resolve) => {
     if (job.signal.aborted) resolve("abort");
     else job.signal.addEventListener("abort", () => resolve("abort"), { once: true });
@@ -98,15 +97,13 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
   const suspend = () => {
     if (!suspended) {
       suspended = true;
-      sync.suspend();
+      slots.suspend();
     }
   };
   const queueNext = (tokens: Token[]) => {
-    sync.beforeDecode();
-    const next = batcher.evaluate(slot, tokens, sample);
+    const next = slots.evaluate(slot, tokens, sample);
     pendingNext = next;
     const arrived = () => {
-      sync.afterDecode();
       if (consuming && pendingNext === next) suspend();
     };
     next.then(arrived, arrived);
@@ -115,10 +112,10 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
   // running streams' decode steps never wait for a newcomer that is itself waiting for a late arrival.
   job.admission?.arrival?.settle();
   await job.admission?.arrivals.quiet(ADMISSION_WAIT_MS);
-  sync.enter();
+  slots.enter();
   try {
     // Join the next decode step with the others rather than queueing the prompt while one is in flight.
-    await sync.gate();
+    await slots.gate();
     queueNext(toEvaluate);
     for (;;) {
       const token = await Promise.race([pendingNext!, aborted]);
@@ -152,7 +149,7 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
               ? "length"
               : undefined;
       if (end === undefined) {
-        await sync.gate();
+        await slots.gate();
         queueNext([token]);
       }
       if (piece.emit && end !== "abort") {
@@ -164,7 +161,7 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
           consuming = false;
           if (suspended) {
             suspended = false;
-            sync.resume();
+            slots.resume();
           }
         }
       }
@@ -181,7 +178,7 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
       if (tail || pendingLogprobs?.length) yield textEvent(tail);
     }
   } finally {
-    sync.leave();
+    slots.leave();
     // A decode already queued for this sequence finishes within one step; wait for it before the sequence is reused.
     if (pendingNext) await pendingNext.catch(() => undefined);
     sampler.dispose();

@@ -3,8 +3,11 @@
 // Which binary: the patched local build that setup made (persistent threadpool, inline sampling and decoding;
 // server/engine/native/) when it exists, else the package's prebuilt binary; GANTRY_ENGINE_BUILD=prebuilt forces the
 // prebuilt one, =source the patched build with llama.cpp compiled from source (for A/B measurements).
+// GPU (GANTRY_GPU): auto uses the best GPU backend node-llama-cpp finds (CUDA, Vulkan, Metal) and the CPU without one;
+// a GPU backend runs on node-llama-cpp's prebuilt binary for it (the patched build is CPU-only).
 import { getLlama, LlamaLogLevel, type Llama } from "node-llama-cpp";
 import type { Logger } from "../common/logger.ts";
+import { llamaGpuOption, type GpuSetting } from "./gpu.ts";
 import { linkLocalBuild, patchedBuild, readBuildStatus, type EngineBuildMode } from "./native/patched-build.ts";
 import type { EngineBuildInfo } from "./types.ts";
 
@@ -12,47 +15,32 @@ export type { EngineBuildMode };
 
 export interface LlamaRuntime {
   llama: Llama;
-  /** What the binary does; whether steps decode inline is the engine's choice (EngineOptions.inlineDecode). */
-  info: Omit<EngineBuildInfo, "inlineDecode">;
+  /** Which binary runs inference. */
+  build: EngineBuildInfo["build"];
 }
 
 const runtimes = new Map<string, Promise<LlamaRuntime>>();
 
-/** NODE_LLAMA_CPP_THREADPOOL=0 turns the patched build's threadpool off (read by the addon at context creation). */
-export const threadpoolDisabledByEnv = (): boolean => offByEnv("NODE_LLAMA_CPP_THREADPOOL");
-
-/**
- * NODE_LLAMA_CPP_INLINE_SAMPLING=0 makes the patched build sample on libuv workers again (read at context creation).
- */
-export const inlineSamplingDisabledByEnv = (): boolean => offByEnv("NODE_LLAMA_CPP_INLINE_SAMPLING");
-
-const offByEnv = (name: string): boolean => ["0", "false", "off"].includes(process.env[name] ?? "");
-
-/**
- * The patched addon reads the threadpool's poll level when a context is created (NODE_LLAMA_CPP_THREADPOOL_POLL). Idle
- * pool threads busy-wait a bounded time for the next decode step, then sleep. Gantry defaults to llama-server's 50:
- * measured side by side (6 interleaved rounds, 2 cores), 0 (sleep at once) was 3–7% slower at 1, 4 and 8 streams, and
- * an idle server costs the same either way; 0 suits cores shared with other busy work.
- */
-export function setThreadpoolPoll(poll: number): void {
-  process.env.NODE_LLAMA_CPP_THREADPOOL_POLL = String(Math.max(0, Math.min(100, Math.round(poll))));
-}
-
-export function llamaRuntime(threads: number, logger: Logger, mode: EngineBuildMode = "auto"): Promise<LlamaRuntime> {
-  const key = `${threads}:${mode}`;
+export function llamaRuntime(
+  threads: number,
+  logger: Logger,
+  mode: EngineBuildMode = "auto",
+  gpu: GpuSetting = "off",
+): Promise<LlamaRuntime> {
+  const key = `${threads}:${mode}:${gpu}`;
   let p = runtimes.get(key);
   if (!p) {
-    p = load(threads, logger, mode);
+    p = load(threads, logger, mode, gpu);
     runtimes.set(key, p);
     p.catch(() => runtimes.delete(key));
   }
   return p;
 }
 
-async function load(threads: number, logger: Logger, mode: EngineBuildMode): Promise<LlamaRuntime> {
-  const patched = mode === "prebuilt" ? { reason: "GANTRY_ENGINE_BUILD=prebuilt" } : findPatchedBuild(mode);
+async function load(threads: number, logger: Logger, mode: EngineBuildMode, gpu: GpuSetting): Promise<LlamaRuntime> {
+  const patched = mode === "prebuilt" ? { reason: "GANTRY_ENGINE_BUILD=prebuilt" } : findPatchedBuild(mode, gpu);
   const llama = await getLlama({
-    gpu: process.env.NODE_LLAMA_CPP_GPU ? "auto" : false,
+    gpu: llamaGpuOption(gpu),
     build: "never",
     // With these options getLlama loads the patched local build, and falls back to the prebuilt binary without it.
     ...("cmakeOptions" in patched ? { cmakeOptions: { ...patched.cmakeOptions } } : {}),
@@ -68,37 +56,38 @@ async function load(threads: number, logger: Logger, mode: EngineBuildMode): Pro
     },
   });
   const isPatched = "cmakeOptions" in patched && llama.buildType === "localBuild";
-  const info: LlamaRuntime["info"] = {
-    build: isPatched ? "patched-local" : llama.buildType === "localBuild" ? "local" : "prebuilt",
-    threadpool: isPatched && !threadpoolDisabledByEnv(),
-    inlineSampling: isPatched && !inlineSamplingDisabledByEnv(),
-  };
+  const build: LlamaRuntime["build"] = isPatched
+    ? "patched-local"
+    : llama.buildType === "localBuild"
+      ? "local"
+      : "prebuilt";
+  const info = { build, gpu: llama.gpu };
   const reason = "reason" in patched ? patched.reason : "the patched build did not load";
   if (isPatched)
     logger.info(
       { engine: info, binary: llama.buildType },
       "engine: patched node-llama-cpp build (persistent threadpool per context, inline sampling and decoding)",
     );
-  else if (mode === "prebuilt")
+  else if (mode === "prebuilt" || llama.gpu !== false)
     logger.info(
       { engine: info, reason },
-      "engine: using the prebuilt binary (no persistent threadpool), as configured",
+      "engine: using the prebuilt binary (no persistent threadpool), as configured or for the GPU",
     );
   else
     logger.warn(
       { engine: info, reason },
       "engine: patched node-llama-cpp build not available; using the prebuilt binary (no persistent threadpool, slower generation)",
     );
-  return { llama, info };
+  return { llama, build };
 }
 
 /** The patched build setup made, linked where getLlama finds it; or why there is none. */
 function findPatchedBuild(
   mode: Exclude<EngineBuildMode, "prebuilt">,
+  gpu: GpuSetting,
 ): { cmakeOptions: Readonly<Record<string, string>> } | { reason: string } {
-  const gpu = process.env.NODE_LLAMA_CPP_GPU ?? "";
-  if (["cuda", "vulkan", "metal"].includes(gpu))
-    return { reason: `NODE_LLAMA_CPP_GPU=${gpu} asks for a GPU backend and the patched build is CPU-only` };
+  if (gpu !== "auto" && gpu !== "off")
+    return { reason: `GANTRY_GPU=${gpu} asks for a GPU backend and the patched build is CPU-only` };
   try {
     const build = patchedBuild({ mode });
     const status = readBuildStatus(build);

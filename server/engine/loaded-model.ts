@@ -1,5 +1,5 @@
-// One loaded model: weights, one context with `parallel` sequences decoding in shared batches, the sequence pool and
-// queue, the chat wrapper (resolved once: it is expensive) and the keep-alive bookkeeping.
+// One loaded model: weights, one context with `parallel` slots scheduled by its slot loop (slot-loop.ts), the chat
+// wrapper (resolved once: it is expensive) and the keep-alive bookkeeping.
 import {
   resolveChatWrapper,
   type ChatWrapper,
@@ -9,10 +9,11 @@ import {
   type LlamaModel,
 } from "node-llama-cpp";
 import { setLongTimeout, type LongTimeout } from "../common/long-timeout.ts";
-import { DecodeSync } from "./decode-sync.ts";
+import { decodeTurnsFor } from "./decode-turns.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
-import { SequencePool } from "./sequence-pool.ts";
-import { decodeTurnsFor, INLINE_DECODE, Slot, StepBatcher, type NativeContext } from "./step-batcher.ts";
+import { nativeContextOf } from "./native/node-llama-cpp.ts";
+import { INLINE_DECODE, SlotLoop } from "./slot-loop.ts";
+import type { EngineTuning } from "./tuning.ts";
 import type { ModelSpec } from "./types.ts";
 
 export interface LoadOptions {
@@ -26,12 +27,7 @@ export interface LoadOptions {
   maxQueue: number;
   threads: number;
   metrics: EngineMetricsSink;
-  decodeWaitMs: number | undefined;
-  decodeSyncDisabled: boolean;
-  /** Decode small steps on the JS thread (patched build only). */
-  inlineDecode: boolean;
-  /** Move busy sequences into gaps among the busy ids (releaseSequence). */
-  moveSequences: boolean;
+  tuning: EngineTuning;
 }
 
 export class LoadedModel {
@@ -41,9 +37,7 @@ export class LoadedModel {
   readonly model: LlamaModel;
   readonly context: LlamaContext;
   readonly chatWrapper: ChatWrapper;
-  readonly pool: SequencePool<Slot>;
-  readonly decodeSync: DecodeSync;
-  readonly batcher: StepBatcher;
+  readonly slots: SlotLoop;
   readonly contextLength: number;
   readonly requestedContextLength: number;
   /** The weights are memory-mapped from the GGUF file (else read into memory). */
@@ -55,6 +49,9 @@ export class LoadedModel {
   readonly inlineSampling: boolean;
   /** Tokens in the vocabulary (valid ids are 0 to vocabSize - 1). */
   readonly vocabSize: number;
+  /** Layers offloaded to the GPU, of the model's total (the output layer counts as one): the processor split. */
+  readonly gpuLayers: number;
+  readonly totalLayers: number;
   private readonly threads: number;
   private embeddingContext: Promise<LlamaEmbeddingContext> | undefined;
   /** Requests (and loads) holding this model: it is idle, and may be evicted, at 0. */
@@ -64,18 +61,13 @@ export class LoadedModel {
   expiresAt: number | null = null;
   unloading = false;
   private timer: LongTimeout | undefined;
-  /** Busy sequences move down into gaps (releaseSequence): unless switched off, until a move fails. */
-  private moveSequences: boolean;
-  private readonly metrics: EngineMetricsSink;
 
   private constructor(init: {
     spec: ModelSpec;
     model: LlamaModel;
     context: LlamaContext;
     chatWrapper: ChatWrapper;
-    pool: SequencePool<Slot>;
-    decodeSync: DecodeSync;
-    batcher: StepBatcher;
+    slots: SlotLoop;
     contextLength: number;
     requestedContextLength: number;
     mappedWeights: boolean;
@@ -84,18 +76,12 @@ export class LoadedModel {
     loadDurationNs: number;
     threadpoolThreads: number;
     inlineSampling: boolean;
-    moveSequences: boolean;
-    metrics: EngineMetricsSink;
   }) {
-    this.moveSequences = init.moveSequences;
-    this.metrics = init.metrics;
     this.spec = init.spec;
     this.model = init.model;
     this.context = init.context;
     this.chatWrapper = init.chatWrapper;
-    this.pool = init.pool;
-    this.batcher = init.batcher;
-    this.decodeSync = init.decodeSync;
+    this.slots = init.slots;
     this.contextLength = init.contextLength;
     this.requestedContextLength = init.requestedContextLength;
     this.mappedWeights = init.mappedWeights;
@@ -105,16 +91,14 @@ export class LoadedModel {
     this.threadpoolThreads = init.threadpoolThreads;
     this.inlineSampling = init.inlineSampling;
     this.vocabSize = vocabularySize(init.model);
+    this.gpuLayers = init.model.gpuLayers;
+    this.totalLayers = init.model.fileInsights.totalLayers;
   }
 
   static async load(o: LoadOptions): Promise<LoadedModel> {
     const started = process.hrtime.bigint();
     const model = await o.llama.loadModel({ modelPath: o.spec.modelPath, useMmap: o.mappedWeights });
     try {
-      const decodeSync = new DecodeSync({
-        ...(o.decodeWaitMs !== undefined ? { maxWaitMs: o.decodeWaitMs } : {}),
-        disabled: o.decodeSyncDisabled,
-      });
       const contextLength = Math.min(
         o.requestedContextLength,
         model.trainContextSize > 0 ? model.trainContextSize : o.requestedContextLength,
@@ -131,22 +115,26 @@ export class LoadedModel {
           ? { lora: { adapters: o.spec.adapters.map((filePath) => ({ filePath })) } }
           : {}),
       });
-      // Decoding bypasses node-llama-cpp's sequences and batch dispatcher (step-batcher.ts): slots are sequence ids.
-      const native = nativeOf(context) as unknown as NativeContext;
-      const batcher = new StepBatcher(
-        native,
-        context.batchSize,
-        decodeSync,
-        decodeTurnsFor(o.llama),
-        o.inlineDecode ? INLINE_DECODE : undefined,
-      );
-      const slots = Array.from({ length: o.parallel }, (_, id) => new Slot(id));
+      // Decoding bypasses node-llama-cpp's sequence objects: the slot loop drives the native context (the port).
       const name = o.spec.name;
-      const pool = new SequencePool(slots, o.maxQueue, () => {
-        o.metrics.onQueueDepth?.(name, pool.queued);
-        o.metrics.onBusySequences?.(name, pool.busy);
+      const native = nativeContextOf(context, model);
+      const slots = new SlotLoop(native, {
+        parallel: o.parallel,
+        maxQueue: o.maxQueue,
+        turns: decodeTurnsFor(o.llama),
+        inline: (o.tuning.inlineDecode ?? true) ? INLINE_DECODE : undefined,
+        fill: {
+          ...(o.tuning.decodeWaitMs !== undefined ? { maxWaitMs: o.tuning.decodeWaitMs } : {}),
+          fullSteps: o.tuning.fullSteps ?? true,
+        },
+        moveSlots: o.tuning.moveSlots ?? true,
+        onPoolChange: (busy, queued) => {
+          o.metrics.onQueueDepth?.(name, queued);
+          o.metrics.onBusySequences?.(name, busy);
+        },
+        onMove: (ok) => o.metrics.onSequenceMove?.(name, ok),
       });
-      decodeSync.onDecode = (batch, sequences, active, continued) =>
+      slots.onDecode = (batch, sequences, active, continued) =>
         o.metrics.onDecode?.(name, batch, sequences, active, continued);
       // The GGUF's own Jinja template, rendered as written (as llama.cpp does): node-llama-cpp's "auto" swaps in a
       // built-in
@@ -162,43 +150,19 @@ export class LoadedModel {
         model,
         context,
         chatWrapper,
-        pool,
-        decodeSync,
-        batcher,
+        slots,
         contextLength,
         requestedContextLength: o.requestedContextLength,
         mappedWeights: o.mappedWeights,
         parallel: o.parallel,
         threads: o.threads,
         loadDurationNs,
-        threadpoolThreads: threadpoolThreads(context),
-        inlineSampling: inlineSampling(context),
-        moveSequences: o.moveSequences,
-        metrics: o.metrics,
+        threadpoolThreads: native.threadpoolThreads,
+        inlineSampling: native.inlineSampling,
       });
     } catch (e) {
       await model.dispose();
       throw e;
-    }
-  }
-
-  /**
-   * Returns a request's sequence. Where that leaves a gap among the busy sequence ids (busy 0, 2, 3), the highest busy
-   * sequence moves down into it (3 → 1): llama.cpp decodes a step in one pass only across consecutive sequence ids, and
-   * requests of different lengths leave such gaps all the time. `onMoveFailed` hears of a failed move (gaps stay then).
-   */
-  releaseSequence(slot: Slot, onMoveFailed: (err: unknown) => void): void {
-    this.pool.release(slot);
-    if (!this.moveSequences) return;
-    for (let move = this.pool.compact(); move; move = this.pool.compact()) {
-      this.batcher.relocate(move.busy, move.free).then(
-        () => this.metrics.onSequenceMove?.(this.spec.name, true),
-        (err: unknown) => {
-          this.metrics.onSequenceMove?.(this.spec.name, false);
-          if (this.moveSequences) onMoveFailed(err);
-          this.moveSequences = false;
-        },
-      );
     }
   }
 
@@ -250,7 +214,7 @@ export class LoadedModel {
   async dispose(): Promise<void> {
     this.clearTimer();
     // A sequence move started by the last requests' releases may still be copying.
-    await this.batcher.drained();
+    await this.slots.drained();
     const emb = this.embeddingContext;
     if (emb) await (await emb.catch(() => undefined))?.dispose();
     await this.context.dispose();
@@ -263,26 +227,4 @@ function vocabularySize(model: LlamaModel): number {
   const tokens = (model.fileInfo.metadata as { tokenizer?: { ggml?: { tokens?: readonly unknown[] } } }).tokenizer?.ggml
     ?.tokens;
   return tokens?.length ?? 0;
-}
-
-/** The native context, with the methods only the patched addon has (server/engine/native/). */
-interface PatchedNativeContext {
-  getThreadpoolThreads?: () => number;
-  getInlineSampling?: () => boolean;
-}
-
-// node-llama-cpp keeps the native context in an internal field.
-const nativeOf = (context: LlamaContext): PatchedNativeContext | undefined =>
-  (context as unknown as { _ctx?: PatchedNativeContext })._ctx;
-
-/** The patched addon's threadpool size for a context; 0 with any other binary. */
-export function threadpoolThreads(context: LlamaContext): number {
-  const native = nativeOf(context);
-  return typeof native?.getThreadpoolThreads === "function" ? native.getThreadpoolThreads() : 0;
-}
-
-/** Whether the patched addon samples plain tokens inline for a context; false with any other binary. */
-export function inlineSampling(context: LlamaContext): boolean {
-  const native = nativeOf(context);
-  return typeof native?.getInlineSampling === "function" ? native.getInlineSampling() : false;
 }

@@ -1,12 +1,12 @@
 // Which models are loaded: load on first use, reload when num_ctx or use_mmap changes (once idle), keep-alive expiry,
-// and
-// least-recently-used eviction of idle models when maxLoadedModels would be exceeded (waiting when none is idle).
+// and least-recently-used eviction of idle models when maxLoadedModels would be exceeded (waiting when none is idle).
 import type { Llama } from "node-llama-cpp";
 import { AppError, isAppError } from "../common/errors.ts";
 import type { Logger } from "../common/logger.ts";
 import { LoadedModel } from "./loaded-model.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
-import { clientClosed } from "./sequence-pool.ts";
+import { clientClosed } from "./slot-pool.ts";
+import type { EngineTuning } from "./tuning.ts";
 import type { ModelSpec } from "./types.ts";
 import { mapWeights } from "./weights-mapping.ts";
 
@@ -25,10 +25,7 @@ export interface RegistryOptions {
   maxQueue: number;
   maxLoadedModels: number;
   contextLength: number;
-  decodeWaitMs: number | undefined;
-  decodeSyncDisabled: boolean;
-  inlineDecode: boolean;
-  moveSequences: boolean;
+  tuning: EngineTuning;
 }
 
 export const shuttingDown = (): AppError => new AppError("SHUTTING_DOWN", "the server is shutting down");
@@ -156,10 +153,7 @@ export class ModelRegistry {
           maxQueue: this.o.maxQueue,
           threads: this.o.threads,
           metrics: this.o.metrics,
-          decodeWaitMs: this.o.decodeWaitMs,
-          decodeSyncDisabled: this.o.decodeSyncDisabled,
-          inlineDecode: this.o.inlineDecode,
-          moveSequences: this.o.moveSequences,
+          tuning: this.o.tuning,
         });
         loaded.names.add(spec.name);
         this.models.set(weightsKey(spec), loaded);

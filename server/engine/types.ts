@@ -159,6 +159,8 @@ export interface RunningModel {
   name: string;
   digest: string;
   size: number;
+  /** Bytes of `size` in GPU memory (the layers offloaded to the GPU); 0 on the CPU. */
+  sizeVram: number;
   /** ISO time the model will be unloaded; null = never. */
   expiresAt: string | null;
   contextLength: number;
@@ -169,7 +171,7 @@ export interface RunningModel {
   threadpoolThreads: number;
   /** The context samples plain tokens on the JS thread instead of a libuv worker (patched build). */
   inlineSampling: boolean;
-  /** Generation steps decode on the JS thread instead of a libuv worker (patched build, GANTRY_INLINE_DECODE). */
+  /** Generation steps decode on the JS thread instead of a libuv worker (patched build, EngineTuning.inlineDecode). */
   inlineDecode: boolean;
   /** Decode steps so far, by where they ran. */
   decodeSteps: { inline: number; worker: number };
@@ -183,7 +185,7 @@ export interface EngineBuildInfo {
   threadpool: boolean;
   /** Plain token sampling runs on the calling thread, without two thread hand-offs per token. */
   inlineSampling: boolean;
-  /** Generation steps decode on the JS thread (patched build, unless GANTRY_INLINE_DECODE=off). */
+  /** Generation steps decode on the JS thread (patched build, unless EngineTuning.inlineDecode is false). */
   inlineDecode: boolean;
 }
 

@@ -18,7 +18,7 @@ export async function ensureEngineOnFirstUse(
   say: (line: string) => void,
   env: Record<string, string | undefined> = process.env,
 ): Promise<void> {
-  if (env.GANTRY_ENGINE_BUILD === "prebuilt" || GPU_BACKENDS.has(env.NODE_LLAMA_CPP_GPU ?? "")) return;
+  if (env.GANTRY_ENGINE_BUILD === "prebuilt" || GPU_BACKENDS.has(env.GANTRY_GPU ?? "")) return;
   let result: { state: "ready" | "prebuilt"; detail: string }, builtBefore: boolean;
   try {
     builtBefore = readBuildStatus(patchedBuild())?.state === "built";

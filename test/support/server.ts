@@ -4,9 +4,12 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import type { EngineTuning } from "../../server/engine/tuning.ts";
 
 export const REPO = path.resolve(import.meta.dirname, "..", "..");
 export const GANTRY = path.join(REPO, "server", "cli", "gantry.ts");
+/** `gantry serve` with an EngineTuning (benchmarks and A/B tests). */
+const TUNED_SERVE = path.join(REPO, "test", "support", "tuned-serve.ts");
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -47,11 +50,11 @@ export async function spawnGantry(
   env: Record<string, string>,
   readyUrl: string,
   ready: (status: number) => boolean,
-  opts: { bin?: string } = {},
+  opts: { bin?: string; script?: string } = {},
 ): Promise<GantryProcess> {
   let out = "";
-  // An executable gantry (an installed package's bin) or this checkout's sources.
-  const [cmd, ...pre] = opts.bin ? [opts.bin] : [process.execPath, GANTRY];
+  // An executable gantry (an installed package's bin), another entry script, or this checkout's sources.
+  const [cmd, ...pre] = opts.bin ? [opts.bin] : [process.execPath, opts.script ?? GANTRY];
   const proc = spawn(cmd!, [...pre, ...args], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -93,23 +96,32 @@ export async function spawnGantry(
 }
 
 export async function startTestServer(
-  opts: { env?: Record<string, string>; args?: string[]; modelsDir?: string; waitReady?: boolean; bin?: string } = {},
+  opts: {
+    env?: Record<string, string>;
+    args?: string[];
+    modelsDir?: string;
+    waitReady?: boolean;
+    bin?: string;
+    /** The engine's measurement switches (test/support/tuned-serve.ts runs the server then). */
+    tuning?: EngineTuning;
+  } = {},
 ): Promise<TestServer> {
   const port = await freePort();
   const modelsDir = opts.modelsDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "gantry-store-"));
   const url = `http://127.0.0.1:${port}`;
   const p = await spawnGantry(
-    ["serve", ...(opts.args ?? [])],
+    opts.tuning ? (opts.args ?? []) : ["serve", ...(opts.args ?? [])],
     {
       GANTRY_HOST: `127.0.0.1:${port}`,
       GANTRY_MODELS: modelsDir,
       GANTRY_THREADS: "2",
       GANTRY_LOG_LEVEL: "info",
       ...opts.env,
+      ...(opts.tuning ? { GANTRY_BENCH_TUNING: JSON.stringify(opts.tuning) } : {}),
     },
     `${url}/health`,
     (status) => status === 200 || (status === 503 && opts.waitReady === false),
-    opts.bin ? { bin: opts.bin } : {},
+    opts.bin ? { bin: opts.bin } : opts.tuning ? { script: TUNED_SERVE } : {},
   );
   return { url, port, modelsDir, proc: p.proc, logs: p.logs, stop: () => p.stop() };
 }

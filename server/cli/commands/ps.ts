@@ -3,6 +3,15 @@ import { parseArgs, UsageError } from "../args.ts";
 import type { Command } from "../context.ts";
 import { formatBytes, formatTable, relativeTime, shortId } from "../format.ts";
 
+/** PROCESSOR column, as Ollama prints it: "100% CPU", "100% GPU", or "48%/52% CPU/GPU" (shares of the size). */
+export function processorText(m: Pick<RunningModel, "size" | "size_vram">): string {
+  if (!m.size_vram) return "100% CPU";
+  if (m.size_vram === m.size) return "100% GPU";
+  if (m.size_vram > m.size || m.size <= 0) return "Unknown";
+  const cpu = Math.round(((m.size - m.size_vram) / m.size) * 100);
+  return `${cpu}%/${100 - cpu}% CPU/GPU`;
+}
+
 /** UNTIL column: "Forever" for keep_alive < 0, "Stopping..." once expired, else "4 minutes from now". */
 export function untilText(m: Pick<RunningModel, "expires_at">, now: Date): string {
   const t = new Date(m.expires_at);
@@ -24,7 +33,7 @@ export const psCommand: Command = {
       m.name,
       shortId(m.digest),
       formatBytes(m.size),
-      "100% CPU",
+      processorText(m),
       String(m.context_length),
       untilText(m, now),
     ]);

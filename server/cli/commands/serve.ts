@@ -4,6 +4,7 @@ import { exitOnShutdownSignals } from "../../common/shutdown.ts";
 import { ServerConfigSchema } from "../../config.ts";
 import { parseArgs, stringFlag } from "../args.ts";
 import type { Command } from "../context.ts";
+import type { EngineTuning } from "../../engine/tuning.ts";
 
 /** Every variable the server (and the CLI, for GANTRY_HOST) reads, for --help. */
 export const environmentHelp = (): string => `Environment variables:\n${describeEnv(ServerConfigSchema).join("\n")}\n`;
@@ -13,21 +14,27 @@ export const serveCommand: Command = {
   usage: "gantry serve [--model <ref>]...",
   summary: "Start the model server (preloads each --model and keeps it loaded)",
   details: environmentHelp,
-  async run(args) {
-    const { positionals, flags } = parseArgs("serve", args, { model: { type: "string", short: "m", multiple: true } });
-    if (positionals.length > 0) throw new Error(`serve: unexpected argument "${positionals[0]}"`);
-    const preload = Array.isArray(flags.model)
-      ? flags.model.map(String)
-      : stringFlag(flags.model)
-        ? [stringFlag(flags.model)!]
-        : [];
-    const config = parseEnv(ServerConfigSchema);
-    const logger = createLogger({ level: config.GANTRY_LOG_LEVEL, name: "gantry-serve" });
-    const { ensureEngineOnFirstUse } = await import("../../setup/engine-first-use.ts");
-    await ensureEngineOnFirstUse((line) => process.stderr.write(`${line}\n`));
-    // Loaded on use: the engine (node-llama-cpp) and HTTP stack would slow every other command's start.
-    const { startServer } = await import("../../serve.ts");
-    const running = await startServer(config, logger, { preload });
-    exitOnShutdownSignals(() => running.close(), logger);
-  },
+  run: (args) => serve(args),
 };
+
+/**
+ * `gantry serve <args>`: the server until a shutdown signal. `tuning`: the engine's measurement switches, which only
+ * benchmarks and tests set (test/support/tuned-serve.ts); the command always runs the defaults.
+ */
+export async function serve(args: string[], tuning?: EngineTuning): Promise<void> {
+  const { positionals, flags } = parseArgs("serve", args, { model: { type: "string", short: "m", multiple: true } });
+  if (positionals.length > 0) throw new Error(`serve: unexpected argument "${positionals[0]}"`);
+  const preload = Array.isArray(flags.model)
+    ? flags.model.map(String)
+    : stringFlag(flags.model)
+      ? [stringFlag(flags.model)!]
+      : [];
+  const config = parseEnv(ServerConfigSchema);
+  const logger = createLogger({ level: config.GANTRY_LOG_LEVEL, name: "gantry-serve" });
+  const { ensureEngineOnFirstUse } = await import("../../setup/engine-first-use.ts");
+  await ensureEngineOnFirstUse((line) => process.stderr.write(`${line}\n`));
+  // Loaded on use: the engine (node-llama-cpp) and HTTP stack would slow every other command's start.
+  const { startServer } = await import("../../serve.ts");
+  const running = await startServer(config, logger, { preload, ...(tuning ? { tuning } : {}) });
+  exitOnShutdownSignals(() => running.close(), logger);
+}

@@ -51,7 +51,7 @@ export function serverInfoRoutes(deps: ServerDeps): Router {
         digest: (stored.get(m.name)?.digest ?? m.digest).replace(/^sha256:/, ""),
         details: stored.get(m.name)?.details ?? null,
         expires_at: m.expiresAt ?? FOREVER,
-        size_vram: 0,
+        size_vram: m.sizeVram,
         context_length: m.contextLength,
       })),
     });

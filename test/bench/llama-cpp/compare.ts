@@ -3,9 +3,11 @@
 //  - benchLlamaServer: the main table (single-stream prompt/generation speed, aggregate tokens/s at concurrency 1/4/8
 //    with 64 and 256 generated tokens, time to first token under load, decode steps per token position).
 //  - benchCauses: the two causes of the gap, before and after: per-decode thread start-up (prebuilt binary, patched
-//    build without and with the persistent threadpool) and batch fill (node-llama-cpp's own dispatch vs DecodeSync).
+//    build without and with the persistent threadpool) and batch fill (eager
+//    steps vs the slot loop's full steps). Variants set the engine's EngineTuning (test/support/tuned-serve.ts).
 import { median, minMedMax, pairedRatio, spread } from "../table.ts";
 import { interleave, warm, type Results, type RunResult, type Scenario } from "./interleave.ts";
+import type { EngineTuning } from "../../../server/engine/tuning.ts";
 import { llamaBench } from "./llama-bench.ts";
 import { startGantry, startLlamaServer, type BenchTarget, type LlamaSlots, type ServeShape } from "./targets.ts";
 import { llamaTools } from "./tools.ts";
@@ -181,23 +183,27 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
 
 interface Variant {
   label: string;
-  env: Record<string, string>;
+  /** Server configuration (the engine build, the threadpool's poll level). */
+  env?: Record<string, string>;
+  /** The engine's measurement switches. */
+  tuning?: EngineTuning;
 }
 
 const VARIANTS: Variant[] = [
   {
-    label: "prebuilt, node-llama-cpp dispatch (before)",
-    env: { GANTRY_ENGINE_BUILD: "prebuilt", GANTRY_DECODE_SYNC: "off" },
+    label: "prebuilt, eager steps (before)",
+    env: { GANTRY_ENGINE_BUILD: "prebuilt" },
+    tuning: { fullSteps: false },
   },
   { label: "prebuilt + full batches", env: { GANTRY_ENGINE_BUILD: "prebuilt" } },
-  { label: "patched build, threadpool off", env: { NODE_LLAMA_CPP_THREADPOOL: "0" } },
+  { label: "patched build, threadpool off", tuning: { addon: { threadpool: false } } },
   { label: "patched build + threadpool, poll 0 (sleep at once)", env: { GANTRY_THREADPOOL_POLL: "0" } },
-  { label: "patched build + threadpool, node-llama-cpp dispatch", env: { GANTRY_DECODE_SYNC: "off" } },
+  { label: "patched build + threadpool, eager steps", tuning: { fullSteps: false } },
   {
     label: "patched build + threadpool (poll 50) + full batches, decode on workers",
-    env: { GANTRY_INLINE_DECODE: "off" },
+    tuning: { inlineDecode: false },
   },
-  { label: "patched build + threadpool (poll 50) + full batches + inline decode (after, default)", env: {} },
+  { label: "patched build + threadpool (poll 50) + full batches + inline decode (after, default)" },
 ];
 
 const CAUSES: Scenario[] = [
@@ -213,7 +219,7 @@ export async function benchCauses(models: BenchModel[], o: CompareOptions): Prom
   for (const m of models) {
     const targets: BenchTarget[] = [];
     try {
-      for (const v of VARIANTS) targets.push(await startGantry(v.label, m.path, o.shape, v.env));
+      for (const v of VARIANTS) targets.push(await startGantry(v.label, m.path, o.shape, v.env, v.tuning));
       targets.push(await startLlamaServer(LLAMA, tools.server, m.path, o.shape, o.llamaSlots));
       await warm(targets);
       const res = await interleave(targets, CAUSES, o.rounds, `${m.label} causes`);

@@ -5,19 +5,21 @@ import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { silentLogger } from "../../../server/common/logger.ts";
 import { llamaRuntime } from "../../../server/engine/llama-runtime.ts";
+import { applyAddonSettings } from "../../../server/engine/native/node-llama-cpp.ts";
+import type { EngineTuning } from "../../../server/engine/tuning.ts";
 import { tinyModelPath } from "../../support/models.ts";
 import { requirePatchedBuild } from "../../support/patched-engine.ts";
 import { chat, collect, makeEngine, request, specFor } from "./helpers.ts";
 
-/** Runs `fn` with an environment variable set (the addon reads these when it builds a context or a sampler chain). */
-async function withEnv<T>(name: string, value: string, fn: () => Promise<T>): Promise<T> {
-  const saved = process.env[name];
-  process.env[name] = value;
+type AddonSwitch = keyof NonNullable<EngineTuning["addon"]>;
+
+/** Runs `fn` with one of the addon's switches set (it reads them when it builds a context or a sampler chain). */
+async function withAddonSwitch<T>(name: AddonSwitch, on: boolean, fn: () => Promise<T>): Promise<T> {
+  applyAddonSettings({ [name]: on, threadpoolPoll: 50 });
   try {
     return await fn();
   } finally {
-    if (saved === undefined) delete process.env[name];
-    else process.env[name] = saved;
+    applyAddonSettings({ threadpoolPoll: 50 });
   }
 }
 
@@ -47,12 +49,16 @@ test("the patched build is used when setup built it, and every context attaches 
 
 test("inline sampling draws the same tokens as sampling on libuv workers, and the switch reaches the context", async () => {
   requirePatchedBuild();
-  // The addon reads NODE_LLAMA_CPP_INLINE_SAMPLING when a context is created: one engine per setting, same process.
+  // The addon reads the switch when a context is created: one engine per setting, same process.
   const model = specFor(await tinyModelPath({ controlLogit: -8 }), "inline");
   const outputs: Record<string, string[]> = {};
   for (const setting of ["0", "1"]) {
-    outputs[setting] = await withEnv("NODE_LLAMA_CPP_INLINE_SAMPLING", setting, async () => {
-      const engine = await makeEngine({ threads: 2, numParallel: 2 });
+    outputs[setting] = await (async () => {
+      const engine = await makeEngine({
+        threads: 2,
+        numParallel: 2,
+        tuning: { addon: { inlineSampling: setting === "1" } },
+      });
       try {
         // Temperature sampling with penalties (the whole plain chain), two sequences decoding in the same steps.
         const results = await Promise.all(
@@ -74,7 +80,7 @@ test("inline sampling draws the same tokens as sampling on libuv workers, and th
       } finally {
         await engine.shutdown();
       }
-    });
+    })();
   }
   assert.ok(outputs["1"]!.every((t) => t.length > 0));
   assert.deepEqual(outputs["1"], outputs["0"]);
@@ -85,7 +91,7 @@ test("inline decoding generates the same tokens as decoding on libuv workers, an
   const model = specFor(await tinyModelPath({ controlLogit: -8 }), "inline-decode");
   const outputs: Record<string, string[]> = {};
   for (const inlineDecode of [false, true]) {
-    const engine = await makeEngine({ threads: 2, numParallel: 2, inlineDecode });
+    const engine = await makeEngine({ threads: 2, numParallel: 2, tuning: { inlineDecode } });
     try {
       assert.equal(engine.buildInfo.inlineDecode, inlineDecode);
       // Two sequences decoding in the same steps, with a prompt long enough for a worker step first.
@@ -150,15 +156,19 @@ async function probeSampler<T>(read: (s: SamplerProbe) => T): Promise<(config: o
 
 /** Each run's text with the addon switch `name` off ("0") and on ("1"), on one engine per setting. */
 async function outputsOffAndOn(
-  name: string,
+  name: AddonSwitch,
   tag: string,
   runs: Array<Record<string, unknown>>,
 ): Promise<Record<string, string[]>> {
   const spec = specFor(await tinyModelPath({ controlLogit: -8 }), tag);
   const outputs: Record<string, string[]> = {};
   for (const setting of ["0", "1"]) {
-    outputs[setting] = await withEnv(name, setting, async () => {
-      const engine = await makeEngine({ threads: 2, numParallel: runs.length });
+    outputs[setting] = await (async () => {
+      const engine = await makeEngine({
+        threads: 2,
+        numParallel: runs.length,
+        tuning: { addon: { [name]: setting === "1" } },
+      });
       try {
         const all = runs.map((o, i) =>
           collect(engine.generate(request(spec, chat(`tell me a story ${i}`), { num_predict: 48, ...o }))),
@@ -167,7 +177,7 @@ async function outputsOffAndOn(
       } finally {
         await engine.shutdown();
       }
-    });
+    })();
   }
   return outputs;
 }
@@ -184,11 +194,11 @@ test("the repeat penalties see only the candidates that can still make the top k
   assert.equal(withPenalties({ repeatPenaltyPresencePenalty: -0.5 }), 0);
   assert.equal(withPenalties({ repeatPenaltyFrequencyPenalty: -0.5 }), 0);
   assert.equal(withPenalties({ topK: 0 }), 0, "no top k: every candidate can win");
-  assert.equal(await withEnv("NODE_LLAMA_CPP_PENALTY_PREFILTER", "0", async () => withPenalties({})), 0);
+  assert.equal(await withAddonSwitch("penaltyPrefilter", false, async () => withPenalties({})), 0);
   // The same tokens with and without it: temperature sampling and greedy, with strong penalties, two sequences at
   // once.
   const strong = { top_k: 40, repeat_penalty: 1.5, repeat_last_n: 64 };
-  const outputs = await outputsOffAndOn("NODE_LLAMA_CPP_PENALTY_PREFILTER", "prefilter", [
+  const outputs = await outputsOffAndOn("penaltyPrefilter", "prefilter", [
     { ...strong, temperature: 1, seed: 11 },
     { ...strong, temperature: 0 },
   ]);
@@ -209,9 +219,9 @@ test("a chain that starts with a top k takes it straight from the logits, and sa
     0,
     "penalties over the whole vocabulary come first",
   );
-  assert.equal(await withEnv("NODE_LLAMA_CPP_DIRECT_TOP_K", "0", async () => leadingFor(BASE_CONFIG)), 0);
+  assert.equal(await withAddonSwitch("directTopK", false, async () => leadingFor(BASE_CONFIG)), 0);
   // The same tokens with and without it, for each kind of leading top k; four sequences decoding in the same steps.
-  const outputs = await outputsOffAndOn("NODE_LLAMA_CPP_DIRECT_TOP_K", "direct-top-k", [
+  const outputs = await outputsOffAndOn("directTopK", "direct-top-k", [
     { temperature: 1, seed: 21, top_k: 40, repeat_penalty: 1.5 },
     { temperature: 1, seed: 22, top_k: 40, top_p: 0.95, repeat_penalty: 1 },
     { temperature: 0, repeat_penalty: 1 },

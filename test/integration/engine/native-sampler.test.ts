@@ -1,4 +1,4 @@
-// NativeSampler applies its config once and then relies on the native sampler taking each token it samples into the
+// TokenSampler applies its config once and then relies on the native sampler taking each token it samples into the
 // repeat-penalty window. Checked against node-llama-cpp's own way (the whole config, window included, before every
 // token) on the same logits, step by step, with penalties strong enough that a stale window changes the tokens.
 import { test } from "node:test";
@@ -6,10 +6,10 @@ import assert from "node:assert/strict";
 import type { LlamaContext, Token } from "node-llama-cpp";
 import { silentLogger } from "../../../server/common/logger.ts";
 import { llamaRuntime } from "../../../server/engine/llama-runtime.ts";
-import { NativeSampler, samplerConfig, type NativeSamplerHandle } from "../../../server/engine/native-sampler.ts";
+import { nativeContextOf } from "../../../server/engine/native/node-llama-cpp.ts";
+import type { NativeContext } from "../../../server/engine/native/port.ts";
 import { resolveSampling } from "../../../server/engine/sampling.ts";
-import { DecodeSync } from "../../../server/engine/decode-sync.ts";
-import { StepBatcher, type NativeContext } from "../../../server/engine/step-batcher.ts";
+import { samplerConfig, TokenSampler } from "../../../server/engine/token-sampler.ts";
 import { tinyModelPath } from "../../support/models.ts";
 
 const WINDOW = 16;
@@ -27,9 +27,7 @@ test("sampling with the config applied once draws what applying it before every 
   const model = await llama.loadModel({ modelPath: await tinyModelPath({ controlLogit: -8 }) });
   const context: LlamaContext = await model.createContext({ contextSize: 256, sequences: 1, threads: 2 });
   try {
-    const native = (context as unknown as { _ctx: NativeContext })._ctx;
-    const AddonSampler = (llama as unknown as { _bindings: { AddonSampler: new (m: unknown) => NativeSamplerHandle } })
-      ._bindings.AddonSampler;
+    const native = nativeContextOf(context, model);
     const prompt = model.tokenize("once upon a time, once upon a time, once upon a time") as Token[];
     for (const options of [
       { temperature: 1, seed: 5 },
@@ -38,8 +36,8 @@ test("sampling with the config applied once draws what applying it before every 
     ]) {
       const sampling = resolveSampling({}, { top_k: 40, repeat_penalty: 3, repeat_last_n: WINDOW, ...options });
       const seed = sampling.seed ?? 1;
-      const ours = new NativeSampler(model, sampling, seed, WINDOW, undefined);
-      const reference = new AddonSampler((model as unknown as { _model: unknown })._model);
+      const ours = new TokenSampler(native, sampling, seed, WINDOW, undefined);
+      const reference = native.createSampler();
       const referenceConfig = samplerConfig(sampling, seed, WINDOW, undefined);
       const history = [...prompt];
       const drawn: number[] = [];
@@ -48,7 +46,7 @@ test("sampling with the config applied once draws what applying it before every 
         let tokens = prompt;
         for (let step = 0; step < 40; step++) {
           const row = await decode(native, tokens, history.length - tokens.length);
-          const mine = await ours.sample((i, s) => native.sampleToken(i, s) as Promise<number>, row, history);
+          const mine = await ours.sample((i, s) => native.sampleToken(i, s), row, history);
           reference.applyConfig({ ...referenceConfig, repeatPenaltyTokens: Uint32Array.from(history.slice(-WINDOW)) });
           const theirs = await native.sampleToken(row, reference);
           assert.equal(mine, theirs, `step ${step} of ${JSON.stringify(options)}: ${drawn.join(" ")}`);
@@ -72,31 +70,38 @@ test("log probabilities are the log-softmax of the raw logits, whatever the samp
   const { llama } = await llamaRuntime(2, silentLogger);
   const model = await llama.loadModel({ modelPath: await tinyModelPath({ controlLogit: -8 }) });
   const context: LlamaContext = await model.createContext({ contextSize: 256, sequences: 1, threads: 2 });
-  const native = (context as unknown as { _ctx: NativeContext })._ctx;
-  const AddonSampler = (llama as unknown as { _bindings: { AddonSampler: new (m: unknown) => NativeSamplerHandle } })
-    ._bindings.AddonSampler;
-  // The reference: every logit of the row (a greedy chain leaves them raw), log-softmax in double precision.
+  const native = nativeContextOf(context, model);
+  // The reference, read past the port from the addon itself: every logit of the row (a greedy chain leaves them raw),
+  // log-softmax in double precision.
+  const addon = (
+    context as unknown as { _ctx: { sampleToken(...a: unknown[]): Promise<[number, unknown, unknown, number[]]> } }
+  )._ctx;
+  const AddonSampler = (
+    llama as unknown as {
+      _bindings: { AddonSampler: new (m: unknown) => { applyConfig(c: object): void; dispose(): void } };
+    }
+  )._bindings.AddonSampler;
   const everyLogit = new AddonSampler((model as unknown as { _model: unknown })._model);
   everyLogit.applyConfig({});
-  // The logit reader generation uses (StepBatcher.tokenLogits).
-  const batcher = new StepBatcher(native, 256, new DecodeSync({ disabled: true }));
   try {
     const prompt = model.tokenize("the sky is blue and the sun") as Token[];
     for (const options of [{ temperature: 1.5, seed: 3 }, { temperature: 0.2, seed: 4 }, { temperature: 0 }]) {
       const sampling = resolveSampling({}, { top_k: 40, ...options });
-      const sampler = new NativeSampler(model, sampling, sampling.seed ?? 1, 64, undefined, 5);
+      const sampler = new TokenSampler(native, sampling, sampling.seed ?? 1, 64, undefined, 5);
       const history = [...prompt];
       try {
         native.disposeSequence(0);
         let tokens = prompt;
         for (let step = 0; step < 8; step++) {
           const row = await decode(native, tokens, history.length - tokens.length);
-          const token = await sampler.sampleWithLogprobs(batcher.sampleToken, batcher.tokenLogits, row, history);
+          const token = await sampler.sampleWithLogprobs(
+            (i, sm) => native.sampleToken(i, sm),
+            (i, sm, t, top) => native.tokenLogits(i, sm, t, top),
+            row,
+            history,
+          );
           const got = sampler.takeLogprobs()!;
-          const sample = native.sampleToken as unknown as (
-            ...a: unknown[]
-          ) => Promise<[number, unknown, unknown, number[]]>;
-          const [, , , all] = await sample.call(native, row, everyLogit, false, false, true);
+          const [, , , all] = await addon.sampleToken(row, everyLogit, false, false, true);
           const logits = new Map<number, number>();
           for (let i = 0; i < all.length; i += 2) logits.set(all[i]!, all[i + 1]!);
           const max = Math.max(...logits.values());

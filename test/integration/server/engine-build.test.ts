@@ -52,9 +52,9 @@ test("GANTRY_ENGINE_BUILD=prebuilt runs the prebuilt binary and says so in the l
   }
 });
 
-test("GANTRY_INLINE_DECODE=off keeps the patched build but decodes every step on a worker thread", async () => {
+test("a server tuned without inline decode keeps the patched build but decodes every step on a worker thread", async () => {
   requirePatchedBuild();
-  const srv = await startTestServer({ env: { GANTRY_INLINE_DECODE: "off" } });
+  const srv = await startTestServer({ tuning: { inlineDecode: false } });
   try {
     assert.deepEqual((await version(srv.url)).engine, {
       build: "patched-local",

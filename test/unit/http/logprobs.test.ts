@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { positionLogprobs } from "../../../server/engine/native-sampler.ts";
+import { positionLogprobs } from "../../../server/engine/token-sampler.ts";
 import type { OutputTokenLogprob } from "../../../server/engine/types.ts";
 import {
   logprobsRequest,

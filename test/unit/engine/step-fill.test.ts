@@ -1,10 +1,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import type { BatchItem } from "node-llama-cpp";
-import { bySequenceId, DecodeSync, fairShare, wholePromptsFirst } from "../../../server/engine/decode-sync.ts";
+import { StepFill } from "../../../server/engine/step-fill.ts";
+import { bySequenceId, fairShare, wholePromptsFirst, type StepItem } from "../../../server/engine/step-plan.ts";
 
-const item = (n: number): BatchItem =>
-  ({ tokens: Array(n).fill(1), logits: [], evaluationPriority: 5 }) as unknown as BatchItem;
+const item = (n: number): StepItem => ({ tokens: Array(n).fill(1) });
+/** Items of no known sequence: plans keep their order. */
+const noId = (): undefined => undefined;
 
 test("fairShare gives every single-token item a slot and the rest to long prompts", () => {
   const items = [item(1), item(100), item(1), item(300)];
@@ -22,12 +23,12 @@ test("fairShare never exceeds the batch size", () => {
   assert.ok(plan.reduce((n, p) => n + p.processAmount, 0) <= 2);
 });
 
-const amounts = (items: BatchItem[], plan: ReturnType<typeof wholePromptsFirst>) =>
+const amounts = (items: StepItem[], plan: ReturnType<typeof wholePromptsFirst>) =>
   items.map((it) => plan.find((p) => p.item === it)?.processAmount ?? 0);
 
-/** Decodes a plan as StepBatcher does: each item keeps the tokens not yet decoded (none, once it is done). */
+/** Decodes a plan as the slot loop does: each item keeps the tokens not yet decoded (none, once it is done). */
 function decoded(plan: ReturnType<typeof wholePromptsFirst>): void {
-  for (const p of plan) (p.item as { tokens: BatchItem["tokens"] }).tokens = p.item.tokens.slice(p.processAmount);
+  for (const p of plan) (p.item as { tokens: StepItem["tokens"] }).tokens = p.item.tokens.slice(p.processAmount);
 }
 
 test("wholePromptsFirst: every generating sequence its token, then whole prompts shortest first while they fit", () => {
@@ -64,15 +65,15 @@ test("wholePromptsFirst: when no prompt fits whole, the shortest takes what is l
   assert.equal(wholePromptsFirst(singles, 2).length, 2);
 });
 
-test("continueStep: a step of prompts only goes on with the prompts left, whole and shortest first, within the step cap", () => {
-  const sync = new DecodeSync({});
+test("planContinuation: a step of prompts only goes on with the prompts left, whole and shortest first, within the step cap", () => {
+  const sync = new StepFill({});
   const burst = [item(77), item(200), ...Array.from({ length: 7 }, () => item(77))];
-  const first = sync.prioritize({ items: burst, size: 512 });
+  const first = sync.planStep(burst, 512, noId);
   assert.deepEqual(amounts(burst, first), [77, 0, 77, 77, 77, 77, 77, 0, 0]);
   decoded(first);
   // The six done generate meanwhile (single-token items): they wait for the next step.
   const left = [...Array.from({ length: 6 }, () => item(1)), burst[1]!, burst[7]!, burst[8]!];
-  const next = sync.continueStep(left, 512, 462, 2048);
+  const next = sync.planContinuation(left, 512, 462, 2048, noId);
   assert.deepEqual(amounts(left, next), [0, 0, 0, 0, 0, 0, 200, 77, 77]);
   assert.deepEqual(
     next.map((p) => p.item.tokens.length),
@@ -80,40 +81,40 @@ test("continueStep: a step of prompts only goes on with the prompts left, whole 
     "in sequence order (unknown ids: the order given)",
   );
   // The step cap: 48 tokens left in the step cut the shortest prompt; none left ends the step.
-  assert.deepEqual(amounts(left, sync.continueStep(left, 512, 2000, 2048)), [0, 0, 0, 0, 0, 0, 0, 48, 0]);
-  assert.deepEqual(sync.continueStep(left, 512, 2048, 2048), []);
-  assert.deepEqual(sync.continueStep(left.slice(0, 6), 512, 462, 2048), [], "no prompt left");
+  assert.deepEqual(amounts(left, sync.planContinuation(left, 512, 2000, 2048, noId)), [0, 0, 0, 0, 0, 0, 0, 48, 0]);
+  assert.deepEqual(sync.planContinuation(left, 512, 2048, 2048, noId), []);
+  assert.deepEqual(sync.planContinuation(left.slice(0, 6), 512, 462, 2048, noId), [], "no prompt left");
   assert.equal(sync.stats.decodes, 1, "one step");
   assert.equal(sync.stats.decodeCalls, 3);
 });
 
-test("continueStep: a step that carried a generating sequence ends after its call; so does every step with the gate disabled", () => {
-  const sync = new DecodeSync({});
+test("planContinuation: a step that carried a generating sequence ends after its call; so does every eager step", () => {
+  const sync = new StepFill({});
   const items = [item(1), item(600)];
-  const first = sync.prioritize({ items, size: 512 });
+  const first = sync.planStep(items, 512, noId);
   assert.deepEqual(amounts(items, first), [1, 511]);
   decoded(first);
   assert.deepEqual(
-    sync.continueStep([items[1]!, item(89)], 512, 512, 2048),
+    sync.planContinuation([items[1]!, item(89)], 512, 512, 2048, noId),
     [],
     "the generating stream's next token comes first",
   );
   // A step of one generating stream, with a prompt arriving during its decode.
-  decoded(sync.prioritize({ items: [item(1)], size: 512 }));
+  decoded(sync.planStep([item(1)], 512, noId));
   assert.deepEqual(
-    sync.continueStep([item(89)], 512, 1, 2048),
+    sync.planContinuation([item(89)], 512, 1, 2048, noId),
     [],
     "the new prompt waits for the next step, beside the stream",
   );
-  const disabled = new DecodeSync({ disabled: true });
+  const disabled = new StepFill({ fullSteps: false });
   const prompts = [item(400), item(400)];
-  const plan = disabled.prioritize({ items: prompts, size: 512 });
+  const plan = disabled.planStep(prompts, 512, noId);
   decoded(plan);
-  assert.deepEqual(disabled.continueStep([...prompts, item(144)], 512, 512, 2048), []);
+  assert.deepEqual(disabled.planContinuation([...prompts, item(144)], 512, 512, 2048, noId), []);
 });
 
 test("a further call of a step reports as such, and its sequences do not hold the gate of those done before it", async () => {
-  const sync = new DecodeSync({ maxWaitMs: 10_000 });
+  const sync = new StepFill({ maxWaitMs: 10_000 });
   const seen: boolean[] = [];
   sync.onDecode = (_b, _s, _a, continued) => seen.push(continued);
   for (let i = 0; i < 3; i++) {
@@ -121,11 +122,11 @@ test("a further call of a step reports as such, and its sequences do not hold th
     sync.beforeDecode();
   }
   const burst = [item(300), item(300), item(300)];
-  const first = sync.prioritize({ items: burst, size: 512 });
+  const first = sync.planStep(burst, 512, noId);
   assert.equal(first.length, 1);
   decoded(first);
   sync.afterDecode(); // the first prompt is done; the other two are decoded in a further call
-  const next = sync.continueStep([item(1), burst[1]!, burst[2]!], 512, 300, 2048);
+  const next = sync.planContinuation([item(1), burst[1]!, burst[2]!], 512, 300, 2048, noId);
   assert.equal(next.length, 1);
   // The first stream's next token queues now, for the next step, and its text goes out during the call.
   await sync.gate();
@@ -133,17 +134,21 @@ test("a further call of a step reports as such, and its sequences do not hold th
   assert.equal(sync.stats.gateTimeouts, 0);
 });
 
-/** n sequences queue one token each and the step carrying them is dispatched. */
-function stepInFlight(sync: DecodeSync, n: number): void {
+/** n sequences queue one token each and the step carrying them is started. */
+function stepInFlight(sync: StepFill, n: number): void {
   for (let i = 0; i < n; i++) {
     sync.enter();
     sync.beforeDecode();
   }
-  sync.prioritize({ items: Array.from({ length: n }, () => item(1)), size: 512 });
+  sync.planStep(
+    Array.from({ length: n }, () => item(1)),
+    512,
+    noId,
+  );
 }
 
 test("the gate holds early sequences until the last one of the step has its token", async () => {
-  const sync = new DecodeSync({ maxWaitMs: 10_000 });
+  const sync = new StepFill({ maxWaitMs: 10_000 });
   stepInFlight(sync, 3);
   sync.afterDecode();
   let released = false;
@@ -158,8 +163,8 @@ test("the gate holds early sequences until the last one of the step has its toke
   assert.equal(released, true);
 });
 
-test("a newcomer waits for the step in flight; sequences queued but not dispatched do not hold the gate", async () => {
-  const sync = new DecodeSync({ maxWaitMs: 10_000 });
+test("a newcomer waits for the step in flight; sequences queued but not started do not hold the gate", async () => {
+  const sync = new StepFill({ maxWaitMs: 10_000 });
   stepInFlight(sync, 2);
   sync.enter(); // a new request, about to queue its prompt
   let joined = false;
@@ -168,7 +173,7 @@ test("a newcomer waits for the step in flight; sequences queued but not dispatch
   });
   await new Promise((r) => setImmediate(r));
   assert.equal(joined, false, "waits while the step is in flight");
-  sync.beforeDecode(); // (as if) another newcomer queued and waits for dispatch: not in flight
+  sync.beforeDecode(); // (as if) another newcomer queued and waits for its step to start: not in flight
   sync.afterDecode();
   sync.afterDecode();
   await g;
@@ -176,93 +181,93 @@ test("a newcomer waits for the step in flight; sequences queued but not dispatch
 });
 
 test("the gate wait is bounded", async () => {
-  const sync = new DecodeSync({ maxWaitMs: 5 });
+  const sync = new StepFill({ maxWaitMs: 5 });
   stepInFlight(sync, 2);
   sync.afterDecode();
   await sync.gate();
   assert.equal(sync.stats.gateTimeouts, 1);
 });
 
-test("dispatch waits until every active sequence queued, bounded", async () => {
-  const sync = new DecodeSync({ maxWaitMs: 10_000 });
+test("a step starts once every active sequence queued, bounded", async () => {
+  const sync = new StepFill({ maxWaitMs: 10_000 });
   sync.enter();
   sync.enter();
   sync.beforeDecode();
-  let dispatched = false;
-  sync.dispatchSchedule(() => {
-    dispatched = true;
+  let started = false;
+  sync.whenFull(() => {
+    started = true;
   });
   for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
-  assert.equal(dispatched, false);
+  assert.equal(started, false);
   sync.beforeDecode();
   await new Promise((r) => setTimeout(r, 5));
-  assert.equal(dispatched, true);
+  assert.equal(started, true);
 });
 
-test("the prioritisation strategy counts decode steps and reports batch fill", () => {
-  const sync = new DecodeSync({});
+test("planning a step counts decode steps and reports batch fill", () => {
+  const sync = new StepFill({});
   const seen: number[][] = [];
   sync.onDecode = (batch, gen, active) => seen.push([batch, gen, active]);
   sync.enter();
   sync.enter();
-  sync.prioritize({ items: [item(1), item(1)], size: 512 });
+  sync.planStep([item(1), item(1)], 512, noId);
   assert.deepEqual(seen, [[2, 2, 2]]);
   assert.equal(sync.stats.decodes, 1);
 });
 
-test("a sequence whose consumer is slow does not hold back the dispatch of the others", async () => {
-  const sync = new DecodeSync({ maxWaitMs: 10_000 });
+test("a sequence whose client is slow does not hold back the start of the others' step", async () => {
+  const sync = new StepFill({ maxWaitMs: 10_000 });
   sync.enter();
   sync.enter();
   sync.suspend(); // the second sequence is handing text to a stalled client
   sync.beforeDecode();
-  let dispatched = false;
-  sync.dispatchSchedule(() => {
-    dispatched = true;
+  let started = false;
+  sync.whenFull(() => {
+    started = true;
   });
   await new Promise((r) => setTimeout(r, 5));
-  assert.equal(dispatched, true);
+  assert.equal(started, true);
 });
 
-test("a pending dispatch goes out as soon as the sequence it waited for leaves or suspends", async () => {
+test("a queued step starts as soon as the sequence it waited for leaves or suspends", async () => {
   for (const change of ["leave", "suspend"] as const) {
-    const sync = new DecodeSync({ maxWaitMs: 10_000 });
+    const sync = new StepFill({ maxWaitMs: 10_000 });
     sync.enter();
     sync.enter();
     sync.beforeDecode();
-    let dispatched = false;
-    sync.dispatchSchedule(() => {
-      dispatched = true;
+    let started = false;
+    sync.whenFull(() => {
+      started = true;
     });
     await new Promise((r) => setImmediate(r));
-    assert.equal(dispatched, false, change);
+    assert.equal(started, false, change);
     if (change === "leave") sync.leave();
     else sync.suspend();
     await new Promise((r) => setImmediate(r));
     await new Promise((r) => setImmediate(r));
-    assert.equal(dispatched, true, change);
-    assert.equal(sync.stats.dispatchTimeouts, 0);
+    assert.equal(started, true, change);
+    assert.equal(sync.stats.startTimeouts, 0);
   }
 });
 
 test("the default wait bound is a safety net of a few decode steps, not a fraction of one", async () => {
-  const sync = new DecodeSync({});
+  const sync = new StepFill({});
   sync.enter();
   sync.enter();
   sync.beforeDecode();
-  let dispatched = false;
-  sync.dispatchSchedule(() => {
-    dispatched = true;
+  let started = false;
+  sync.whenFull(() => {
+    started = true;
   });
   await new Promise((r) => setTimeout(r, 10));
-  assert.equal(dispatched, false, "still waiting for the second sequence after 10 ms");
+  assert.equal(started, false, "still waiting for the second sequence after 10 ms");
   await new Promise((r) => setTimeout(r, 30));
-  assert.equal(dispatched, true, "bounded");
-  assert.equal(sync.stats.dispatchTimeouts, 1);
+  assert.equal(started, true, "bounded");
+  assert.equal(sync.stats.startTimeouts, 1);
 });
 
 test("a step's items are laid out in sequence id order (llama.cpp computes them in one run), whole prompts shortest first", () => {
-  const sync = new DecodeSync({});
+  const sync = new StepFill({});
   const items = [item(1), item(1), item(5), item(1)];
   const ids = new Map([
     [items[0]!, 3],
@@ -270,8 +275,7 @@ test("a step's items are laid out in sequence id order (llama.cpp computes them 
     [items[2]!, 2],
     [items[3]!, 1],
   ]);
-  sync.sequenceIdOf = (it) => ids.get(it);
-  const plan = sync.prioritize({ items, size: 512 });
+  const plan = sync.planStep(items, 512, (it) => ids.get(it));
   assert.deepEqual(
     plan.map((p) => ids.get(p.item)),
     [0, 1, 2, 3],
@@ -288,9 +292,8 @@ test("a step's items are laid out in sequence id order (llama.cpp computes them 
     [prompts[2]!, 0],
     [prompts[3]!, 1],
   ]);
-  sync.sequenceIdOf = (it) => pids.get(it);
   assert.deepEqual(
-    sync.prioritize({ items: prompts, size: 100 }).map((p) => [pids.get(p.item), p.processAmount]),
+    sync.planStep(prompts, 100, (it) => pids.get(it)).map((p) => [pids.get(p.item), p.processAmount]),
     [
       [0, 30],
       [2, 40],

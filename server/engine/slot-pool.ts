@@ -1,9 +1,8 @@
-// A loaded model's sequences: handed out one per request, with a bounded FIFO queue of waiters when all are busy.
-// The busy sequences are kept a compact run of sequence ids where a cached prompt prefix does not say otherwise:
-// llama.cpp (one KV stream per sequence) decodes a step in one computation only across consecutive sequence ids, so
-// busy sequences 0, 1, 3 cost two passes over the weights per token (measured, 250 MB model, 4 streams × 128 tokens:
-// on sequences {0, 5, 6, 7} 0.66–0.75 and on {0, 2, 4, 6} 0.52–0.62 of the speed on {0, 1, 2, 3}). Prefilling a few
-// dozen tokens again costs less than that.
+// The slot loop's slots (a loaded model's sequences): handed out one per request, with a bounded FIFO queue of waiters
+// when all are busy. The busy sequences are kept a compact run of sequence ids where a cached prompt prefix does not
+// say otherwise: llama.cpp (one KV stream per sequence) decodes a step in one computation only across consecutive
+// sequence ids, so busy sequences 0, 1, 3 cost two passes over the weights per token (measurements: docs/engine.md).
+// Prefilling a few dozen tokens again costs less than that.
 import { AppError } from "../common/errors.ts";
 
 interface Waiter<S> {
@@ -22,7 +21,7 @@ export const clientClosed = (): AppError => new AppError("CLIENT_CLOSED", "the c
 /** A cached prefix this much longer than another sequence's (tokens) outweighs keeping the busy sequences compact. */
 export const PREFER_SLACK = 32;
 
-export class SequencePool<S> {
+export class SlotPool<S> {
   /** Every sequence in sequence id order: creation order, as compact() rearranges it. */
   private readonly all: S[];
   /** Free sequences, in the order of `all`. */
@@ -123,7 +122,7 @@ export class SequencePool<S> {
   /**
    * Where the busy sequences are not one run of ids: the highest busy sequence and the lowest free one above the lowest
    * busy one, which trade places in the order here; the caller moves the busy one's state into the free one's (see
-   * StepBatcher.relocate). Call until it returns undefined: each move lowers the highest busy place.
+   * SlotLoop.relocate). Call until it returns undefined: each move lowers the highest busy place.
    */
   compact(): { busy: S; free: S } | undefined {
     const busyAt = this.busyFlags();

@@ -1,53 +1,22 @@
-// Decode steps over one context's sequences, driven directly on node-llama-cpp's native context (as llama-server's slot
-// loop drives llama_decode): each step carries every generating sequence and whole prompts shortest first (in sequence
-// id
-// order), and each finished item's next token is sampled right after the decode. A step of prompts alone goes on with
-// further calls for the prompts left (DecodeSync.continueStep), so a burst larger than the batch is one step.
-// node-llama-cpp's evaluate and dispatch layers cost about 0.5 ms of JS per token between two decodes on one stream;
-// this
-// costs a tenth of it.
-// When to dispatch a step is DecodeSync's call (its dispatch schedule), so steps stay full as with node-llama-cpp's.
-// Small steps (generation) decode on the JS thread when the patched addon allows it (inline decode, below).
-import type { BatchItem, Token } from "node-llama-cpp";
-import type { DecodeSync } from "./decode-sync.ts";
-import type { NativeSamplerHandle } from "./native-sampler.ts";
-
-/** The native context's methods used here (node-llama-cpp's internal AddonContext, same calls its JS layer makes). */
-export interface NativeContext {
-  initBatch(size: number): void;
-  /** Returns the batch logit index of each token index in `logitIndexes`. */
-  addToBatch(
-    sequenceId: number,
-    firstTokenSequenceIndex: number,
-    tokens: Uint32Array,
-    logitIndexes: Uint32Array,
-  ): Uint32Array;
-  decodeBatch(): Promise<void>;
-  /** Patched addon only: the same decode on the calling thread, returning when done (throws on failure). */
-  decodeBatchInline?(): void;
-  /**
-   * Samples from a logit row of the last decode; -1 = no token. Settled at once for plain sampling (patched addon).
-   * With `logits` arguments (what node-llama-cpp's own evaluate passes for `logits` and `totalLogitWeight`) it resolves
-   * with a NativeSampleResult instead of the token.
-   */
-  sampleToken(
-    batchLogitIndex: number,
-    sampler: NativeSamplerHandle,
-    ...logits: [] | NativeLogitsArgs
-  ): Promise<number | NativeSampleResult>;
-  disposeSequence(sequenceId: number): void;
-  /**
-   * Makes the target sequence a copy of the source (with one KV stream per sequence: the whole stream, at the next
-   * decode).
-   */
-  copySequenceStateFromOtherSequence(targetSequenceId: number, sourceSequenceId: number): Promise<number>;
-  /** False when the model's memory cannot drop part of a sequence (the caller then clears it all). */
-  removeTokenCellsFromSequence(sequenceId: number, start: number, end: number): boolean;
-}
+// The slot loop: the scheduler of one loaded model's context, as llama-server's slot loop is of its context. Slots are
+// the context's sequences (one KV stream each), handed out one per request (slot-pool.ts). Each decode step carries
+// every generating slot and whole prompts shortest first, laid out in slot id order, and each finished item's next
+// token is sampled right after the decode; a step of prompts alone goes on with further calls for the prompts left,
+// so a burst larger than the batch is one step. When a step starts and what it carries is step-fill.ts's rule, so
+// every step is full. Between steps the loop edits the KV cache: prefix truncation for a new prompt, and compaction
+// (a slot leaving a gap among the busy slot ids has the highest busy slot move into it). Small steps (generation)
+// decode on the JS thread when the runtime allows it (inline decode, below). All native calls go through the port
+// (native/port.ts).
+import type { Token } from "node-llama-cpp";
+import { DecodeTurns } from "./decode-turns.ts";
+import type { NativeContext, NativeSampler, RowLogits } from "./native/port.ts";
+import { SlotPool } from "./slot-pool.ts";
+import { StepFill, type DecodeStats, type StepFillOptions } from "./step-fill.ts";
+import type { Planned } from "./step-plan.ts";
 
 /** One sequence's KV cache: the tokens it holds, in position order. */
 export class Slot {
-  /** The llama.cpp sequence id; two slots trade ids when one moves into the other's place (StepBatcher.relocate). */
+  /** The llama.cpp sequence id; two slots trade ids when one moves into the other's place (SlotLoop.relocate). */
   id: number;
   readonly tokens: Token[] = [];
 
@@ -56,66 +25,15 @@ export class Slot {
   }
 }
 
-/**
- * probabilities (false), confidence (false), logits: [token ids to report, include max, include min, include selected,
- * top n], total logit weight (true).
- */
-type NativeLogitsArgs = [false, false, [number[], boolean, boolean, boolean, number], true];
-
-/** [token, probabilities, confidence, flat (token id, logit) pairs, sum of exp(logit - max logit) over the row]. */
-type NativeSampleResult = [number, unknown, unknown, number[] | undefined, number | undefined];
-
-/** Logits read from a row: flat (token id, logit) pairs, the top ones first (most likely first), then asked ones. */
-export interface RowLogits {
-  pairs: number[];
-  /** log(sum(exp(logit))) over the whole row: a token's log probability is its logit minus this. */
-  logSumExp: number;
-}
-
 /** Samples the token after the decode from the batch logit row given (with the sequence's own sampler). */
 export type SampleFn = (batchLogitIndex: number) => Promise<number>;
 
 /**
- * Decode steps take turns across the contexts of one runtime: every context decodes with all the runtime's threads, and
- * two at once would oversubscribe the cores (node-llama-cpp's dispatcher split threads between contexts for the same
- * reason). Uncontended, taking a turn costs nothing.
- */
-export class DecodeTurns {
-  private held = false;
-  private waiting: Array<() => void> = [];
-
-  take(): Promise<void> | undefined {
-    if (!this.held) {
-      this.held = true;
-      return undefined;
-    }
-    return new Promise<void>((resolve) => this.waiting.push(resolve));
-  }
-
-  give(): void {
-    const next = this.waiting.shift();
-    if (next) next();
-    else this.held = false;
-  }
-}
-
-const turnsByRuntime = new WeakMap<object, DecodeTurns>();
-
-/** The turns shared by every context of a runtime (a node-llama-cpp Llama instance). */
-export function decodeTurnsFor(runtime: object): DecodeTurns {
-  let turns = turnsByRuntime.get(runtime);
-  if (!turns) turnsByRuntime.set(runtime, (turns = new DecodeTurns()));
-  return turns;
-}
-
-/**
- * When a step decodes on the JS thread instead of a libuv worker (the patched addon's decodeBatchInline). With every
- * core
- * computing, JS work overlapping a decode preempts a compute thread and stalls the others at the next barrier: measured
- * on 2 cores, 0.5 ms of JS per token during the decode slowed single-stream generation by 1.25 ms per token, while
- * inline decoding made it 5–10% faster (JS work then runs between decodes, and the two thread hand-offs are gone).
- * The JS thread is blocked for the whole decode, so only small steps (generation) decode inline, and only while such
- * steps are quick: with a big model on CPU they go back to a worker, where the hand-offs cost next to nothing.
+ * When a step decodes on the JS thread instead of a libuv worker (NativeContext.decodeBatchInline). With every core
+ * computing, JS work overlapping a decode preempts a compute thread and stalls the others at the next barrier, so
+ * inline decoding is faster (measurements: docs/engine.md). The JS thread is blocked for the whole decode, so only
+ * small steps (generation) decode inline, and only while such steps are quick: with a big model on CPU they go back to
+ * a worker, where the hand-offs cost next to nothing.
  */
 export interface InlineDecodePolicy {
   /** Largest step (tokens) decoded inline. */
@@ -129,7 +47,25 @@ export const INLINE_DECODE: InlineDecodePolicy = { maxTokens: 32, maxStepMs: 100
 /** Most tokens one step decodes (in calls of at most the batch size): llama-server's default batch (n_batch). */
 const MAX_STEP_TOKENS = 2048;
 
-interface Pending extends BatchItem {
+export interface SlotLoopOptions {
+  /** Slots (sequences of the context). */
+  parallel: number;
+  /** Requests that may wait for a free slot before SERVER_BUSY. */
+  maxQueue: number;
+  /** Shared with the other contexts of the runtime. */
+  turns?: DecodeTurns;
+  /** Decode small steps on the JS thread (ignored where the native context cannot). */
+  inline?: InlineDecodePolicy | undefined;
+  fill?: StepFillOptions;
+  /** Move busy slots into gaps among the busy ids (release). */
+  moveSlots?: boolean;
+  /** The pool's busy or queued counts changed. */
+  onPoolChange?: (busy: number, queued: number) => void;
+  /** A compaction move finished (ok) or failed. */
+  onMove?: (ok: boolean) => void;
+}
+
+interface Pending {
   slot: Slot;
   /** Tokens not yet decoded (shrinks as a long prompt is decoded over several steps). */
   tokens: Token[];
@@ -138,15 +74,20 @@ interface Pending extends BatchItem {
   reject(err: unknown): void;
 }
 
-type Plan = Array<{ item: Pending; processAmount: number }>;
+type Plan = Planned<Pending>[];
 
 const tokensOf = (plan: Plan): number => plan.reduce((n, p) => n + p.processAmount, 0);
+const slotIdOf = (item: Pending): number => item.slot.id;
 
-export class StepBatcher {
-  private readonly native: NativeContext;
+export class SlotLoop {
+  readonly native: NativeContext;
+  private readonly pool: SlotPool<Slot>;
+  private readonly fill: StepFill;
   private readonly batchSize: number;
-  private readonly sync: DecodeSync;
   private readonly turns: DecodeTurns;
+  private readonly onMove: ((ok: boolean) => void) | undefined;
+  /** Busy slots move down into gaps (release): unless switched off, until a move fails. */
+  private moveSlots: boolean;
   private queue: Pending[] = [];
   private stepping = false;
   private scheduled = false;
@@ -160,20 +101,16 @@ export class StepBatcher {
   /** Decode steps run inline and on a worker, so far. */
   readonly steps = { inline: 0, worker: 0 };
 
-  /** `inline`: decode small steps on the JS thread (needs the patched addon; ignored without it). */
-  constructor(
-    native: NativeContext,
-    batchSize: number,
-    sync: DecodeSync,
-    turns: DecodeTurns = new DecodeTurns(),
-    inline?: InlineDecodePolicy,
-  ) {
+  constructor(native: NativeContext, o: SlotLoopOptions) {
     this.native = native;
-    this.inline = inline && typeof native.decodeBatchInline === "function" ? inline : undefined;
-    this.turns = turns;
-    this.batchSize = batchSize;
-    this.sync = sync;
-    sync.sequenceIdOf = (item) => (item as Pending).slot.id;
+    this.batchSize = native.batchSize;
+    this.inline = o.inline && typeof native.decodeBatchInline === "function" ? o.inline : undefined;
+    this.turns = o.turns ?? new DecodeTurns();
+    this.fill = new StepFill(o.fill);
+    this.moveSlots = o.moveSlots ?? true;
+    this.onMove = o.onMove;
+    const slots = Array.from({ length: o.parallel }, (_, id) => new Slot(id));
+    this.pool = new SlotPool(slots, o.maxQueue, () => o.onPoolChange?.(this.pool.busy, this.pool.queued));
   }
 
   /** Whether small steps decode on the JS thread. */
@@ -181,42 +118,109 @@ export class StepBatcher {
     return this.inline !== undefined;
   }
 
-  /** The native sampling call, for the sequences' samplers (inside their SampleFn, after a step's decode). */
-  readonly sampleToken = (batchLogitIndex: number, sampler: NativeSamplerHandle): Promise<number> =>
-    this.native.sampleToken(batchLogitIndex, sampler) as Promise<number>;
+  get busy(): number {
+    return this.pool.busy;
+  }
+
+  get queued(): number {
+    return this.pool.queued;
+  }
+
+  get stats(): Readonly<DecodeStats> {
+    return this.fill.stats;
+  }
+
+  /** Hears of each decode call (metrics). */
+  set onDecode(fn: (batchTokens: number, sequences: number, active: number, continued: boolean) => void) {
+    this.fill.onDecode = fn;
+  }
+
+  // ---- slots ----
 
   /**
-   * The raw logits of `tokens` and of the `top` most likely tokens in a logit row of the last decode, with the row's
-   * log-sum-exp (for log probabilities). Read through `sampler`, whose chain must leave the logits as they are (a
-   * greedy one). Like sampleToken, only inside a SampleFn.
+   * A free slot for a request, preferring the one whose cache holds most of the prompt (`prefer`), else the one that
+   * keeps the busy slots compact; waits in FIFO order when none is free (SlotPool.acquire).
    */
-  readonly tokenLogits = async (
-    batchLogitIndex: number,
-    sampler: NativeSamplerHandle,
-    tokens: number[],
-    top: number,
-  ): Promise<RowLogits> => {
-    const [, , , pairs, weight] = (await this.native.sampleToken(
-      batchLogitIndex,
-      sampler,
-      false,
-      false,
-      [tokens, false, false, false, Math.max(1, top)],
-      true,
-    )) as NativeSampleResult;
-    if (!pairs || pairs.length < 2 || weight === undefined) throw new Error("the engine returned no logits");
-    // The top candidates come first, sorted by logit: the first one's is the row's maximum.
-    return { pairs, logSumExp: pairs[1]! + Math.log(weight) };
-  };
+  acquire(signal: AbortSignal | undefined, prefer?: (slot: Slot) => number): Promise<Slot> {
+    return this.pool.acquire(signal, prefer);
+  }
+
+  /**
+   * Returns a request's slot. Where that leaves a gap among the busy slot ids (busy 0, 2, 3), the highest busy slot
+   * moves down into it (3 → 1): llama.cpp decodes a step in one pass only across consecutive sequence ids, and requests
+   * of different lengths leave such gaps all the time. `onMoveFailed` hears of a failed move (gaps stay then).
+   */
+  release(slot: Slot, onMoveFailed: (err: unknown) => void): void {
+    this.pool.release(slot);
+    if (!this.moveSlots) return;
+    for (let move = this.pool.compact(); move; move = this.pool.compact()) {
+      this.relocate(move.busy, move.free).then(
+        () => this.onMove?.(true),
+        (err: unknown) => {
+          this.onMove?.(false);
+          if (this.moveSlots) onMoveFailed(err);
+          this.moveSlots = false;
+        },
+      );
+    }
+  }
+
+  /** Fails every request waiting for a slot (shutdown, unload). */
+  rejectWaiters(err: () => unknown): void {
+    this.pool.rejectWaiters(err);
+  }
+
+  // ---- a request's generation loop (generation.ts) ----
+
+  /** A request's generation loop starts: steps wait for its tokens from now on. */
+  enter(): void {
+    this.fill.enter();
+  }
+
+  leave(): void {
+    this.fill.leave();
+  }
+
+  /** Await before queueing work (StepFill.gate): the slots of a step and newcomers queue the next step together. */
+  gate(): Promise<void> | undefined {
+    return this.fill.gate();
+  }
+
+  /** Around handing text to the client: steps do not wait for this slot meanwhile. */
+  suspend(): void {
+    this.fill.suspend();
+  }
+
+  resume(): void {
+    this.fill.resume();
+  }
 
   /** Queues `tokens` after what the slot holds; resolves with the token sampled after the last of them. */
   evaluate(slot: Slot, tokens: Token[], sample: SampleFn): Promise<Token> {
     if (tokens.length === 0) return Promise.reject(new Error("nothing to evaluate"));
-    return new Promise<Token>((resolve, reject) => {
-      this.queue.push({ slot, tokens: [...tokens], logits: [], evaluationPriority: 5, sample, resolve, reject });
+    this.fill.beforeDecode();
+    const result = new Promise<Token>((resolve, reject) => {
+      this.queue.push({ slot, tokens: [...tokens], sample, resolve, reject });
       this.schedule();
     });
+    const arrived = () => this.fill.afterDecode();
+    result.then(arrived, arrived);
+    return result;
   }
+
+  /** The native sampling call, for the slots' samplers (inside their SampleFn, after a step's decode). */
+  readonly sampleToken = (batchLogitIndex: number, sampler: NativeSampler): Promise<number> =>
+    this.native.sampleToken(batchLogitIndex, sampler);
+
+  /** NativeContext.tokenLogits, like sampleToken only inside a SampleFn. */
+  readonly tokenLogits = (
+    batchLogitIndex: number,
+    sampler: NativeSampler,
+    tokens: number[],
+    top: number,
+  ): Promise<RowLogits> => this.native.tokenLogits(batchLogitIndex, sampler, tokens, top);
+
+  // ---- KV-cache edits, between steps ----
 
   /**
    * Drops what the slot holds from `keepOf(tokens it holds)` on (all of it when the model's memory cannot drop a part).
@@ -227,7 +231,7 @@ export class StepBatcher {
     return this.betweenSteps(() => {
       const keep = keepOf(slot.tokens);
       if (keep >= slot.tokens.length) return;
-      if (keep <= 0 || !this.native.removeTokenCellsFromSequence(slot.id, keep, slot.tokens.length)) {
+      if (keep <= 0 || !this.native.removeTokens(slot.id, keep, slot.tokens.length)) {
         this.native.disposeSequence(slot.id);
         slot.tokens.length = 0;
       } else slot.tokens.length = keep;
@@ -243,7 +247,7 @@ export class StepBatcher {
   relocate(from: Slot, to: Slot): Promise<void> {
     return this.betweenSteps(async () => {
       try {
-        await this.native.copySequenceStateFromOtherSequence(to.id, from.id);
+        await this.native.copySequence(to.id, from.id);
       } catch (err) {
         // Both keep their ids; what `to` holds is unknown now.
         this.native.disposeSequence(to.id);
@@ -254,6 +258,14 @@ export class StepBatcher {
       to.tokens.length = 0;
       to.tokens.push(...from.tokens);
     });
+  }
+
+  /**
+   * Resolves when no edit is running (with no step in flight: none is queued either). The context waits before it is
+   * freed.
+   */
+  async drained(): Promise<void> {
+    while (this.editing) await this.editing;
   }
 
   /** Runs `edit` when no step is in flight, before the next step; edits run one at a time, in the order queued. */
@@ -282,18 +294,12 @@ export class StepBatcher {
     })();
   }
 
-  /**
-   * Resolves when no edit is running (with no step in flight: none is queued either). The context waits before it is
-   * freed.
-   */
-  async drained(): Promise<void> {
-    while (this.editing) await this.editing;
-  }
+  // ---- decode steps ----
 
   private schedule(): void {
     if (this.stepping || this.scheduled || this.queue.length === 0) return;
     this.scheduled = true;
-    this.sync.dispatchSchedule(() => {
+    this.fill.whenFull(() => {
       // A step that may block the JS thread starts on a later macrotask: the consumers write out the text of the last
       // step first, and the event loop polls for I/O between any two steps.
       if (this.inline) setImmediate(() => this.startStep());
@@ -312,9 +318,9 @@ export class StepBatcher {
     const turn = this.turns.take();
     if (turn) await turn;
     try {
-      // One step: a decode call of what DecodeSync plans, and, when that call carried no generating sequence, further
-      // calls for the prompts left over. A generation step takes no more promise hops than its one call.
-      const first = this.sync.prioritize({ items: this.queue, size: this.batchSize }) as Plan;
+      // One step: a decode call of what StepFill plans, and, when that call carried no generating slot, further calls
+      // for the prompts left over. A generation step takes no more promise hops than its one call.
+      const first = this.fill.planStep(this.queue, this.batchSize, slotIdOf);
       if (await this.decodeCall(first)) {
         const firstTokens = tokensOf(first);
         const more = this.nextCall(firstTokens);
@@ -327,8 +333,8 @@ export class StepBatcher {
   }
 
   /**
-   * The further calls of a step of prompts after its first `stepTokens` (DecodeSync.continueStep); the finished
-   * prompts' first tokens go out before each.
+   * The further calls of a step of prompts after its first `stepTokens`; the finished prompts' first tokens go out
+   * before each.
    */
   private async continueStep(stepTokens: number, more: Plan): Promise<void> {
     for (let plan = more; plan.length > 0; plan = this.nextCall(stepTokens)) {
@@ -339,9 +345,9 @@ export class StepBatcher {
     }
   }
 
-  /** The step's next call after `stepTokens` tokens (none: the step ends), as DecodeSync.continueStep plans it. */
+  /** The step's next call after `stepTokens` tokens (none: the step ends), as StepFill.planContinuation plans it. */
   private nextCall(stepTokens: number): Plan {
-    return this.sync.continueStep(this.queue, this.batchSize, stepTokens, MAX_STEP_TOKENS) as Plan;
+    return this.fill.planContinuation(this.queue, this.batchSize, stepTokens, MAX_STEP_TOKENS, slotIdOf);
   }
 
   /** Decodes the plan and samples each finished item's next token; false when the decode failed. */

@@ -1,10 +1,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { isAppError } from "../../../server/common/errors.ts";
-import { PREFER_SLACK, SequencePool } from "../../../server/engine/sequence-pool.ts";
+import { PREFER_SLACK, SlotPool } from "../../../server/engine/slot-pool.ts";
 
 test("hands out free sequences, then queues FIFO, then refuses with SERVER_BUSY and Retry-After", async () => {
-  const pool = new SequencePool(["a"], 1);
+  const pool = new SlotPool(["a"], 1);
   const first = await pool.acquire(undefined);
   assert.equal(first, "a");
   const waiting = pool.acquire(undefined);
@@ -19,13 +19,13 @@ test("hands out free sequences, then queues FIFO, then refuses with SERVER_BUSY 
 });
 
 test("maxQueue 0 refuses as soon as every sequence is busy", async () => {
-  const pool = new SequencePool([1], 0);
+  const pool = new SlotPool([1], 0);
   await pool.acquire(undefined);
   await assert.rejects(pool.acquire(undefined), (e) => isAppError(e) && e.code === "SERVER_BUSY");
 });
 
 test("an aborted waiter leaves the queue", async () => {
-  const pool = new SequencePool([1], 4);
+  const pool = new SlotPool([1], 4);
   const held = await pool.acquire(undefined);
   const ac = new AbortController();
   const waiting = pool.acquire(ac.signal);
@@ -37,12 +37,12 @@ test("an aborted waiter leaves the queue", async () => {
 });
 
 test("prefers the sequence with the best score (longest cached prefix) among equally compact choices", async () => {
-  const pool = new SequencePool(["x", "yy", "z"], 0);
+  const pool = new SlotPool(["x", "yy", "z"], 0);
   assert.equal(await pool.acquire(undefined, (s) => s.length), "yy");
 });
 
 test("keeps the busy sequences a compact run of ids: the first created, then the hole next to the busy ones", async () => {
-  const pool = new SequencePool([0, 1, 2, 3, 4], 0);
+  const pool = new SlotPool([0, 1, 2, 3, 4], 0);
   const [a, b, c] = [await pool.acquire(undefined), await pool.acquire(undefined), await pool.acquire(undefined)];
   assert.deepEqual([a, b, c], [0, 1, 2]);
   pool.release(b);
@@ -62,7 +62,7 @@ test("keeps the busy sequences a compact run of ids: the first created, then the
 });
 
 test("a cached prefix longer than the others by more than PREFER_SLACK tokens wins over compactness", async () => {
-  const pool = new SequencePool([0, 1, 2, 3], 0);
+  const pool = new SlotPool([0, 1, 2, 3], 0);
   await pool.acquire(undefined);
   assert.equal(
     await pool.acquire(undefined, (s) => (s === 2 ? 1000 : s === 1 ? 1000 - PREFER_SLACK : 0)),
@@ -79,7 +79,7 @@ test("a cached prefix longer than the others by more than PREFER_SLACK tokens wi
 });
 
 test("compact(): the highest busy sequence trades places with the lowest gap until the busy ones are one run", async () => {
-  const pool = new SequencePool([0, 1, 2, 3, 4, 5, 6, 7], 0);
+  const pool = new SlotPool([0, 1, 2, 3, 4, 5, 6, 7], 0);
   const held = [];
   for (let i = 0; i < 8; i++) held.push(await pool.acquire(undefined));
   for (const s of [1, 2, 4, 5, 6]) pool.release(s);

@@ -1,28 +1,20 @@
-// A sequence's token sampler on node-llama-cpp's native sampler (the AddonSampler its evaluate path creates),
-// configured
-// from Ollama's options. The config is applied once per request: the native sampleToken takes every token it samples
-// into the repeat-penalty window itself, so while the sequence grows by exactly those tokens there is nothing to update
-// (node-llama-cpp's own path re-applies the whole config per token, which the native side then finds unchanged).
+// A sequence's token sampler on a native sampler chain (native/port.ts), configured from Ollama's options. The
+// config is applied once per request: the native sampleToken takes every token it samples into the repeat-penalty
+// window itself, so while the sequence grows by exactly those tokens there is nothing to update.
 // With log probabilities asked for, a second native sampler with a greedy chain (which leaves the logits as they are)
 // reads the sampled token's raw logit, the top alternatives and the row's log-sum-exp after each sampling call: the
 // log-softmax of the raw logits, as Ollama (llama-server's n_probs) reports them. Requests without them never touch it.
-import type { LlamaGrammarEvaluationState, LlamaModel, Token } from "node-llama-cpp";
+import type { LlamaGrammarEvaluationState, Token } from "node-llama-cpp";
+import type { NativeContext, NativeSampler, RowLogits, SamplerConfig } from "./native/port.ts";
 import { penaltiesOff, type ResolvedSampling } from "./sampling.ts";
-import type { RowLogits } from "./step-batcher.ts";
 
-/** node-llama-cpp's native sampler (internal AddonSampler). */
-export interface NativeSamplerHandle {
-  applyConfig(config: Record<string, unknown>): void;
-  dispose(): void;
-}
+/** The native sampling call (SlotLoop.sampleToken): resolves with the token (-1 = none). */
+export type NativeSampleToken = (batchLogitIndex: number, sampler: NativeSampler) => Promise<number>;
 
-/** The native context's sampling call: resolves with the token (-1 = none). */
-export type NativeSampleToken = (batchLogitIndex: number, sampler: NativeSamplerHandle) => Promise<number>;
-
-/** Reads logits of a decoded row through a sampler (StepBatcher.tokenLogits). */
+/** Reads logits of a decoded row through a sampler (SlotLoop.tokenLogits). */
 export type NativeTokenLogits = (
   batchLogitIndex: number,
-  sampler: NativeSamplerHandle,
+  sampler: NativeSampler,
   tokens: number[],
   top: number,
 ) => Promise<RowLogits>;
@@ -47,15 +39,13 @@ export function positionLogprobs(row: RowLogits, token: number, top: number): Po
   return { token, logprob: logit - logSumExp, top: alternatives };
 }
 
-/**
- * The sampler config node-llama-cpp's _resolveSamplerConfig would build for these options, without the penalty window.
- */
+/** The sampler chain's config for these options, without the penalty window's tokens (as llama-server builds it). */
 export function samplerConfig(
   s: ResolvedSampling,
   seed: number,
   window: number,
-  grammarState: unknown,
-): Record<string, unknown> {
+  grammar: LlamaGrammarEvaluationState | undefined,
+): SamplerConfig {
   return {
     temperature: s.temperature,
     minP: s.minP,
@@ -70,25 +60,16 @@ export function samplerConfig(
           repeatPenaltyPresencePenalty: s.presencePenalty,
           repeatPenaltyFrequencyPenalty: s.frequencyPenalty,
         }),
-    ...(grammarState !== undefined ? { grammarEvaluationState: grammarState } : {}),
+    ...(grammar !== undefined ? { grammar } : {}),
   };
 }
 
-/** node-llama-cpp internals: a new native sampler for the model (what its LlamaSampler creates). */
-function newNativeSampler(model: LlamaModel): NativeSamplerHandle {
-  const internal = model as unknown as {
-    _llama: { _bindings: { AddonSampler: new (m: unknown) => NativeSamplerHandle } };
-    _model: unknown;
-  };
-  return new internal._llama._bindings.AddonSampler(internal._model);
-}
-
-export class NativeSampler {
-  private readonly handle: NativeSamplerHandle;
+export class TokenSampler {
+  private readonly handle: NativeSampler;
   /** The logit reader and how many alternatives to report, when log probabilities were asked for. */
-  private readonly logprobs: { reader: NativeSamplerHandle; top: number } | undefined;
+  private readonly logprobs: { reader: NativeSampler; top: number } | undefined;
   private sampled: PositionLogprobs | undefined;
-  private readonly config: Record<string, unknown>;
+  private readonly config: SamplerConfig;
   private readonly penalties: boolean;
   private readonly window: number;
   /**
@@ -97,26 +78,21 @@ export class NativeSampler {
   private nextLength = -1;
 
   constructor(
-    model: LlamaModel,
+    native: NativeContext,
     sampling: ResolvedSampling,
     seed: number,
     window: number,
     grammar: LlamaGrammarEvaluationState | undefined,
     logprobsTop?: number,
   ) {
-    this.handle = newNativeSampler(model);
+    this.handle = native.createSampler();
     if (logprobsTop !== undefined) {
       // No temperature in the config: a greedy chain, which leaves the candidates' logits raw.
-      const reader = newNativeSampler(model);
+      const reader = native.createSampler();
       reader.applyConfig({});
       this.logprobs = { reader, top: logprobsTop };
     }
-    this.config = samplerConfig(
-      sampling,
-      seed,
-      window,
-      (grammar as unknown as { _state?: unknown } | undefined)?._state,
-    );
+    this.config = samplerConfig(sampling, seed, window, grammar);
     this.penalties = !penaltiesOff(sampling);
     this.window = window;
   }

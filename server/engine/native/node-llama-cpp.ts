@@ -1,0 +1,142 @@
+// The native port (port.ts) on node-llama-cpp's addon: the one file that reads node-llama-cpp's private fields (the
+// addon context in LlamaContext._ctx, the addon's exports in Llama._bindings, the native model in LlamaModel._model,
+// a grammar's native state in LlamaGrammarEvaluationState._state) and the methods and settings only Gantry's patched
+// addon has (node-llama-cpp-addon.patch). These are the calls node-llama-cpp's own JS layer makes, without its
+// sequence objects and batch dispatcher: the slot loop (../slot-loop.ts) schedules the decode steps itself.
+import type { LlamaContext, LlamaGrammarEvaluationState, LlamaModel } from "node-llama-cpp";
+import type { NativeContext, NativeSampler, RowLogits, SamplerConfig } from "./port.ts";
+
+/** node-llama-cpp's internal AddonSampler. */
+interface AddonSampler {
+  applyConfig(config: Record<string, unknown>): void;
+  dispose(): void;
+}
+
+/**
+ * probabilities (false), confidence (false), logits: [token ids to report, include max, include min, include selected,
+ * top n], total logit weight (true): what node-llama-cpp's own evaluate passes for `logits` and `totalLogitWeight`.
+ */
+type AddonLogitsArgs = [false, false, [number[], boolean, boolean, boolean, number], true];
+
+/** [token, probabilities, confidence, flat (token id, logit) pairs, sum of exp(logit - max logit) over the row]. */
+type AddonSampleResult = [number, unknown, unknown, number[] | undefined, number | undefined];
+
+/** node-llama-cpp's internal AddonContext: the calls used here. */
+interface AddonContext {
+  initBatch(size: number): void;
+  addToBatch(
+    sequenceId: number,
+    firstTokenSequenceIndex: number,
+    tokens: Uint32Array,
+    logitIndexes: Uint32Array,
+  ): Uint32Array;
+  decodeBatch(): Promise<void>;
+  sampleToken(
+    batchLogitIndex: number,
+    sampler: AddonSampler,
+    ...logits: [] | AddonLogitsArgs
+  ): Promise<number | AddonSampleResult>;
+  disposeSequence(sequenceId: number): void;
+  copySequenceStateFromOtherSequence(targetSequenceId: number, sourceSequenceId: number): Promise<number>;
+  removeTokenCellsFromSequence(sequenceId: number, start: number, end: number): boolean;
+  /** Patched addon only. */
+  decodeBatchInline?(): void;
+  getThreadpoolThreads?(): number;
+  getInlineSampling?(): boolean;
+}
+
+interface ModelInternals {
+  _llama: { _bindings: { AddonSampler: new (model: unknown) => AddonSampler } };
+  _model: unknown;
+}
+
+const addonContextOf = (context: LlamaContext): AddonContext => (context as unknown as { _ctx: AddonContext })._ctx;
+
+const grammarStateOf = (grammar: LlamaGrammarEvaluationState): unknown =>
+  (grammar as unknown as { _state?: unknown })._state;
+
+class AddonNativeSampler implements NativeSampler {
+  readonly addon: AddonSampler;
+
+  constructor(model: LlamaModel) {
+    const internal = model as unknown as ModelInternals;
+    this.addon = new internal._llama._bindings.AddonSampler(internal._model);
+  }
+
+  applyConfig(config: SamplerConfig): void {
+    const { grammar, ...rest } = config;
+    this.addon.applyConfig(grammar ? { ...rest, grammarEvaluationState: grammarStateOf(grammar) } : rest);
+  }
+
+  dispose(): void {
+    this.addon.dispose();
+  }
+}
+
+const addonOf = (sampler: NativeSampler): AddonSampler => (sampler as AddonNativeSampler).addon;
+
+/** The native port of a node-llama-cpp context (of `model`). */
+export function nativeContextOf(context: LlamaContext, model: LlamaModel): NativeContext {
+  const addon = addonContextOf(context);
+  const inline = typeof addon.decodeBatchInline === "function" ? addon.decodeBatchInline.bind(addon) : undefined;
+  return {
+    batchSize: context.batchSize,
+    threadpoolThreads: typeof addon.getThreadpoolThreads === "function" ? addon.getThreadpoolThreads() : 0,
+    inlineSampling: typeof addon.getInlineSampling === "function" ? addon.getInlineSampling() : false,
+    initBatch: (size) => addon.initBatch(size),
+    addToBatch: (sequenceId, first, tokens, logitIndexes) => addon.addToBatch(sequenceId, first, tokens, logitIndexes),
+    decodeBatch: () => addon.decodeBatch(),
+    ...(inline ? { decodeBatchInline: inline } : {}),
+    sampleToken: (batchLogitIndex, sampler) => addon.sampleToken(batchLogitIndex, addonOf(sampler)) as Promise<number>,
+    async tokenLogits(batchLogitIndex, sampler, tokens, top): Promise<RowLogits> {
+      const [, , , pairs, weight] = (await addon.sampleToken(
+        batchLogitIndex,
+        addonOf(sampler),
+        false,
+        false,
+        [tokens, false, false, false, Math.max(1, top)],
+        true,
+      )) as AddonSampleResult;
+      if (!pairs || pairs.length < 2 || weight === undefined) throw new Error("the engine returned no logits");
+      // The top candidates come first, sorted by logit: the first one's is the row's maximum.
+      return { pairs, logSumExp: pairs[1]! + Math.log(weight) };
+    },
+    createSampler: () => new AddonNativeSampler(model),
+    disposeSequence: (sequenceId) => addon.disposeSequence(sequenceId),
+    copySequence: async (target, source) => {
+      await addon.copySequenceStateFromOtherSequence(target, source);
+    },
+    removeTokens: (sequenceId, start, end) => addon.removeTokenCellsFromSequence(sequenceId, start, end),
+  };
+}
+
+/**
+ * The patched addon's own settings, for measurements and equivalence checks (EngineTuning.addon); unset = the
+ * addon's default (on). The addon reads them from its environment (the patch's only input besides its API): the
+ * threadpool ones and inline sampling when a context is created, the penalty prefilter when a sampler chain is built,
+ * direct top k per sampling call. Set here, before the engine creates a context, and nowhere else.
+ */
+export interface AddonSettings {
+  /** A persistent ggml threadpool per context. */
+  threadpool?: boolean;
+  /** ggml poll level of the threadpool's idle threads, 0-100. */
+  threadpoolPoll: number;
+  /** Sample plain tokens on the calling thread. */
+  inlineSampling?: boolean;
+  /** Skip repeat penalties on tokens they cannot change (the penalty prefilter). */
+  penaltyPrefilter?: boolean;
+  /** Pick a leading top k directly instead of sorting the vocabulary. */
+  directTopK?: boolean;
+}
+
+export function applyAddonSettings(s: AddonSettings): void {
+  const flag = (name: string, on: boolean | undefined) => {
+    if (on === undefined) delete process.env[name];
+    else process.env[name] = on ? "1" : "0";
+  };
+  flag("NODE_LLAMA_CPP_THREADPOOL", s.threadpool);
+  flag("NODE_LLAMA_CPP_INLINE_SAMPLING", s.inlineSampling);
+  flag("NODE_LLAMA_CPP_PENALTY_PREFILTER", s.penaltyPrefilter);
+  flag("NODE_LLAMA_CPP_DIRECT_TOP_K", s.directTopK);
+  process.env.NODE_LLAMA_CPP_THREADPOOL_POLL = String(Math.max(0, Math.min(100, Math.round(s.threadpoolPoll))));
+}

@@ -1,0 +1,83 @@
+// The engine's native port: the only calls the scheduler (slot-loop.ts) and the token sampler make on the inference
+// runtime. One implementation runs on node-llama-cpp's addon (node-llama-cpp.ts, where every touch of its private
+// internals and of Gantry's addon patch lives); a recording fake (fake.ts) runs the scheduler's unit tests. Upgrading
+// node-llama-cpp, or putting another runtime behind the engine (docs/engine.md), is a change behind this port.
+import type { LlamaGrammarEvaluationState } from "node-llama-cpp";
+
+/**
+ * A sampler chain for one sequence, configured per request. Configuring is not free: configure once and sample many
+ * times (the native sampler takes each token it samples into its repeat-penalty window itself).
+ */
+export interface NativeSampler {
+  applyConfig(config: SamplerConfig): void;
+  dispose(): void;
+}
+
+/** A sampler chain's settings, as llama.cpp's sampler options name them. An empty config is a greedy chain. */
+export interface SamplerConfig {
+  temperature?: number;
+  minP?: number;
+  topK?: number;
+  topP?: number;
+  seed?: number;
+  repeatPenalty?: number;
+  /** The repeat-penalty window, in tokens. */
+  repeatPenaltyMaxTokens?: number;
+  repeatPenaltyPresencePenalty?: number;
+  repeatPenaltyFrequencyPenalty?: number;
+  /** The window's tokens so far (the sampler adds the tokens it samples). */
+  repeatPenaltyTokens?: Uint32Array;
+  /** A grammar's evaluation state: only tokens the grammar accepts are sampled. */
+  grammar?: LlamaGrammarEvaluationState;
+}
+
+/** Logits read from a row: flat (token id, logit) pairs, the top ones first (most likely first), then asked ones. */
+export interface RowLogits {
+  pairs: number[];
+  /** log(sum(exp(logit))) over the whole row: a token's log probability is its logit minus this. */
+  logSumExp: number;
+}
+
+/**
+ * One llama.cpp context with `parallel` sequences (one KV stream each): the batch, decode, sampling and KV-cache calls
+ * llama-server's slot loop makes. Batch calls are synchronous; a decode reads the batch built since initBatch.
+ */
+export interface NativeContext {
+  /** Most tokens one decode call takes (llama.cpp's n_batch). */
+  readonly batchSize: number;
+  /** Threads of the persistent threadpool attached to the context (0 = none: ggml starts threads per decode). */
+  readonly threadpoolThreads: number;
+  /** Plain tokens are sampled on the calling thread (patched addon), without two thread hand-offs per token. */
+  readonly inlineSampling: boolean;
+  initBatch(size: number): void;
+  /** Returns the batch logit index of each token index in `logitIndexes`. */
+  addToBatch(
+    sequenceId: number,
+    firstTokenSequenceIndex: number,
+    tokens: Uint32Array,
+    logitIndexes: Uint32Array,
+  ): Uint32Array;
+  /** Decodes the batch on a worker thread. */
+  decodeBatch(): Promise<void>;
+  /** The same decode on the calling thread, returning when done (throws on failure); only where the runtime can. */
+  decodeBatchInline?(): void;
+  /** Samples from a logit row of the last decode; -1 = no token. Settled at once for plain sampling (patched addon). */
+  sampleToken(batchLogitIndex: number, sampler: NativeSampler): Promise<number>;
+  /**
+   * The raw logits of `tokens` and of the `top` most likely tokens in a logit row of the last decode, with the row's
+   * log-sum-exp (for log probabilities). Read through `sampler`, whose chain must leave the logits as they are
+   * (a greedy one).
+   */
+  tokenLogits(batchLogitIndex: number, sampler: NativeSampler, tokens: number[], top: number): Promise<RowLogits>;
+  /** A new sampler chain for this context's model. */
+  createSampler(): NativeSampler;
+  /** Drops everything a sequence holds. */
+  disposeSequence(sequenceId: number): void;
+  /**
+   * Makes the target sequence a copy of the source (with one KV stream per sequence: the whole stream, at the next
+   * decode).
+   */
+  copySequence(targetSequenceId: number, sourceSequenceId: number): Promise<void>;
+  /** Drops cells [start, end) of a sequence; false when the model's memory cannot drop part of a sequence. */
+  removeTokens(sequenceId: number, start: number, end: number): boolean;
+}

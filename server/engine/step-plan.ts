@@ -1,0 +1,81 @@
+// What a decode step takes of the queued work: pure functions over the queue (one item per sequence that waits for a
+// decode, its tokens not yet decoded). The slot loop (slot-loop.ts) lays every plan out in sequence id order.
+
+/** A sequence's queued work: the tokens it still has to decode (one for a generating sequence). */
+export interface StepItem {
+  tokens: readonly unknown[];
+}
+
+/** An item's share of a decode call. */
+export interface Planned<T extends StepItem> {
+  item: T;
+  processAmount: number;
+}
+
+/**
+ * Items in increasing sequence id order; items of unknown sequence last, in their order. With a KV cache per sequence,
+ * llama.cpp splits a batch into one computation per run of consecutive, increasing sequence ids
+ * (llama_batch_allocr::split_equal), so 8 single-token items in arrival order could take up to 8 graph computations
+ * instead of one.
+ */
+export function bySequenceId<T>(items: readonly T[], idOf: (item: T) => number | undefined): T[] {
+  const keyed = items.map((item, i) => ({ item, id: idOf(item) ?? Number.MAX_SAFE_INTEGER, i }));
+  keyed.sort((a, b) => a.id - b.id || a.i - b.i);
+  return keyed.map((k) => k.item);
+}
+
+/**
+ * A step's share of the batch (`size` tokens) for each queued item: every single-token item (a generating sequence) its
+ * token; then whole prompts, shortest first (ties in arrival order), while they fit; only when not even the shortest
+ * prompt fits is it cut, to what is left. Items taking nothing wait for a later step and are left out of the plan.
+ * A burst of prompts larger than the batch thus gets most of its first tokens after one step instead of all of them
+ * after the whole burst (8 × 77 tokens in 512: six prompts finish in the first step), and a short prompt never waits
+ * behind a long one. Cutting only when nothing fits whole keeps the step's shape even: llama.cpp computes a batch in
+ * one pass per layer of equal per-sequence token counts (split_equal), so a part-prompt beside whole ones costs extra
+ * passes. The longest wait is bounded by the sequence count: a prompt deferred now is the shortest once the others are
+ * decoded.
+ */
+export function wholePromptsFirst<T extends StepItem>(items: readonly T[], size: number): Planned<T>[] {
+  const amounts = new Map<T, number>();
+  let left = size;
+  for (const item of items) {
+    if (item.tokens.length === 1 && left > 0) {
+      amounts.set(item, 1);
+      left--;
+    }
+  }
+  const prompts = items.filter((item) => item.tokens.length > 1).sort((a, b) => a.tokens.length - b.tokens.length);
+  let tookPrompt = false;
+  for (const item of prompts) {
+    if (left <= 0 || (tookPrompt && item.tokens.length > left)) break;
+    const amount = Math.min(item.tokens.length, left);
+    amounts.set(item, amount);
+    left -= amount;
+    tookPrompt = true;
+  }
+  return items.filter((item) => amounts.has(item)).map((item) => ({ item, processAmount: amounts.get(item)! }));
+}
+
+/**
+ * Every item gets an equal share of the batch; what single-token items leave unused goes to the long (prompt) items in
+ * order. The plan of eager steps (EngineTuning.fullSteps off), for comparisons.
+ */
+export function fairShare<T extends StepItem>(items: readonly T[], size: number): Planned<T>[] {
+  if (items.length === 0) return [];
+  const share = Math.max(1, Math.floor(size / items.length));
+  let left = size;
+  const plan: Planned<T>[] = [];
+  for (const item of items) {
+    if (left <= 0) break;
+    const amount = Math.min(item.tokens.length, share, left);
+    plan.push({ item, processAmount: amount });
+    left -= amount;
+  }
+  for (const p of plan) {
+    if (left <= 0) break;
+    const extra = Math.min(p.item.tokens.length - p.processAmount, left);
+    p.processAmount += extra;
+    left -= extra;
+  }
+  return plan;
+}
