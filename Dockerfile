@@ -6,6 +6,8 @@
 #   docker exec -it gantry gantry run smollm2:135m
 # For GPUs add `--gpus=all` (and build the cuda variant on a CUDA runtime base image, see NODE_IMAGE below).
 ARG NODE_IMAGE=node:24-bookworm-slim
+# cpu, cuda or vulkan: which node-llama-cpp binaries the image keeps, and the GANTRY_GPU it runs with (last stages).
+ARG VARIANT=cpu
 
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
@@ -25,7 +27,7 @@ RUN if [ "$VARIANT" = "cpu" ]; then rm -rf node_modules/@node-llama-cpp/*-cuda* 
 # libraries (ggml picks its CPU kernels at load, so the image runs on other machines than the one that builds it); where
 # no compatible prebuilt package is installed it compiles llama.cpp too, for a portable CPU target (x86-64-v3: AVX2,
 # FMA, F16C; armv8 on arm64). --strict fails the image build instead of falling back to the prebuilt binary. GPU variants
-# keep their prebuilt binaries (the patched build is CPU-only; the runtime skips it when NODE_LLAMA_CPP_GPU names a GPU);
+# keep their prebuilt binaries (the patched build is CPU-only; the runtime skips it when GANTRY_GPU names a GPU);
 # ENGINE_BUILD=prebuilt skips it for the CPU image.
 FROM pruned AS engine
 ARG VARIANT=cpu
@@ -61,7 +63,6 @@ ENV NODE_ENV=production \
     GANTRY_CACHE=/opt/gantry/cache \
     GANTRY_ENGINE_CPU=portable \
     GANTRY_ENGINE_BUILD=${ENGINE_BUILD} \
-    NODE_LLAMA_CPP_GPU=${VARIANT} \
     NVIDIA_VISIBLE_DEVICES=all \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility
 VOLUME /models
@@ -71,3 +72,13 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=300s CMD node -e "fetch('
 # tini as PID 1 forwards SIGTERM to node, which shuts down gracefully.
 ENTRYPOINT ["tini", "--", "node", "/app/server/cli/gantry.ts"]
 CMD ["serve"]
+
+# The variant's GPU setting (GANTRY_GPU, server/config.ts): the CPU image never probes for a GPU; the CUDA and Vulkan
+# images use their backend. The last stage is the image.
+FROM runtime AS runtime-cpu
+ENV GANTRY_GPU=off
+FROM runtime AS runtime-cuda
+ENV GANTRY_GPU=cuda
+FROM runtime AS runtime-vulkan
+ENV GANTRY_GPU=vulkan
+FROM runtime-${VARIANT} AS image

@@ -26,16 +26,19 @@ export const ResourceProfileSchema = z.object({
   runtimeClassName: z.string().min(1).optional(),
   cpu: QuantitySchema.optional().describe("Default CPU request per replica."),
   memory: QuantitySchema.optional().describe("Default memory request and limit per replica."),
-  env: z
-    .record(z.string(), z.string())
-    .default({})
-    .describe("Extra server environment for the profile (e.g. NODE_LLAMA_CPP_GPU=cuda)."),
+  gpuBackend: z
+    .enum(["cuda", "vulkan", "metal"])
+    .optional()
+    .describe(
+      "GPU backend of the profile's GPUs: the pods' GANTRY_GPU when they have GPUs (default cuda with a gpuResource).",
+    ),
+  env: z.record(z.string(), z.string()).default({}).describe("Extra server environment for the profile."),
 });
 export type ResourceProfile = z.infer<typeof ResourceProfileSchema>;
 
 export const DEFAULT_PROFILES: Record<string, z.input<typeof ResourceProfileSchema>> = {
   cpu: {},
-  "nvidia-gpu": { gpuResource: "nvidia.com/gpu", tolerations: [GPU_TOLERATION], env: { NODE_LLAMA_CPP_GPU: "cuda" } },
+  "nvidia-gpu": { gpuResource: "nvidia.com/gpu", tolerations: [GPU_TOLERATION], gpuBackend: "cuda" },
 };
 
 export const OperatorConfigSchema = z

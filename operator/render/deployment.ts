@@ -33,6 +33,14 @@ function mergeEnv(own: Record<string, string>, user: readonly EnvVar[]): EnvVar[
   ];
 }
 
+/**
+ * The server's GANTRY_GPU: the profile's GPU backend (CUDA unless it names another) when the pod has GPUs, else off
+ * (the CPU build, no GPU probing).
+ */
+export function gpuSetting(app: Pick<ResolvedApp, "gpus" | "profile">): "cuda" | "vulkan" | "metal" | "off" {
+  return app.gpus > 0 && app.profile.gpuResource ? (app.profile.gpuBackend ?? "cuda") : "off";
+}
+
 function serverEnv(app: ResolvedApp, config: Pick<OperatorConfig, "serverPort">): EnvVar[] {
   const { server } = app.spec;
   const cpu = app.spec.resources.cpu ?? app.profile.cpu;
@@ -44,6 +52,7 @@ function serverEnv(app: ResolvedApp, config: Pick<OperatorConfig, "serverPort">)
     GANTRY_KEEP_ALIVE: server.keepAlive,
     GANTRY_NUM_PARALLEL: String(server.parallel),
     GANTRY_CONTEXT_LENGTH: String(server.contextLength),
+    GANTRY_GPU: gpuSetting(app),
     // Inference threads follow the CPU request, so replicas never oversubscribe their share of a node.
     ...(cpus !== undefined && cpus >= 1 ? { GANTRY_THREADS: String(Math.floor(cpus)) } : {}),
   };

@@ -54,7 +54,7 @@ test("the cpu profile has no GPUs; nvidia-gpu requests nvidia.com/gpu and tolera
   assert.equal(gpu.gpuResource, "nvidia.com/gpu");
   assert.deepEqual(gpu.tolerations, [{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }]);
   assert.deepEqual(GPU_TOLERATION, { key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" });
-  assert.equal(gpu.env.NODE_LLAMA_CPP_GPU, "cuda");
+  assert.equal(gpu.gpuBackend, "cuda");
 });
 
 test("user profiles are added next to the defaults, and a profile of the same name replaces the default", () => {

@@ -84,18 +84,27 @@ test("the selector is the app's selector labels, and the pod carries them", () =
   for (const [k, v] of Object.entries(selector)) assert.equal(d.spec.template.metadata.labels[k], v, k);
 });
 
-test("a GPU profile requests and limits the GPUs, tolerates the GPU taint and uses the CUDA build", () => {
+test("a GPU profile requests and limits the GPUs, tolerates the GPU taint and runs the server on CUDA", () => {
   const { server, pod, serverEnv } = render(gpuApp());
   assert.equal(server.resources?.requests?.["nvidia.com/gpu"], "2");
   assert.equal(server.resources?.limits?.["nvidia.com/gpu"], "2");
   assert.deepEqual(pod.tolerations, [{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }]);
-  assert.equal(serverEnv.NODE_LLAMA_CPP_GPU, "cuda");
+  assert.equal(serverEnv.GANTRY_GPU, "cuda");
 });
 
-test("a GPU profile with gpus 0 requests no GPU", () => {
-  const { server } = render(resolved({ resources: { profile: "nvidia-gpu", gpus: 0 } }));
+test("a GPU profile with gpus 0 requests no GPU and runs the server on the CPU", () => {
+  const { server, serverEnv } = render(resolved({ resources: { profile: "nvidia-gpu", gpus: 0 } }));
   assert.equal(server.resources?.requests?.["nvidia.com/gpu"], undefined);
   assert.equal(server.resources?.limits?.["nvidia.com/gpu"], undefined);
+  assert.equal(serverEnv.GANTRY_GPU, "off");
+});
+
+test("GANTRY_GPU follows the profile: off on the CPU profile, the profile's backend on a GPU one", () => {
+  assert.equal(render(resolved()).serverEnv.GANTRY_GPU, "off");
+  const vulkan = config({ resourceProfiles: { amd: { gpuResource: "amd.com/gpu", gpuBackend: "vulkan" } } });
+  assert.equal(render(resolved({ resources: { profile: "amd" } }, vulkan), vulkan).serverEnv.GANTRY_GPU, "vulkan");
+  const unnamed = config({ resourceProfiles: { other: { gpuResource: "example.com/gpu" } } });
+  assert.equal(render(resolved({ resources: { profile: "other" } }, unnamed), unnamed).serverEnv.GANTRY_GPU, "cuda");
 });
 
 test("a CPU profile has no GPU resources, tolerations or node selector", () => {
@@ -280,7 +289,7 @@ test("no container has two environment variables of the same name (server-side a
   const env = [
     { name: "GANTRY_HUB_URL", value: "http://mirror.local" },
     { name: "GANTRY_HOST", value: "0.0.0.0:1" },
-    { name: "NODE_LLAMA_CPP_GPU", value: "vulkan" },
+    { name: "GANTRY_GPU", value: "vulkan" },
   ];
   const { pod } = render(gpuApp({ env }), config({ hubUrl: "http://hub.local" }));
   for (const c of [...pod.initContainers, ...pod.containers]) {
