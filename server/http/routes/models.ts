@@ -12,6 +12,7 @@ import type { Logger } from "../../common/logger.ts";
 import { parseBody } from "../../common/validate.ts";
 import { PullRequestSchema } from "../../hub/pull-schema.ts";
 import type { ModelStore } from "../../store/model-store.ts";
+import { showResponse } from "../show-format.ts";
 
 export function modelRoutes(deps: { store: ModelStore; logger: Logger }): Router {
   const r = Router();
@@ -31,7 +32,7 @@ export function modelRoutes(deps: { store: ModelStore; logger: Logger }): Router
   });
   r.post("/api/show", async (req, res) => {
     const body = parseBody(ShowRequestSchema, req.body);
-    res.json(await deps.store.show(body.model, { verbose: body.verbose ?? false }));
+    res.json(showResponse(await deps.store.describe(body.model, { verbose: body.verbose ?? false })));
   });
   r.delete("/api/delete", async (req, res) => {
     const body = parseBody(DeleteRequestSchema, req.body);
