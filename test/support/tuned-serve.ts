@@ -1,7 +1,7 @@
 // `gantry serve` with an EngineTuning, for benchmarks and A/B tests only (startTestServer's `tuning`): the tuning comes
 // as JSON in GANTRY_BENCH_TUNING, a variable only this entry reads; the server's own configuration is as for `gantry
 // serve`. Usage: GANTRY_BENCH_TUNING='{"inlineDecode":false}' node test/support/tuned-serve.ts [--model <ref>]...
-import { serve } from "../../server/cli/commands/serve.ts";
+import { serve } from "../../server/cli/processes/serve.ts";
 import { EngineTuningSchema } from "../../server/engine/tuning.ts";
 
 const parsed = EngineTuningSchema.safeParse(JSON.parse(process.env.GANTRY_BENCH_TUNING ?? "{}"));
