@@ -26,4 +26,19 @@ export default tseslint.config(
       "no-console": "off",
     },
   },
+  {
+    // The engine's native port: node-llama-cpp's private fields are read in server/engine/native/ only (port.ts).
+    files: ["server/**/*.ts", "operator/**/*.ts"],
+    ignores: ["server/engine/native/**"],
+    rules: {
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: "MemberExpression[property.name=/^_(ctx|bindings|llama|model|state)$/]",
+          message:
+            "node-llama-cpp internals are read behind the native port only (server/engine/native/node-llama-cpp.ts).",
+        },
+      ],
+    },
+  },
 );
