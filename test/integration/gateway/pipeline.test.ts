@@ -30,8 +30,9 @@ const listen = async (s: http.Server): Promise<string> => {
 };
 
 before(async () => {
-  upstream = await startTestServer({ env: { GANTRY_NUM_PARALLEL: "2" } });
-  await createModel(upstream.url, "tiny", await tinyModelPath({ controlLogit: -8 }));
+  // Streams that must outlast a check on a fast machine need a context far beyond the tiny model's 512 tokens.
+  upstream = await startTestServer({ env: { GANTRY_NUM_PARALLEL: "2", GANTRY_CONTEXT_LENGTH: "131072" } });
+  await createModel(upstream.url, "tiny", await tinyModelPath({ controlLogit: -8, contextLength: 131_072 }));
   // A stand-in pod that shows what it received.
   echo = http.createServer((req, res) => {
     seen.push({ url: req.url ?? "", headers: req.headers });
@@ -168,7 +169,7 @@ test("per-key concurrency: the third concurrent request of a key gets 429 with R
     fetch(`${base}/local/chat/v1/chat/completions`, {
       method: "POST",
       headers: h,
-      body: chatBody(true, 3000),
+      body: chatBody(true, 100_000),
       signal: ac.signal,
     }),
   );
