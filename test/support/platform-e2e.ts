@@ -4,7 +4,7 @@
 // rolls), `helm uninstall` (the CRD and the ModelApps stay). Shared by the test control plane's test
 // (test/integration/chart/install.test.ts) and the kind script (test/e2e/kind.ts): only the cluster differs.
 import assert from "node:assert/strict";
-import { execFile, execFileSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import OpenAI from "openai";
 import { parse } from "yaml";
@@ -35,13 +35,18 @@ export interface PlatformTarget {
 
 const tool = (t: PlatformTarget, name: string) => (t.binDir ? `${t.binDir}/${name}` : name);
 
+/** kubectl, never synchronous: the test's own servers (the model hub) must keep answering while it waits. */
 export const kubectlOf =
   (t: PlatformTarget) =>
-  (args: string[], input?: string): string =>
-    execFileSync(tool(t, "kubectl"), ["--kubeconfig", t.kubeconfig, ...args], {
-      encoding: "utf8",
-      stdio: ["pipe", "pipe", "pipe"],
-      ...(input !== undefined ? { input } : {}),
+  (args: string[], input?: string): Promise<string> =>
+    new Promise((resolve, reject) => {
+      const child = execFile(
+        tool(t, "kubectl"),
+        ["--kubeconfig", t.kubeconfig, ...args],
+        { encoding: "utf8", maxBuffer: 16 << 20 },
+        (err, stdout, stderr) => (err ? reject(Object.assign(err, { stderr })) : resolve(stdout)),
+      );
+      child.stdin?.end(input ?? "");
     });
 
 export const helmOf =
@@ -71,15 +76,15 @@ const installValues = (t: PlatformTarget): string[] => [
  * A CRD applied without Helm (kubectl apply of crds/) is adopted by the release, as `helm install` requires: the
  * ownership labels Helm checks. What a user who applied crds/ first does too (docs/kubernetes.md).
  */
-function adoptCrd(t: PlatformTarget): void {
+async function adoptCrd(t: PlatformTarget): Promise<void> {
   const kubectl = kubectlOf(t);
   try {
-    kubectl(["get", "crd", CRD]);
+    await kubectl(["get", "crd", CRD]);
   } catch {
     return;
   }
-  kubectl(["label", "--overwrite", "crd", CRD, "app.kubernetes.io/managed-by=Helm"]);
-  kubectl([
+  await kubectl(["label", "--overwrite", "crd", CRD, "app.kubernetes.io/managed-by=Helm"]);
+  await kubectl([
     "annotate",
     "--overwrite",
     "crd",
@@ -89,17 +94,19 @@ function adoptCrd(t: PlatformTarget): void {
   ]);
 }
 
-const operatorPods = (t: PlatformTarget): string[] =>
-  kubectlOf(t)([
-    "get",
-    "pods",
-    "-n",
-    t.releaseNs,
-    "-l",
-    `app.kubernetes.io/instance=${t.release},app.kubernetes.io/component=operator`,
-    "-o",
-    "jsonpath={.items[*].metadata.name}",
-  ])
+const operatorPods = async (t: PlatformTarget): Promise<string[]> =>
+  (
+    await kubectlOf(t)([
+      "get",
+      "pods",
+      "-n",
+      t.releaseNs,
+      "-l",
+      `app.kubernetes.io/instance=${t.release},app.kubernetes.io/component=operator`,
+      "-o",
+      "jsonpath={.items[*].metadata.name}",
+    ])
+  )
     .split(" ")
     .filter(Boolean)
     .sort();
@@ -138,8 +145,8 @@ export async function platformChecks(t: PlatformTarget, log: (line: string) => v
     gateway = "";
 
   await step("helm install: the operator and the gateway run and become ready", async () => {
-    adoptCrd(t);
-    kubectl(["create", "namespace", t.releaseNs]);
+    await adoptCrd(t);
+    await kubectl(["create", "namespace", t.releaseNs]);
     const out = await helm([
       "install",
       t.release,
@@ -154,7 +161,7 @@ export async function platformChecks(t: PlatformTarget, log: (line: string) => v
     assert.match(out, /STATUS: deployed/);
     assert.match(out, /gantry keys create --org acme --scope admin/, "NOTES.txt tells the next steps");
     for (const component of ["operator", "gateway"])
-      kubectl([
+      await kubectl([
         "wait",
         "-n",
         t.releaseNs,
@@ -169,18 +176,32 @@ export async function platformChecks(t: PlatformTarget, log: (line: string) => v
     assert.equal(ready.status, 200, "the gateway Service answers");
   });
 
-  await step("gantry keys create --scope admin makes a key; a ModelApp applied with kubectl becomes Ready", async () => {
-    kubectl(["create", "namespace", t.org]);
-    const { stdout } = await run(
-      t.gantry[0]!,
-      [...t.gantry.slice(1), "keys", "create", "--org", t.org, "--scope", "admin", "--name", "e2e", "--output", "json"],
-      { env: { ...process.env, KUBECONFIG: t.kubeconfig } },
-    );
-    key = (JSON.parse(stdout) as { key: string }).key;
-    assert.ok(key.length > 20);
-    kubectl(
-      ["apply", "-f", "-"],
-      `apiVersion: gantry.dev/v1alpha1
+  await step(
+    "gantry keys create --scope admin makes a key; a ModelApp applied with kubectl becomes Ready",
+    async () => {
+      await kubectl(["create", "namespace", t.org]);
+      const { stdout } = await run(
+        t.gantry[0]!,
+        [
+          ...t.gantry.slice(1),
+          "keys",
+          "create",
+          "--org",
+          t.org,
+          "--scope",
+          "admin",
+          "--name",
+          "e2e",
+          "--output",
+          "json",
+        ],
+        { env: { ...process.env, KUBECONFIG: t.kubeconfig } },
+      );
+      key = (JSON.parse(stdout) as { key: string }).key;
+      assert.ok(key.length > 20);
+      await kubectl(
+        ["apply", "-f", "-"],
+        `apiVersion: gantry.dev/v1alpha1
 kind: ModelApp
 metadata: { name: ${APP}, namespace: ${t.org} }
 spec:
@@ -188,17 +209,18 @@ spec:
   auth: private
   scaling: { minReplicas: 1, maxReplicas: 1 }
 `,
-    );
-    kubectl(["wait", "-n", t.org, `modelapp/${APP}`, "--for=condition=Ready", `--timeout=${t.readyTimeout}`]);
-    const app = parse(kubectl(["get", "-n", t.org, `modelapp/${APP}`, "-o", "yaml"])) as {
-      status: { url?: string };
-    };
-    assert.match(
-      app.status.url ?? "",
-      new RegExp(`^http://${t.release}-gateway\\.${t.releaseNs}\\.svc/${t.org}/${APP}$`),
-      "status.url names the chart's gateway Service (operator gatewayUrl default)",
-    );
-  });
+      );
+      await kubectl(["wait", "-n", t.org, `modelapp/${APP}`, "--for=condition=Ready", `--timeout=${t.readyTimeout}`]);
+      const app = parse(await kubectl(["get", "-n", t.org, `modelapp/${APP}`, "-o", "yaml"])) as {
+        status: { url?: string };
+      };
+      assert.match(
+        app.status.url ?? "",
+        new RegExp(`^http://${t.release}-gateway\\.${t.releaseNs}\\.svc/${t.org}/${APP}$`),
+        "status.url names the chart's gateway Service (operator gatewayUrl default)",
+      );
+    },
+  );
 
   await step("the app answers through the gateway with the key (curl and the openai client), not without", async () => {
     const noKey = await fetch(`${gateway}/${t.org}/${APP}/v1/models`);
@@ -215,7 +237,7 @@ spec:
   });
 
   await step("helm test passes: the gateway's health and the app through its Service", async () => {
-    kubectl(["create", "secret", "generic", TEST_KEY_SECRET, "-n", t.releaseNs, `--from-literal=key=${key}`]);
+    await kubectl(["create", "secret", "generic", TEST_KEY_SECRET, "-n", t.releaseNs, `--from-literal=key=${key}`]);
     const out = await helm(["test", t.release, "-n", t.releaseNs, "--logs", "--timeout", "5m"]);
     assert.match(out, /Phase:\s+Succeeded/);
     assert.match(out, /GET \/readyz: 200/);
@@ -223,7 +245,7 @@ spec:
   });
 
   await step("helm upgrade with a changed operator value rolls the operator; the app keeps answering", async () => {
-    const before = operatorPods(t);
+    const before = await operatorPods(t);
     const checksum = () =>
       kubectl([
         "get",
@@ -234,7 +256,7 @@ spec:
         "-o",
         "jsonpath={.spec.template.metadata.annotations.checksum/config}",
       ]);
-    const oldSum = checksum();
+    const oldSum = await checksum();
     await helm([
       "upgrade",
       t.release,
@@ -248,9 +270,9 @@ spec:
       "--timeout",
       "5m",
     ]);
-    assert.notEqual(checksum(), oldSum, "the config checksum changed");
-    kubectl(["rollout", "status", "-n", t.releaseNs, `deploy/${t.release}-operator`, "--timeout=180s"]);
-    const cm = kubectl([
+    assert.notEqual(await checksum(), oldSum, "the config checksum changed");
+    await kubectl(["rollout", "status", "-n", t.releaseNs, `deploy/${t.release}-operator`, "--timeout=180s"]);
+    const cm = await kubectl([
       "get",
       "configmap",
       "-n",
@@ -260,7 +282,7 @@ spec:
       "jsonpath={.data.operator\\.yaml}",
     ]);
     assert.equal((parse(cm) as { workers: number }).workers, 3);
-    const after = operatorPods(t);
+    const after = await operatorPods(t);
     assert.ok(
       after.every((p) => !before.includes(p)),
       `new operator pods (${before.join(",")} -> ${after.join(",")})`,
@@ -270,10 +292,13 @@ spec:
 
   await step("helm uninstall leaves the CRD and the ModelApps", async () => {
     await helm(["uninstall", t.release, "-n", t.releaseNs, "--wait", "--timeout", "3m"]);
-    assert.match(kubectl(["get", "crd", CRD, "-o", "name"]), new RegExp(CRD));
-    assert.match(kubectl(["get", "modelapps", "-n", t.org, "-o", "name"]), new RegExp(`modelapp.gantry.dev/${APP}`));
+    assert.match(await kubectl(["get", "crd", CRD, "-o", "name"]), new RegExp(CRD));
+    assert.match(
+      await kubectl(["get", "modelapps", "-n", t.org, "-o", "name"]),
+      new RegExp(`modelapp.gantry.dev/${APP}`),
+    );
     assert.doesNotMatch(
-      kubectl(["get", "deploy", "-n", t.releaseNs, "-o", "name"]),
+      await kubectl(["get", "deploy", "-n", t.releaseNs, "-o", "name"]),
       /operator|gateway/,
       "the chart's workloads are gone",
     );

@@ -67,7 +67,7 @@ after(async () => {
   const kubectl = kubectlOf(target);
   for (const ns of [target.org, target.releaseNs]) {
     try {
-      kubectl(["delete", "namespace", ns, "--wait=false"]);
+      await kubectl(["delete", "namespace", ns, "--wait=false"]);
     } catch {
       /* never created */
     }
