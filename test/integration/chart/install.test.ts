@@ -11,7 +11,7 @@ import type { ControlPlane } from "../../cluster/control-plane.ts";
 import { ensureTestCluster, kubeConfigFor } from "../../cluster/test-cluster.ts";
 import { startHubServer, type HubServer } from "../../support/hub-server.ts";
 import { tinyModelPath } from "../../support/models.ts";
-import { kubectlOf, platformChecks, type PlatformTarget } from "../../support/platform-e2e.ts";
+import { helmOf, kubectlOf, platformChecks, type PlatformTarget } from "../../support/platform-e2e.ts";
 import { GANTRY, REPO } from "../../support/server.ts";
 
 let cp: ControlPlane, hub: HubServer, target: PlatformTarget;
@@ -30,7 +30,7 @@ before(async () => {
     kubeconfig: cp.kubeconfig,
     binDir: cp.binDir,
     chart: path.join(REPO, "charts", "gantry"),
-    release: "gantry",
+    release: `gantry-${suffix}`,
     releaseNs: `gantry-helm-${suffix}`,
     org: `acme-helm-${suffix}`,
     model: "hf.co/acme/tiny-chat-GGUF:Q8_0",
@@ -57,7 +57,7 @@ before(async () => {
     gatewayUrl: async () => {
       const svc = await kubeConfigFor(cp)
         .makeApiClient(CoreV1Api)
-        .readNamespacedService({ name: "gantry-gateway", namespace: target.releaseNs });
+        .readNamespacedService({ name: `${target.release}-gateway`, namespace: target.releaseNs });
       return `http://${svc.spec?.clusterIP}:${svc.spec?.ports?.[0]?.port}`;
     },
   };
@@ -65,6 +65,8 @@ before(async () => {
 
 after(async () => {
   const kubectl = kubectlOf(target);
+  // A failed run still removes the release's cluster-wide objects (ClusterRoles); the CRD stays, as it would.
+  await helmOf(target)(["uninstall", target.release, "-n", target.releaseNs, "--ignore-not-found"]).catch(() => "");
   for (const ns of [target.org, target.releaseNs]) {
     try {
       await kubectl(["delete", "namespace", ns, "--wait=false"]);
