@@ -111,7 +111,7 @@ const operatorPods = async (t: PlatformTarget): Promise<string[]> =>
     .filter(Boolean)
     .sort();
 
-async function chat(gateway: string, t: PlatformTarget, key: string): Promise<string> {
+async function chat(gateway: string, t: PlatformTarget, key: string, model: string): Promise<string> {
   const client = new OpenAI({
     baseURL: `${gateway}/${t.org}/${APP}/v1`,
     apiKey: "unused",
@@ -120,7 +120,7 @@ async function chat(gateway: string, t: PlatformTarget, key: string): Promise<st
     timeout: 300_000,
   });
   const r = await client.chat.completions.create({
-    model: APP,
+    model,
     messages: [{ role: "user", content: "Say hi" }],
     max_tokens: 8,
   });
@@ -142,7 +142,8 @@ export async function platformChecks(t: PlatformTarget, log: (line: string) => v
   const kubectl = kubectlOf(t),
     helm = helmOf(t);
   let key = "",
-    gateway = "";
+    gateway = "",
+    model = "";
 
   await step("helm install: the operator and the gateway run and become ready", async () => {
     await adoptCrd(t);
@@ -225,15 +226,19 @@ spec:
   await step("the app answers through the gateway with the key (curl and the openai client), not without", async () => {
     const noKey = await fetch(`${gateway}/${t.org}/${APP}/v1/models`);
     assert.equal(noKey.status, 401);
+    const models = await fetch(`${gateway}/${t.org}/${APP}/v1/models`, { headers: { authorization: `Key ${key}` } });
+    assert.equal(models.status, 200);
+    model = ((await models.json()) as { data: Array<{ id: string }> }).data[0]?.id ?? "";
+    assert.ok(model, "the app lists its model");
     const r = await fetch(`${gateway}/${t.org}/${APP}/v1/chat/completions`, {
       method: "POST",
       headers: { authorization: `Key ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ model: APP, messages: [{ role: "user", content: "hi" }], max_tokens: 8 }),
+      body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }], max_tokens: 8 }),
     });
     assert.equal(r.status, 200, await r.clone().text());
     const body = (await r.json()) as { choices: Array<{ message: { content: string } }> };
     assert.ok(body.choices[0]?.message.content.length, "an answer");
-    assert.ok((await chat(gateway, t, key)).length > 0, "the openai client gets an answer");
+    assert.ok((await chat(gateway, t, key, model)).length > 0, "the openai client gets an answer");
   });
 
   await step("helm test passes: the gateway's health and the app through its Service", async () => {
@@ -287,7 +292,7 @@ spec:
       after.every((p) => !before.includes(p)),
       `new operator pods (${before.join(",")} -> ${after.join(",")})`,
     );
-    assert.ok((await chat(gateway, t, key)).length > 0);
+    assert.ok((await chat(gateway, t, key, model)).length > 0);
   });
 
   await step("helm uninstall leaves the CRD and the ModelApps", async () => {
