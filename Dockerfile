@@ -5,7 +5,8 @@
 #   docker run -d -v gantry:/models -p 11434:11434 --name gantry gantry        # add --gpus=all with gantry:cuda
 #   docker exec -it gantry gantry run hf.co/bartowski/SmolLM2-135M-Instruct-GGUF:Q4_K_M
 # What the image runs is the package as npm users get it: `npm pack` of the built JavaScript (dist/), installed with
-# `npm ci --omit=dev` against the lock file. test/integration/package/container.test.ts makes the same install.
+# `npm install --omit=dev` at the lock file's versions (not `npm ci`: the lock lacks other platforms' optional
+# engine packages, see server/setup/env.sh). test/integration/package/container.test.ts makes the same install.
 ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 ARG CUDA_IMAGE=nvidia/cuda:12.9.1-runtime-ubuntu24.04
 
@@ -14,7 +15,7 @@ FROM ${NODE_IMAGE} AS pack
 WORKDIR /src
 ENV NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm_config_update_notifier=false
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
-RUN npm ci --no-audit --no-fund --ignore-scripts
+RUN npm install --no-audit --no-fund --ignore-scripts
 COPY server ./server
 COPY operator ./operator
 RUN node server/setup/build.ts && npm pack --ignore-scripts --pack-destination /tmp && mv /tmp/gantry-*.tgz /tmp/gantry.tgz
@@ -26,7 +27,7 @@ ENV NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm_config_update_notifier=false
 COPY --from=pack /tmp/gantry.tgz /tmp/gantry.tgz
 COPY package-lock.json ./
 RUN tar -xzf /tmp/gantry.tgz --strip-components=1 && rm /tmp/gantry.tgz \
- && npm ci --omit=dev --no-audit --no-fund \
+ && npm install --omit=dev --no-audit --no-fund \
  && rm -rf node_modules/@node-llama-cpp/*-arm* node_modules/@node-llama-cpp/mac-* node_modules/@node-llama-cpp/win-*
 
 # The CPU engine as local setups build it (server/setup/engine-build.ts): node-llama-cpp's addon patched for a persistent
