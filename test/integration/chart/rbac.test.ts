@@ -75,8 +75,8 @@ test("helm lint passes and every rendered object is accepted by the API server (
     "CustomResourceDefinition",
     "Deployment",
     "Deployment",
-    "PodDisruptionBudget",
     "Pod", // the helm test hook
+    "PodDisruptionBudget",
     "Role",
     "RoleBinding",
     "Service",
