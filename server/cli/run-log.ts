@@ -39,6 +39,8 @@ export interface RunLog {
   file: string;
   server: Logger;
   gateway: Logger;
+  /** Writes out what is buffered and closes the file (before the process exits). */
+  close(): Promise<void>;
 }
 
 /** Loggers for the run's server and gateway, writing to `file` and summarizing on `terminal`. */
@@ -63,5 +65,6 @@ export function openRunLog(file: string, level: string, terminal: NodeJS.Writabl
     file,
     server: createLogger({ level, name: SERVER_LOGGER, destination }),
     gateway: createLogger({ level, name: GATEWAY_LOGGER, destination }),
+    close: () => new Promise<void>((resolve) => out.end(() => resolve())),
   };
 }

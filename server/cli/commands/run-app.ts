@@ -105,6 +105,8 @@ export async function runApp(args: string[], ctx: CliContext): Promise<void> {
     void (async () => {
       await gateway.close(5000);
       await server?.close(2000);
+      log.server.info("stopped");
+      await log.close();
       ctx.stderr.write(`stopped ${name}\n`);
       process.exit(0);
     })().catch((e: unknown) => {
