@@ -4,21 +4,20 @@
 // (examples/chat.ts) runs as is: a local hub serves a tiny generated model under its repository's name
 // (GANTRY_HUB_URL), into a model store of the test's own (GANTRY_MODELS), so the first run downloads it.
 import assert from "node:assert/strict";
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
-import { promisify } from "node:util";
 import { Ollama } from "ollama";
 import OpenAI from "openai";
 import { startHubServer, type HubServer } from "../../support/hub-server.ts";
 import { installedGantry, type InstalledGantry } from "../../support/installed-gantry.ts";
 import { tinyModelPath } from "../../support/models.ts";
+import { curl, printedCurl } from "../../support/printed-example.ts";
 import { freePort, REPO } from "../../support/server.ts";
 import { runCli } from "../cli/run-cli.ts";
 
-const execFileP = promisify(execFile);
 const MODEL = "hf.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF:Q4_K_M";
 const HELLO = [{ role: "user" as const, content: "Hello!" }];
 
@@ -97,26 +96,6 @@ const runLog = (app: string): Record<string, unknown>[] =>
     .trim()
     .split("\n")
     .map((l) => JSON.parse(l) as Record<string, unknown>);
-
-/** Runs a curl command line as printed (with $GANTRY_API_KEY from `key`); returns status and body. */
-async function curl(command: string, key?: string): Promise<{ status: number; body: string }> {
-  const { stdout } = await execFileP("bash", ["-c", `${command} -s -w '\\n%{http_code}'`], {
-    env: { ...process.env, ...(key ? { GANTRY_API_KEY: key } : {}) },
-  });
-  const at = stdout.lastIndexOf("\n");
-  return { status: Number(stdout.slice(at + 1)), body: stdout.slice(0, at) };
-}
-
-/** The curl command of the printed example (its continuation lines joined). */
-const printedCurl = (stdout: string): string => {
-  const start = stdout.indexOf("  curl ");
-  const lines: string[] = [];
-  for (const line of stdout.slice(start).split("\n")) {
-    lines.push(line.replace(/\\$/, ""));
-    if (!line.endsWith("\\")) break;
-  }
-  return lines.join(" ");
-};
 
 test("run examples/chat.ts::chat: downloads on the first run, answers openai, ollama and curl on both path forms; Ctrl-C stops it", async () => {
   const app = await startRun(["examples/chat.ts::chat", "--port", "0"], REPO);
