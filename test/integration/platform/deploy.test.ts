@@ -129,6 +129,28 @@ test("deploy examples/chat.ts::chat --app-name demo --auth private: the example'
   assert.ok(r.stdout.includes(`"model":"${MODEL}"`), "the served model's name in the example");
   assert.ok(r.stdout.includes(`gantry keys create --org ${ns}`));
 
+  const app = await readApp(c, ns, "demo");
+  assert.deepEqual(
+    [app.spec.model, app.spec.auth, app.spec.resources.profile, app.spec.resources.gpus, app.spec.scaling.maxReplicas],
+    [MODEL, "private", "nvidia-gpu", 1, 3],
+  );
+  assert.equal(app.status?.url, url);
+  const managers = (app.metadata as { managedFields?: { manager: string; operation: string }[] }).managedFields ?? [];
+  assert.ok(
+    managers.some((m) => m.manager === "gantry-cli" && m.operation === "Apply"),
+    JSON.stringify(managers),
+  );
+
+  // examples/chat.yaml is the same app for kubectl apply.
+  const other = await createTestNamespace(c.kc, "org-yaml");
+  try {
+    kubectl(c.cp, ["apply", "-n", other, "-f", path.join(REPO, "examples", "chat.yaml")]);
+    const fromYaml = await readApp(c, other, "demo");
+    assert.deepEqual(fromYaml.spec, app.spec);
+  } finally {
+    await core.deleteNamespace({ name: other });
+  }
+
   // The printed example request, as printed, through the gateway: a created key works (the first request wakes the
   // app from zero), no key or a wrong one is refused in the OpenAI shape.
   const key = (await gantryOk(["keys", "create", "--org", ns, "--name", "deploy-test"])).stdout.trim();
@@ -154,28 +176,6 @@ test("deploy examples/chat.ts::chat --app-name demo --auth private: the example'
     options: { num_predict: 2 },
   });
   assert.equal(ollama.eval_count, 2);
-
-  const app = await readApp(c, ns, "demo");
-  assert.deepEqual(
-    [app.spec.model, app.spec.auth, app.spec.resources.profile, app.spec.resources.gpus, app.spec.scaling.maxReplicas],
-    [MODEL, "private", "nvidia-gpu", 1, 3],
-  );
-  assert.equal(app.status?.url, url);
-  const managers = (app.metadata as { managedFields?: { manager: string; operation: string }[] }).managedFields ?? [];
-  assert.ok(
-    managers.some((m) => m.manager === "gantry-cli" && m.operation === "Apply"),
-    JSON.stringify(managers),
-  );
-
-  // examples/chat.yaml is the same app for kubectl apply.
-  const other = await createTestNamespace(c.kc, "org-yaml");
-  try {
-    kubectl(c.cp, ["apply", "-n", other, "-f", path.join(REPO, "examples", "chat.yaml")]);
-    const fromYaml = await readApp(c, other, "demo");
-    assert.deepEqual(fromYaml.spec, app.spec);
-  } finally {
-    await core.deleteNamespace({ name: other });
-  }
 });
 
 test("deploy follows Scheduled, ModelCached, Ready to a pod that serves; a redeploy after a change rolls the pod", async () => {
