@@ -6,7 +6,7 @@ import { runRepl } from "../repl.ts";
 import { resolveRunModel } from "../run-model.ts";
 import { historyPath } from "../server-launch.ts";
 import { isAppRef } from "../../platform/app-ref.ts";
-import { RUN_APP_FLAGS, RUN_APP_HELP, runApp } from "./run-app.ts";
+import { RUN_APP_FLAGS, RUN_APP_HELP, runApp } from "../processes/run-app.ts";
 
 async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
   const chunks: Buffer[] = [];

@@ -137,7 +137,7 @@ export async function runApp(args: string[], ctx: CliContext): Promise<void> {
     if (plan.overrides) {
       served = `${name}:latest`;
       ctx.say(`applying the app's Modelfile overrides as ${served}`);
-      const { createWithOverrides } = await import("./create.ts");
+      const { createWithOverrides } = await import("../commands/create.ts");
       await createWithOverrides(local, served, base, plan.overrides);
     }
     ctx.say(`loading ${served}`);
