@@ -75,7 +75,7 @@ export const runCommand: Command = {
     const session = new ChatSession(name, { keepAlive });
 
     if (prompt === "" && interactive) {
-      await runRepl(ctx, session, show, { verbose, historyFile: historyPath(ctx.env) });
+      await runRepl(ctx, session, show, { verbose, historyFile: historyPath(ctx.config) });
       return;
     }
     if (prompt === "") {
