@@ -57,7 +57,13 @@ describe("ensurePatchedEngine", () => {
     const r = await ensurePatchedEngine({ settings: settings({ GANTRY_CACHE: cache }) });
     assert.equal(r.state, "prebuilt");
     assert.match(r.detail, /failed before \(compiler crashed; log: \/x\.log\).*GANTRY_ENGINE_REBUILD=1/);
-    // Strict retries it (here it gets as far as the missing build tools).
+    // GANTRY_ENGINE_REBUILD=1 retries it (here it gets as far as the missing build tools).
+    const retried = await ensurePatchedEngine({
+      settings: settings({ GANTRY_CACHE: cache, GANTRY_ENGINE_REBUILD: "1", ...noTools }),
+    });
+    assert.equal(retried.state, "prebuilt");
+    assert.match(retried.detail, /missing cmake/);
+    // Strict retries it too.
     await assert.rejects(
       ensurePatchedEngine({ strict: true, settings: settings({ GANTRY_CACHE: cache, ...noTools }) }),
       /missing cmake/,
