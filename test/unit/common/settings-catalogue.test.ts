@@ -14,6 +14,7 @@ import { ServeProcessEnvSchema, SetupEnvSchema } from "../../../server/setup/con
 import { OperatorEnvSchema } from "../../../operator/env.ts";
 
 const REPO = path.resolve(import.meta.dirname, "../../..");
+const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
 
 const issuesOf = (schema: z.ZodObject, env: Record<string, string>): string[] => {
   try {
@@ -94,11 +95,11 @@ for (const c of CASES) {
       for (const [key, field] of Object.entries(c.schema.shape)) {
         const description = (field as z.ZodType).description;
         assert.ok(description, `${key} has a description`);
-        assert.match(help, new RegExp(`^  ${key} +${RegExp.escape(description)}`, "m"));
+        assert.match(help, new RegExp(`^  ${key} +${escape(description)}`, "m"));
       }
       for (const [key, value] of Object.entries(c.defaults))
         if (typeof value === "string")
-          assert.match(help, new RegExp(`^  ${key} .*\\(default: ${RegExp.escape(value)}\\)$`, "m"));
+          assert.match(help, new RegExp(`^  ${key} .*\\(default: ${escape(value)}\\)$`, "m"));
     });
   });
 }
@@ -126,11 +127,12 @@ describe("npm run lint's rule", () => {
   const lint = async (file: string, code: string) =>
     (await eslint.lintText(code, { filePath: path.join(REPO, file) }))[0]!.messages;
 
-  for (const [what, code] of [
+  const reads: Array<[string, string]> = [
     ["process.env.X", "export const x = process.env.GANTRY_X;\n"],
     ["const { env } = process", "const { env } = process;\nexport const x = env.GANTRY_X;\n"],
     ['import { env } from "node:process"', 'import { env } from "node:process";\nexport const x = env.GANTRY_X;\n'],
-  ])
+  ];
+  for (const [what, code] of reads)
     it(`refuses ${what} in server/ and operator/, naming the catalogue`, async () => {
       for (const file of ["server/store/new-module.ts", "operator/controller/new-module.ts"]) {
         const messages = await lint(file, code);
