@@ -44,6 +44,11 @@ export default tseslint.config(
           message: CATALOGUE_MESSAGE,
         },
       ],
+      // processEnvironment() is for parseEnv and for a child process's inherited environment, not for reading.
+      "no-restricted-syntax": [
+        "error",
+        { selector: "MemberExpression[object.callee.name='processEnvironment']", message: CATALOGUE_MESSAGE },
+      ],
       "no-restricted-imports": [
         "error",
         {

@@ -130,6 +130,10 @@ describe("npm run lint's rule", () => {
   const reads: Array<[string, string]> = [
     ["process.env.X", "export const x = process.env.GANTRY_X;\n"],
     ["const { env } = process", "const { env } = process;\nexport const x = env.GANTRY_X;\n"],
+    [
+      "processEnvironment().X",
+      'import { processEnvironment } from "../common/config.ts";\nexport const x = processEnvironment().GANTRY_X;\n',
+    ],
     ['import { env } from "node:process"', 'import { env } from "node:process";\nexport const x = env.GANTRY_X;\n'],
   ];
   for (const [what, code] of reads)
