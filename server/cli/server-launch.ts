@@ -7,7 +7,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { ServerUnreachableError, type GantryClient } from "../api/client.ts";
 import type { Environment } from "../common/config.ts";
-import { parseHostPort } from "../common/host-port.ts";
+import { connectUrl, parseHostPort } from "../common/host-port.ts";
 import { siblingModule } from "../common/package-files.ts";
 import type { CliEnv } from "./config.ts";
 
@@ -19,8 +19,7 @@ export function serverUrl(gantryHost: string | undefined): string {
   const value = gantryHost?.trim() || DEFAULT_HOST;
   const scheme = /^https:\/\//i.test(value) ? "https" : "http";
   const { host, port } = parseHostPort(value);
-  const connectHost = host === "0.0.0.0" ? "127.0.0.1" : host === "::" ? "::1" : host;
-  return `${scheme}://${connectHost.includes(":") ? `[${connectHost}]` : connectHost}:${port}`;
+  return connectUrl(host, port, scheme);
 }
 
 export const isLoopback = (url: string): boolean => {

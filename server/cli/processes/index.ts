@@ -1,7 +1,8 @@
 // The process entry points: the `gantry` subcommands that start a long-running process (or a pod's init step) rather
 // than talk to a server. Every other command (server/cli/commands/) is a client of the HTTP API. The image's
 // Deployment runs `gantry serve` (with `gantry prepare` as its init step), the chart runs `gantry operator` and
-// `gantry gateway`.
+// `gantry gateway`. `gantry run <file>::<export>` (run-app.ts, reached through the run command) runs a model server
+// and a gateway in the foreground.
 import type { Command } from "../context.ts";
 import { gatewayCommand } from "./gateway.ts";
 import { operatorCommand } from "./operator.ts";
