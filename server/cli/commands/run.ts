@@ -67,7 +67,7 @@ ${RUN_APP_HELP}`,
     const session = new ChatSession(name, { keepAlive });
 
     if (prompt === "" && interactive) {
-      await runRepl(ctx, session, show, { verbose, historyFile: historyPath(ctx.env) });
+      await runRepl(ctx, session, show, { verbose, historyFile: historyPath(ctx.config) });
       return;
     }
     if (prompt === "") {

@@ -85,7 +85,7 @@ export async function runApp(args: string[], ctx: CliContext): Promise<void> {
   ]);
   const config = parseEnv(ServerConfigSchema, localServerEnv(loaded.parsed, ctx.env));
   const log = openRunLog(
-    path.join(gantryHome(ctx.env), "logs", `run-${name}.log`),
+    path.join(gantryHome(ctx.config), "logs", `run-${name}.log`),
     config.GANTRY_LOG_LEVEL,
     ctx.stderr,
   );
@@ -119,7 +119,7 @@ export async function runApp(args: string[], ctx: CliContext): Promise<void> {
 
   try {
     const { ensureEngineOnFirstUse } = await import("../../setup/engine-first-use.ts");
-    await ensureEngineOnFirstUse(ctx.say, ctx.env);
+    await ensureEngineOnFirstUse(ctx.say, ctx.config);
     server = await startServer(config, log.server);
     const { GantryClient } = await import("../../api/client.ts");
     const { resolveRunModel } = await import("../run-model.ts");
