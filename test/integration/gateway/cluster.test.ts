@@ -218,7 +218,7 @@ test("end to end: the openai and ollama clients and curl reach a Ready app throu
     if (chunk.usage) usageChunks++;
     text += chunk.choices[0]?.delta.content ?? "";
   }
-  // Several chunks, not one buffered answer (not one per token: a token ending inside a UTF-8 character waits for the next).
+  // Several chunks, not one buffered answer (not one per token: a token that ends inside a UTF-8 character waits).
   assert.ok(chunks >= 4 && text.length > 0, `${chunks} chunks`);
   assert.equal(usageChunks, 0, "no usage chunk the client did not ask for (the gateway asked for one to meter)");
 
