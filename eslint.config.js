@@ -5,6 +5,11 @@ import tseslint from "typescript-eslint";
 import globals from "globals";
 import stylistic from "@stylistic/eslint-plugin";
 
+const CATALOGUE_MESSAGE =
+  "Read settings through the settings catalogue, not process.env: declare the variable in its process's zod config " +
+  "schema (server/config.ts, server/setup/config.ts, server/cli/config.ts, server/gateway/env.ts, operator/env.ts; " +
+  "shared ones in server/common/config.ts), parse it at start with parseEnv and pass the value down.";
+
 export default tseslint.config(
   { ignores: ["node_modules/**", "charts/**", "crds/**", "dist/**"] },
   js.configs.recommended,
@@ -25,6 +30,49 @@ export default tseslint.config(
       "@typescript-eslint/consistent-type-imports": "error",
       "no-console": "off",
     },
+  },
+  {
+    // The settings catalogue: every environment variable a process reads is declared once in its process's zod schema
+    // and parsed at start (server/common/config.ts). A module that needs a setting receives the parsed value.
+    files: ["server/**/*.ts", "operator/**/*.ts"],
+    rules: {
+      "no-restricted-properties": [
+        "error",
+        {
+          object: "process",
+          property: "env",
+          message: CATALOGUE_MESSAGE,
+        },
+      ],
+      // processEnvironment() is for parseEnv and for a child process's inherited environment, not for reading.
+      "no-restricted-syntax": [
+        "error",
+        { selector: "MemberExpression[object.callee.name='processEnvironment']", message: CATALOGUE_MESSAGE },
+      ],
+      "no-restricted-imports": [
+        "error",
+        {
+          paths: ["node:process", "process"].map((name) => ({
+            name,
+            importNames: ["env"],
+            message: CATALOGUE_MESSAGE,
+          })),
+        },
+      ],
+    },
+  },
+  {
+    // The catalogue's shared module reads the environment (processEnvironment: for parseEnv, and passed whole to child
+    // processes that must inherit it).
+    files: ["server/common/config.ts"],
+    rules: { "no-restricted-properties": "off" },
+  },
+  {
+    // The exemptions: the native port hands the patched addon its switches (EngineTuning.addon) through the
+    // environment, the only input the patch reads them from; patched-build.ts was exempt before this branch (left as
+    // it was: the settings catalogue's owner decides).
+    files: ["server/engine/native/node-llama-cpp.ts", "server/engine/native/patched-build.ts"],
+    rules: { "no-restricted-properties": "off" },
   },
   {
     // The engine's native port: node-llama-cpp's private fields are read in server/engine/native/ only (port.ts).

@@ -6,7 +6,7 @@ import { Arrivals } from "./arrivals.ts";
 import { embedTexts } from "./embedding.ts";
 import { vramBytes, type GpuSetting } from "./gpu.ts";
 import { commonPrefixLength, contextOverflow, runGeneration } from "./generation.ts";
-import { GrammarCache } from "./grammars.ts";
+import { GrammarCache, grammarStopStrings } from "./grammars.ts";
 import { llamaRuntime, type EngineBuildMode } from "./llama-runtime.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { ModelRegistry, shuttingDown, type LoadRequest } from "./model-registry.ts";
@@ -121,7 +121,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
             loaded,
             slot,
             promptTokens: prompt.tokens,
-            stopStrings: prompt.stopStrings,
+            stopStrings: [...prompt.stopStrings, ...grammarStopStrings(grammar)],
             sampling,
             grammar,
             signal,

@@ -11,4 +11,4 @@ if (!parsed.success) {
   );
   process.exit(2);
 }
-await serve(process.argv.slice(2), parsed.data);
+await serve(process.argv.slice(2), process.env, parsed.data);
