@@ -1,6 +1,6 @@
-// The operator's HTTP surface: /healthz (the process serves), /readyz (caches synced), /metrics (Prometheus) and the
-// gateways' load reports (POST /v1/load, see api/v1alpha1/load-report.ts; authenticated by load-auth.ts). Errors are
-// {"error": "..."} with a 4xx.
+// The operator's HTTP surface: /healthz (the process serves), /readyz (caches synced, or why not), /metrics
+// (Prometheus) and the gateways' load reports (POST /v1/load, see api/v1alpha1/load-report.ts; authenticated by
+// load-auth.ts). Errors are {"error": "..."} with a 4xx.
 import express, { type ErrorRequestHandler } from "express";
 import { AppError, fromBodyParserError, ollamaErrorBody, toAppError } from "../server/common/errors.ts";
 import type { Logger } from "../server/common/logger.ts";
@@ -10,7 +10,7 @@ import type { Controller } from "./controller/controller.ts";
 import type { LoadReportAuth } from "./load-auth.ts";
 
 export function createOperatorApp(
-  controller: Pick<Controller, "ready" | "isLeader" | "metrics" | "recordLoad">,
+  controller: Pick<Controller, "readiness" | "isLeader" | "metrics" | "recordLoad">,
   logger: Logger,
   loadAuth: Pick<LoadReportAuth, "check">,
 ): express.Express {
@@ -20,9 +20,10 @@ export function createOperatorApp(
     res.json({ status: "ok" });
   });
   app.get("/readyz", (_req, res) => {
+    const { ready, reason } = controller.readiness;
     res
-      .status(controller.ready ? 200 : 503)
-      .json({ status: controller.ready ? "ok" : "syncing", leader: controller.isLeader });
+      .status(ready ? 200 : 503)
+      .json({ status: ready ? "ok" : "syncing", leader: controller.isLeader, ...(reason ? { reason } : {}) });
   });
   app.get("/metrics", async (_req, res) => {
     res.type(controller.metrics.registry.contentType).send(await controller.metrics.registry.metrics());

@@ -114,6 +114,15 @@ export class ClusterCaches {
     this.synced = true;
   }
 
+  /** While not synced: the first watch still waiting for its first list, and why (its last error), in words. */
+  waitingFor(): string | undefined {
+    const w = this.watched.find((x) => !x.watch.synced);
+    if (!w) return undefined;
+    const what = w.kind === "apps" ? "ModelApps" : w.kind;
+    return w.watch.lastError !== undefined
+      ? `cannot list ${what}: ${watchError(w.kind, w.watch.lastError)}`
+      : `listing ${what}`;
+  }
   get hasSynced(): boolean {
     return this.synced;
   }
@@ -121,4 +130,16 @@ export class ClusterCaches {
   async stop(): Promise<void> {
     await Promise.all(this.watched.map((w) => w.watch.stop()));
   }
+}
+
+/** A failed list or watch in words: the usual causes (no CRD, no RBAC, no API server) named, with what to do. */
+function watchError(kind: CacheName, err: unknown): string {
+  const code = (err as { code?: unknown; statusCode?: unknown } | null)?.code;
+  const status = typeof code === "number" ? code : 0;
+  if (status === 404 && kind === "apps")
+    return "the ModelApp CRD is not installed (kubectl apply --server-side -f crds/, or helm install the chart)";
+  if (status === 403) return "forbidden: the operator's account may not list them (check its RBAC)";
+  if (status === 401) return "unauthorized: the kubeconfig's credentials were refused";
+  const text = err instanceof Error ? err.message : String(err);
+  return text.length > 300 ? `${text.slice(0, 300)}…` : text;
 }

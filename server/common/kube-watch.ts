@@ -21,6 +21,10 @@ export class KubeWatch<T extends KubernetesObject> {
   readonly informer: Informer<T> & ObjectCache<T>;
   /** Resolves when the first list succeeded. */
   readonly listed: Promise<void>;
+  /** Whether the first list succeeded. */
+  synced = false;
+  /** The last failure of a list or watch, cleared by a successful list. */
+  lastError: unknown;
   private backoffMs = MIN_BACKOFF_MS;
   private stopped = false;
   private readonly logger: Logger;
@@ -37,6 +41,8 @@ export class KubeWatch<T extends KubernetesObject> {
     });
     const listFn = async () => {
       const l = await o.list();
+      this.synced = true;
+      this.lastError = undefined;
       listed();
       this.backoffMs = MIN_BACKOFF_MS; // healthy again: the next failure retries quickly
       return l as KubernetesListObject<T>;
@@ -57,6 +63,7 @@ export class KubeWatch<T extends KubernetesObject> {
     };
     const restart = (err: unknown): void => {
       if (this.stopped) return;
+      this.lastError = err;
       this.logger.warn({ kind: this.name, err: String(err), retryMs: this.backoffMs }, "watch failed; restarting");
       setTimeout(start, this.backoffMs).unref();
       this.backoffMs = Math.min(this.backoffMs * 2, MAX_BACKOFF_MS);

@@ -1,16 +1,18 @@
-// `npm run bench [section...]`: runs the benchmarks and prints their tables. Sections: serving, llama, causes, pull,
-// cli, operator, platform, gateway (default: all). `llama` compares Gantry with llama.cpp's llama-server and
+// `npm run bench [section...]`: runs the benchmarks and prints their tables. Sections: serving, llama, causes, builds,
+// pull, cli, operator, platform, gateway (default: all). `llama` compares Gantry with llama.cpp's llama-server and
 // llama-bench built from the llama.cpp release node-llama-cpp ships; `causes` measures the two causes of the gap before
-// and after; `gateway` compares the gateway with going direct and with nginx, and measures cold starts on the test
-// cluster.
-// GANTRY_BENCH_ROUNDS (default 9 for serving: its paired ratios need that many to settle on 2 noisy cores; 3 for llama
-// and causes) sets the interleaved rounds, GANTRY_BENCH_MODELS (default 250m,1b) the generated models,
+// and after; `builds` compares the engine builds (patched addon on the prebuilt libraries, patched all from source,
+// prebuilt binary); `gateway` compares the gateway with going direct and with nginx, and measures cold starts on the
+// test cluster.
+// GANTRY_BENCH_ROUNDS (default 9 for serving: its paired ratios need that many to settle on 2 noisy cores; 3 for llama,
+// causes and builds) sets the interleaved rounds, GANTRY_BENCH_MODELS (default 250m,1b) the generated models,
 // GANTRY_BENCH_LLAMA_SLOTS (lru, default, or pinned) how llama-server assigns slots to concurrent requests.
 // Benchmarks measure; they never assert. Compare ratios measured side by side in one run, not absolute numbers.
 import { benchModelPath, smollm2Path } from "../support/models.ts";
 import type { BenchShapeName } from "../support/gguf/bench.ts";
 import { benchCli } from "./cli.ts";
 import { benchGateway, gatewayParts } from "./gateway/bench.ts";
+import { benchEngineBuilds } from "./engine-builds.ts";
 import { benchColdStart, coldStartRow } from "./gateway/cold-start.ts";
 import { benchUsageWrites } from "./gateway/usage-writes.ts";
 import { benchCauses, benchLlamaServer, type BenchModel } from "./llama-cpp/compare.ts";
@@ -21,7 +23,7 @@ import { benchPull } from "./pull.ts";
 import { benchServing } from "./serving.ts";
 import { printTable } from "./table.ts";
 
-const all = ["serving", "llama", "causes", "pull", "cli", "operator", "platform", "gateway"] as const;
+const all = ["serving", "llama", "causes", "builds", "pull", "cli", "operator", "platform", "gateway"] as const;
 type Section = (typeof all)[number];
 const wanted = new Set<Section>(
   process.argv.slice(2).filter((a) => (all as readonly string[]).includes(a)) as Section[],
@@ -77,7 +79,7 @@ if (run("serving")) {
   );
 }
 
-if (run("llama") || run("causes")) {
+if (run("llama") || run("causes") || run("builds")) {
   const rounds = Number(process.env.GANTRY_BENCH_ROUNDS ?? 3);
   const shapes = (process.env.GANTRY_BENCH_MODELS ?? "250m,1b").split(",").map((x) => x.trim()) as BenchShapeName[];
   const models: BenchModel[] = [];
@@ -87,6 +89,7 @@ if (run("llama") || run("causes")) {
   const tables = [
     ...(run("llama") ? await benchLlamaServer(models, o) : []),
     ...(run("causes") ? await benchCauses(models, o) : []),
+    ...(run("builds") ? [await benchEngineBuilds(models, o)] : []),
   ];
   for (const t of tables) printTable(t.title, t.header, t.rows);
 }
