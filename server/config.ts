@@ -86,6 +86,12 @@ export const ServerConfigSchema = z.object({
     .describe(
       "Keep every decode step full (all sequences with a token ready); off = node-llama-cpp's own dispatch, for measurements",
     ),
+  GANTRY_ONLY_MODELS: z
+    .string()
+    .default("")
+    .describe(
+      "Models this server lists and serves, comma-separated names (or .gguf paths); every other model in the store is hidden and answers 404 (the operator sets it to the app's model, so apps sharing a model volume see only their own); empty = all",
+    ),
   GANTRY_ORIGINS: z
     .string()
     .default("")

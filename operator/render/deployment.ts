@@ -44,10 +44,15 @@ function serverEnv(app: ResolvedApp, config: Pick<OperatorConfig, "serverPort">)
     GANTRY_KEEP_ALIVE: server.keepAlive,
     GANTRY_NUM_PARALLEL: String(server.parallel),
     GANTRY_CONTEXT_LENGTH: String(server.contextLength),
+    // The model volume may hold other apps' models: the pod lists and serves its app's model only.
+    GANTRY_ONLY_MODELS: app.servedModel,
     // Inference threads follow the CPU request, so replicas never oversubscribe their share of a node.
     ...(cpus !== undefined && cpus >= 1 ? { GANTRY_THREADS: String(Math.floor(cpus)) } : {}),
   };
-  return mergeEnv(own, app.spec.env ?? []);
+  return mergeEnv(
+    own,
+    (app.spec.env ?? []).filter((e) => e.name !== "GANTRY_ONLY_MODELS"),
+  );
 }
 
 function resources(app: ResolvedApp) {

@@ -259,6 +259,13 @@ test("the user's environment overrides the operator's variable of the same name 
   assert.deepEqual(names.slice(-3), ["GANTRY_NUM_PARALLEL", "HF_TOKEN", "A_LAST"]);
 });
 
+test("the server lists and serves only the app's model (GANTRY_ONLY_MODELS), whatever the user's environment says", () => {
+  const app = resolved({ env: [{ name: "GANTRY_ONLY_MODELS", value: "" }] });
+  const { server, serverEnv } = render(app);
+  assert.equal(serverEnv.GANTRY_ONLY_MODELS, app.servedModel);
+  assert.equal(server.env.filter((e) => e.name === "GANTRY_ONLY_MODELS").length, 1);
+});
+
 test("prepare gets the models path, the hub URL and the user's environment (for private repos)", () => {
   const { prepareEnv, prepare } = render(
     resolved({
