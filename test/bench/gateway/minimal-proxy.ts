@@ -23,6 +23,7 @@ const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
     if (n !== "authorization" && n !== "host" && n !== "connection") headers.push(n, raw[i + 1]!);
   }
   const handler: Dispatcher.DispatchHandler = {
+    onRequestStart() {},
     onResponseStart(_c, status, h) {
       delete h.connection;
       delete h["keep-alive"];
