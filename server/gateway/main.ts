@@ -5,7 +5,7 @@ import http from "node:http";
 import os from "node:os";
 import { KubeConfig } from "@kubernetes/client-node";
 import { parseHostPort } from "../common/host-port.ts";
-import { createLogger, type Logger } from "../common/logger.ts";
+import { bufferedDestination, createLogger, type Logger } from "../common/logger.ts";
 import { exitOnShutdownSignals } from "../common/shutdown.ts";
 import { VERSION } from "../common/version.ts";
 import { loadGatewayConfig, type GatewayConfig } from "./config.ts";
@@ -122,7 +122,12 @@ export async function startGateway(opts: GatewayOptions, logger: Logger): Promis
 
 export async function runGateway(opts: GatewayOptions): Promise<void> {
   const env = opts.env ?? process.env;
-  const logger = createLogger({ level: env.GANTRY_LOG_LEVEL ?? "info", name: "gantry-gateway" });
+  // A request log line per request: buffered (a write per line costs more than the rest of the line's work).
+  const logger = createLogger({
+    level: env.GANTRY_LOG_LEVEL ?? "info",
+    name: "gantry-gateway",
+    destination: bufferedDestination(1),
+  });
   const running = await startGateway(opts, logger);
   exitOnShutdownSignals(() => running.close(), logger);
 }
