@@ -1,6 +1,7 @@
 // The gateway as the benchmark runs it: the same pipeline as `gantry gateway` (server/gateway/gateway.ts) with the
 // in-process seams (memory.ts) instead of Kubernetes watches, so no cluster is needed: one private app whose pod is
-// the upstream `gantry serve`, one key. JSON request logs at info level go to /dev/null (serialised and buffered, as in production).
+// the upstream `gantry serve`, one key. JSON request logs at info level go to /dev/null (serialised and buffered, as
+// in production).
 //   node gateway-process.ts <port> <upstream origin>      prints the key on stdout once listening
 import http from "node:http";
 import { bufferedDestination, createLogger } from "../../../server/common/logger.ts";
