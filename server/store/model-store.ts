@@ -5,18 +5,25 @@ import path from "node:path";
 import { AppError, modelNotFound } from "../common/errors.ts";
 import type { Logger } from "../common/logger.ts";
 import { silentLogger } from "../common/logger.ts";
-import type { ModelSpec } from "../engine/types.ts";
-import { linkSplitParts, splitModelDir } from "../hub/splits.ts";
 import { assertGguf, GgufSummaryCache, readGgufSummary, type GgufSummary } from "../gguf/metadata.ts";
-import type { CreateRequest, ShowResponse } from "../api/store-schemas.ts";
 import { BlobStore, hashFile } from "./blobs.ts";
-import { createModel, isPathRef, type ProgressListener } from "./create.ts";
+import { modelCapabilities } from "./capabilities.ts";
+import { createModel, isPathRef } from "./create.ts";
 import type { Digest } from "./digest.ts";
-import { decodeLayers, toSamplingOptions, type DecodedLayers } from "./layers.ts";
+import { decodeLayers, toModelOptions } from "./layers.ts";
 import { layersOf, ManifestStore, ModelConfigSchema, referencedDigests, type StoredManifest } from "./manifests.ts";
 import { formatModelName, parseModelName, qualifiedModelName } from "../common/model-name.ts";
-import { formatParameters, modelCapabilities, renderModelfile } from "./show-format.ts";
-import type { ModelDetails, ModelResolver, ModelSummary } from "./types.ts";
+import { linkSplitParts, splitModelDir } from "./splits.ts";
+import type {
+  CreateModelInput,
+  DecodedLayers,
+  ModelDescription,
+  ModelDetails,
+  ModelResolver,
+  ModelSpec,
+  ModelSummary,
+  ProgressListener,
+} from "./types.ts";
 
 export class ModelStore implements ModelResolver {
   readonly root: string;
@@ -70,7 +77,7 @@ export class ModelStore implements ModelResolver {
       modelPath,
       ...(layers.template !== undefined ? { template: layers.template } : {}),
       ...(layers.system !== undefined ? { system: layers.system } : {}),
-      parameters: toSamplingOptions(layers.parameters),
+      parameters: toModelOptions(layers.parameters),
       messages: layers.messages,
       adapters: layers.adapters.map((a) => a.path),
       ...(layers.projector ? { projector: layers.projector.path } : {}),
@@ -105,7 +112,7 @@ export class ModelStore implements ModelResolver {
   }
 
   /** POST /api/create. Progress statuses follow Ollama's; the last one is "success". */
-  async create(req: CreateRequest, onProgress: ProgressListener = () => {}): Promise<void> {
+  async create(req: CreateModelInput, onProgress: ProgressListener = () => {}): Promise<void> {
     await createModel({ blobs: this.blobs, manifests: this.manifests, gguf: this.gguf }, req, onProgress);
     this.logger.info({ model: req.model }, "model created");
   }
@@ -141,35 +148,20 @@ export class ModelStore implements ModelResolver {
     return removed;
   }
 
-  /** POST /api/show data. */
-  async show(name: string, opts: { verbose?: boolean } = {}): Promise<ShowResponse> {
+  /** What /api/show reports of a model (verbose: every GGUF metadata array in full). */
+  async describe(name: string, opts: { verbose?: boolean } = {}): Promise<ModelDescription> {
     this.assertShown(name);
     const { displayName, layers, modifiedAt } = await this.locate(name);
     const summary = opts.verbose
       ? await readGgufSummary(layers.model.path, { verbose: true })
       : await this.gguf.get(layers.model.digest, layers.model.path);
-    const template = layers.template ?? summary.chatTemplate;
-    const parameters = formatParameters(layers.parameters);
     return {
-      ...(layers.licenses.length ? { license: layers.licenses.join("\n") } : {}),
-      modelfile: renderModelfile({
-        displayName,
-        modelPath: layers.model.path,
-        adapterPaths: layers.adapters.map((a) => a.path),
-        ...(layers.template !== undefined ? { template: layers.template } : {}),
-        ...(layers.system !== undefined ? { system: layers.system } : {}),
-        parameters: layers.parameters,
-        messages: layers.messages,
-        licenses: layers.licenses,
-      }),
-      ...(parameters ? { parameters } : {}),
-      ...(template !== undefined ? { template } : {}),
-      ...(layers.system !== undefined ? { system: layers.system } : {}),
+      displayName,
+      layers,
+      summary,
       details: detailsOf(summary),
-      model_info: summary.modelInfo,
       capabilities: modelCapabilities({ isEmbedding: summary.isEmbedding, hasProjector: !!layers.projector }),
-      modified_at: modifiedAt.toISOString(),
-      ...(layers.messages.length ? { messages: layers.messages } : {}),
+      modifiedAt,
     };
   }
 
