@@ -38,7 +38,7 @@ const REQUEST_ID = /^[\w.:@/+=-]{1,128}$/;
 const FAILING_MS = 1000;
 /** How long the gateway's own passed health check of a not-yet-ready pod counts (the EndpointSlice catches up). */
 const PROBED_MS = 30_000;
-const PROBE_EVERY_MS = 200;
+const PROBE_EVERY_MS = 100;
 /** Held streams get their first keep-alive (and so their status line) after this long, not at once. */
 const FIRST_KEEPALIVE_MS = 1000;
 
@@ -502,7 +502,7 @@ export class Gateway {
   }
 
   /**
-   * While requests wait for an app, its pods that are not ready yet are health-checked here every 200 ms: the first
+   * While requests wait for an app, its pods that are not ready yet are health-checked here every 100 ms: the first
    * pass sends the request on, instead of waiting for the pod's readiness probe period and the EndpointSlice update.
    */
   private probe(s: AppState): void {

@@ -306,8 +306,11 @@ test("readiness and startup probes check /health on the http port", () => {
   for (const probe of [server.readinessProbe, server.startupProbe]) {
     assert.deepEqual(probe?.httpGet, { path: "/health", port: "http" });
   }
-  // The startup probe allows big models half an hour to load.
+  // The startup probe allows big models half an hour to load, and a loaded one is seen within a second (scale from
+  // zero waits on it); readiness is asked every 2 s.
   assert.ok(server.startupProbe!.periodSeconds * server.startupProbe!.failureThreshold >= 1800);
+  assert.equal(server.startupProbe!.periodSeconds, 1);
+  assert.ok(server.readinessProbe!.periodSeconds <= 2);
   assert.ok(!("livenessProbe" in server), "no liveness probe kills a loading model");
 });
 
