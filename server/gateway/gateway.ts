@@ -526,7 +526,10 @@ export class Gateway {
           eps
             .filter((ep) => !ep.ready && !((s.probed.get(ep.id) ?? 0) > now))
             .map(async (ep) => {
-              if (await this.healthy(ep.origin)) s.probed.set(ep.id, this.now() + PROBED_MS);
+              if (await this.healthy(ep.origin)) {
+                s.probed.set(ep.id, this.now() + PROBED_MS);
+                s.failing.delete(ep.id); // it refused a moment ago, but it answers now
+              }
             }),
         );
         s.wake();
@@ -639,6 +642,7 @@ export class Gateway {
       if (s.inFlight === 0) this.states.delete(`${org}/${name}`);
       else s.uid = app?.uid;
     }
+    s.forget(this.d.apps.endpoints(org, name));
     s.wake();
   }
 
