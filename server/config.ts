@@ -2,6 +2,7 @@
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
+import { SharedSettings } from "./common/config.ts";
 import { parseKeepAlive } from "./common/duration.ts";
 
 const intFrom = (min: number) => z.coerce.number().int().min(min);
@@ -97,10 +98,7 @@ export const ServerConfigSchema = z.object({
     .default("")
     .describe("Extra allowed CORS origins, comma-separated (localhost origins are always allowed)"),
   GANTRY_BODY_LIMIT: z.string().default("32mb").describe("Largest accepted request body"),
-  GANTRY_LOG_LEVEL: z
-    .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
-    .default("info")
-    .describe("Log level"),
+  GANTRY_LOG_LEVEL: SharedSettings.GANTRY_LOG_LEVEL,
   GANTRY_HUB_URL: z
     .string()
     .default("https://huggingface.co")

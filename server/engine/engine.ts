@@ -5,7 +5,7 @@ import { AppError } from "../common/errors.ts";
 import { Arrivals } from "./arrivals.ts";
 import { embedTexts } from "./embedding.ts";
 import { commonPrefixLength, contextOverflow, runGeneration } from "./generation.ts";
-import { GrammarCache } from "./grammars.ts";
+import { GrammarCache, grammarStopStrings } from "./grammars.ts";
 import { llamaRuntime, setThreadpoolPoll, type EngineBuildMode } from "./llama-runtime.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { ModelRegistry, shuttingDown, type LoadRequest } from "./model-registry.ts";
@@ -123,7 +123,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
             loaded,
             slot,
             promptTokens: prompt.tokens,
-            stopStrings: prompt.stopStrings,
+            stopStrings: [...prompt.stopStrings, ...grammarStopStrings(grammar)],
             sampling,
             grammar,
             signal,

@@ -5,6 +5,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { gantryCacheDir, nodeLlamaCppVersion } from "../../../server/engine/native/patched-build.ts";
+import { parseEnv } from "../../../server/common/config.ts";
+import { SetupEnvSchema } from "../../../server/setup/config.ts";
 import { buildTools, bundledRelease, cloneBundledLlamaCpp, cmakeBuild } from "../../../server/setup/llama-source.ts";
 
 export interface LlamaTools {
@@ -44,7 +46,8 @@ async function ensure(): Promise<LlamaTools> {
   };
   if (fs.existsSync(tools.server) && fs.existsSync(tools.bench)) return tools;
 
-  const have = buildTools();
+  const toolchain = parseEnv(SetupEnvSchema);
+  const have = buildTools(toolchain);
   if (!have.ok) throw new Error(`cannot build llama-server/llama-bench: missing ${have.missing.join(", ")}`);
   const started = performance.now();
   const work = `${dir}.work`;
@@ -64,6 +67,7 @@ async function ensure(): Promise<LlamaTools> {
     build: path.join(work, "build"),
     targets: ["llama-server", "llama-bench"],
     log: logFile,
+    toolchain,
     // Static, so the two binaries are self-contained in the cache; no network features (curl, TLS), no web UI.
     options: {
       BUILD_SHARED_LIBS: "OFF",
