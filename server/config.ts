@@ -76,6 +76,12 @@ export const ServerConfigSchema = z.object({
     .describe(
       "GPU backend: auto = the GPU node-llama-cpp finds (CUDA, Vulkan or Metal), else the CPU; cuda, vulkan, metal = that backend; off = the CPU only (the patched CPU build)",
     ),
+  GANTRY_ONLY_MODELS: z
+    .string()
+    .default("")
+    .describe(
+      "Models this server lists and serves, comma-separated names (or .gguf paths); every other model in the store is hidden and answers 404 (the operator sets it to the app's model, so apps sharing a model volume see only their own); empty = all",
+    ),
   GANTRY_ORIGINS: z
     .string()
     .default("")

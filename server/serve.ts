@@ -19,6 +19,12 @@ import { ModelStore } from "./store/model-store.ts";
 import { cachedRenderer } from "./template/index.ts";
 import { VERSION } from "./common/version.ts";
 
+const splitList = (v: string): string[] =>
+  v
+    .split(",")
+    .map((x) => x.trim())
+    .filter(Boolean);
+
 /** How long shutdown waits, after the engine stopped, for responses still being written. */
 const RESPONSE_GRACE_MS = 2_000;
 
@@ -41,7 +47,7 @@ export async function startServer(
   logger: Logger,
   opts: { preload?: string[]; tuning?: EngineTuning } = {},
 ): Promise<RunningServer> {
-  const store = new ModelStore({ root: config.GANTRY_MODELS, logger });
+  const store = new ModelStore({ root: config.GANTRY_MODELS, logger, only: splitList(config.GANTRY_ONLY_MODELS) });
   const metrics = new ServerMetrics();
   const engine = await createEngine({
     logger,

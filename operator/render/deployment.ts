@@ -4,7 +4,7 @@
 // restarted pod continues a cut download), or checks that a named model is there, applies the Modelfile overrides,
 // and writes a JSON report to its termination message ({model, digest} or {error, code}) for the operator's status.
 // The `server` container runs `gantry serve --model <model>` with the model kept loaded; readiness follows /health
-// (503 while the model loads), and a startup probe allows half an hour for big models to load.
+// (503 while the model loads), and a startup probe (asked every second) allows half an hour for big models to load.
 import type { RenderConfig } from "./config.ts";
 import { appLabels, controllerRef, selectorLabels, SPEC_HASH_ANNOTATION } from "./labels.ts";
 import { modelfileConfigMapName } from "./modelfile-configmap.ts";
@@ -53,10 +53,15 @@ function serverEnv(app: ResolvedApp, config: Pick<RenderConfig, "serverPort">): 
     GANTRY_NUM_PARALLEL: String(server.parallel),
     GANTRY_CONTEXT_LENGTH: String(server.contextLength),
     GANTRY_GPU: gpuSetting(app),
+    // The model volume may hold other apps' models: the pod lists and serves its app's model only.
+    GANTRY_ONLY_MODELS: app.servedModel,
     // Inference threads follow the CPU request, so replicas never oversubscribe their share of a node.
     ...(cpus !== undefined && cpus >= 1 ? { GANTRY_THREADS: String(Math.floor(cpus)) } : {}),
   };
-  return mergeEnv(own, app.spec.env ?? []);
+  return mergeEnv(
+    own,
+    (app.spec.env ?? []).filter((e) => e.name !== "GANTRY_ONLY_MODELS"),
+  );
 }
 
 function resources(app: ResolvedApp) {
@@ -116,8 +121,10 @@ function serverContainer(
     args: ["serve", "--model", app.servedModel],
     env: serverEnv(app, config),
     ports: [{ name: "http", containerPort: config.serverPort, protocol: "TCP" }],
-    readinessProbe: probe(5, 3),
-    startupProbe: probe(10, 180),
+    // A pod is Ready within a second or two of its model loading (a scale from zero waits on it; the gateway's own
+    // health check of a starting pod usually sends held requests on sooner): /health is cheap to ask often.
+    readinessProbe: probe(2, 3),
+    startupProbe: probe(1, 1800),
     resources: resources(app),
     volumeMounts: [{ name: "models", mountPath: MODELS_PATH }],
     terminationMessagePolicy: "FallbackToLogsOnError",

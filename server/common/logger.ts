@@ -1,11 +1,9 @@
 // Structured JSON logs (pino). Created once in a process's main and passed down; never logs prompts or keys.
-import { pino, type Logger as PinoLogger } from "pino";
+import { pino, type DestinationStream, type Logger as PinoLogger } from "pino";
 
 export type Logger = PinoLogger;
 
-export function createLogger(
-  opts: { level?: string; name?: string; destination?: NodeJS.WritableStream } = {},
-): Logger {
+export function createLogger(opts: { level?: string; name?: string; destination?: DestinationStream } = {}): Logger {
   return pino(
     {
       level: opts.level ?? "info",
@@ -28,6 +26,31 @@ export function createLogger(
     },
     opts.destination ?? process.stdout,
   );
+}
+
+/**
+ * A buffered log destination for a process that logs a line per request (the gateway): lines go out in blocks of
+ * 4 KiB, and at the latest every 200 ms, instead of one write system call per line (a measurable share of a small
+ * proxied request); whatever is pending is written on exit. `dest` is a file descriptor (1 = stdout) or a path.
+ */
+export function bufferedDestination(dest: number | string = 1): DestinationStream {
+  const out = pino.destination({ dest, sync: false, minLength: 4096 });
+  const flush = () => {
+    try {
+      out.flush();
+    } catch {
+      // not open yet, or closed: the next flush or exit writes it
+    }
+  };
+  setInterval(flush, 200).unref();
+  process.once("exit", () => {
+    try {
+      out.flushSync();
+    } catch {
+      // nothing more can be done at exit
+    }
+  });
+  return out;
 }
 
 /** A logger that discards everything (tests and library defaults). */

@@ -52,6 +52,16 @@ export class AppState {
     return best;
   }
 
+  /**
+   * Drops what is known of pods that are gone: a new pod may get a gone one's address, and must not inherit its
+   * passed health check (or its refusals).
+   */
+  forget(endpoints: readonly Endpoint[]): void {
+    const ids = new Set(endpoints.map((e) => e.id));
+    for (const m of [this.probed, this.failing]) for (const id of m.keys()) if (!ids.has(id)) m.delete(id);
+    for (const [id, n] of this.load) if (n === 0 && !ids.has(id)) this.load.delete(id);
+  }
+
   wake(): void {
     for (const w of [...this.waiters]) w();
   }

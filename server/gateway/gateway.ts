@@ -38,7 +38,7 @@ const REQUEST_ID = /^[\w.:@/+=-]{1,128}$/;
 const FAILING_MS = 1000;
 /** How long the gateway's own passed health check of a not-yet-ready pod counts (the EndpointSlice catches up). */
 const PROBED_MS = 30_000;
-const PROBE_EVERY_MS = 200;
+const PROBE_EVERY_MS = 100;
 /** Held streams get their first keep-alive (and so their status line) after this long, not at once. */
 const FIRST_KEEPALIVE_MS = 1000;
 
@@ -263,7 +263,8 @@ export class Gateway {
     let status = 0;
     let tokens: { prompt: number; completion: number } | undefined;
     try {
-      const body = await this.readBody(ctx);
+      // GET and HEAD have no body to wait for: no await on the way (an event-loop turn of a small request's cost).
+      const body = req.method === "GET" || req.method === "HEAD" ? this.skipBody(ctx) : await this.readBody(ctx);
       if (body === "done") {
         status = res.headersSent ? res.statusCode : 499;
         return;
@@ -291,7 +292,8 @@ export class Gateway {
       };
       s.active.add(active);
       for (;;) {
-        const ep = await this.endpointFor(ctx, s, body, ctx.committed ? retryUntil : holdUntil);
+        const ep =
+          this.pickNow(ctx, s) ?? (await this.endpointFor(ctx, s, body, ctx.committed ? retryUntil : holdUntil));
         if (ep instanceof AppError) {
           status = ep.status;
           this.sendError(ctx, ep);
@@ -373,6 +375,15 @@ export class Gateway {
     }
   }
 
+  /** A GET's or HEAD's body is not forwarded: drained (413 when it says it is over the limit). */
+  private skipBody(ctx: RequestContext): null | "done" {
+    ctx.req.resume();
+    const max = this.d.config.maxBodyBytes;
+    if (Number(ctx.req.headers["content-length"] ?? 0) <= max) return null;
+    this.fail(ctx, 413, `request body is larger than ${max} bytes`, { connection: "close" });
+    return "done";
+  }
+
   /** Reads the request body (bounded): the Buffer, null when there is none, or "done" when already answered. */
   private async readBody(ctx: RequestContext): Promise<Buffer | null | "done"> {
     const max = this.d.config.maxBodyBytes;
@@ -382,6 +393,14 @@ export class Gateway {
       return "done";
     }
     return body === "aborted" ? "done" : body;
+  }
+
+  /** A usable pod at once (the common case, without a promise), or undefined. */
+  private pickNow(ctx: RequestContext, s: AppState): Endpoint | undefined {
+    if (ctx.cause) return undefined;
+    const app = this.d.apps.get(ctx.org, ctx.app);
+    if (!app || (s.uid && app.uid !== s.uid)) return undefined;
+    return s.pick(this.d.apps.endpoints(ctx.org, ctx.app), this.now());
   }
 
   /**
@@ -483,7 +502,7 @@ export class Gateway {
   }
 
   /**
-   * While requests wait for an app, its pods that are not ready yet are health-checked here every 200 ms: the first
+   * While requests wait for an app, its pods that are not ready yet are health-checked here every 100 ms: the first
    * pass sends the request on, instead of waiting for the pod's readiness probe period and the EndpointSlice update.
    */
   private probe(s: AppState): void {
@@ -507,7 +526,10 @@ export class Gateway {
           eps
             .filter((ep) => !ep.ready && !((s.probed.get(ep.id) ?? 0) > now))
             .map(async (ep) => {
-              if (await this.healthy(ep.origin)) s.probed.set(ep.id, this.now() + PROBED_MS);
+              if (await this.healthy(ep.origin)) {
+                s.probed.set(ep.id, this.now() + PROBED_MS);
+                s.failing.delete(ep.id); // it refused a moment ago, but it answers now
+              }
             }),
         );
         s.wake();
@@ -620,6 +642,7 @@ export class Gateway {
       if (s.inFlight === 0) this.states.delete(`${org}/${name}`);
       else s.uid = app?.uid;
     }
+    s.forget(this.d.apps.endpoints(org, name));
     s.wake();
   }
 

@@ -5,7 +5,7 @@ import http from "node:http";
 import os from "node:os";
 import { parseHostPort } from "../common/host-port.ts";
 import { loadKubeConfig } from "../common/kubeconfig.ts";
-import { createLogger, type Logger } from "../common/logger.ts";
+import { bufferedDestination, createLogger, type Logger } from "../common/logger.ts";
 import { exitOnShutdownSignals } from "../common/shutdown.ts";
 import { VERSION } from "../common/version.ts";
 import { loadGatewayConfig, type GatewayConfig } from "./config.ts";
@@ -125,7 +125,12 @@ export async function startGateway(opts: GatewayOptions, logger: Logger): Promis
 }
 
 export async function runGateway(opts: GatewayOptions): Promise<void> {
-  const logger = createLogger({ level: opts.env.GANTRY_LOG_LEVEL, name: "gantry-gateway" });
+  // A request log line per request: buffered (a write per line costs more than the rest of the line's work).
+  const logger = createLogger({
+    level: opts.env.GANTRY_LOG_LEVEL,
+    name: "gantry-gateway",
+    destination: bufferedDestination(1),
+  });
   const running = await startGateway(opts, logger);
   exitOnShutdownSignals(() => running.close(), logger);
 }

@@ -27,13 +27,9 @@ export interface TargetFlags {
   org?: string | undefined;
 }
 
-/** A failure of a platform command that is not about the app file (exit code 1). */
-export class PlatformError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "PlatformError";
-  }
-}
+import { PlatformError } from "./platform-error.ts";
+
+export { PlatformError };
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 

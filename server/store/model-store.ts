@@ -12,7 +12,7 @@ import { createModel, isPathRef } from "./create.ts";
 import type { Digest } from "./digest.ts";
 import { decodeLayers, toModelOptions } from "./layers.ts";
 import { layersOf, ManifestStore, ModelConfigSchema, referencedDigests, type StoredManifest } from "./manifests.ts";
-import { formatModelName, parseModelName } from "../common/model-name.ts";
+import { formatModelName, parseModelName, qualifiedModelName } from "../common/model-name.ts";
 import { linkSplitParts, splitModelDir } from "./splits.ts";
 import type {
   CreateModelInput,
@@ -33,16 +33,34 @@ export class ModelStore implements ModelResolver {
   private readonly logger: Logger;
   /** Digests of ad-hoc GGUF files, keyed by path, mtime and size so an edited file is hashed again. */
   private readonly fileDigests = new Map<string, Promise<Digest>>();
+  /** With `only`: the models this store shows (qualified names in lower case, .gguf paths resolved). */
+  private readonly only: ReadonlySet<string> | undefined;
 
-  constructor(opts: { root: string; logger?: Logger }) {
+  /**
+   * `only` (GANTRY_ONLY_MODELS): the models this store lists and resolves; every other one in the directory is hidden
+   * and "not found", as if absent (the pod of an app shares its model volume with other apps). Empty or absent: all.
+   */
+  constructor(opts: { root: string; logger?: Logger; only?: readonly string[] }) {
     this.root = path.resolve(opts.root);
     this.blobs = new BlobStore(this.root);
     this.manifests = new ManifestStore(this.root);
     this.logger = opts.logger ?? silentLogger;
+    this.only = opts.only?.length ? new Set(opts.only.flatMap((ref) => onlyKeys(ref))) : undefined;
+  }
+
+  /** Whether a reference names a model this store shows (always, without `only`). */
+  shows(ref: string): boolean {
+    const only = this.only;
+    return !only || onlyKeys(ref).some((k) => only.has(k));
+  }
+
+  private assertShown(ref: string): void {
+    if (this.only && onlyKeys(ref).length > 0 && !this.shows(ref)) throw modelNotFound(ref);
   }
 
   /** A stored model by name, or a path ending in ".gguf" to a file on this machine (used as it is, not imported). */
   async resolve(ref: string): Promise<ModelSpec> {
+    this.assertShown(ref);
     const { displayName, layers } = await this.locate(ref);
     // llama.cpp finds the other parts of a split model only next to the first, under the split naming pattern.
     const modelPath =
@@ -77,6 +95,7 @@ export class ModelStore implements ModelResolver {
   async list(): Promise<ModelSummary[]> {
     const summaries: ModelSummary[] = [];
     for (const m of await this.manifests.list()) {
+      if (this.only && !this.only.has(qualifiedModelName(m.name).toLowerCase())) continue;
       try {
         summaries.push({
           name: formatModelName(m.name),
@@ -131,6 +150,7 @@ export class ModelStore implements ModelResolver {
 
   /** What /api/show reports of a model (verbose: every GGUF metadata array in full). */
   async describe(name: string, opts: { verbose?: boolean } = {}): Promise<ModelDescription> {
+    this.assertShown(name);
     const { displayName, layers, modifiedAt } = await this.locate(name);
     const summary = opts.verbose
       ? await readGgufSummary(layers.model.path, { verbose: true })
@@ -146,6 +166,7 @@ export class ModelStore implements ModelResolver {
   }
 
   private async read(name: string): Promise<StoredManifest> {
+    this.assertShown(name);
     let parsed;
     try {
       parsed = parseModelName(name);
@@ -231,6 +252,21 @@ export class ModelStore implements ModelResolver {
       modifiedAt: stat.mtime,
     };
   }
+}
+
+/**
+ * How `only` compares references: a model name fully qualified in lower case, a .gguf path resolved. A reference that
+ * is neither (a malformed name) has no key: it fails later with its own 400.
+ */
+function onlyKeys(ref: string): string[] {
+  const keys: string[] = [];
+  try {
+    keys.push(qualifiedModelName(parseModelName(ref)).toLowerCase());
+  } catch {
+    // not a model name
+  }
+  if (ref.toLowerCase().endsWith(".gguf")) keys.push(path.resolve(ref));
+  return keys;
 }
 
 const detailsOf = (s: GgufSummary): ModelDetails => ({

@@ -11,7 +11,7 @@
 import { benchModelPath, smollm2Path } from "../support/models.ts";
 import type { BenchShapeName } from "../support/gguf/bench.ts";
 import { benchCli } from "./cli.ts";
-import { benchGateway } from "./gateway/bench.ts";
+import { benchGateway, gatewayParts } from "./gateway/bench.ts";
 import { benchEngineBuilds } from "./engine-builds.ts";
 import { benchColdStart, coldStartRow } from "./gateway/cold-start.ts";
 import { benchUsageWrites } from "./gateway/usage-writes.ts";
@@ -131,27 +131,38 @@ if (run("platform")) {
 }
 
 if (run("gateway")) {
-  const g = await benchGateway({ rounds: Number(process.env.GANTRY_BENCH_ROUNDS ?? 3) });
-  printTable(
-    `Gateway: small requests (GET /api/version) against the same gantry serve, one connection (latency) and 32 connections (requests/s), auth on; medians of ${g.rounds} interleaved rounds; nginx ${g.nginx ? "(Debian package, 1 worker)" : "not installed (apt-get install nginx)"}. Targets: added p50 < 0.15 ms, requests/s ≥ 0.5 × nginx`,
-    ["path", "p50 ms", "p99 ms", "added p50 ms", "added p99 ms", "req/s @32", "÷ nginx"],
-    g.proxy.map((r) => [r.target, r.p50Ms, r.p99Ms, r.addedP50Ms, r.addedP99Ms, r.rps32, r.vsNginx]),
-  );
-  printTable(
-    `Gateway: tokens/s of a long stream (SmolLM2-135M, 256 tokens, NDJSON), client side, medians of ${g.stream.rounds} interleaved rounds. Target ≥ 0.99 × direct`,
-    ["direct tok/s", "through the gateway tok/s", "gateway ÷ direct"],
-    [[g.stream.directTps, g.stream.gatewayTps, g.stream.ratio]],
-  );
-  const cold = await benchColdStart(Number(process.env.GANTRY_BENCH_COLD_ROUNDS ?? 2));
-  printTable(
-    "Gateway: cold start to first token from zero replicas (test control plane, process runtime, SmolLM2 in the model volume) against the model's own start (gantry serve --model spawned locally, to first token); medians. Target: cold ≤ own start + 2 s",
-    ["rounds", "own start ms", "cold start via gateway ms", "difference ms"],
-    [coldStartRow(cold)],
-  );
-  const u = await benchUsageWrites();
-  printTable(
-    "Gateway: usage persistence under load (usage ConfigMap writes while metering a steady request stream, flush every 5 s)",
-    ["seconds", "requests metered", "orgs", "writes", "conflicts", "writes per org per minute"],
-    [[u.seconds, u.metered, u.orgs, u.writes, u.conflicts, u.writesPerOrgPerMinute]],
-  );
+  const parts = gatewayParts();
+  const g =
+    parts.has("proxy") || parts.has("stream")
+      ? await benchGateway({ rounds: Number(process.env.GANTRY_BENCH_ROUNDS ?? 3), parts })
+      : undefined;
+  const loadNote = g ? `load average ${g.load.before.toFixed(2)} before, ${g.load.after.toFixed(2)} after` : "";
+  if (g?.proxy)
+    printTable(
+      `Gateway: small requests (GET /api/version) against the same gantry serve, one connection (latency) and 32 connections (requests/s), auth on; medians of ${g.rounds} interleaved rounds; nginx ${g.nginx ? "(Debian package, 1 worker)" : "not installed (apt-get install nginx)"}; ${loadNote}. Targets: added p50 < 0.15 ms, requests/s ≥ 0.5 × nginx`,
+      ["path", "p50 ms", "p99 ms", "added p50 ms", "added p99 ms", "req/s @32", "÷ nginx"],
+      g.proxy.map((r) => [r.target, r.p50Ms, r.p99Ms, r.addedP50Ms, r.addedP99Ms, r.rps32, r.vsNginx]),
+    );
+  if (g?.stream)
+    printTable(
+      `Gateway: tokens/s of a long stream (SmolLM2-135M, 256 tokens, NDJSON), client side, medians of ${g.stream.rounds} interleaved rounds; ${loadNote}. Target ≥ 0.99 × direct`,
+      ["direct tok/s", "through the gateway tok/s", "gateway ÷ direct"],
+      [[g.stream.directTps, g.stream.gatewayTps, g.stream.ratio]],
+    );
+  if (parts.has("cold")) {
+    const cold = await benchColdStart(Number(process.env.GANTRY_BENCH_COLD_ROUNDS ?? 2));
+    printTable(
+      "Gateway: cold start to first token from zero replicas (test control plane, process runtime, SmolLM2 in the model volume) against the model's own start (gantry serve --model spawned locally, to first token); medians. Target: cold ≤ own start + 2 s",
+      ["rounds", "own start ms", "cold start via gateway ms", "difference ms"],
+      [coldStartRow(cold)],
+    );
+  }
+  if (parts.has("usage")) {
+    const u = await benchUsageWrites();
+    printTable(
+      "Gateway: usage persistence under load (usage ConfigMap writes while metering a steady request stream, flush every 5 s)",
+      ["seconds", "requests metered", "orgs", "writes", "conflicts", "writes per org per minute"],
+      [[u.seconds, u.metered, u.orgs, u.writes, u.conflicts, u.writesPerOrgPerMinute]],
+    );
+  }
 }

@@ -1,11 +1,10 @@
 // `gantry apps list|get|delete|scale|logs`: the org's deployed apps on the cluster of the current context, with
 // JSON output for scripts (--output json).
 import { PassThrough, Writable } from "node:stream";
-import { stringify as toYaml } from "yaml";
 import type { ModelApp } from "../../../operator/api/v1alpha1/modelapp.ts";
 import { summarizeApp } from "../../platform/app-status.ts";
 import { SOURCE_ANNOTATION } from "../../platform/modelapp-manifest.ts";
-import { PlatformError } from "../../platform/kube-target.ts";
+import { PlatformError } from "../../platform/platform-error.ts";
 import {
   boolFlag,
   expectPositionals,
@@ -71,7 +70,10 @@ const get: Sub = {
     const s = summarizeApp(app, baseUrl);
     const conditions = app.status?.conditions ?? [];
     if (output === "json") return void json(ctx, { ...s, spec: app.spec, conditions });
-    if (output === "yaml") return void ctx.stdout.write(toYaml(withoutManagedFields(app)));
+    if (output === "yaml") {
+      const { stringify } = await import("yaml"); // loaded on use: every command's start would pay for it
+      return void ctx.stdout.write(stringify(withoutManagedFields(app)));
+    }
     const source = app.metadata.annotations?.[SOURCE_ANNOTATION];
     const rows: [string, string][] = [
       ["app", `${s.org}/${s.app}`],

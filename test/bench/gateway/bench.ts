@@ -31,10 +31,12 @@ export interface ProxyRow {
 }
 
 export interface GatewayBenchResult {
-  proxy: ProxyRow[];
-  stream: { directTps: number; gatewayTps: number; ratio: number; rounds: number };
+  proxy: ProxyRow[] | undefined;
+  stream: { directTps: number; gatewayTps: number; ratio: number; rounds: number } | undefined;
   rounds: number;
   nginx: string | undefined;
+  /** Load averages (1 min) before and after the run: the machine is shared. */
+  load: { before: number; after: number };
 }
 
 async function load(url: string, auth: string, conns: number, amount: number, mode?: "latency") {
@@ -48,131 +50,149 @@ async function load(url: string, auth: string, conns: number, amount: number, mo
   return JSON.parse(r.stdout) as { p50: number; p99: number; rps: number; errors: number };
 }
 
-async function startGatewayProcess(port: number, upstream: string): Promise<{ key: string; stop(): void }> {
-  const proc = spawn(process.execPath, [path.join(HERE, "gateway-process.ts"), String(port), upstream], {
+/** Spawns a benchmark helper process and resolves with its first stdout line (once it listens). */
+async function startHelper(script: string, args: string[]): Promise<{ line: string; stop(): void }> {
+  const proc = spawn(process.execPath, [path.join(HERE, script), ...args], {
     stdio: ["ignore", "pipe", "inherit"],
   });
-  const key = await new Promise<string>((resolve, reject) => {
+  const line = await new Promise<string>((resolve, reject) => {
     let out = "";
     proc.stdout!.on("data", (d: Buffer) => {
       out += d.toString();
       if (out.includes("\n")) resolve(out.trim());
     });
-    proc.once("exit", (c) => reject(new Error(`gateway exited with ${c}`)));
+    proc.once("exit", (c) => reject(new Error(`${script} exited with ${c}`)));
   });
-  return { key, stop: () => proc.kill("SIGTERM") };
+  return { line, stop: () => proc.kill("SIGTERM") };
+}
+
+/** Which parts to run: GANTRY_BENCH_GATEWAY=proxy,stream,cold,usage (default: all). */
+export function gatewayParts(): Set<string> {
+  const v = process.env.GANTRY_BENCH_GATEWAY;
+  return new Set(v ? v.split(",").map((x) => x.trim()) : ["proxy", "stream", "cold", "usage"]);
 }
 
 export async function benchGateway(
-  opts: { rounds?: number; seconds?: number; latencyCount?: number } = {},
+  opts: { rounds?: number; seconds?: number; latencyCount?: number; parts?: Set<string> } = {},
 ): Promise<GatewayBenchResult> {
   const rounds = opts.rounds ?? 3,
     seconds = opts.seconds ?? 5,
-    latencyCount = opts.latencyCount ?? 3000;
+    latencyCount = opts.latencyCount ?? 3000,
+    parts = opts.parts ?? gatewayParts();
+  const loadBefore = os.loadavg()[0]!;
   const srv = await startTestServer({
     env: { GANTRY_LOG_LEVEL: "warn", GANTRY_KEEP_ALIVE: "-1", GANTRY_NUM_PARALLEL: "1" },
   });
   const gwPort = await freePort(),
-    ngPort = await freePort();
-  const gw = await startGatewayProcess(gwPort, srv.url);
-  const auth = `Key ${gw.key}`;
+    ngPort = await freePort(),
+    minPort = await freePort();
+  const gw = await startHelper("gateway-process.ts", [String(gwPort), srv.url]);
+  const key = gw.line;
+  const auth = `Key ${key}`;
   const bin = nginxBinary();
-  const nginx = bin ? await startNginx(bin, ngPort, srv.port, gw.key) : undefined;
+  const nginx = bin && parts.has("proxy") ? await startNginx(bin, ngPort, srv.port, key) : undefined;
+  const minimal = parts.has("proxy")
+    ? await startHelper("minimal-proxy.ts", [String(minPort), srv.url, key])
+    : undefined;
   try {
-    const targets = [
-      { name: "direct (gantry serve)", url: `${srv.url}/api/version`, auth: "-" },
-      { name: "gantry gateway (Key auth)", url: `http://127.0.0.1:${gwPort}/acme/chat/api/version`, auth },
-      ...(nginx
-        ? [{ name: "nginx 1 worker (header check)", url: `http://127.0.0.1:${ngPort}/acme/chat/api/version`, auth }]
-        : []),
-    ];
-    const lat = new Map<string, { p50: number[]; p99: number[]; rps: number[] }>(
-      targets.map((t) => [t.name, { p50: [], p99: [], rps: [] }]),
-    );
-    for (let r = 0; r < rounds; r++) {
-      const order = r % 2 === 0 ? targets : [...targets].reverse();
-      for (const t of order) {
-        const l = await load(t.url, t.auth, 1, latencyCount, "latency");
-        const x = lat.get(t.name)!;
-        x.p50.push(l.p50);
-        x.p99.push(l.p99);
-      }
-      for (const t of order) lat.get(t.name)!.rps.push((await load(t.url, t.auth, 32, seconds)).rps);
-    }
-    const direct = lat.get(targets[0]!.name)!;
-    const ng = nginx ? lat.get(targets[2]!.name)! : undefined;
-    const proxy: ProxyRow[] = targets.map((t, i) => {
-      const x = lat.get(t.name)!;
-      return {
-        target: t.name,
-        p50Ms: median(x.p50),
-        p99Ms: median(x.p99),
-        addedP50Ms: i === 0 ? 0 : median(x.p50.map((v, k) => v - direct.p50[k]!)),
-        addedP99Ms: i === 0 ? 0 : median(x.p99.map((v, k) => v - direct.p99[k]!)),
-        rps32: median(x.rps),
-        vsNginx: ng ? median(x.rps.map((v, k) => v / ng.rps[k]!)) : Number.NaN,
-      };
-    });
-
-    // A long stream: SmolLM2, 256 tokens; tokens/s from the client's first to last token.
-    await createModel(srv.url, "smollm2", await smollm2Path());
-    const tps = async (url: string, headers: Record<string, string>) => {
-      let first = 0,
-        last = 0,
-        n = 0;
-      await postStreamingLines(
-        url,
-        {
-          model: "smollm2",
-          prompt: "Tell me a long story about the sea.",
-          stream: true,
-          options: { num_predict: 256, temperature: 0, seed: 1 },
-        },
-        (line) => {
-          const x = JSON.parse(line) as { response?: string; done?: boolean; error?: string };
-          if (x.error) throw new Error(x.error);
-          if (x.response) {
-            n++;
-            last = performance.now();
-            if (!first) first = last;
-          }
-        },
-        headers,
+    let proxy: ProxyRow[] | undefined;
+    if (parts.has("proxy")) {
+      const targets = [
+        { name: "direct (gantry serve)", url: `${srv.url}/api/version`, auth: "-" },
+        { name: "gantry gateway (Key auth)", url: `http://127.0.0.1:${gwPort}/acme/chat/api/version`, auth },
+        ...(nginx
+          ? [{ name: "nginx 1 worker (header check)", url: `http://127.0.0.1:${ngPort}/acme/chat/api/version`, auth }]
+          : []),
+        { name: "floor: minimal Node proxy", url: `http://127.0.0.1:${minPort}/acme/chat/api/version`, auth },
+      ];
+      const lat = new Map<string, { p50: number[]; p99: number[]; rps: number[] }>(
+        targets.map((t) => [t.name, { p50: [], p99: [], rps: [] }]),
       );
-      return (n - 1) / ((last - first) / 1000);
-    };
-    await tps(`${srv.url}/api/generate`, {}); // load the model
-    const d: number[] = [],
-      g: number[] = [];
-    const streamRounds = Math.max(3, rounds);
-    for (let r = 0; r < streamRounds; r++) {
-      const viaDirect = () => tps(`${srv.url}/api/generate`, {}).then((x) => d.push(x));
-      const viaGateway = () =>
-        tps(`http://127.0.0.1:${gwPort}/acme/chat/api/generate`, { authorization: auth }).then((x) => g.push(x));
-      if (r % 2 === 0) {
-        await viaDirect();
-        await viaGateway();
-      } else {
-        await viaGateway();
-        await viaDirect();
+      for (let r = 0; r < rounds; r++) {
+        const order = r % 2 === 0 ? targets : [...targets].reverse();
+        for (const t of order) {
+          const l = await load(t.url, t.auth, 1, latencyCount, "latency");
+          const x = lat.get(t.name)!;
+          x.p50.push(l.p50);
+          x.p99.push(l.p99);
+        }
+        for (const t of order) lat.get(t.name)!.rps.push((await load(t.url, t.auth, 32, seconds)).rps);
       }
+      const direct = lat.get(targets[0]!.name)!;
+      const ng = nginx ? lat.get(targets[2]!.name)! : undefined;
+      proxy = targets.map((t, i) => {
+        const x = lat.get(t.name)!;
+        return {
+          target: t.name,
+          p50Ms: median(x.p50),
+          p99Ms: median(x.p99),
+          addedP50Ms: i === 0 ? 0 : median(x.p50.map((v, k) => v - direct.p50[k]!)),
+          addedP99Ms: i === 0 ? 0 : median(x.p99.map((v, k) => v - direct.p99[k]!)),
+          rps32: median(x.rps),
+          vsNginx: ng ? median(x.rps.map((v, k) => v / ng.rps[k]!)) : Number.NaN,
+        };
+      });
     }
-    return {
-      proxy,
-      stream: {
-        directTps: median(d),
-        gatewayTps: median(g),
-        ratio: median(g.map((x, i) => x / d[i]!)),
-        rounds: streamRounds,
-      },
-      rounds,
-      nginx: bin,
-    };
+    const stream = parts.has("stream") ? await benchStream(srv.url, gwPort, auth, rounds) : undefined;
+    return { proxy, stream, rounds, nginx: bin, load: { before: loadBefore, after: os.loadavg()[0]! } };
   } finally {
     gw.stop();
+    minimal?.stop();
     await nginx?.stop();
     await srv.stop();
   }
+}
+
+/** Tokens/s of a long stream (SmolLM2, 256 tokens), direct and through the gateway in interleaved rounds. */
+async function benchStream(upstream: string, gwPort: number, auth: string, rounds: number) {
+  await createModel(upstream, "smollm2", await smollm2Path());
+  const tps = async (url: string, headers: Record<string, string>) => {
+    let first = 0,
+      last = 0,
+      n = 0;
+    await postStreamingLines(
+      url,
+      {
+        model: "smollm2",
+        prompt: "Tell me a long story about the sea.",
+        stream: true,
+        options: { num_predict: 256, temperature: 0, seed: 1 },
+      },
+      (line) => {
+        const x = JSON.parse(line) as { response?: string; done?: boolean; error?: string };
+        if (x.error) throw new Error(x.error);
+        if (x.response) {
+          n++;
+          last = performance.now();
+          if (!first) first = last;
+        }
+      },
+      headers,
+    );
+    return (n - 1) / ((last - first) / 1000);
+  };
+  await tps(`${upstream}/api/generate`, {}); // load the model
+  const d: number[] = [],
+    g: number[] = [];
+  const streamRounds = Math.max(3, rounds);
+  for (let r = 0; r < streamRounds; r++) {
+    const viaDirect = () => tps(`${upstream}/api/generate`, {}).then((x) => d.push(x));
+    const viaGateway = () =>
+      tps(`http://127.0.0.1:${gwPort}/acme/chat/api/generate`, { authorization: auth }).then((x) => g.push(x));
+    if (r % 2 === 0) {
+      await viaDirect();
+      await viaGateway();
+    } else {
+      await viaGateway();
+      await viaDirect();
+    }
+  }
+  return {
+    directTps: median(d),
+    gatewayTps: median(g),
+    ratio: median(g.map((x, i) => x / d[i]!)),
+    rounds: streamRounds,
+  };
 }
 
 /** The model's own start: `gantry serve --model m` spawned on this machine, to its first streamed token. */

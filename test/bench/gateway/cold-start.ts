@@ -101,6 +101,10 @@ export async function benchColdStart(rounds = 2): Promise<ColdStartResult> {
   } finally {
     await gw.stop();
     await op.stop();
+    if (process.env.GANTRY_BENCH_LOGS) {
+      fs.writeFileSync(path.join(process.env.GANTRY_BENCH_LOGS, "gateway.log"), gw.logs());
+      fs.writeFileSync(path.join(process.env.GANTRY_BENCH_LOGS, "operator.log"), op.logs());
+    }
     await core.deleteNamespace({ name: ns }).catch(() => undefined);
     await hub.close();
     fs.rmSync(store, { recursive: true, force: true });

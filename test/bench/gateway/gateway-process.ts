@@ -1,9 +1,10 @@
 // The gateway as the benchmark runs it: the same pipeline as `gantry gateway` (server/gateway/gateway.ts) with the
 // in-process seams (memory.ts) instead of Kubernetes watches, so no cluster is needed: one private app whose pod is
-// the upstream `gantry serve`, one key. JSON request logs at info level go to /dev/null (serialised, as in production).
+// the upstream `gantry serve`, one key. JSON request logs at info level go to /dev/null (serialised and buffered, as
+// in production).
 //   node gateway-process.ts <port> <upstream origin>      prints the key on stdout once listening
 import http from "node:http";
-import { pino } from "pino";
+import { bufferedDestination, createLogger } from "../../../server/common/logger.ts";
 import { parseGatewayConfig } from "../../../server/gateway/config.ts";
 import { Gateway } from "../../../server/gateway/gateway.ts";
 import { endpointAt, MemoryKeys, MemoryUsage, StaticApps } from "../../../server/gateway/memory.ts";
@@ -13,7 +14,7 @@ const apps = new StaticApps(),
   keys = new MemoryKeys();
 apps.set({ org: "acme", name: "chat", auth: "private", uid: "bench" }, [endpointAt(upstream)]);
 const { key } = await keys.create("acme", { scope: "api" });
-const logger = pino({ level: "info" }, pino.destination({ dest: "/dev/null", sync: false }));
+const logger = createLogger({ level: "info", name: "gantry-gateway", destination: bufferedDestination("/dev/null") });
 const gateway = new Gateway({
   config: parseGatewayConfig({ limits: { requestsPerSecond: 0, burst: 1, concurrent: 0 } }),
   apps,

@@ -770,6 +770,51 @@ test("scale from zero: held requests get keep-alives and are answered; the hold 
   );
 });
 
+test("apps sharing a model volume: each lists and serves only its own model; the other's is 404", async () => {
+  // chat and sleepy name the same volume ("models"), which also holds the model both were made from.
+  const h = { ...auth(keys.apiA!.key), "content-type": "application/json" };
+  const ids = async (app: string) => {
+    const r = await call(gw1.url, orgA, app, "/v1/models", { headers: h });
+    assert.equal(r.status, 200);
+    return ((await r.json()) as { data: Array<{ id: string }> }).data.map((m) => m.id);
+  };
+  const tags = async (app: string) => {
+    const r = await call(gw1.url, orgA, app, "/api/tags", { headers: h });
+    return ((await r.json()) as { models: Array<{ name: string }> }).models.map((m) => m.name);
+  };
+  assert.deepEqual(await ids("chat"), ["chat:latest"]);
+  assert.deepEqual(await tags("chat"), ["chat:latest"]);
+  const other = await call(gw1.url, orgA, "chat", "/v1/chat/completions", {
+    method: "POST",
+    headers: h,
+    body: JSON.stringify({ model: "sleepy:latest", messages: [{ role: "user", content: "hi" }], max_tokens: 2 }),
+  });
+  assert.equal(other.status, 404);
+  assert.equal(((await other.json()) as { error: { type: string } }).error.type, "not_found_error");
+  for (const [rest, body] of [
+    ["/api/generate", { model: MODEL, prompt: "hi", options: { num_predict: 2 } }],
+    ["/api/show", { model: "sleepy:latest" }],
+  ] as const) {
+    const r = await call(gw1.url, orgA, "chat", rest, { method: "POST", headers: h, body: JSON.stringify(body) });
+    assert.equal(r.status, 404, rest);
+    assert.match(((await r.json()) as { error: string }).error, /not found/);
+  }
+  assert.equal(
+    (await call(gw1.url, orgA, "chat", "/v1/models/sleepy:latest", { headers: h })).status,
+    404,
+    "the other app's model by id",
+  );
+  // sleepy (at zero replicas) wakes for the listing and shows its own model only.
+  assert.deepEqual(await ids("sleepy"), ["sleepy:latest"]);
+  assert.deepEqual(await tags("sleepy"), ["sleepy:latest"]);
+  const r = await call(gw1.url, orgA, "sleepy", "/api/chat", {
+    method: "POST",
+    headers: h,
+    body: JSON.stringify({ model: "chat:latest", messages: [{ role: "user", content: "hi" }], stream: false }),
+  });
+  assert.equal(r.status, 404);
+});
+
 test("an app deleted while a stream is in flight: the stream ends with an error event, new requests get 404", async () => {
   const r = await call(gw1.url, orgA, "chat", "/v1/chat/completions", {
     method: "POST",

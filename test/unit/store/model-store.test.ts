@@ -242,3 +242,26 @@ test("a split model resolves to its first part, linked next to the others under 
   await store.delete("split");
   await assert.rejects(fs.stat(dir), { code: "ENOENT" }, "the links go with the model");
 });
+
+test("only (GANTRY_ONLY_MODELS): the store lists and serves the named models, the others in the directory are 404", async () => {
+  const root = await fs.mkdtemp(path.join(os.tmpdir(), "gantry-store-"));
+  const gguf = await tinyModelPath();
+  const all = new ModelStore({ root });
+  await all.create({ model: "mine", from: gguf });
+  await all.create({ model: "theirs:v2", from: gguf });
+  const store = new ModelStore({ root, only: ["Mine:latest"] });
+  assert.deepEqual(
+    (await store.list()).map((m) => m.name),
+    ["mine:latest"],
+  );
+  assert.equal((await store.resolve("mine")).name, "mine:latest");
+  assert.equal((await store.describe("MINE")).details.format, "gguf");
+  await assert.rejects(store.resolve("theirs:v2"), code("MODEL_NOT_FOUND"));
+  await assert.rejects(store.describe("theirs:v2"), code("MODEL_NOT_FOUND"));
+  await assert.rejects(store.resolve(gguf), code("MODEL_NOT_FOUND"), "a .gguf path is another model too");
+  await assert.rejects(store.resolve("bad name!"), code("MODEL_INVALID_NAME"), "a malformed name is still a 400");
+  assert.equal((await all.list()).length, 2, "nothing was removed");
+  const byPath = new ModelStore({ root, only: [gguf] });
+  assert.equal((await byPath.resolve(gguf)).modelPath, gguf);
+  assert.deepEqual(await byPath.list(), []);
+});

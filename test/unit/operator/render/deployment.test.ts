@@ -268,6 +268,13 @@ test("the user's environment overrides the operator's variable of the same name 
   assert.deepEqual(names.slice(-3), ["GANTRY_NUM_PARALLEL", "HF_TOKEN", "A_LAST"]);
 });
 
+test("the server lists and serves only the app's model (GANTRY_ONLY_MODELS), whatever the user's environment says", () => {
+  const app = resolved({ env: [{ name: "GANTRY_ONLY_MODELS", value: "" }] });
+  const { server, serverEnv } = render(app);
+  assert.equal(serverEnv.GANTRY_ONLY_MODELS, app.servedModel);
+  assert.equal(server.env.filter((e) => e.name === "GANTRY_ONLY_MODELS").length, 1);
+});
+
 test("prepare gets the models path, the hub URL and the user's environment (for private repos)", () => {
   const { prepareEnv, prepare } = render(
     resolved({
@@ -308,8 +315,11 @@ test("readiness and startup probes check /health on the http port", () => {
   for (const probe of [server.readinessProbe, server.startupProbe]) {
     assert.deepEqual(probe?.httpGet, { path: "/health", port: "http" });
   }
-  // The startup probe allows big models half an hour to load.
+  // The startup probe allows big models half an hour to load, and a loaded one is seen within a second (scale from
+  // zero waits on it); readiness is asked every 2 s.
   assert.ok(server.startupProbe!.periodSeconds * server.startupProbe!.failureThreshold >= 1800);
+  assert.equal(server.startupProbe!.periodSeconds, 1);
+  assert.ok(server.readinessProbe!.periodSeconds <= 2);
   assert.ok(!("livenessProbe" in server), "no liveness probe kills a loading model");
 });
 

@@ -1,0 +1,36 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { AppState } from "../../../server/gateway/app-state.ts";
+import type { Endpoint } from "../../../server/gateway/ports.ts";
+
+const ep = (id: string, ready: boolean): Endpoint => ({ id, origin: `http://${id}`, ready });
+
+test("pick: the least-loaded ready pod; a not-ready one only after the gateway's own health check passed", () => {
+  const s = new AppState("acme", "chat");
+  const a = ep("10.0.0.1:11434", true),
+    b = ep("10.0.0.2:11434", true),
+    starting = ep("10.0.0.3:11434", false);
+  s.load.set(a.id, 2);
+  s.load.set(b.id, 1);
+  assert.equal(s.pick([a, b, starting], 0)?.id, b.id);
+  assert.equal(s.pick([starting], 0), undefined);
+  s.probed.set(starting.id, 1000);
+  assert.equal(s.pick([starting], 500)?.id, starting.id);
+  assert.equal(s.pick([starting], 1500), undefined, "a passed check counts for a while only");
+  s.failing.set(b.id, 1000);
+  assert.equal(s.pick([b], 500), undefined, "a pod that refused is skipped for a while");
+});
+
+test("forget: a new pod at a gone pod's address inherits neither its passed health check nor its refusals", () => {
+  const s = new AppState("acme", "chat");
+  const old = ep("10.0.0.9:11434", false);
+  s.probed.set(old.id, 10_000);
+  s.failing.set("10.0.0.8:11434", 10_000);
+  s.load.set(old.id, 0);
+  s.forget([]);
+  assert.equal(s.probed.size + s.failing.size + s.load.size, 0);
+  assert.equal(s.pick([ep(old.id, false)], 0), undefined, "the new pod is not ready until checked");
+  s.probed.set(old.id, 10_000);
+  s.forget([old]);
+  assert.equal(s.probed.get(old.id), 10_000, "a pod still listed keeps its state");
+});
