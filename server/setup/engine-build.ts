@@ -205,7 +205,7 @@ export async function ensurePatchedEngine(): Promise<{ state: "ready" | "prebuil
       fs.mkdirSync(path.dirname(logFile), { recursive: true });
       fs.writeFileSync(logFile, `building ${build.key}\n`);
       log(
-        `building the patched node-llama-cpp ${build.nodeLlamaCppVersion} addon (persistent threadpool, inline sampling and decoding, penalty prefilter, direct top k, ${build.cpuTarget} CPU target) from the package's bundled llama.cpp sources, once: a few minutes`,
+        `building the patched node-llama-cpp ${build.nodeLlamaCppVersion} addon (persistent threadpool, inline sampling and decoding, penalty prefilter, direct top k, image input, ${build.cpuTarget} CPU target) from the package's bundled llama.cpp sources, once: a few minutes`,
       );
       try {
         await compile(build, logFile);

@@ -1,5 +1,5 @@
-// Identity and location of the patched node-llama-cpp addon (persistent threadpool and inline sampling, see
-// node-llama-cpp-addon.patch):
+// Identity and location of the patched node-llama-cpp addon (persistent threadpool, inline sampling, image input
+// through llama.cpp's mtmd; see node-llama-cpp-addon.patch):
 // the CMake options it is built with, the cache directory it lives in (outside the repo, keyed by the node-llama-cpp
 // version, the platform and a hash of the patch and options) and the folder name under which node-llama-cpp's
 // getLlama({ build: "never", cmakeOptions }) looks for it (llama/localBuilds/<folder> inside the package).
@@ -19,6 +19,7 @@ export const PATCHED_CMAKE_OPTIONS: Readonly<Record<string, string>> = {
   GGML_OPENMP: "OFF",
   NLC_THREADPOOL: "ON",
   NLC_INLINE_SAMPLING: "ON",
+  NLC_MTMD: "ON",
 };
 
 /**
