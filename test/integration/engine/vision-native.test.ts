@@ -310,12 +310,19 @@ describe("image input on the patched addon (mtmd)", { skip }, () => {
   });
 
   test("bad image data fails with a clear error and breaks nothing", async () => {
-    const png = encodePng(patternImage(64, 64, 3));
+    const pic = patternImage(64, 64, 3);
+    const png = encodePng(pic);
     const llama = loaded.context.model.llama;
+    // stb_image alone would decode a truncated JPEG, GIF or BMP, filling the missing part with gray or black.
+    const cut = (bytes: Uint8Array, keep = 0.9) => bytes.subarray(0, Math.floor(bytes.length * keep));
     const cases: Array<[string, Uint8Array, RegExp]> = [
       ["text", Buffer.from("hello, this is not an image"), /not a supported image/],
       ["empty", new Uint8Array(0), /not a supported image/],
-      ["truncated PNG", png.subarray(0, png.length >> 1), /cannot decode the PNG image/],
+      ["truncated PNG", cut(png, 0.5), /the PNG image is truncated/],
+      ["truncated JPEG", cut(encodeJpeg(pic)), /the JPEG image is truncated/],
+      ["JPEG without its end marker", cut(encodeJpeg(pic), 0.999), /the JPEG image is truncated/],
+      ["truncated GIF", cut(encodeGif([pic])), /the GIF image is truncated/],
+      ["truncated BMP", cut(encodeBmp(pic)), /the BMP image is truncated/],
       ["PNG header only", png.subarray(0, 40), /PNG image/],
       ["WebP", Buffer.concat([Buffer.from("RIFF\x10\x00\x00\x00WEBPVP8 "), Buffer.alloc(16)]), /WebP/],
       ["corrupt JPEG", Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 16, 1, 2, 3]), /JPEG image/],

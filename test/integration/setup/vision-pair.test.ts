@@ -21,33 +21,37 @@ after(() => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-/** One single-turn run of llama-mtmd-cli: stdout (the answer) and stderr (llama.cpp's log). */
-async function mtmdCli(image: string, prompt: string): Promise<{ answer: string; log: string }> {
+/**
+ * One single-turn run of llama-mtmd-cli: its answer (stdout) and llama.cpp's log (stderr; every message with
+ * `verbose`). The CLI prints through llama.cpp's asynchronous log thread, which is not drained when it exits, so the
+ * end of its output is sometimes lost: a run counts when its output reaches the blank line the CLI prints last.
+ */
+async function mtmdCli(image: string, prompt: string, verbose = false): Promise<{ answer: string; log: string }> {
   const { mtmdCli: cli } = await llamaTools(["llama-mtmd-cli"]);
   const pair = await visionPairPaths();
-  const logFile = path.join(dir, `${path.basename(image)}.log`);
-  const answer = await run(
-    cli,
-    [
-      ["-m", pair.model],
-      ["--mmproj", pair.mmproj],
-      ["--image", image],
-      ["-p", prompt],
-      ["-n", "24"],
-      ["--temp", "0"],
-      ["-t", "2"],
-      ["-c", "512"],
-      ["--no-warmup"],
-    ].flat(),
-    { capture: true, log: logFile },
-  );
-  return { answer: answer.trim(), log: fs.readFileSync(logFile, "utf8") };
+  const args = [
+    ["-m", pair.model],
+    ["--mmproj", pair.mmproj],
+    ["--image", image],
+    ["-p", prompt],
+    ["-n", "24"],
+    ["--temp", "0"],
+    ["-t", "2"],
+    ["-c", "512"],
+    ["--no-warmup"],
+    verbose ? ["--verbose"] : [],
+  ].flat();
+  for (let attempt = 1; ; attempt++) {
+    const logFile = path.join(dir, `${path.basename(image)}.${attempt}.log`);
+    const out = await run(cli, args, { capture: true, log: logFile });
+    if (out.endsWith("\n\n") || attempt === 5) return { answer: out.trim(), log: fs.readFileSync(logFile, "utf8") };
+  }
 }
 
 test("llama-mtmd-cli loads the pair, encodes an image into the projector's embeddings and answers", async () => {
   const a = path.join(dir, "a.png");
   fs.writeFileSync(a, encodePng(patternImage(96, 80, 1)));
-  const { answer, log } = await mtmdCli(a, "What is in the image?");
+  const { answer, log } = await mtmdCli(a, "What is in the image?", true);
   // The projector as llama.cpp reads it: a LLaVA MLP projector with a vision encoder.
   assert.match(log, /projector:\s+mlp/);
   assert.match(log, /has vision encoder/);
