@@ -9,10 +9,6 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { Token } from "node-llama-cpp";
-import { silentLogger } from "../../../server/common/logger.ts";
-import { llamaRuntime } from "../../../server/engine/llama-runtime.ts";
-import { LoadedModel } from "../../../server/engine/loaded-model.ts";
-import { noMetrics } from "../../../server/engine/metrics.ts";
 import {
   decodeImage,
   imageFromPixels,
@@ -20,24 +16,28 @@ import {
   mtmdAvailable,
   type ImageInput,
   type Projector,
-  type TokenizedPrompt,
 } from "../../../server/engine/native/mtmd.ts";
 import { patchedBuild, readBuildStatus } from "../../../server/engine/native/patched-build.ts";
 import { NativeSampler } from "../../../server/engine/native-sampler.ts";
-import { resolveSampling } from "../../../server/engine/sampling.ts";
+import type { LoadedModel } from "../../../server/engine/loaded-model.ts";
 import type { Slot } from "../../../server/engine/step-batcher.ts";
 import { imageTokens, TINY_PROJECTOR, writeTinyProjector } from "../../support/gguf/vision.ts";
 import { encodeBmp, encodeGif, encodeJpeg, encodePng, patternImage, solidImage } from "../../support/images.ts";
 import { visionPairPaths } from "../../support/models.ts";
-import { specFor } from "./helpers.ts";
+import {
+  continueGreedy,
+  generate as generateOn,
+  generateFromText as generateFromTextOn,
+  GREEDY,
+  IMAGE_CELL,
+  openVisionEngine,
+  type VisionEngine,
+} from "../../support/vision-engine.ts";
 
 const built = readBuildStatus(patchedBuild())?.state === "built";
 const skip = !built && "setup did not build the patched addon here";
 
-const GREEDY = resolveSampling({}, { temperature: 0, top_k: 1, repeat_last_n: 0 });
-/** What a slot holds at an image's positions: no token (the scheduler will key them by the image's id). */
-const IMAGE_CELL = -1 as Token;
-
+let engine: VisionEngine;
 let loaded: LoadedModel;
 let projector: Projector;
 let tmp: string;
@@ -45,44 +45,9 @@ let tmp: string;
 const chatPrompt = (marker: string, text: string, images: number): string =>
   `<|im_start|>user\n${marker.repeat(images)}\n${text}<|im_end|>\n<|im_start|>assistant\n`;
 
-/**
- * Evaluates the prompt into the slot after what it holds, chunk by chunk, then generates up to `n` tokens greedily (the
- * scheduler's way: text through the step batcher, images encoded and decoded between steps). Returns the tokens.
- */
-async function generate(slot: Slot, prompt: TokenizedPrompt, n: number, from = 0): Promise<Token[]> {
-  const { batcher, context, model } = loaded;
-  const sampler = new NativeSampler(model, GREEDY, 1, 0, undefined);
-  const history: Token[] = [];
-  const sample = (i: number) => sampler.sample(batcher.sampleToken, i, history);
-  try {
-    let next: Token | undefined;
-    for (const [i, chunk] of prompt.chunks.entries()) {
-      if (i < from) continue;
-      if (chunk.type === "text") {
-        next = await batcher.evaluate(slot, chunk.tokens, sample);
-        history.push(...chunk.tokens);
-        continue;
-      }
-      const media = await projector.encode(prompt, i);
-      try {
-        const position = await projector.decodeMedia(context, media, slot.id, slot.tokens.length);
-        assert.equal(position, slot.tokens.length + media.nPos);
-        slot.tokens.push(...new Array<Token>(media.nPos).fill(IMAGE_CELL));
-      } finally {
-        await media.dispose();
-      }
-    }
-    const out: Token[] = [];
-    while (next !== undefined && out.length < n && !model.isEogToken(next)) {
-      out.push(next);
-      history.push(next);
-      next = await batcher.evaluate(slot, [next], sample);
-    }
-    return out;
-  } finally {
-    sampler.dispose();
-  }
-}
+const generate = (slot: Slot, prompt: Parameters<typeof generateOn>[2], n: number) =>
+  generateOn(engine, slot, prompt, n);
+const generateFromText = (slot: Slot, tokens: Token[], n: number) => generateFromTextOn(engine, slot, tokens, n);
 
 /** A fresh answer on `slot`: the slot is emptied first. */
 async function answer(slot: Slot, text: string, images: ImageInput[], n = 24): Promise<Token[]> {
@@ -96,42 +61,21 @@ async function answer(slot: Slot, text: string, images: ImageInput[], n = 24): P
 }
 
 const image = async (bytes: Uint8Array): Promise<ImageInput> => decodeImage(loaded.context.model.llama, bytes);
-let slots: Slot[] = [];
-const slot = (i: number): Slot => slots[i]!;
+const slot = (i: number): Slot => engine.slots[i]!;
 
 describe("image input on the patched addon (mtmd)", { skip }, () => {
   before(async () => {
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), "gantry-vision-native-"));
-    const { llama } = await llamaRuntime(2, silentLogger);
-    assert.ok(mtmdAvailable(llama), "the patched build has the mtmd bindings");
-    const pair = await visionPairPaths();
-    loaded = await LoadedModel.load({
-      llama,
-      spec: specFor(pair.model, "tiny-vision"),
-      requestedContextLength: 512,
-      mappedWeights: true,
-      parallel: 3,
-      maxQueue: 4,
-      threads: 2,
-      metrics: noMetrics,
-      decodeWaitMs: undefined,
-      decodeSyncDisabled: false,
-      inlineDecode: true,
-      moveSequences: false,
-    });
-    projector = await loadProjector(loaded.model, pair.mmproj, { threads: 2 });
-    // The test holds every sequence (sequence ids 0, 1, 2).
-    slots = [];
-    for (let i = 0; i < 3; i++) slots.push(await loaded.pool.acquire(undefined));
+    engine = await openVisionEngine(await visionPairPaths(), { parallel: 3 });
+    ({ loaded, projector } = engine);
+    assert.ok(mtmdAvailable(loaded.context.model.llama), "the patched build has the mtmd bindings");
     assert.deepEqual(
-      slots.map((s) => s.id),
+      engine.slots.map((s) => s.id),
       [0, 1, 2],
     );
   });
   after(async () => {
-    await projector?.dispose();
-    for (const s of slots) loaded.pool.release(s);
-    await loaded?.dispose();
+    await engine?.close();
     fs.rmSync(tmp, { recursive: true, force: true });
   });
 
@@ -216,7 +160,12 @@ describe("image input on the patched addon (mtmd)", { skip }, () => {
       );
       await loaded.batcher.truncate(slot(0), () => 0);
       const inOrder = await generate(slot(0), prompt, 16);
-      assert.equal(slot(0).tokens.length, prompt.nPos + inOrder.length);
+      // The sequence holds the chunks in order: text tokens, an image's positions, text, … then the answer.
+      const cells = prompt.chunks.flatMap((c) =>
+        c.type === "text" ? c.tokens : new Array<Token>(c.nPos).fill(IMAGE_CELL),
+      );
+      assert.deepEqual(slot(0).tokens.slice(0, prompt.nPos), cells);
+      assert.deepEqual(slot(0).tokens.slice(prompt.nPos), inOrder.slice(0, slot(0).tokens.length - prompt.nPos));
       assert.ok(inOrder.length > 0);
     } finally {
       await prompt.dispose();
@@ -250,17 +199,9 @@ describe("image input on the patched addon (mtmd)", { skip }, () => {
       const sampler = new NativeSampler(loaded.model, GREEDY, 1, 0, undefined);
       const history: Token[] = [];
       try {
-        const tokens: Token[] = [];
-        let next = (await sampler.sample(loaded.batcher.sampleToken, r.logitIndex, history)) as Token;
+        const first = (await sampler.sample(loaded.batcher.sampleToken, r.logitIndex, history)) as Token;
         s.tokens.push(...new Array<Token>(r.position).fill(IMAGE_CELL));
-        while (tokens.length < 24 && !loaded.model.isEogToken(next)) {
-          tokens.push(next);
-          history.push(next);
-          next = await loaded.batcher.evaluate(s, [next], (i) =>
-            sampler.sample(loaded.batcher.sampleToken, i, history),
-          );
-        }
-        assert.deepEqual(tokens, viaBatcher);
+        assert.deepEqual(await continueGreedy(engine, s, first, 24, sampler, history), viaBatcher);
       } finally {
         sampler.dispose();
       }
@@ -395,22 +336,3 @@ describe("image input on the patched addon (mtmd)", { skip }, () => {
     }
   });
 });
-
-/** Evaluates `tokens` after what the slot holds and generates greedily (no images). */
-async function generateFromText(s: Slot, tokens: Token[], n: number): Promise<Token[]> {
-  const sampler = new NativeSampler(loaded.model, GREEDY, 1, 0, undefined);
-  const history: Token[] = [];
-  const sample = (i: number) => sampler.sample(loaded.batcher.sampleToken, i, history);
-  try {
-    const out: Token[] = [];
-    let next = await loaded.batcher.evaluate(s, tokens, sample);
-    while (out.length < n && !loaded.model.isEogToken(next)) {
-      out.push(next);
-      history.push(next);
-      next = await loaded.batcher.evaluate(s, [next], sample);
-    }
-    return out;
-  } finally {
-    sampler.dispose();
-  }
-}

@@ -1,17 +1,21 @@
 // The generated vision pair (test/support/gguf/vision.ts) is real for llama.cpp itself, not only for Gantry: its own
 // llama-mtmd-cli, built from the llama.cpp release node-llama-cpp ships (test/bench/llama-cpp/tools.ts, cached), loads
 // model.gguf with mmproj.gguf, encodes an image into the projector's 16 embeddings, decodes them and generates, and the
-// image steers the answer (greedy: the same image gives the same text, another image other text).
+// image steers the answer (greedy: the same image gives the same text, another image other text); and Gantry's own
+// image input (the patched addon) answers exactly as llama-mtmd-cli does.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
+import { decodeImage } from "../../../server/engine/native/mtmd.ts";
+import { patchedBuild, readBuildStatus } from "../../../server/engine/native/patched-build.ts";
 import { run } from "../../../server/setup/llama-source.ts";
 import { llamaTools } from "../../bench/llama-cpp/tools.ts";
 import { imageTokens } from "../../support/gguf/vision.ts";
 import { encodeJpeg, encodePng, patternImage } from "../../support/images.ts";
 import { visionPairPaths } from "../../support/models.ts";
+import { generate, openVisionEngine } from "../../support/vision-engine.ts";
 
 let dir: string;
 before(() => {
@@ -77,3 +81,30 @@ test("with llama-mtmd-cli the image steers the answer: same image same answer, a
   assert.equal(a2.answer, a.answer);
   assert.notEqual(b.answer, a.answer);
 });
+
+test(
+  "Gantry's image input answers exactly as llama-mtmd-cli does (same pair, image, prompt, greedy)",
+  { skip: readBuildStatus(patchedBuild())?.state !== "built" && "setup did not build the patched addon here" },
+  async () => {
+    const file = path.join(dir, "same.jpg");
+    fs.writeFileSync(file, encodeJpeg(patternImage(120, 90, 3)));
+    const cli = await mtmdCli(file, "Describe this picture.");
+
+    const engine = await openVisionEngine(await visionPairPaths(), { parallel: 1 });
+    try {
+      const { loaded, projector } = engine;
+      // llama-mtmd-cli's single-turn prompt: the marker before the text, in the model's ChatML template; then 24
+      // tokens greedily, as its -n 24 --temp 0.
+      const prompt = await projector.tokenize(
+        `<|im_start|>user\n${projector.info.marker}Describe this picture.<|im_end|>\n<|im_start|>assistant\n`,
+        [await decodeImage(loaded.context.model.llama, fs.readFileSync(file))],
+      );
+      const tokens = await generate(engine, engine.slots[0]!, prompt, 24);
+      await prompt.dispose();
+      assert.ok(tokens.length > 0);
+      assert.equal(loaded.model.detokenize(tokens).trim(), cli.answer);
+    } finally {
+      await engine.close();
+    }
+  },
+);
