@@ -63,19 +63,29 @@ async function child(build: BuildName, modelPath: string): Promise<RunResult> {
     const history: Token[] = loaded.model.tokenize(prompt, true);
     const sample = (i: number) => sampler.sample(loaded.batcher.sampleToken, i, history);
     const out: Token[] = [];
-    loaded.decodeSync.enter();
+    const sync = loaded.decodeSync;
+    // As the engine's generation loop: join the next step with the other streams, then count as waiting for it.
+    const step = async (tokens: Token[]): Promise<Token> => {
+      await sync.gate();
+      sync.beforeDecode();
+      try {
+        return await loaded.batcher.evaluate(slot, tokens, sample);
+      } finally {
+        sync.afterDecode();
+      }
+    };
+    sync.enter();
     try {
       await loaded.batcher.truncate(slot, () => 0);
-      let next = await loaded.batcher.evaluate(slot, [...history], sample);
-      while (out.length < n) {
+      let next = await step([...history]);
+      for (;;) {
         out.push(next);
         history.push(next);
-        await loaded.decodeSync.gate();
-        loaded.decodeSync.beforeDecode();
-        next = await loaded.batcher.evaluate(slot, [next], sample).finally(() => loaded.decodeSync.afterDecode());
+        if (out.length === n) break;
+        next = await step([next]);
       }
     } finally {
-      loaded.decodeSync.leave();
+      sync.leave();
       sampler.dispose();
     }
     return out;
@@ -111,7 +121,7 @@ if (process.argv[2] === "--child") {
       const p = spawnSync(process.execPath, [fileURLToPath(import.meta.url), "--child", build, modelPath], {
         encoding: "utf8",
       });
-      if (p.status !== 0) throw new Error(`${build} run failed:\n${p.stderr}`);
+      if (p.status !== 0) throw new Error(`${build} run failed (${p.status ?? p.signal}):\n${p.stderr}`);
       results.push(JSON.parse(p.stdout.trim().split("\n").at(-1)!) as RunResult);
       process.stderr.write(`round ${r + 1}/${rounds} ${build}: ${JSON.stringify(results.at(-1))}\n`);
     }
