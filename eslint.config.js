@@ -6,7 +6,7 @@ import globals from "globals";
 import stylistic from "@stylistic/eslint-plugin";
 
 export default tseslint.config(
-  { ignores: ["node_modules/**", "charts/**", "crds/**"] },
+  { ignores: ["node_modules/**", "charts/**", "crds/**", "dist/**"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -148,10 +148,18 @@ function podSpec(app: ResolvedApp, config: OperatorConfig) {
 export function renderDeployment(app: ResolvedApp, config: OperatorConfig) {
   const spec = podSpec(app, config);
   const podLabels = { ...config.podLabels, ...appLabels(app, "model-server") };
-  const specHash = stableHash({ labels: podLabels, annotations: config.podAnnotations, spec });
-  // A volume only one node can mount cannot hold an old and a new pod on different nodes: replace, don't surge.
+  // The Modelfile's text is in a ConfigMap that the prepare step reads once: a changed text must roll the pods too.
+  const specHash = stableHash({
+    labels: podLabels,
+    annotations: config.podAnnotations,
+    spec,
+    ...(app.modelfile ? { modelfile: app.modelfile } : {}),
+  });
+  // A volume only one node can mount cannot hold an old and a new pod on different nodes: replace, don't surge (unless
+  // the app asks for rolling updates, for a single-node cluster for example).
   const singleAttach =
     app.spec.modelVolume.accessMode === "ReadWriteOnce" || app.spec.modelVolume.accessMode === "ReadWriteOncePod";
+  const strategy = app.spec.strategy ?? (singleAttach ? "recreate" : "rolling");
   return {
     apiVersion: "apps/v1",
     kind: "Deployment",
@@ -164,9 +172,10 @@ export function renderDeployment(app: ResolvedApp, config: OperatorConfig) {
     spec: {
       replicas: app.replicas,
       selector: { matchLabels: selectorLabels(app) },
-      strategy: singleAttach
-        ? { type: "Recreate" }
-        : { type: "RollingUpdate", rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
+      strategy:
+        strategy === "recreate"
+          ? { type: "Recreate" }
+          : { type: "RollingUpdate", rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
       template: {
         metadata: { labels: podLabels, annotations: { ...config.podAnnotations, [SPEC_HASH_ANNOTATION]: specHash } },
         spec,

@@ -1,13 +1,8 @@
 // Turns a ModelApp into everything the renderers need, or says why the spec cannot work (InvalidSpec). Pure.
-// What the CRD's schema cannot check is checked here: the model reference grammar, the Modelfile overrides, the
-// resource profile and whether GPUs make sense on it.
-import { isAppError } from "../../server/common/errors.ts";
-import { formatModelName } from "../../server/common/model-name.ts";
-import { hubModelName } from "../../server/common/hub-ref.ts";
-import { parseModelRef } from "../../server/common/model-ref.ts";
-import { ModelfileSyntaxError } from "../../server/modelfile/errors.ts";
-import { parseModelfile } from "../../server/modelfile/parse.ts";
+// What the CRD's schema cannot check is checked here: the spec alone (api/v1alpha1/spec-checks.ts: model reference,
+// Modelfile overrides, scaling bounds), then the resource profile and whether GPUs make sense on it.
 import { parseModelAppSpec, type ModelApp, type ModelAppSpec } from "../api/v1alpha1/modelapp.ts";
+import { checkSpec, InvalidSpecError, servedModelName } from "../api/v1alpha1/spec-checks.ts";
 import type { OperatorConfig, ResourceProfile } from "../config.ts";
 import type { AppIdentity } from "./labels.ts";
 
@@ -26,36 +21,7 @@ export interface ResolvedApp extends AppIdentity {
   replicas: number;
 }
 
-export class InvalidSpecError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "InvalidSpecError";
-  }
-}
-
-const ALLOWED_OVERRIDES = new Set(["template", "system", "parameter", "message", "license", "requires"]);
-
-function checkModelfile(model: string, text: string): string {
-  const full = `FROM ${model}\n${text}`;
-  let commands;
-  try {
-    commands = parseModelfile(full).commands;
-  } catch (e) {
-    // Line numbers of the overrides: the FROM put in front is line 1, so the user's line N is the parser's N+1.
-    const msg =
-      e instanceof ModelfileSyntaxError && e.line !== null
-        ? e.message.replace(/^line \d+/, `line ${e.line - 1}`)
-        : (e as Error).message;
-    throw new InvalidSpecError(`spec.modelfile: ${msg}`);
-  }
-  const extra = commands.slice(1).find((c) => !ALLOWED_OVERRIDES.has(c.name));
-  if (extra) {
-    throw new InvalidSpecError(
-      `spec.modelfile: ${extra.name.toUpperCase()} is not allowed here (spec.model is the FROM; use TEMPLATE, SYSTEM, PARAMETER, MESSAGE or LICENSE)`,
-    );
-  }
-  return full.endsWith("\n") ? full : `${full}\n`;
-}
+export { InvalidSpecError };
 
 function resolveProfile(
   spec: ModelAppSpec,
@@ -88,25 +54,10 @@ export function resolveApp(app: ModelApp, config: OperatorConfig): ResolvedApp {
   const parsed = parseModelAppSpec(app.spec);
   if (!parsed.ok) throw new InvalidSpecError(parsed.message);
   const spec = parsed.spec;
-  let source: ResolvedApp["source"], modelName: string;
-  try {
-    const ref = parseModelRef(spec.model);
-    if (ref.kind === "file") {
-      throw new InvalidSpecError(
-        `spec.model: "${spec.model}" is a file path; a pod cannot see files of your machine (use hf.co/<org>/<repo>[:<quant>] or a model name in the volume)`,
-      );
-    }
-    source = ref.kind === "hub" ? "hub" : "volume";
-    modelName = ref.kind === "hub" ? hubModelName(ref.hub) : formatModelName(ref.name);
-  } catch (e) {
-    if (e instanceof InvalidSpecError) throw e;
-    throw new InvalidSpecError(`spec.model: ${isAppError(e) ? e.message : String(e)}`);
-  }
+  const checked = checkSpec(spec);
+  const { source, modelfile } = checked;
   const { name: profileName, profile, gpus } = resolveProfile(spec, config);
-  const modelfile = spec.modelfile?.trim() ? checkModelfile(spec.model, spec.modelfile) : undefined;
   const { minReplicas, maxReplicas } = spec.scaling;
-  if (minReplicas > maxReplicas)
-    throw new InvalidSpecError(`spec.scaling: minReplicas ${minReplicas} exceeds maxReplicas ${maxReplicas}`);
   const replicas = Math.min(maxReplicas, Math.max(minReplicas, spec.replicas ?? minReplicas));
   const name = app.metadata.name,
     namespace = app.metadata.namespace ?? "default";
@@ -120,7 +71,7 @@ export function resolveApp(app: ModelApp, config: OperatorConfig): ResolvedApp {
     profile,
     gpus,
     source,
-    servedModel: modelfile ? `${name}:latest` : modelName,
+    servedModel: servedModelName(name, checked),
     ...(modelfile ? { modelfile } : {}),
     replicas,
   };

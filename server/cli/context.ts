@@ -19,6 +19,8 @@ export interface CliContext extends CliStreams {
 
 export interface Command {
   name: string;
+  /** The --help section: the local model server and CLI (default), or the hosted platform on Kubernetes. */
+  group?: "platform";
   aliases?: readonly string[];
   /** One line for --help. */
   usage: string;

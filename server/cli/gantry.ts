@@ -5,8 +5,10 @@ import { GantryClient } from "../api/client.ts";
 import { ConfigError } from "../common/config.ts";
 import { VERSION } from "../common/version.ts";
 import type { CliContext, Command } from "./context.ts";
+import { appsCommand } from "./commands/apps.ts";
 import { cpCommand } from "./commands/cp.ts";
 import { createCommand } from "./commands/create.ts";
+import { deployCommand } from "./commands/deploy.ts";
 import { listCommand } from "./commands/list.ts";
 import { operatorCommand } from "./commands/operator.ts";
 import { prepareCommand } from "./commands/prepare.ts";
@@ -31,18 +33,29 @@ const COMMANDS: readonly Command[] = [
   stopCommand,
   cpCommand,
   rmCommand,
+  deployCommand,
+  appsCommand,
   prepareCommand,
   operatorCommand,
   versionCommand,
 ];
 
 function helpText(): string {
-  const width = Math.max(...COMMANDS.map((c) => c.usage.length));
+  const local = COMMANDS.filter((c) => c.group !== "platform"),
+    platform = COMMANDS.filter((c) => c.group === "platform");
+  const width = Math.max(...local.map((c) => c.usage.length));
+  const lines = (cs: readonly Command[]) => {
+    const w = Math.max(...cs.map((c) => c.usage.length));
+    return cs.map((c) => `  ${c.usage.padEnd(w + 2)}${c.summary}`).join("\n");
+  };
   return `gantry ${VERSION} — serve GGUF chat models (Ollama- and OpenAI-compatible)
 
-Usage:
-${COMMANDS.map((c) => `  ${c.usage.padEnd(width + 2)}${c.summary}`).join("\n")}
-  ${"gantry --help".padEnd(width + 2)}Show this help
+Models (the local server and its CLI):
+${lines(local)}
+  ${"gantry --help".padEnd(width + 2)}Show this help (gantry <command> --help for a command's flags)
+
+Platform (apps on Kubernetes; the cluster of the kubeconfig's context):
+${lines(platform)}
 
 ${environmentHelp()}`;
 }
@@ -104,5 +117,7 @@ process.stdout.on("error", (e: NodeJS.ErrnoException) => {
 
 main(process.argv.slice(2)).catch((e: unknown) => {
   process.stderr.write(`Error: ${errorLine(e)}\n`);
-  process.exitCode = 1;
+  // An error may say which exit code it means (a bad app file: 2); everything else is 1.
+  const code = (e as { exitCode?: unknown } | null)?.exitCode;
+  process.exitCode = typeof code === "number" ? code : 1;
 });

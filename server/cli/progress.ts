@@ -68,19 +68,31 @@ interface Line {
   key: string;
   text: string;
   bar?: { state: BarState; meter: SpeedMeter };
+  /** When this line was last written (not on a terminal). */
+  writtenAt?: number;
+}
+
+export interface ProgressDisplayOptions {
+  /**
+   * Not on a terminal: also write a download's bar line at most this often while it moves (0: only when it starts
+   * and ends). A pod's init container sets it, so its log shows how far a pull got (`gantry deploy` shows that line).
+   */
+  logEveryMs?: number;
 }
 
 /** Consumes progress events and draws them. `now` is injectable so tests can drive the clock. */
 export class ProgressDisplay {
   private readonly out: ProgressOutput;
   private readonly now: () => number;
+  private readonly logEveryMs: number;
   private readonly lines: Line[] = [];
   private drawnLines = 0;
   private lastDraw = 0;
 
-  constructor(out: ProgressOutput, now: () => number = Date.now) {
+  constructor(out: ProgressOutput, now: () => number = Date.now, opts: ProgressDisplayOptions = {}) {
     this.out = out;
     this.now = now;
+    this.logEveryMs = opts.logEveryMs ?? 0;
   }
 
   update(p: Progress): void {
@@ -109,7 +121,14 @@ export class ProgressDisplay {
     }
     const nowDone = line.bar ? line.bar.state.completed >= line.bar.state.total : false;
     if (this.out.isTTY) this.redraw(isNew || nowDone !== wasDone);
-    else if (isNew || (nowDone && !wasDone)) this.out.write(`${line.text}\n`);
+    else if (isNew || (nowDone && !wasDone) || (line.bar && !nowDone && this.logDue(line))) {
+      line.writtenAt = this.now();
+      this.out.write(`${line.text}\n`);
+    }
+  }
+
+  private logDue(line: Line): boolean {
+    return this.logEveryMs > 0 && this.now() - (line.writtenAt ?? 0) >= this.logEveryMs;
   }
 
   /** Final redraw (a terminal shows the last state of every bar). */

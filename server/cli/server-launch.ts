@@ -4,11 +4,13 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { ServerUnreachableError, type GantryClient } from "../api/client.ts";
 import { parseHostPort } from "../common/host-port.ts";
+import { siblingModule } from "../common/package-files.ts";
 
 const DEFAULT_HOST = "127.0.0.1:11434";
-const GANTRY_CLI = path.join(import.meta.dirname, "gantry.ts");
+const GANTRY_CLI = fileURLToPath(siblingModule(import.meta.url, "gantry"));
 
 /** The base URL the CLI talks to. A wildcard listen address (0.0.0.0, ::) is reached through loopback. */
 export function serverUrl(gantryHost: string | undefined): string {
@@ -57,6 +59,9 @@ export interface LaunchOptions {
 export async function ensureServer(client: GantryClient, opts: LaunchOptions): Promise<void> {
   if (await answers(client)) return;
   if (!isLoopback(client.baseUrl)) throw new ServerUnreachableError(client.baseUrl, null);
+  // In the foreground, so a first engine build shows its progress here rather than only in the server's log.
+  const { ensureEngineOnFirstUse } = await import("../setup/engine-first-use.ts");
+  await ensureEngineOnFirstUse(opts.say, opts.env);
   const log = serverLogPath(opts.env);
   fs.mkdirSync(path.dirname(log), { recursive: true });
   const fd = fs.openSync(log, "a");

@@ -2,6 +2,7 @@
 // (from the page cache) up to the contiguous written prefix it is told about, so hashing overlaps the network instead
 // of adding a full pass after it, and the event loop stays free for the socket.
 import { Worker } from "node:worker_threads";
+import { siblingModule } from "../common/package-files.ts";
 
 const STEP = 4 << 20;
 
@@ -11,7 +12,7 @@ export class FileHasher {
   private readonly result: Promise<string>;
 
   constructor(file: string) {
-    this.worker = new Worker(new URL("./hash-worker.ts", import.meta.url), { workerData: { file } });
+    this.worker = new Worker(siblingModule(import.meta.url, "hash-worker"), { workerData: { file } });
     this.result = new Promise<string>((resolve, reject) => {
       this.worker.once("message", (m: { sha256?: string; error?: string }) =>
         m.sha256 ? resolve(m.sha256) : reject(new Error(`hashing failed: ${m.error}`)),

@@ -27,7 +27,6 @@ ensure_node() {
     rm -rf "$dir" && mv "$dir.tmp" "$dir"
   fi
   export PATH="$dir/node_modules/node/bin:$PATH"
-  log "using Node $(node --version) from $dir"
 }
 
 ensure_deps() {
@@ -51,7 +50,9 @@ ensure_engine() {
 ensure_node
 ensure_deps
 task="${1:-}"
-case "$task" in cluster-up|cluster-down) ;; *) ensure_engine ;; esac
+# The CLI checks the engine itself when it first needs it (server/setup/engine-first-use.ts), as an installed gantry
+# does, so a command that needs nothing set up prints nothing but its own output.
+case "$task" in cluster-up|cluster-down|gantry|build) ;; *) ensure_engine ;; esac
 
 shift || true
 case "$task" in
@@ -59,9 +60,10 @@ case "$task" in
   test) exec bash test/run.sh "$@" ;;
   bench) exec node test/bench/run.ts "$@" ;;
   gantry) cd "$CALLER_DIR" && exec node "$ROOT/server/cli/gantry.ts" "$@" ;;
+  build) exec node server/setup/build.ts "$@" ;;
   cluster-up) exec bash test/cluster/up.sh "$@" ;;
   cluster-down) exec bash test/cluster/down.sh "$@" ;;
   node) exec node "$@" ;;
   "") log "environment ready (Node $(node --version))" ;;
-  *) log "unknown task: $task (start | test | bench | gantry | cluster-up | cluster-down | node)"; exit 2 ;;
+  *) log "unknown task: $task (start | test | bench | gantry | build | cluster-up | cluster-down | node)"; exit 2 ;;
 esac

@@ -1,6 +1,6 @@
 // `npm run bench [section...]`: runs the benchmarks and prints their tables. Sections: serving, llama, causes, pull,
-// cli, operator (default: all). `llama` compares Gantry with llama.cpp's llama-server and llama-bench built from the
-// llama.cpp release node-llama-cpp ships; `causes` measures the two causes of the gap before and after.
+// cli, operator, platform (default: all). `llama` compares Gantry with llama.cpp's llama-server and llama-bench built
+// from the llama.cpp release node-llama-cpp ships; `causes` measures the two causes of the gap before and after.
 // GANTRY_BENCH_ROUNDS (default 9 for serving: its paired ratios need that many to settle on 2 noisy cores; 3 for llama
 // and causes) sets the interleaved rounds, GANTRY_BENCH_MODELS (default 250m,1b) the generated models,
 // GANTRY_BENCH_LLAMA_SLOTS (lru, default, or pinned) how llama-server assigns slots to concurrent requests.
@@ -11,11 +11,12 @@ import { benchCli } from "./cli.ts";
 import { benchCauses, benchLlamaServer, type BenchModel } from "./llama-cpp/compare.ts";
 import { llamaSlotsFromEnv } from "./llama-cpp/targets.ts";
 import { benchOperator, printOperatorTable } from "./operator.ts";
+import { benchPlatform, PLATFORM_HEADER, platformTitle } from "./platform.ts";
 import { benchPull } from "./pull.ts";
 import { benchServing } from "./serving.ts";
 import { printTable } from "./table.ts";
 
-const all = ["serving", "llama", "causes", "pull", "cli", "operator"] as const;
+const all = ["serving", "llama", "causes", "pull", "cli", "operator", "platform"] as const;
 type Section = (typeof all)[number];
 const wanted = new Set<Section>(
   process.argv.slice(2).filter((a) => (all as readonly string[]).includes(a)) as Section[],
@@ -104,3 +105,12 @@ if (run("cli")) {
 }
 
 if (run("operator")) printOperatorTable(await benchOperator());
+
+if (run("platform")) {
+  const rows = await benchPlatform({ rounds: Number(process.env.GANTRY_BENCH_ROUNDS ?? 3) });
+  printTable(
+    platformTitle(),
+    PLATFORM_HEADER,
+    rows.map((r) => [r.path, r.readySeconds, r.firstAnswerSeconds, String(r.rounds)]),
+  );
+}

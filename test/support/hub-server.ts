@@ -302,11 +302,15 @@ export class HubServer {
     if (limited) fault.times = (fault.times ?? 1) - 1;
     const limit = limited ? (fault.cutAfterBytes ?? fault.stallAfterBytes)! : Infinity;
     const flipAt = fault?.corrupt ? Math.floor(file.size / 2) : -1;
+    // A capped speed is paced per chunk: a tenth of a second's worth each, so even a small file arrives gradually.
+    const size = fault?.bytesPerSecond
+      ? Math.max(4096, Math.min(1 << 20, Math.floor(fault.bytesPerSecond / 10)))
+      : 1 << 20;
     const chunks: AsyncIterable<Buffer> = Buffer.isBuffer(file.source)
       ? (async function* (buf: Buffer) {
-          for (let o = start; o <= end; o += 1 << 20) yield buf.subarray(o, Math.min(o + (1 << 20), end + 1));
+          for (let o = start; o <= end; o += size) yield buf.subarray(o, Math.min(o + size, end + 1));
         })(file.source)
-      : fs.createReadStream(file.source, { start, end, highWaterMark: 1 << 20 });
+      : fs.createReadStream(file.source, { start, end, highWaterMark: size });
     let offset = start;
     const t0 = performance.now();
     for await (const raw of chunks) {

@@ -5,7 +5,10 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { stringify } from "yaml";
+import { GPU_TOLERATION } from "../../operator/config.ts";
 import type { ControlPlane } from "../cluster/control-plane.ts";
+import { PROCESS_RUNTIME_LABEL } from "../cluster/kwok-config.ts";
+import { POD_GATEWAY } from "../cluster/runtime/pod-network.ts";
 import { freePort, REPO, spawnGantry } from "./server.ts";
 
 export interface TestOperator {
@@ -102,5 +105,26 @@ export async function startTestOperator(
     stop: p.stop,
     metric: async (name, labels) => sumMetric(await metrics(), name, labels),
     writes: async () => operatorWrites(await metrics()),
+  };
+}
+
+/**
+ * An operator config for apps whose pods really run (the process runtime's label) and pull from a test hub on this host
+ * (which pods reach through their gateway address), in one namespace, with a quick leader election of its own; the
+ * nvidia-gpu profile schedules on the fake GPU nodes as in production, without asking for CUDA (there is no GPU here).
+ */
+export function podsOperatorConfig(o: {
+  namespace: string;
+  hubPort: number;
+  lease: string;
+  extra?: Record<string, unknown>;
+}): Record<string, unknown> {
+  return {
+    watchNamespace: o.namespace,
+    hubUrl: `http://${POD_GATEWAY}:${o.hubPort}`,
+    podLabels: { [PROCESS_RUNTIME_LABEL]: "true" },
+    resourceProfiles: { "nvidia-gpu": { gpuResource: "nvidia.com/gpu", tolerations: [GPU_TOLERATION] } },
+    leaderElection: { name: o.lease, leaseDurationSeconds: 4, renewDeadlineSeconds: 3, retryPeriodSeconds: 1 },
+    ...o.extra,
   };
 }

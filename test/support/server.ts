@@ -47,9 +47,12 @@ export async function spawnGantry(
   env: Record<string, string>,
   readyUrl: string,
   ready: (status: number) => boolean,
+  opts: { bin?: string } = {},
 ): Promise<GantryProcess> {
   let out = "";
-  const proc = spawn(process.execPath, [GANTRY, ...args], {
+  // An executable gantry (an installed package's bin) or this checkout's sources.
+  const [cmd, ...pre] = opts.bin ? [opts.bin] : [process.execPath, GANTRY];
+  const proc = spawn(cmd!, [...pre, ...args], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -90,7 +93,7 @@ export async function spawnGantry(
 }
 
 export async function startTestServer(
-  opts: { env?: Record<string, string>; args?: string[]; modelsDir?: string; waitReady?: boolean } = {},
+  opts: { env?: Record<string, string>; args?: string[]; modelsDir?: string; waitReady?: boolean; bin?: string } = {},
 ): Promise<TestServer> {
   const port = await freePort();
   const modelsDir = opts.modelsDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "gantry-store-"));
@@ -106,6 +109,7 @@ export async function startTestServer(
     },
     `${url}/health`,
     (status) => status === 200 || (status === 503 && opts.waitReady === false),
+    opts.bin ? { bin: opts.bin } : {},
   );
   return { url, port, modelsDir, proc: p.proc, logs: p.logs, stop: () => p.stop() };
 }

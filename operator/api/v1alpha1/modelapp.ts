@@ -45,6 +45,10 @@ export type AuthMode = (typeof AUTH_MODES)[number];
 
 export const ACCESS_MODES = ["ReadWriteOnce", "ReadWriteOncePod", "ReadWriteMany", "ReadOnlyMany"] as const;
 
+/** How a spec change replaces running replicas (fal's deploy strategies). */
+export const ROLLOUT_STRATEGIES = ["recreate", "rolling"] as const;
+export type RolloutStrategy = (typeof ROLLOUT_STRATEGIES)[number];
+
 const EnvVarSchema = z
   .object({
     name: z.string().min(1).max(256).describe("Variable name."),
@@ -182,6 +186,12 @@ export const ModelAppSpecSchema = z
         ],
       })
       .describe("Autoscaling between minReplicas and maxReplicas from the in-flight requests the gateway reports."),
+    strategy: z
+      .enum(ROLLOUT_STRATEGIES)
+      .optional()
+      .describe(
+        "How a spec change replaces running replicas: recreate (old pods stop, then new ones start) or rolling (a new pod is ready before an old one stops; its volume must be mountable beside the old pod's: ReadWriteMany, or one node). Defaults to rolling for ReadWriteMany and ReadOnlyMany volumes, recreate otherwise.",
+      ),
     replicas: z
       .int()
       .min(0)

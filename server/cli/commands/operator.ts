@@ -4,6 +4,7 @@ import { parseArgs, stringFlag, UsageError } from "../args.ts";
 import type { Command } from "../context.ts";
 
 export const operatorCommand: Command = {
+  group: "platform",
   name: "operator",
   usage: "gantry operator [--config <file>] [--kubeconfig <file>]",
   summary: "Run the Kubernetes operator that turns ModelApps into model-server pods",

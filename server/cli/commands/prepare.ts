@@ -16,6 +16,7 @@ import { ProgressDisplay } from "../progress.ts";
 import { readModelfile } from "./create.ts";
 
 export const prepareCommand: Command = {
+  group: "platform",
   name: "prepare",
   usage: "gantry prepare <model> [--modelfile <file> --as <name>] [--report <file>]",
   summary: "Put a model into GANTRY_MODELS without a server (pulls hub models; used by pods' init step)",
@@ -36,7 +37,12 @@ export const prepareCommand: Command = {
     try {
       const config = parseEnv(ServerConfigSchema, ctx.env);
       const store = new ModelStore({ root: config.GANTRY_MODELS });
-      const display = new ProgressDisplay({ write: (t) => ctx.stderr.write(t), isTTY: ctx.stderr.isTTY === true });
+      // A pod's log: a bar line every 2 s while a pull moves, which `gantry deploy` shows as the app's progress.
+      const display = new ProgressDisplay(
+        { write: (t) => ctx.stderr.write(t), isTTY: ctx.stderr.isTTY === true },
+        Date.now,
+        { logEveryMs: 2000 },
+      );
       let name: string;
       try {
         // A model already in the volume is used as it is: a restarted pod needs neither the hub nor the network.

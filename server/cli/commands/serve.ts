@@ -23,6 +23,8 @@ export const serveCommand: Command = {
         : [];
     const config = parseEnv(ServerConfigSchema);
     const logger = createLogger({ level: config.GANTRY_LOG_LEVEL, name: "gantry-serve" });
+    const { ensureEngineOnFirstUse } = await import("../../setup/engine-first-use.ts");
+    await ensureEngineOnFirstUse((line) => process.stderr.write(`${line}\n`));
     // Loaded on use: the engine (node-llama-cpp) and HTTP stack would slow every other command's start.
     const { startServer } = await import("../../serve.ts");
     const running = await startServer(config, logger, { preload });

@@ -14,11 +14,14 @@ export interface CliOptions {
   /** Piped to stdin (stdin is then not a TTY); without it stdin is /dev/null. */
   input?: string;
   timeoutMs?: number;
+  /** An executable `gantry` to run (an installed package's bin, bin/gantry) instead of this checkout's sources. */
+  bin?: string;
 }
 
 export function runCli(args: readonly string[], opts: CliOptions = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [GANTRY, ...args], {
+    const [cmd, ...pre] = opts.bin ? [opts.bin] : [process.execPath, GANTRY];
+    const proc = spawn(cmd!, [...pre, ...args], {
       env: { ...process.env, ...opts.env },
       cwd: opts.cwd ?? process.cwd(),
       stdio: [opts.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],

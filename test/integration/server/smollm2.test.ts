@@ -162,7 +162,7 @@ test("format json: the answer is one JSON value", async () => {
     model: "smollm2:135m",
     prompt: "Describe Paris as a JSON object with keys name and country.",
     format: "json",
-    options: { temperature: 0, num_predict: 120 },
+    options: { temperature: 0, num_predict: 400 },
   });
   assert.equal(r.done_reason, "stop", `finished by itself: ${r.response ?? ""}`);
   const value: unknown = JSON.parse(r.response ?? "");

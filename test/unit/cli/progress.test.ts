@@ -48,7 +48,7 @@ test("SpeedMeter measures over a sliding window", () => {
   assert.equal(m.speed(), 0);
 });
 
-function collect(isTTY: boolean) {
+function collect(isTTY: boolean, logEveryMs?: number) {
   let text = "";
   let t = 0;
   const display = new ProgressDisplay(
@@ -59,6 +59,7 @@ function collect(isTTY: boolean) {
       isTTY,
     },
     () => t,
+    logEveryMs === undefined ? {} : { logEveryMs },
   );
   return {
     display,
@@ -86,6 +87,20 @@ test("on a non-terminal each status is printed once and a download twice (start 
   assert.match(lines[2]!, /^pulling 6340dc3229b0: 100% .* 100 B$/);
   assert.deepEqual(lines.slice(3), ["verifying sha256 digest", "writing manifest", "success"]);
   assert.ok(!text().includes("\x1b"), "no escape codes outside a terminal");
+});
+
+test("with logEveryMs (a pod's log) a moving download also gets a line at most that often", () => {
+  const { display, text, advance } = collect(false, 2000);
+  for (let done = 0; done <= 100; done += 10) {
+    display.update({ status: `pulling ${DIGEST}`, digest: DIGEST, total: 100, completed: done });
+    advance(500); // 10 chunks over 5 s: the start, two lines 2 s apart, and the end
+  }
+  const lines = text().trimEnd().split("\n");
+  assert.deepEqual(
+    lines.map((l) => /(\d+)%/.exec(l)?.[1]),
+    ["0", "40", "80", "100"],
+    text(),
+  );
 });
 
 test("on a terminal bars are redrawn in place and updates are throttled", () => {

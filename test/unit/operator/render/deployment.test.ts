@@ -333,6 +333,15 @@ test("the rollout strategy follows the volume's access mode", () => {
   }
 });
 
+test("spec.strategy overrides the access mode's default: rolling surges one pod, recreate replaces", () => {
+  const rolling = { type: "RollingUpdate", rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } };
+  assert.deepEqual(render(resolved({ strategy: "rolling" })).d.spec.strategy, rolling, "ReadWriteOnce volume");
+  assert.deepEqual(
+    render(resolved({ strategy: "recreate", modelVolume: { accessMode: "ReadWriteMany" } })).d.spec.strategy,
+    { type: "Recreate" },
+  );
+});
+
 test("config pod labels and annotations land on the pod template, not on the selector", () => {
   const cfg = config({
     podLabels: { team: "ml", "gantry.dev/modelapp": "spoofed" },
@@ -356,6 +365,8 @@ test("the spec hash is stable for equal input and changes with the pod", () => {
     ["env", resolved({ env: [{ name: "X", value: "1" }] })],
     ["env value", resolved({ env: [{ name: "X", value: "2" }] })],
     ["modelfile", resolved({ modelfile: "SYSTEM hi" })],
+    // The Modelfile's text lives in a ConfigMap the prepare step reads once: a new text needs new pods.
+    ["modelfile text", resolved({ modelfile: "SYSTEM bye" })],
     ["context length", resolved({ server: { contextLength: 8192 } })],
     ["profile", resolved({ resources: { profile: "nvidia-gpu" } })],
     ["memory", resolved({ resources: { memory: "8Gi" } })],

@@ -1,0 +1,61 @@
+// The engine check of the `gantry` command itself, so an installed gantry (npm install -g, npx) sets its engine up as a
+// checkout's setup does: before the first model server starts, the patched node-llama-cpp addon is built once (a
+// progress line, minutes) or, without a compiler, the prebuilt binary is used and that is said once. Later commands
+// find the build cached and print nothing. The one call into the engine's build step is ensurePatchedEngine.
+import fs from "node:fs";
+import path from "node:path";
+import { patchedBuild, readBuildStatus } from "../engine/native/patched-build.ts";
+import { ensurePatchedEngine } from "./engine-build.ts";
+
+/** GPU backends use node-llama-cpp's prebuilt binaries: the patched build is CPU-only (as llama-runtime.ts decides). */
+const GPU_BACKENDS = new Set(["cuda", "vulkan", "metal"]);
+
+/**
+ * Ensures the engine is ready before a server starts. Says (through `say`, stderr) what it did only when it built
+ * something, or once per distinct fallback reason; never throws (the server falls back to the prebuilt binary).
+ */
+export async function ensureEngineOnFirstUse(
+  say: (line: string) => void,
+  env: Record<string, string | undefined> = process.env,
+): Promise<void> {
+  if (env.GANTRY_ENGINE_BUILD === "prebuilt" || GPU_BACKENDS.has(env.NODE_LLAMA_CPP_GPU ?? "")) return;
+  let result: { state: "ready" | "prebuilt"; detail: string }, builtBefore: boolean;
+  try {
+    builtBefore = readBuildStatus(patchedBuild())?.state === "built";
+    result = await ensurePatchedEngine();
+  } catch (e) {
+    builtBefore = false;
+    result = {
+      state: "prebuilt",
+      detail: `the engine check failed (${(e as Error).message}): using the prebuilt binary`,
+    };
+  }
+  if (result.state === "ready") {
+    if (!builtBefore) say(`gantry: engine: ${result.detail}`); // built just now (its progress lines came before)
+    return;
+  }
+  if (!notedBefore(result.detail)) say(`gantry: engine: ${result.detail}`);
+}
+
+/** Whether this fallback was reported before; records it otherwise (an unwritable cache: said again next time). */
+function notedBefore(detail: string): boolean {
+  let file: string;
+  try {
+    const build = patchedBuild();
+    file = path.join(path.dirname(build.dir), `${build.key}.prebuilt-notice`);
+  } catch {
+    return false;
+  }
+  try {
+    if (fs.readFileSync(file, "utf8") === detail) return true;
+  } catch {
+    // not noted yet
+  }
+  try {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, detail);
+  } catch {
+    // read-only cache: nothing to remember it in
+  }
+  return false;
+}
