@@ -1,10 +1,12 @@
-// `node test/bench/addon-ab.ts [model.gguf] [rounds]`: text generation on two patched addon builds side by side, to
-// show that one change to the addon does not change or slow text generation. "after" is the current build
+// `node test/bench/addon-ab.ts [model.gguf] [rounds] [threads]`: text generation on two patched addon builds side by
+// side, to show that one change to the addon does not change or slow text generation. "after" is the current build
 // (PATCHED_CMAKE_OPTIONS), "before" the same options without NLC_MTMD (the build without image input, e.g. the one
 // setup made before the mtmd patch, still linked in node_modules/node-llama-cpp/llama/localBuilds). Each run is a child
 // process loading one build (getLlama picks the local build by its CMake options); rounds alternate the builds. A run
 // generates greedily through the engine's own parts (LoadedModel, step batcher, native sampler): 1 stream × 128 tokens
-// and 4 streams × 64 tokens; the table shows tokens/s and whether each build generated exactly the same tokens.
+// and 4 streams × 64 tokens; the table shows tokens/s, the process's CPU time per generated token (steadier than
+// tokens/s on a machine shared with other work, with 1 thread: no busy-waiting compute threads), and whether each
+// build generated exactly the same tokens.
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { fileURLToPath } from "node:url";
@@ -29,15 +31,17 @@ interface RunResult {
   hasMtmd: boolean;
   c1Tps: number;
   c4Tps: number;
+  /** Process CPU milliseconds per generated token, both runs together. */
+  cpuMsPerToken: number;
   tokensHash: string;
 }
 
-async function child(build: BuildName, modelPath: string): Promise<RunResult> {
+async function child(build: BuildName, modelPath: string, threads: number): Promise<RunResult> {
   const llama = await getLlama({
     gpu: false,
     build: "never",
     cmakeOptions: { ...BUILDS[build] },
-    maxThreads: 2,
+    maxThreads: threads,
     logLevel: LlamaLogLevel.error,
   });
   if (llama.buildType !== "localBuild") throw new Error(`the ${build} build is not linked in localBuilds`);
@@ -48,7 +52,7 @@ async function child(build: BuildName, modelPath: string): Promise<RunResult> {
     mappedWeights: false,
     parallel: 4,
     maxQueue: 4,
-    threads: 2,
+    threads,
     metrics: noMetrics,
     decodeWaitMs: undefined,
     decodeSyncDisabled: false,
@@ -96,8 +100,11 @@ async function child(build: BuildName, modelPath: string): Promise<RunResult> {
     return { tps: (streams * n) / ((performance.now() - started) / 1000), outs };
   };
   await timed(1, 8); // warm-up
+  const cpu = process.cpuUsage();
   const c1 = await timed(1, 128);
   const c4 = await timed(4, 64);
+  const used = process.cpuUsage(cpu);
+  const cpuMsPerToken = (used.user + used.system) / 1000 / (128 + 4 * 64);
   const hash = createHash("sha256")
     .update(JSON.stringify([c1.outs, c4.outs]))
     .digest("hex")
@@ -106,21 +113,26 @@ async function child(build: BuildName, modelPath: string): Promise<RunResult> {
   for (const s of slots) loaded.pool.release(s);
   await loaded.dispose();
   await llama.dispose();
-  return { build, hasMtmd, c1Tps: c1.tps, c4Tps: c4.tps, tokensHash: hash };
+  return { build, hasMtmd, c1Tps: c1.tps, c4Tps: c4.tps, cpuMsPerToken, tokensHash: hash };
 }
 
 if (process.argv[2] === "--child") {
-  const r = await child(process.argv[3] as BuildName, process.argv[4]!);
+  const r = await child(process.argv[3] as BuildName, process.argv[4]!, Number(process.argv[5]));
   process.stdout.write(`${JSON.stringify(r)}\n`);
 } else if (import.meta.main) {
   const modelPath = process.argv[2] || (await benchModelPath("250m"));
-  const rounds = Number(process.argv[3] ?? 5);
+  const rounds = Number(process.argv[3] || 5);
+  const threads = Number(process.argv[4] || 2);
   const results: RunResult[] = [];
   for (let r = 0; r < rounds; r++) {
     for (const build of (r % 2 === 0 ? ["before", "after"] : ["after", "before"]) as BuildName[]) {
-      const p = spawnSync(process.execPath, [fileURLToPath(import.meta.url), "--child", build, modelPath], {
-        encoding: "utf8",
-      });
+      const p = spawnSync(
+        process.execPath,
+        [fileURLToPath(import.meta.url), "--child", build, modelPath, String(threads)],
+        {
+          encoding: "utf8",
+        },
+      );
       if (p.status !== 0) throw new Error(`${build} run failed (${p.status ?? p.signal}):\n${p.stderr}`);
       results.push(JSON.parse(p.stdout.trim().split("\n").at(-1)!) as RunResult);
       process.stderr.write(`round ${r + 1}/${rounds} ${build}: ${JSON.stringify(results.at(-1))}\n`);
@@ -131,15 +143,26 @@ if (process.argv[2] === "--child") {
   const of = (b: BuildName) => results.filter((r) => r.build === b);
   const hashes = new Set(results.map((r) => r.tokensHash));
   printTable(
-    `Text generation, patched addon without and with mtmd (${modelPath.split("/").at(-1)}, 2 threads, greedy): tokens/s min / median / max of ${rounds} interleaved rounds; same tokens in every run: ${hashes.size === 1 ? "yes" : `NO (${[...hashes].join(", ")})`}`,
-    ["build", "image input", "1 × 128 tok/s", "4 × 64 tok/s", "c1 ÷ before (medians)", "c4 ÷ before (medians)"],
+    `Text generation, patched addon without and with mtmd (${modelPath.split("/").at(-1)}, ${threads} thread${threads === 1 ? "" : "s"}, greedy): tokens/s min / median / max of ${rounds} interleaved rounds; same tokens in every run: ${hashes.size === 1 ? "yes" : `NO (${[...hashes].join(", ")})`}`,
+    [
+      "build",
+      "image input",
+      "1 × 128 tok/s",
+      "4 × 64 tok/s",
+      "CPU ms / token",
+      "c1 ÷ before (medians)",
+      "c4 ÷ before (medians)",
+      "CPU ÷ before (medians)",
+    ],
     (["before", "after"] as BuildName[]).map((b) => [
       b,
       of(b)[0]!.hasMtmd ? "yes" : "no",
       cell(of(b).map((r) => r.c1Tps)),
       cell(of(b).map((r) => r.c4Tps)),
+      cell(of(b).map((r) => r.cpuMsPerToken)),
       (median(of(b).map((r) => r.c1Tps)) / median(of("before").map((r) => r.c1Tps))).toFixed(3),
       (median(of(b).map((r) => r.c4Tps)) / median(of("before").map((r) => r.c4Tps))).toFixed(3),
+      (median(of(b).map((r) => r.cpuMsPerToken)) / median(of("before").map((r) => r.cpuMsPerToken))).toFixed(3),
     ]),
   );
 }

@@ -7,6 +7,11 @@
 //   projector.decodeMedia(context, media, sequence, position)  those embeddings decoded into a sequence's KV cells
 // Text chunks are ordinary prompt tokens (decoded like any others); evalChunks does the whole prompt in order.
 // Positions: an image takes `nPos` positions and `nTokens` KV cells (equal except for M-RoPE models).
+// In the scheduler: text chunks go through the step batcher like any prompt; an image chunk is encoded (a worker; on
+// CPU best inside a decode turn, so it does not share the cores with decode steps), then decoded into the slot as a
+// step of its own (embeddings cannot share a llama_batch with tokens), and the slot records its positions under the
+// image's id, so a later prompt reuses the KV prefix up to and including whole images with the same id; an
+// EncodedMedia kept by id (an LRU by `bytes`) saves the encode when only the KV cells were lost.
 import { createHash } from "node:crypto";
 import type { Llama, LlamaContext, LlamaModel, Token } from "node-llama-cpp";
 
