@@ -21,10 +21,12 @@ RUN if [ "$VARIANT" = "cpu" ]; then rm -rf node_modules/@node-llama-cpp/*-cuda* 
  && rm -rf node_modules/@node-llama-cpp/*-arm* node_modules/@node-llama-cpp/mac-* node_modules/@node-llama-cpp/win-*
 
 # The engine as local setups build it (server/setup/engine-build.ts): node-llama-cpp's addon patched for a persistent
-# ggml threadpool, compiled from the llama.cpp sources the package ships, for a portable CPU target (x86-64-v3: AVX2,
-# FMA, F16C; armv8 on arm64) since the image runs on other machines than the one that builds it. --strict fails the image
-# build instead of falling back to the prebuilt binary. GPU variants keep their prebuilt binaries (the patched build is
-# CPU-only; the runtime skips it when NODE_LLAMA_CPP_GPU names a GPU); ENGINE_BUILD=prebuilt skips it for the CPU image.
+# ggml threadpool, compiled from the sources the package ships and linked against the prebuilt package's llama.cpp/ggml
+# libraries (ggml picks its CPU kernels at load, so the image runs on other machines than the one that builds it); where
+# no compatible prebuilt package is installed it compiles llama.cpp too, for a portable CPU target (x86-64-v3: AVX2,
+# FMA, F16C; armv8 on arm64). --strict fails the image build instead of falling back to the prebuilt binary. GPU variants
+# keep their prebuilt binaries (the patched build is CPU-only; the runtime skips it when NODE_LLAMA_CPP_GPU names a GPU);
+# ENGINE_BUILD=prebuilt skips it for the CPU image.
 FROM pruned AS engine
 ARG VARIANT=cpu
 ARG ENGINE_BUILD=auto

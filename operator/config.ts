@@ -46,7 +46,9 @@ export const OperatorConfigSchema = z
       .string()
       .url()
       .default("http://gantry-gateway.gantry-system.svc")
-      .describe("The gateway's base URL; an app's URL is <gatewayUrl>/<namespace>/<name>."),
+      .describe(
+        "The gateway's base URL as users reach it; an app's URL is <gatewayUrl>/<namespace>/<name>. The default is the gateway Service the Helm chart creates for release gantry in namespace gantry-system.",
+      ),
     hubUrl: z
       .string()
       .url()
@@ -69,21 +71,36 @@ export const OperatorConfigSchema = z
       .describe("Address of /healthz, /readyz, /metrics and the load-report API."),
     leaderElection: z
       .object({
-        enabled: z.boolean().default(true),
-        namespace: z.string().default("gantry-system"),
+        enabled: z
+          .boolean()
+          .optional()
+          .describe(
+            "Campaign for a Lease, so that of several replicas exactly one reconciles. Unset: on in a pod, off outside one (an operator run by hand next to a cluster).",
+          ),
+        namespace: z
+          .string()
+          .min(1)
+          .optional()
+          .describe(
+            "Namespace of the Lease (it must exist). Unset: the pod's own namespace, or the kubeconfig context's namespace outside a pod.",
+          ),
         name: z.string().default("gantry-operator"),
         leaseDurationSeconds: z.int().min(2).default(15),
         renewDeadlineSeconds: z.int().min(1).default(10),
         retryPeriodSeconds: z.int().min(1).default(2),
       })
-      .default({
-        enabled: true,
-        namespace: "gantry-system",
-        name: "gantry-operator",
-        leaseDurationSeconds: 15,
-        renewDeadlineSeconds: 10,
-        retryPeriodSeconds: 2,
-      }),
+      .default({ name: "gantry-operator", leaseDurationSeconds: 15, renewDeadlineSeconds: 10, retryPeriodSeconds: 2 }),
+    loadReports: z
+      .object({
+        serviceAccounts: z
+          .array(z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/))
+          .default(["gantry-system/gantry-gateway"])
+          .describe(
+            "ServiceAccounts (namespace/name) whose tokens may post load reports; the gateways run as one of them.",
+          ),
+      })
+      .default({ serviceAccounts: ["gantry-system/gantry-gateway"] })
+      .describe("Who may post load reports to POST /v1/load (bearer tokens checked with a TokenReview)."),
     autoscaler: z
       .object({
         intervalSeconds: z.number().positive().default(5).describe("How often replica counts are recomputed."),
@@ -127,4 +144,52 @@ export function loadOperatorConfig(
   if (env.GANTRY_OPERATOR_LISTEN) overrides.listen = env.GANTRY_OPERATOR_LISTEN;
   if (env.GANTRY_OPERATOR_NAMESPACE) overrides.watchNamespace = env.GANTRY_OPERATOR_NAMESPACE;
   return parseOperatorConfig({ ...input, ...overrides });
+}
+
+/** Where the operator runs, as far as leader election cares. */
+export interface Placement {
+  /** In a Kubernetes pod (its service account mounted, KUBERNETES_SERVICE_HOST set). */
+  inPod: boolean;
+  /** The pod's namespace (in a pod). */
+  podNamespace?: string | undefined;
+  /** The namespace of the kubeconfig's current context, if it names one. */
+  contextNamespace?: string | undefined;
+}
+
+/** The Lease an operator campaigns for. */
+export interface LeaseSettings {
+  namespace: string;
+  name: string;
+  leaseDurationSeconds: number;
+  renewDeadlineSeconds: number;
+  retryPeriodSeconds: number;
+}
+
+/** Leader election as the operator runs it: off (and why), or on with the Lease's namespace settled. */
+export type LeaderElectionSettings = { enabled: false; reason: string } | { enabled: true; lease: LeaseSettings };
+
+/**
+ * Settles the config's unset leader-election fields: on in a pod (replicas of a Deployment), off outside one, where an
+ * operator is one process started by hand and a Lease would need a namespace the cluster may not have; the Lease lives
+ * in the pod's namespace, or outside a pod in the kubeconfig context's ("default" when it names none). Pure.
+ */
+export function resolveLeaderElection(le: OperatorConfig["leaderElection"], where: Placement): LeaderElectionSettings {
+  if (!(le.enabled ?? where.inPod))
+    return {
+      enabled: false,
+      reason:
+        le.enabled === false
+          ? "leaderElection.enabled is false"
+          : "not running in a pod (set leaderElection.enabled: true to run several replicas)",
+    };
+  return {
+    enabled: true,
+    lease: {
+      namespace: le.namespace ?? (where.inPod ? where.podNamespace : where.contextNamespace) ?? "default",
+      name: le.name,
+      leaseDurationSeconds: le.leaseDurationSeconds,
+      renewDeadlineSeconds: le.renewDeadlineSeconds,
+      retryPeriodSeconds: le.retryPeriodSeconds,
+    },
+  };
 }

@@ -29,6 +29,19 @@ export const ServerConfigSchema = z.object({
     .describe(
       "How long a model stays loaded after its last request (duration or seconds; negative = forever; 0 = unload at once)",
     ),
+  GANTRY_SHUTDOWN_TIMEOUT: z
+    .string()
+    .default("10s")
+    .refine((v) => {
+      try {
+        return parseKeepAlive(v) !== null;
+      } catch {
+        return false;
+      }
+    }, "must be a duration like 10s or 1m")
+    .describe(
+      "On SIGTERM, how long running generations may go on before they are stopped (their clients then get a 503 or an error line)",
+    ),
   GANTRY_NUM_PARALLEL: intFrom(1)
     .max(64)
     .default(4)
@@ -44,10 +57,10 @@ export const ServerConfigSchema = z.object({
     .describe("Default context length per sequence (num_ctx overrides it)"),
   GANTRY_THREADS: intFrom(0).default(0).describe("CPU threads for inference (0 = number of physical cores)"),
   GANTRY_ENGINE_BUILD: z
-    .enum(["auto", "prebuilt"])
+    .enum(["auto", "source", "prebuilt"])
     .default("auto")
     .describe(
-      "Inference binary: auto = the patched node-llama-cpp build made by setup (persistent threadpool) when present, else the prebuilt one; prebuilt = always the package's prebuilt binary",
+      "Inference binary: auto = the patched node-llama-cpp build made by setup (persistent threadpool) when present, else the prebuilt one; source = the patched build with llama.cpp compiled from source too (setup makes it when set); prebuilt = always the package's prebuilt binary",
     ),
   GANTRY_THREADPOOL_POLL: intFrom(0)
     .max(100)

@@ -1,5 +1,5 @@
 // Composition root of `gantry serve`: config → logger → store → engine → HTTP app → listen; preload; graceful shutdown.
-import type { Server } from "node:http";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { parseKeepAlive } from "./common/duration.ts";
 import type { Logger } from "./common/logger.ts";
 import { parseHostPort } from "./common/host-port.ts";
@@ -17,6 +17,9 @@ import { modelRoutes } from "./http/routes/models.ts";
 import { ModelStore } from "./store/model-store.ts";
 import { cachedRenderer } from "./template/index.ts";
 import { VERSION } from "./common/version.ts";
+
+/** How long shutdown waits, after the engine stopped, for responses still being written. */
+const RESPONSE_GRACE_MS = 2_000;
 
 export interface RunningServer {
   server: Server;
@@ -78,6 +81,12 @@ export async function startServer(
   announceConnections(engine, server);
   // Generation streams can be long: no request timeout; idle keep-alive sockets are closed on shutdown.
   server.requestTimeout = 0;
+  // Responses not yet sent: shutdown waits for them before it closes the connections.
+  const open = new Set<ServerResponse>();
+  server.on("request", (_req: IncomingMessage, res: ServerResponse) => {
+    open.add(res);
+    res.once("close", () => open.delete(res));
+  });
   const addr = server.address();
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${typeof addr === "object" && addr ? addr.port : port}`;
   logger.info({ url, models: config.GANTRY_MODELS, version: VERSION }, "gantry serve listening");
@@ -100,14 +109,17 @@ export async function startServer(
   })();
 
   let closing: Promise<void> | undefined;
-  const close = (deadlineMs = 10_000) =>
+  const close = (deadlineMs = parseKeepAlive(config.GANTRY_SHUTDOWN_TIMEOUT) ?? 10_000) =>
     (closing ??= (async () => {
       readiness.shuttingDown = true;
-      logger.info("shutting down");
+      logger.info({ deadlineMs }, "shutting down");
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       await preloading.catch(() => undefined);
       await engine.shutdown({ deadlineMs });
+      // Generations stopped at the deadline are being answered (a 503, or an error line): let those answers go out.
+      const answered = Date.now() + RESPONSE_GRACE_MS;
+      while (open.size > 0 && Date.now() < answered) await new Promise((r) => setTimeout(r, 10));
       server.closeAllConnections();
       await closed;
       logger.info("stopped");

@@ -3,26 +3,13 @@
 // stayed lower for scaleDownDelay. Decisions are written through the ModelApp's scale subresource, the same door
 // `kubectl scale` uses; the reconciler carries them to the Deployment.
 //
-// Transport (the interface the gateway implements): every gateway POSTs a full snapshot of its in-flight counts,
-//   POST /v1/load  {"gateway": "<id>", "apps": [{"namespace": "<org>", "name": "<app>", "inFlight": <n>}]}
-// to every operator replica (so a new leader already knows the load). A snapshot replaces the gateway's previous one
-// and counts for reportTtlSeconds; apps missing from it have 0 in flight at that gateway.
-import { z } from "zod";
+// Transport: the gateways' load reports (operator/api/v1alpha1/load-report.ts), sent to every operator replica (so a
+// new leader already knows the load). A snapshot replaces the gateway's previous one and counts for reportTtlSeconds;
+// apps missing from it have 0 in flight at that gateway.
 import { parseKeepAlive } from "../../server/common/duration.ts";
+import type { LoadReport } from "../api/v1alpha1/load-report.ts";
 
-export const LoadReportSchema = z.object({
-  gateway: z.string().min(1).max(253).describe("Identity of the reporting gateway instance."),
-  apps: z
-    .array(
-      z.object({
-        namespace: z.string().min(1).max(63),
-        name: z.string().min(1).max(63),
-        inFlight: z.int().min(0).max(1_000_000).describe("Requests being served or held for the app right now."),
-      }),
-    )
-    .max(100_000),
-});
-export type LoadReport = z.infer<typeof LoadReportSchema>;
+export { LoadReportSchema, type LoadReport } from "../api/v1alpha1/load-report.ts";
 
 /** The latest snapshot of every gateway; counts expire after the TTL. */
 export class LoadReports {

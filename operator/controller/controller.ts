@@ -4,7 +4,7 @@
 import type { KubeConfig, KubernetesObject, V1OwnerReference } from "@kubernetes/client-node";
 import type { Logger } from "../../server/common/logger.ts";
 import { API_VERSION, KIND, parseModelAppSpec, type ModelApp } from "../api/v1alpha1/modelapp.ts";
-import type { OperatorConfig } from "../config.ts";
+import type { LeaderElectionSettings, OperatorConfig } from "../config.ts";
 import { ClusterCaches, type CacheName } from "../kube/caches.ts";
 import { KubeWriter } from "../kube/writer.ts";
 import { APP_LABEL } from "../render/labels.ts";
@@ -20,6 +20,14 @@ export interface ControllerOptions {
   logger: Logger;
   /** This replica's name in the leader lease and in events. */
   identity: string;
+  /** Leader election as settled for where the operator runs (config.ts resolveLeaderElection). */
+  leaderElection: LeaderElectionSettings;
+}
+
+/** Whether the operator is ready (its caches hold the cluster's objects) and, when not, why. */
+export interface Readiness {
+  ready: boolean;
+  reason?: string;
 }
 
 export class Controller {
@@ -50,20 +58,9 @@ export class Controller {
       instance: o.identity,
       count: (verb, resource, code) => this.metrics.kubeRequests.inc({ verb, resource, code: String(code) }),
     });
-    const le = o.config.leaderElection;
+    const le = o.leaderElection;
     this.elector = le.enabled
-      ? new LeaderElector(
-          this.writer,
-          {
-            namespace: le.namespace,
-            name: le.name,
-            identity: o.identity,
-            leaseDurationSeconds: le.leaseDurationSeconds,
-            renewDeadlineSeconds: le.renewDeadlineSeconds,
-            retryPeriodSeconds: le.retryPeriodSeconds,
-          },
-          o.logger,
-        )
+      ? new LeaderElector(this.writer, { ...le.lease, identity: o.identity }, o.logger)
       : undefined;
   }
 
@@ -71,16 +68,21 @@ export class Controller {
     return this.cachesHolder.caches;
   }
 
-  get ready(): boolean {
-    return this.cachesHolder.hasSynced;
+  /** /readyz: ready once every watch has listed its objects; until then, what it still waits for and why. */
+  get readiness(): Readiness {
+    if (this.cachesHolder.hasSynced) return { ready: true };
+    return { ready: false, reason: this.cachesHolder.waitingFor() ?? "starting the watches" };
   }
 
   get isLeader(): boolean {
     return this.leading;
   }
 
-  /** Starts the watches, then campaigns for leadership (or leads at once without election). */
-  async start(onLostLeadership: () => void): Promise<void> {
+  /**
+   * Starts the watches, then campaigns for leadership (or leads at once without election). `onFatal` hears of a
+   * leader election that cannot work however long it retries (its Lease's namespace does not exist).
+   */
+  async start(onLostLeadership: () => void, onFatal: (err: Error) => void = () => {}): Promise<void> {
     this.cachesHolder.onChange((kind, obj) => {
       for (const key of this.keysFor(kind, obj)) this.queue.add(key);
       this.metrics.queueDepth.set(this.queue.length);
@@ -98,6 +100,7 @@ export class Controller {
         this.metrics.leader.set(0);
         onLostLeadership();
       },
+      onFatal,
     );
   }
 

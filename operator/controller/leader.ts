@@ -5,17 +5,19 @@
 // takes over at once.
 import type { V1Lease } from "@kubernetes/client-node";
 import type { Logger } from "../../server/common/logger.ts";
+import type { LeaseSettings } from "../config.ts";
 import type { KubeWriter } from "../kube/writer.ts";
 import { statusOf } from "../kube/writer.ts";
 
-export interface LeaderElectionOptions {
-  namespace: string;
-  name: string;
+export interface LeaderElectionOptions extends LeaseSettings {
   identity: string;
-  leaseDurationSeconds: number;
-  renewDeadlineSeconds: number;
-  retryPeriodSeconds: number;
 }
+
+/**
+ * A lease request that cannot succeed by retrying: the Lease's namespace does not exist. The operator stops at once
+ * with this message rather than retry it every few seconds.
+ */
+export class LeaseSetupError extends Error {}
 
 type LeaseApi = Pick<KubeWriter, "readLease" | "createLease" | "replaceLease">;
 
@@ -47,15 +49,25 @@ export class LeaderElector {
     return this.leading;
   }
 
-  /** Tries to acquire, then keeps renewing. Calls onStart once leading; onStop if leadership is lost. */
-  run(onStart: () => void, onStop: () => void): void {
+  /**
+   * Tries to acquire, then keeps renewing. Calls onStart once leading; onStop if leadership is lost; onFatal (and
+   * stops) when the lease cannot be taken however long it retries (LeaseSetupError).
+   */
+  run(onStart: () => void, onStop: () => void, onFatal: (err: LeaseSetupError) => void = () => {}): void {
     const tick = async () => {
       if (this.stopped) return;
+      let fatal: LeaseSetupError | undefined;
       const ok = await this.tryAcquireOrRenew().catch((err: unknown) => {
-        this.logger.warn({ err: String(err) }, "lease request failed");
+        if (err instanceof LeaseSetupError) fatal = err;
+        else this.logger.warn({ err: String(err) }, "lease request failed");
         return false;
       });
       if (this.stopped) return;
+      if (fatal) {
+        this.stopped = true;
+        onFatal(fatal);
+        return;
+      }
       const now = Date.now();
       if (ok) {
         this.lastRenew = now;
@@ -82,6 +94,15 @@ export class LeaderElector {
       lease = await this.api.readLease(this.o.namespace, this.o.name);
     } catch (err) {
       if (statusOf(err) !== 404) throw err;
+      await this.createLease(now);
+      return true;
+    }
+    return this.renewOrTakeOver(lease, now);
+  }
+
+  /** Creates the Lease held by this replica; a 404 means its namespace does not exist (a LeaseSetupError). */
+  private async createLease(now: Date): Promise<void> {
+    try {
       await this.api.createLease(this.o.namespace, {
         metadata: { name: this.o.name, namespace: this.o.namespace },
         spec: {
@@ -92,8 +113,18 @@ export class LeaderElector {
           leaseTransitions: 0,
         },
       });
-      return true;
+    } catch (err) {
+      if (statusOf(err) !== 404) throw err;
+      const ns = this.o.namespace;
+      throw new LeaseSetupError(
+        `leader election: namespace "${ns}" does not exist, so the operator cannot hold its Lease there; create it ` +
+          `(kubectl create namespace ${ns}), set leaderElection.namespace to an existing namespace, or set ` +
+          `leaderElection.enabled: false to run a single operator`,
+      );
     }
+  }
+
+  private async renewOrTakeOver(lease: V1Lease, now: Date): Promise<boolean> {
     const spec = lease.spec ?? {};
     const holder = spec.holderIdentity ?? "";
     const rv = lease.metadata?.resourceVersion ?? "";

@@ -1,9 +1,9 @@
 // Labels and owner references of everything the operator creates. Pure.
+import { APP_LABEL, MANAGED_BY } from "../api/v1alpha1/labels.ts";
 import { API_VERSION, KIND } from "../api/v1alpha1/modelapp.ts";
 
+export { APP_LABEL, MANAGED_BY } from "../api/v1alpha1/labels.ts";
 export const FIELD_MANAGER = "gantry-operator";
-export const MANAGED_BY = "gantry-operator";
-export const APP_LABEL = "gantry.dev/modelapp";
 export const SPEC_HASH_ANNOTATION = "gantry.dev/spec-hash";
 
 export interface AppIdentity {

@@ -168,7 +168,8 @@ export class GantryClient {
     }
   }
 
-  version(): Promise<{ version: string }> {
+  /** `version`: the Ollama API level the server speaks; `gantry`: a Gantry server's own version. */
+  version(): Promise<{ version: string; gantry?: string }> {
     return this.json("GET", "/api/version");
   }
   list(): Promise<TagsResponse> {

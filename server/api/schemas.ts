@@ -1,103 +1,125 @@
 // Ollama-native wire schemas for generation (/api/generate, /api/chat, /api/embed, /api/embeddings).
 // Field names, defaults and meanings follow Ollama's API; these schemas are the single source of the request types.
+// Every object is a wire object (wire.ts): a null on any field means the field is absent.
 import { z } from "zod";
+import { JsonSchemaObject, wire } from "./wire.ts";
 
 const nonNegInt = z.number().int().min(0);
 
 /** Runtime options Ollama accepts in `options` (and Modelfile PARAMETERs). Unknown keys are ignored, as Ollama does. */
-export const OptionsSchema = z
-  .object({
-    temperature: z.number().min(0).max(100).optional(),
-    top_p: z.number().min(0).max(1).optional(),
-    top_k: nonNegInt.optional(),
-    min_p: z.number().min(0).max(1).optional(),
-    typical_p: z.number().optional(),
-    seed: z.number().int().optional(),
-    num_predict: z.number().int().min(-2).optional(),
-    num_ctx: z
-      .number()
-      .int()
-      .min(1)
-      .max(1 << 20)
-      .optional(),
-    num_keep: z.number().int().optional(),
-    stop: z.union([z.string(), z.array(z.string())]).optional(),
-    repeat_penalty: z.number().min(0).optional(),
-    repeat_last_n: z.number().int().min(-1).optional(),
-    presence_penalty: z.number().optional(),
-    frequency_penalty: z.number().optional(),
-    penalize_newline: z.boolean().optional(),
-    num_batch: z.number().int().optional(),
-    num_gpu: z.number().int().optional(),
-    main_gpu: z.number().int().optional(),
-    use_mmap: z.boolean().optional(),
-    num_thread: z.number().int().optional(),
-    numa: z.boolean().optional(),
-  })
-  .loose();
+export const OptionsSchema = wire(
+  z
+    .object({
+      temperature: z.number().min(0).max(100).optional(),
+      top_p: z.number().min(0).max(1).optional(),
+      top_k: nonNegInt.optional(),
+      min_p: z.number().min(0).max(1).optional(),
+      typical_p: z.number().optional(),
+      seed: z.number().int().optional(),
+      num_predict: z.number().int().min(-2).optional(),
+      num_ctx: z
+        .number()
+        .int()
+        .min(1)
+        .max(1 << 20)
+        .optional(),
+      num_keep: z.number().int().optional(),
+      stop: z.union([z.string(), z.array(z.string())]).optional(),
+      repeat_penalty: z.number().min(0).optional(),
+      repeat_last_n: z.number().int().min(-1).optional(),
+      presence_penalty: z.number().optional(),
+      frequency_penalty: z.number().optional(),
+      penalize_newline: z.boolean().optional(),
+      num_batch: z.number().int().optional(),
+      num_gpu: z.number().int().optional(),
+      main_gpu: z.number().int().optional(),
+      use_mmap: z.boolean().optional(),
+      num_thread: z.number().int().optional(),
+      numa: z.boolean().optional(),
+    })
+    .loose(),
+);
 export type Options = z.infer<typeof OptionsSchema>;
 
 export const KeepAliveSchema = z.union([z.string(), z.number()]);
 
 /** "json", "" (none), or a JSON schema object. */
-export const FormatSchema = z.union([z.literal("json"), z.literal(""), z.record(z.string(), z.unknown())]);
+export const FormatSchema = z.union([z.literal("json"), z.literal(""), JsonSchemaObject]);
 
 const base64Image = z.string().min(1);
 
 const modelField = z.string({ error: "model is required" }).trim().min(1, "model is required");
 
-export const GenerateRequestSchema = z.object({
-  model: modelField,
-  prompt: z.string().optional(),
-  suffix: z.string().optional(),
-  system: z.string().optional(),
-  template: z.string().optional(),
-  raw: z.boolean().optional(),
-  images: z.array(base64Image).optional(),
-  format: FormatSchema.optional(),
-  options: OptionsSchema.optional(),
-  stream: z.boolean().optional(),
-  keep_alive: KeepAliveSchema.optional(),
-  context: z.array(z.number()).optional(),
-  think: z.union([z.boolean(), z.string()]).optional(),
-});
+/** Log probabilities of the output tokens (Ollama's `logprobs`, `top_logprobs`). */
+const logprobFields = {
+  logprobs: z.boolean().optional(),
+  top_logprobs: z.number().int().min(0, "must be between 0 and 20").max(20, "must be between 0 and 20").optional(),
+};
+
+export const GenerateRequestSchema = wire(
+  z.object({
+    model: modelField,
+    prompt: z.string().optional(),
+    suffix: z.string().optional(),
+    system: z.string().optional(),
+    template: z.string().optional(),
+    raw: z.boolean().optional(),
+    images: z.array(base64Image).optional(),
+    format: FormatSchema.optional(),
+    options: OptionsSchema.optional(),
+    stream: z.boolean().optional(),
+    keep_alive: KeepAliveSchema.optional(),
+    context: z.array(z.number().int().min(0, "token ids are not negative")).optional(),
+    think: z.union([z.boolean(), z.string()]).optional(),
+    ...logprobFields,
+  }),
+);
 export type GenerateRequestBody = z.infer<typeof GenerateRequestSchema>;
 
-export const ChatMessageSchema = z.object({
-  role: z.enum(["system", "user", "assistant", "tool"]),
-  content: z.string().default(""),
-  images: z.array(base64Image).optional(),
-  tool_calls: z.array(z.unknown()).optional(),
-  thinking: z.string().optional(),
-});
+export const ChatMessageSchema = wire(
+  z.object({
+    role: z.enum(["system", "user", "assistant", "tool"]),
+    content: z.string().default(""),
+    images: z.array(base64Image).optional(),
+    tool_calls: z.array(z.unknown()).optional(),
+    thinking: z.string().optional(),
+  }),
+);
 
-export const ChatRequestSchema = z.object({
-  model: modelField,
-  messages: z.array(ChatMessageSchema).optional(),
-  format: FormatSchema.optional(),
-  options: OptionsSchema.optional(),
-  stream: z.boolean().optional(),
-  keep_alive: KeepAliveSchema.optional(),
-  tools: z.array(z.unknown()).optional(),
-  think: z.union([z.boolean(), z.string()]).optional(),
-});
+export const ChatRequestSchema = wire(
+  z.object({
+    model: modelField,
+    messages: z.array(ChatMessageSchema).optional(),
+    format: FormatSchema.optional(),
+    options: OptionsSchema.optional(),
+    stream: z.boolean().optional(),
+    keep_alive: KeepAliveSchema.optional(),
+    tools: z.array(z.unknown()).optional(),
+    think: z.union([z.boolean(), z.string()]).optional(),
+    ...logprobFields,
+  }),
+);
 export type ChatRequestBody = z.infer<typeof ChatRequestSchema>;
 
-export const EmbedRequestSchema = z.object({
-  model: modelField,
-  input: z.union([z.string(), z.array(z.string())]),
-  truncate: z.boolean().optional(),
-  dimensions: z.number().int().min(1).optional(),
-  options: OptionsSchema.optional(),
-  keep_alive: KeepAliveSchema.optional(),
-});
+export const EmbedRequestSchema = wire(
+  z.object({
+    model: modelField,
+    input: z.union([z.string(), z.array(z.string())]),
+    truncate: z.boolean().optional(),
+    dimensions: z.number().int().min(1).optional(),
+    options: OptionsSchema.optional(),
+    keep_alive: KeepAliveSchema.optional(),
+  }),
+);
 
-export const LegacyEmbeddingsRequestSchema = z.object({
-  model: modelField,
-  prompt: z.string(),
-  options: OptionsSchema.optional(),
-  keep_alive: KeepAliveSchema.optional(),
-});
+export const LegacyEmbeddingsRequestSchema = wire(
+  z.object({
+    model: modelField,
+    prompt: z.string(),
+    options: OptionsSchema.optional(),
+    keep_alive: KeepAliveSchema.optional(),
+  }),
+);
 
 /** Metrics every final generation object carries (durations in nanoseconds). */
 export interface FinalMetrics {

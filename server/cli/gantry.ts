@@ -9,6 +9,8 @@ import { appsCommand } from "./commands/apps.ts";
 import { cpCommand } from "./commands/cp.ts";
 import { createCommand } from "./commands/create.ts";
 import { deployCommand } from "./commands/deploy.ts";
+import { gatewayCommand } from "./commands/gateway.ts";
+import { keysCommand } from "./commands/keys.ts";
 import { listCommand } from "./commands/list.ts";
 import { operatorCommand } from "./commands/operator.ts";
 import { prepareCommand } from "./commands/prepare.ts";
@@ -37,6 +39,8 @@ const COMMANDS: readonly Command[] = [
   appsCommand,
   prepareCommand,
   operatorCommand,
+  gatewayCommand,
+  keysCommand,
   versionCommand,
 ];
 

@@ -1,5 +1,7 @@
 // A cross-process lock: a directory created with mkdir (atomic), holding its owner's pid. A lock whose owner died, or
-// that never got a pid within 10 s (its creator crashed in between), is taken over.
+// that never got a pid within 10 s (its creator crashed in between), is taken over: removed by whoever first creates
+// <lock>.break, which re-checks it there, so a lock another waiter has just taken over is never removed. The setup's
+// shell steps use the same protocol (server/setup/dir-lock.sh).
 import fs from "node:fs";
 import path from "node:path";
 
@@ -16,12 +18,60 @@ export function lockHeld(lockDir: string): boolean {
       return false;
     }
   }
+  return isRunning(pid);
+}
+
+/** Signal 0 checks that a process exists; EPERM means it does (another user's). */
+function isRunning(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * The lock exists and is dead: its owner's pid is not running, or it got no pid within 10 s. (An absent lock is not
+ * stale: a waiter may be creating it right now.)
+ */
+function isStale(lockDir: string): boolean {
+  let pid: number;
+  try {
+    pid = Number(fs.readFileSync(path.join(lockDir, "pid"), "utf8"));
   } catch {
+    try {
+      return Date.now() - fs.statSync(lockDir).mtimeMs >= 10_000;
+    } catch {
+      return false;
+    }
+  }
+  return !isRunning(pid);
+}
+
+/**
+ * Removes a dead owner's lock under `<lockDir>.break` (a stale lock only goes away through a breaker, so it is still
+ * the stale one when removed); false while another process is breaking it.
+ */
+function breakLock(lockDir: string): boolean {
+  const breaker = `${lockDir}.break`;
+  try {
+    fs.mkdirSync(breaker);
+  } catch {
+    // A breaker that crashed in the few milliseconds it holds this leaves it behind.
+    try {
+      if (Date.now() - fs.statSync(breaker).mtimeMs >= 10_000) fs.rmdirSync(breaker);
+    } catch {
+      // gone meanwhile
+    }
     return false;
   }
+  try {
+    if (isStale(lockDir)) fs.rmSync(lockDir, { recursive: true, force: true });
+  } finally {
+    fs.rmdirSync(breaker);
+  }
+  return true;
 }
 
 /** Runs `fn` holding `lockDir`; while another live process holds it, polls every `pollMs` (calling `onWait` once). */
@@ -37,11 +87,9 @@ export async function withDirLock<T>(
       fs.mkdirSync(lockDir);
       fs.writeFileSync(path.join(lockDir, "pid"), String(process.pid));
       break;
-    } catch {
-      if (!lockHeld(lockDir)) {
-        fs.rmSync(lockDir, { recursive: true, force: true });
-        continue;
-      }
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+      if (!lockHeld(lockDir) && breakLock(lockDir)) continue;
       if (!waited) {
         opts.onWait?.();
         waited = true;

@@ -5,7 +5,7 @@ export const ERROR_CODES = {
   BAD_REQUEST: { status: 400, type: "invalid_request_error" },
   INVALID_JSON: { status: 400, type: "invalid_request_error" },
   UNSUPPORTED_FIELD: { status: 400, type: "invalid_request_error" },
-  CONTEXT_OVERFLOW: { status: 400, type: "invalid_request_error" },
+  CONTEXT_OVERFLOW: { status: 400, type: "invalid_request_error", openaiCode: "context_length_exceeded" },
   STORE_INVALID_DIGEST: { status: 400, type: "invalid_request_error" },
   STORE_DIGEST_MISMATCH: { status: 400, type: "invalid_request_error" },
   MODEL_INVALID_NAME: { status: 400, type: "invalid_request_error" },
@@ -18,16 +18,23 @@ export const ERROR_CODES = {
   BLOB_NOT_FOUND: { status: 404, type: "not_found_error" },
   NOT_FOUND: { status: 404, type: "not_found_error" },
   METHOD_NOT_ALLOWED: { status: 405, type: "invalid_request_error" },
+  CONFLICT: { status: 409, type: "invalid_request_error" },
   PAYLOAD_TOO_LARGE: { status: 413, type: "invalid_request_error" },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, type: "invalid_request_error" },
+  RATE_LIMITED: { status: 429, type: "rate_limit_error" },
+  TOO_MANY_HELD: { status: 429, type: "rate_limit_error" },
   CLIENT_CLOSED: { status: 499, type: "client_closed" },
   INTERNAL: { status: 500, type: "server_error" },
+  NOT_IMPLEMENTED: { status: 501, type: "invalid_request_error" },
   MODEL_LOAD_FAILED: { status: 500, type: "server_error" },
   UPSTREAM_FAILED: { status: 502, type: "server_error" },
   SERVER_BUSY: { status: 503, type: "server_busy" },
   MODEL_LOADING: { status: 503, type: "unavailable_error" },
   SHUTTING_DOWN: { status: 503, type: "unavailable_error" },
-} as const satisfies Record<string, { status: number; type: string }>;
+  APP_UNAVAILABLE: { status: 503, type: "unavailable_error" },
+  WARMUP_TIMEOUT: { status: 503, type: "unavailable_error" },
+  UPSTREAM_TIMEOUT: { status: 504, type: "server_error" },
+} as const satisfies Record<string, { status: number; type: string; openaiCode?: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
@@ -76,6 +83,11 @@ export function ollamaErrorBody(e: AppError): { error: string } {
   return { error: e.expose ? e.message : "internal server error" };
 }
 
+const openaiCodeOf = (code: ErrorCode): string => {
+  const def: { status: number; openaiCode?: string } = ERROR_CODES[code];
+  return def.openaiCode ?? code.toLowerCase();
+};
+
 /** OpenAI wire body: `{"error": {"message", "type", "param", "code"}}`. */
 export function openaiErrorBody(e: AppError): {
   error: { message: string; type: string; param: string | null; code: string | null };
@@ -85,7 +97,8 @@ export function openaiErrorBody(e: AppError): {
       message: e.expose ? e.message : "internal server error",
       type: ERROR_CODES[e.code].type,
       param: e.param,
-      code: e.code.toLowerCase(),
+      // OpenAI's own code where it has one (context_length_exceeded), else ours.
+      code: openaiCodeOf(e.code),
     },
   };
 }
@@ -100,5 +113,12 @@ export function fromBodyParserError(err: unknown): AppError | undefined {
   if (e?.type === "encoding.unsupported" || e?.type === "charset.unsupported")
     return new AppError("UNSUPPORTED_MEDIA_TYPE", e.message ?? "unsupported encoding");
   if (e?.type === "request.aborted") return new AppError("CLIENT_CLOSED", "client closed the request");
+  // A body whose Content-Encoding does not decode: zlib (Z_*), zstd (ZSTD_*) and brotli (ERR__*) errors, given a 400.
+  const code = (err as { code?: unknown } | null)?.code;
+  if (e?.status === 400 && typeof code === "string" && /^(Z_|ZSTD_|ERR__)/.test(code))
+    return new AppError(
+      "BAD_REQUEST",
+      `could not decompress the request body (check its Content-Encoding): ${e.message ?? code}`,
+    );
   return undefined;
 }

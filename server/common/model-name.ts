@@ -10,7 +10,9 @@
 //
 // Defaults: host "gantry.local", namespace "library", tag "latest". Two segments are namespace/model; three are
 // host/namespace/model, so hub names `hf.co/<org>/<repo>:<quant>` keep their parts (huggingface.co is an alias of
-// hf.co). No part may contain "..", and no part may start with "." — parts become directories of the manifest path.
+// hf.co, and Ollama's registry.ollama.ai of the default host: "registry.ollama.ai/library/smollm2" is "smollm2"). No
+// part may contain "..", and no part may start with "." — parts become directories of the manifest path, so none may
+// be longer than a file name may be (255 bytes): the host, the only part without a tighter limit, is checked for it.
 // Names are case-insensitive (as in Ollama): parsing keeps the spelling (hub lookups need it), `nameKey` gives the
 // comparison key. The display name drops the default host and namespace and always shows the tag: "smollm2:135m".
 import { AppError } from "./errors.ts";
@@ -28,19 +30,27 @@ export interface ModelName {
 }
 
 const MAX_PART = 80;
-const MAX_HOST = 350;
+/** The longest file name (path segment) Linux, macOS and Windows file systems allow, in bytes. */
+export const MAX_PATH_SEGMENT_BYTES = 255;
+const MAX_HOST = MAX_PATH_SEGMENT_BYTES;
 const HOST =
   /^[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]{1,5})?$/;
 const NAMESPACE = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 const MODEL_OR_TAG = /^[a-zA-Z0-9_][a-zA-Z0-9_.-]*$/;
-const HOST_ALIASES: Record<string, string> = { "huggingface.co": HF_HOST };
+const HOST_ALIASES: Record<string, string> = { "huggingface.co": HF_HOST, "registry.ollama.ai": DEFAULT_HOST };
 
 const invalid = (name: string, why: string) =>
   new AppError("MODEL_INVALID_NAME", `invalid model name "${name.slice(0, 120)}": ${why}`, { param: "model" });
 
 function checkPart(full: string, kind: string, part: string, pattern: RegExp, max: number): void {
   if (part === "") throw invalid(full, `empty ${kind}`);
-  if (part.length > max) throw invalid(full, `${kind} longer than ${max} characters`);
+  if (Buffer.byteLength(part, "utf8") > max)
+    throw invalid(
+      full,
+      max === MAX_PATH_SEGMENT_BYTES
+        ? `${kind} longer than ${max} bytes (the file system's limit for a path segment)`
+        : `${kind} longer than ${max} characters`,
+    );
   if (part.includes("..")) throw invalid(full, `${kind} must not contain ".."`);
   if (!pattern.test(part)) throw invalid(full, `${kind} "${part.slice(0, 100)}" has invalid characters`);
 }

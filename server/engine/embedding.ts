@@ -22,7 +22,14 @@ export async function embedTexts(
     if (!truncate) throw contextOverflow(total, loaded.contextLength);
     return tokens.slice(0, tokens.length - (total - loaded.contextLength + 1));
   };
-  const prepared = inputs.map((text) => fit(loaded.model.tokenize(text, false)));
+  // An empty text is embedded as the model's beginning (or end) token alone, as llama.cpp's server does: a vector of
+  // the model's size, never a zero-length one.
+  const nothing = loaded.model.tokens.bos ?? loaded.model.tokens.eos;
+  const tokensOf = (text: string): Token[] => {
+    const tokens = loaded.model.tokenize(text, false);
+    return tokens.length === 0 && nothing !== null ? [nothing] : tokens;
+  };
+  const prepared = inputs.map((text) => fit(tokensOf(text)));
   const embeddings: number[][] = [];
   let promptTokens = 0;
   for (const tokens of prepared) {

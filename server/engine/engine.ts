@@ -108,6 +108,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
             spec: req.model,
             chatWrapper: loaded.chatWrapper,
             renderTemplate: opts.renderTemplate,
+            vocabSize: loaded.vocabSize,
           },
           req.input,
         );
@@ -130,6 +131,8 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
             startedNs,
             loadDurationNs,
             admission: opts.disableDecodeSync ? undefined : { arrival: req.arrival, arrivals },
+            ...(req.logprobs ? { logprobs: req.logprobs } : {}),
+            ...(req.returnTokens ? { returnTokens: true } : {}),
           });
         } finally {
           loaded.releaseSequence(slot, (err) =>

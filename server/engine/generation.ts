@@ -1,17 +1,17 @@
 // The generation loop on one sequence: KV prefix reuse, token-by-token evaluation with our own stop rules, incremental
 // UTF-8-safe text, stop strings held back until decided, and abort that frees the sequence after at most one step.
 import { randomInt } from "node:crypto";
-import { LlamaGrammarEvaluationState, type LlamaGrammar, type Token } from "node-llama-cpp";
+import { LlamaGrammarEvaluationState, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
 import { AppError } from "../common/errors.ts";
 import type { Arrival, Arrivals } from "./arrivals.ts";
 import type { LoadedModel } from "./loaded-model.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
-import { NativeSampler } from "./native-sampler.ts";
+import { NativeSampler, type PositionLogprobs } from "./native-sampler.ts";
 import { repeatWindow, type ResolvedSampling } from "./sampling.ts";
 import type { Slot, StepBatcher } from "./step-batcher.ts";
 import { StopStringMatcher } from "./stop-matcher.ts";
 import { TokenTextStream } from "./token-text-stream.ts";
-import type { DoneReason, GenerationEvent } from "./types.ts";
+import type { DoneReason, GenerationEvent, OutputTokenLogprob, TokenLogprob } from "./types.ts";
 
 export interface GenerationJob {
   loaded: LoadedModel;
@@ -27,6 +27,10 @@ export interface GenerationJob {
   loadDurationNs: number;
   /** Burst admission (arrivals.ts): this request's own announcement and the engine's board; absent = no waiting. */
   admission?: { arrival: Arrival | undefined; arrivals: Arrivals };
+  /** Report each output token's log probability and `top` alternatives. */
+  logprobs?: { top: number };
+  /** Put the exchange's token ids in the final stats. */
+  returnTokens?: boolean;
 }
 
 /** Longest wait for announced requests before a prompt is queued: a few ms is typical; the bound covers slow bodies. */
@@ -64,8 +68,16 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
     sampling.seed ?? randomInt(2 ** 31),
     repeatWindow(sampling, loaded.contextLength),
     job.grammar ? new LlamaGrammarEvaluationState({ model, grammar: job.grammar }) : undefined,
+    job.logprobs?.top,
   );
-  const sample = (batchLogitIndex: number) => sampler.sample(batcher.sampleToken, batchLogitIndex, history);
+  const sample = job.logprobs
+    ? (batchLogitIndex: number) =>
+        sampler.sampleWithLogprobs(batcher.sampleToken, batcher.tokenLogits, batchLogitIndex, history)
+    : (batchLogitIndex: number) => sampler.sample(batcher.sampleToken, batchLogitIndex, history);
+  // Log probabilities of the tokens whose text has not gone out yet (it may be held back: UTF-8, stop strings).
+  const pendingLogprobs: OutputTokenLogprob[] | undefined = job.logprobs ? [] : undefined;
+  const textEvent = (text: string): GenerationEvent =>
+    pendingLogprobs?.length ? { type: "text", text, logprobs: pendingLogprobs.splice(0) } : { type: "text", text };
   const text = new TokenTextStream((tokens, last) => model.detokenize(tokens as Token[], false, last as Token[]));
   const stops = new StopStringMatcher([...sampling.stop, ...job.stopStrings]);
   const sync = loaded.decodeSync;
@@ -122,6 +134,12 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
       if (model.isEogToken(token)) break;
       evalCount++;
       history.push(token);
+      if (pendingLogprobs) {
+        const p = sampler.takeLogprobs();
+        // Spelled as the output text spells it: after the tokens generated before it (TokenTextStream).
+        const before = history.slice(Math.max(job.promptTokens.length, history.length - 5), -1);
+        if (p) pendingLogprobs.push(outputLogprob(model, p, before));
+      }
       const piece = stops.push(text.push(token));
       const end: DoneReason | undefined = piece.stopped
         ? "stop"
@@ -141,7 +159,7 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
         consuming = true;
         if (!pendingNext) suspend();
         try {
-          yield { type: "text", text: piece.emit };
+          yield textEvent(piece.emit);
         } finally {
           consuming = false;
           if (suspended) {
@@ -158,7 +176,9 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
     if (reason !== "abort") {
       const rest = stops.push(text.flush());
       const tail = rest.stopped ? rest.emit : rest.emit + stops.flush();
-      if (tail) yield { type: "text", text: tail };
+      // Every output token has its log probability, also those whose text never came out (a stop string, an
+      // incomplete UTF-8 sequence at the end).
+      if (tail || pendingLogprobs?.length) yield textEvent(tail);
     }
   } finally {
     sync.leave();
@@ -179,6 +199,21 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
       promptEvalDurationNs: Number(promptEndNs - evalStartNs),
       evalCount,
       evalDurationNs: Number(endNs - promptEndNs),
+      ...(job.returnTokens ? { tokens: history } : {}),
     },
+  };
+}
+
+/** A token's text where it stands after `before` (a word-initial token keeps its space), and its UTF-8 bytes. */
+const tokenLogprob = (model: LlamaModel, token: number, logprob: number, before: readonly Token[]): TokenLogprob => {
+  const text = model.detokenize([token as Token], true, before);
+  return { token: text, logprob, bytes: [...Buffer.from(text, "utf8")] };
+};
+
+/** A sampled token's log probabilities as the APIs report them; `before`: the tokens just before it. */
+function outputLogprob(model: LlamaModel, p: PositionLogprobs, before: readonly Token[]): OutputTokenLogprob {
+  return {
+    ...tokenLogprob(model, p.token, p.logprob, before),
+    topLogprobs: p.top.map((t) => tokenLogprob(model, t.token, t.logprob, before)),
   };
 }

@@ -4,7 +4,7 @@ import path from "node:path";
 import { LlamaText, type Llama, type LlamaGrammar } from "node-llama-cpp";
 import { AppError } from "../common/errors.ts";
 import { nodeLlamaCppDir } from "./native/patched-build.ts";
-import { schemaProblem } from "./json-schema-check.ts";
+import { schemaProblem } from "../common/json-schema-check.ts";
 import type { OutputFormat } from "./types.ts";
 
 export class GrammarCache {
@@ -15,7 +15,10 @@ export class GrammarCache {
     this.llama = llama;
   }
 
-  /** The grammar for `format`; an invalid JSON schema is a BAD_REQUEST. */
+  /**
+   * The grammar for `format`; an invalid JSON schema is a BAD_REQUEST. (The HTTP APIs refuse such schemas when they
+   * parse a request; this guards every other caller and the compiler.)
+   */
   async get(format: OutputFormat | undefined): Promise<LlamaGrammar | undefined> {
     if (format === undefined) return undefined;
     if (format !== "json") {

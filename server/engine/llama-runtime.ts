@@ -1,14 +1,14 @@
 // The node-llama-cpp runtime: loaded once per process (getLlama test-loads the binary in a child process, ~0.5 s) and
 // never compiled at run time. Threads are always explicit: the library default oversubscribes small machines.
 // Which binary: the patched local build that setup made (persistent threadpool, inline sampling and decoding;
-// server/engine/native/) when it exists,
-// else the package's prebuilt binary; GANTRY_ENGINE_BUILD=prebuilt forces the prebuilt one (for A/B measurements).
+// server/engine/native/) when it exists, else the package's prebuilt binary; GANTRY_ENGINE_BUILD=prebuilt forces the
+// prebuilt one, =source the patched build with llama.cpp compiled from source (for A/B measurements).
 import { getLlama, LlamaLogLevel, type Llama } from "node-llama-cpp";
 import type { Logger } from "../common/logger.ts";
-import { linkLocalBuild, patchedBuild, readBuildStatus } from "./native/patched-build.ts";
+import { linkLocalBuild, patchedBuild, readBuildStatus, type EngineBuildMode } from "./native/patched-build.ts";
 import type { EngineBuildInfo } from "./types.ts";
 
-export type EngineBuildMode = "auto" | "prebuilt";
+export type { EngineBuildMode };
 
 export interface LlamaRuntime {
   llama: Llama;
@@ -50,7 +50,7 @@ export function llamaRuntime(threads: number, logger: Logger, mode: EngineBuildM
 }
 
 async function load(threads: number, logger: Logger, mode: EngineBuildMode): Promise<LlamaRuntime> {
-  const patched = mode === "auto" ? findPatchedBuild() : { reason: "GANTRY_ENGINE_BUILD=prebuilt" };
+  const patched = mode === "prebuilt" ? { reason: "GANTRY_ENGINE_BUILD=prebuilt" } : findPatchedBuild(mode);
   const llama = await getLlama({
     gpu: process.env.NODE_LLAMA_CPP_GPU ? "auto" : false,
     build: "never",
@@ -93,12 +93,14 @@ async function load(threads: number, logger: Logger, mode: EngineBuildMode): Pro
 }
 
 /** The patched build setup made, linked where getLlama finds it; or why there is none. */
-function findPatchedBuild(): { cmakeOptions: Readonly<Record<string, string>> } | { reason: string } {
+function findPatchedBuild(
+  mode: Exclude<EngineBuildMode, "prebuilt">,
+): { cmakeOptions: Readonly<Record<string, string>> } | { reason: string } {
   const gpu = process.env.NODE_LLAMA_CPP_GPU ?? "";
   if (["cuda", "vulkan", "metal"].includes(gpu))
     return { reason: `NODE_LLAMA_CPP_GPU=${gpu} asks for a GPU backend and the patched build is CPU-only` };
   try {
-    const build = patchedBuild();
+    const build = patchedBuild({ mode });
     const status = readBuildStatus(build);
     if (status?.state !== "built") {
       return {

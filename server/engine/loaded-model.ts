@@ -8,6 +8,7 @@ import {
   type LlamaEmbeddingContext,
   type LlamaModel,
 } from "node-llama-cpp";
+import { setLongTimeout, type LongTimeout } from "../common/long-timeout.ts";
 import { DecodeSync } from "./decode-sync.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { SequencePool } from "./sequence-pool.ts";
@@ -52,6 +53,8 @@ export class LoadedModel {
   /** Size of the persistent threadpool attached to the context (0 = none: ggml starts threads per decode). */
   readonly threadpoolThreads: number;
   readonly inlineSampling: boolean;
+  /** Tokens in the vocabulary (valid ids are 0 to vocabSize - 1). */
+  readonly vocabSize: number;
   private readonly threads: number;
   private embeddingContext: Promise<LlamaEmbeddingContext> | undefined;
   /** Requests (and loads) holding this model: it is idle, and may be evicted, at 0. */
@@ -60,7 +63,7 @@ export class LoadedModel {
   keepAliveMs: number | null = null;
   expiresAt: number | null = null;
   unloading = false;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: LongTimeout | undefined;
   /** Busy sequences move down into gaps (releaseSequence): unless switched off, until a move fails. */
   private moveSequences: boolean;
   private readonly metrics: EngineMetricsSink;
@@ -101,6 +104,7 @@ export class LoadedModel {
     this.loadDurationNs = init.loadDurationNs;
     this.threadpoolThreads = init.threadpoolThreads;
     this.inlineSampling = init.inlineSampling;
+    this.vocabSize = vocabularySize(init.model);
   }
 
   static async load(o: LoadOptions): Promise<LoadedModel> {
@@ -235,12 +239,11 @@ export class LoadedModel {
       return;
     }
     this.expiresAt = Date.now() + ms;
-    this.timer = setTimeout(onExpire, ms);
-    this.timer.unref();
+    this.timer = setLongTimeout(onExpire, ms);
   }
 
   clearTimer(): void {
-    if (this.timer) clearTimeout(this.timer);
+    this.timer?.clear();
     this.timer = undefined;
   }
 
@@ -253,6 +256,13 @@ export class LoadedModel {
     await this.context.dispose();
     await this.model.dispose();
   }
+}
+
+/** The vocabulary's size, from the GGUF's token list (what llama.cpp's n_vocab counts). */
+function vocabularySize(model: LlamaModel): number {
+  const tokens = (model.fileInfo.metadata as { tokenizer?: { ggml?: { tokens?: readonly unknown[] } } }).tokenizer?.ggml
+    ?.tokens;
+  return tokens?.length ?? 0;
 }
 
 /** The native context, with the methods only the patched addon has (server/engine/native/). */

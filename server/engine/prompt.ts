@@ -33,6 +33,8 @@ export interface PromptContext {
   spec: ModelSpec;
   chatWrapper: ChatWrapper;
   renderTemplate: RenderTemplate | undefined;
+  /** Tokens in the model's vocabulary (ids are 0 to vocabSize - 1). */
+  vocabSize: number;
 }
 
 export function buildPrompt(ctx: PromptContext, input: PromptInput): BuiltPrompt {
@@ -46,6 +48,25 @@ export function buildPrompt(ctx: PromptContext, input: PromptInput): BuiltPrompt
     if (ctx.spec.template !== undefined) return renderToTokens(ctx, ctx.spec.template, templateData(history));
     return fromChatWrapper(ctx, history);
   }
+  const built = formatPrompt(ctx, input);
+  return input.context?.length ? afterContext(ctx, input.context, built) : built;
+}
+
+/** An earlier exchange's tokens, then the prompt (without a second BOS). Ids outside the vocabulary: BAD_REQUEST. */
+function afterContext(ctx: PromptContext, context: number[], built: BuiltPrompt): BuiltPrompt {
+  const bad = context.find((t) => !Number.isInteger(t) || t < 0 || t >= ctx.vocabSize);
+  if (bad !== undefined)
+    throw new AppError(
+      "BAD_REQUEST",
+      `invalid context: token id ${bad} is not in the model's vocabulary (0 to ${ctx.vocabSize - 1})`,
+      { param: "context" },
+    );
+  const bos = ctx.model.tokens.bos;
+  const rest = bos !== null && built.tokens[0] === bos ? built.tokens.slice(1) : built.tokens;
+  return { tokens: [...(context as Token[]), ...rest], stopStrings: built.stopStrings };
+}
+
+function formatPrompt(ctx: PromptContext, input: Extract<PromptInput, { kind: "prompt" }>): BuiltPrompt {
   if (input.raw) return { tokens: withBos(ctx.model, ctx.model.tokenize(input.prompt, true)), stopStrings: [] };
   const history = withDefaultSystem(
     [

@@ -25,8 +25,16 @@ export interface NativeContext {
   decodeBatch(): Promise<void>;
   /** Patched addon only: the same decode on the calling thread, returning when done (throws on failure). */
   decodeBatchInline?(): void;
-  /** Samples from a logit row of the last decode; -1 = no token. Settled at once for plain sampling (patched addon). */
-  sampleToken(batchLogitIndex: number, sampler: NativeSamplerHandle): Promise<number>;
+  /**
+   * Samples from a logit row of the last decode; -1 = no token. Settled at once for plain sampling (patched addon).
+   * With `logits` arguments (what node-llama-cpp's own evaluate passes for `logits` and `totalLogitWeight`) it resolves
+   * with a NativeSampleResult instead of the token.
+   */
+  sampleToken(
+    batchLogitIndex: number,
+    sampler: NativeSamplerHandle,
+    ...logits: [] | NativeLogitsArgs
+  ): Promise<number | NativeSampleResult>;
   disposeSequence(sequenceId: number): void;
   /**
    * Makes the target sequence a copy of the source (with one KV stream per sequence: the whole stream, at the next
@@ -46,6 +54,22 @@ export class Slot {
   constructor(id: number) {
     this.id = id;
   }
+}
+
+/**
+ * probabilities (false), confidence (false), logits: [token ids to report, include max, include min, include selected,
+ * top n], total logit weight (true).
+ */
+type NativeLogitsArgs = [false, false, [number[], boolean, boolean, boolean, number], true];
+
+/** [token, probabilities, confidence, flat (token id, logit) pairs, sum of exp(logit - max logit) over the row]. */
+type NativeSampleResult = [number, unknown, unknown, number[] | undefined, number | undefined];
+
+/** Logits read from a row: flat (token id, logit) pairs, the top ones first (most likely first), then asked ones. */
+export interface RowLogits {
+  pairs: number[];
+  /** log(sum(exp(logit))) over the whole row: a token's log probability is its logit minus this. */
+  logSumExp: number;
 }
 
 /** Samples the token after the decode from the batch logit row given (with the sequence's own sampler). */
@@ -159,7 +183,31 @@ export class StepBatcher {
 
   /** The native sampling call, for the sequences' samplers (inside their SampleFn, after a step's decode). */
   readonly sampleToken = (batchLogitIndex: number, sampler: NativeSamplerHandle): Promise<number> =>
-    this.native.sampleToken(batchLogitIndex, sampler);
+    this.native.sampleToken(batchLogitIndex, sampler) as Promise<number>;
+
+  /**
+   * The raw logits of `tokens` and of the `top` most likely tokens in a logit row of the last decode, with the row's
+   * log-sum-exp (for log probabilities). Read through `sampler`, whose chain must leave the logits as they are (a
+   * greedy one). Like sampleToken, only inside a SampleFn.
+   */
+  readonly tokenLogits = async (
+    batchLogitIndex: number,
+    sampler: NativeSamplerHandle,
+    tokens: number[],
+    top: number,
+  ): Promise<RowLogits> => {
+    const [, , , pairs, weight] = (await this.native.sampleToken(
+      batchLogitIndex,
+      sampler,
+      false,
+      false,
+      [tokens, false, false, false, Math.max(1, top)],
+      true,
+    )) as NativeSampleResult;
+    if (!pairs || pairs.length < 2 || weight === undefined) throw new Error("the engine returned no logits");
+    // The top candidates come first, sorted by logit: the first one's is the row's maximum.
+    return { pairs, logSumExp: pairs[1]! + Math.log(weight) };
+  };
 
   /** Queues `tokens` after what the slot holds; resolves with the token sampled after the last of them. */
   evaluate(slot: Slot, tokens: Token[], sample: SampleFn): Promise<Token> {

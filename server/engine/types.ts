@@ -63,7 +63,19 @@ export type PromptInput =
    * A single prompt (/api/generate, /v1/completions). Formatted as a user turn (plus `system`) through the template,
    * or through `template` when given (Go template with .System/.Prompt), or passed verbatim when `raw`.
    */
-  | { kind: "prompt"; prompt: string; system?: string; template?: string; raw?: boolean; images?: Uint8Array[] };
+  | {
+      kind: "prompt";
+      prompt: string;
+      system?: string;
+      template?: string;
+      raw?: boolean;
+      images?: Uint8Array[];
+      /**
+       * Token ids of an earlier exchange (the `context` an /api/generate answer returned): they go in front of the
+       * formatted prompt, so the KV cache that holds them is reused. Ids outside the vocabulary are a BAD_REQUEST.
+       */
+      context?: number[];
+    };
 
 /** JSON-constrained output: any JSON value ("json"), or a JSON schema object. */
 export type OutputFormat = "json" | { schema: Record<string, unknown> };
@@ -86,6 +98,25 @@ export interface GenerateRequest {
    * step.
    */
   arrival?: Arrival;
+  /** Return each output token's log probability and its `top` most likely alternatives (0–20). */
+  logprobs?: { top: number };
+  /** Return the token ids of the whole exchange (prompt and output) in the final stats (/api/generate's `context`). */
+  returnTokens?: boolean;
+}
+
+/**
+ * One token's log probability, as Ollama and llama-server report it: the log-softmax of the model's raw logits at that
+ * position (before temperature and the other samplers). `bytes` are the UTF-8 bytes of `token`.
+ */
+export interface TokenLogprob {
+  token: string;
+  logprob: number;
+  bytes: number[];
+}
+
+/** An output token's log probability with the most likely alternatives at its position (most likely first). */
+export interface OutputTokenLogprob extends TokenLogprob {
+  topLogprobs: TokenLogprob[];
 }
 
 export type DoneReason = "stop" | "length" | "abort";
@@ -99,9 +130,13 @@ export interface GenerationStats {
   promptEvalDurationNs: number;
   evalCount: number;
   evalDurationNs: number;
+  /** The exchange's token ids, prompt then output (when the request asked for them: returnTokens). */
+  tokens?: number[];
 }
 
-export type GenerationEvent = { type: "text"; text: string } | { type: "done"; stats: GenerationStats };
+/** Output text; with logprobs asked for, the tokens whose text it completes (a token's text may come out later). */
+export type GenerationEvent =
+  { type: "text"; text: string; logprobs?: OutputTokenLogprob[] } | { type: "done"; stats: GenerationStats };
 
 export interface EmbedRequest {
   model: ModelSpec;

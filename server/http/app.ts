@@ -22,6 +22,7 @@ const KNOWN_POST = [
   "/api/copy",
   "/api/show",
   "/api/pull",
+  "/api/push",
   "/v1/chat/completions",
   "/v1/completions",
   "/v1/embeddings",

@@ -13,6 +13,7 @@ import type {
   GenerationStats,
   ModelSpec,
   OutputFormat,
+  OutputTokenLogprob,
   PromptInput,
   SamplingOptions,
 } from "../engine/types.ts";
@@ -25,7 +26,32 @@ export interface GenerationPlan {
   options: SamplingOptions;
   format?: OutputFormat;
   keepAliveMs?: number | null;
+  /** Report output tokens' log probabilities (and `top` alternatives each). */
+  logprobs?: { top: number };
+  /** Put the exchange's token ids in the final stats (/api/generate's `context`). */
+  returnTokens?: boolean;
 }
+
+/** What a request may need that a model may lack: Ollama's capability names. */
+export type Capability = "tools" | "thinking" | "insert";
+
+/**
+ * Ollama's capability check: a request that needs what the model cannot do is a 400 "<model> does not support
+ * <capability>", never silently ignored. The capabilities are the ones /api/show lists (ModelResolver.capabilities).
+ */
+export async function requireCapability(
+  deps: Pick<ServerDeps, "store">,
+  model: ModelSpec,
+  capability: Capability,
+  param: string,
+): Promise<void> {
+  if (!(await deps.store.capabilities(model)).includes(capability))
+    throw new AppError("UNSUPPORTED_FIELD", `${model.name} does not support ${capability}`, { param });
+}
+
+/** Whether a `think` value (Ollama) or `reasoning_effort` (OpenAI) asks for thinking: true or a level. */
+export const wantsThinking = (think: boolean | string | undefined): boolean =>
+  think === true || (typeof think === "string" && ["high", "medium", "low", "max"].includes(think));
 
 /** Request keep_alive → ms | null (forever) | undefined (server default). Bad values are a 400 naming the field. */
 export function keepAliveFrom(value: string | number | undefined): number | null | undefined {
@@ -131,6 +157,8 @@ export interface StartedGeneration {
   /** The first event, already received: errors before streaming were thrown by start. */
   first: GenerationEvent;
   rest: AsyncIterator<GenerationEvent>;
+  /** Aborted when the client went away (the engine also stops generations itself when the server shuts down). */
+  clientSignal: AbortSignal;
 }
 
 /**
@@ -148,19 +176,21 @@ export async function startGeneration(
   const it = engine.generate(req)[Symbol.asyncIterator]();
   const r = await it.next();
   if (r.done) throw new AppError("INTERNAL", "generation ended without a result");
-  return { first: r.value, rest: it };
+  return { first: r.value, rest: it, clientSignal: signal };
 }
 
 /**
  * Runs a started generation to its end, calling onText per chunk. Records token metrics. Returns the final stats.
- * If the client disconnects the engine ends the stream with doneReason "abort".
+ * If the client disconnects the engine ends the stream with doneReason "abort"; a generation the server stopped (a
+ * shutdown whose deadline passed) throws SHUTTING_DOWN, so the client still gets an answer: a 503, or an error line
+ * when the response is streaming.
  */
 export async function drain(
   deps: Pick<ServerDeps, "metrics">,
   started: StartedGeneration,
   model: string,
   t0: bigint,
-  onText: (text: string) => void,
+  onText: (text: string, logprobs: OutputTokenLogprob[] | undefined) => void,
 ): Promise<GenerationStats> {
   let ev: GenerationEvent = started.first;
   let sawText = false;
@@ -172,13 +202,21 @@ export async function drain(
         deps.metrics.generatedTokens.inc({ model }, s.evalCount);
         if (s.evalCount > 0 && s.evalDurationNs > 0)
           deps.metrics.tokensPerSecond.observe({ model }, s.evalCount / (s.evalDurationNs / 1e9));
+        if (s.doneReason === "abort" && !started.clientSignal.aborted)
+          throw new AppError(
+            "SHUTTING_DOWN",
+            "the server is shutting down: the generation was stopped before it ended",
+            {
+              headers: { "Retry-After": "1" },
+            },
+          );
         return s;
       }
       if (!sawText && ev.text.length > 0) {
         sawText = true;
         deps.metrics.ttft.observe({ model }, Number(process.hrtime.bigint() - t0) / 1e9);
       }
-      onText(ev.text);
+      onText(ev.text, ev.logprobs);
       const r = await started.rest.next();
       if (r.done) throw new AppError("INTERNAL", "generation ended without final stats");
       ev = r.value;

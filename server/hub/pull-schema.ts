@@ -1,5 +1,6 @@
 // Wire schema of POST /api/pull (Ollama's). Progress lines use ProgressSchema from api/store-schemas.ts.
 import { z } from "zod";
+import { wire } from "../api/wire.ts";
 
 /** Older Ollama clients send `name` where newer ones send `model`. */
 const withModelAlias = (body: unknown): unknown =>
@@ -9,11 +10,13 @@ const withModelAlias = (body: unknown): unknown =>
 
 export const PullRequestSchema = z.preprocess(
   withModelAlias,
-  z.object({
-    model: z.string().min(1, "model name is required"),
-    /** Accepted for compatibility; hub pulls always use the configured GANTRY_HUB_URL. */
-    insecure: z.boolean().optional(),
-    stream: z.boolean().optional(),
-  }),
+  wire(
+    z.object({
+      model: z.string().min(1, "model name is required"),
+      /** Accepted for compatibility; hub pulls always use the configured GANTRY_HUB_URL. */
+      insecure: z.boolean().optional(),
+      stream: z.boolean().optional(),
+    }),
+  ),
 );
 export type PullRequest = z.infer<typeof PullRequestSchema>;

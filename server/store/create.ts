@@ -19,6 +19,7 @@ import {
 } from "./manifests.ts";
 import { decodeLayers } from "./layers.ts";
 import { parseModelName } from "../common/model-name.ts";
+import { parseTemplate } from "../template/index.ts";
 
 export interface CreateContext {
   blobs: BlobStore;
@@ -152,6 +153,8 @@ export async function createModel(ctx: CreateContext, req: CreateRequest, progre
     );
   }
   const name = parseModelName(req.model);
+  // Checked before anything is stored: a template that does not parse would fail every later request on the model.
+  if (req.template !== undefined) checkTemplate(req.template);
   const base = await baseLayers(ctx, req, progress);
   const { added, replaced } = await overrideLayers(
     ctx,
@@ -186,6 +189,17 @@ export async function createModel(ctx: CreateContext, req: CreateRequest, progre
     layers: layers.map((l) => l.layer),
   });
   progress({ status: "success" });
+}
+
+/** Parses a Go template as every request will; a TEMPLATE_ERROR (400) with the parser's message when it does not. */
+function checkTemplate(template: string): void {
+  try {
+    parseTemplate(template);
+  } catch (e) {
+    if (e instanceof RangeError)
+      throw new AppError("TEMPLATE_ERROR", "template: nests too deeply to parse", { param: "template" });
+    throw e;
+  }
 }
 
 const dedupe = (layers: NewLayer[]): NewLayer[] =>

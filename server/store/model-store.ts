@@ -60,6 +60,12 @@ export class ModelStore implements ModelResolver {
     };
   }
 
+  /** What a resolved model can do (the `capabilities` of /api/show): from its GGUF header and projector. */
+  async capabilities(model: ModelSpec): Promise<string[]> {
+    const summary = await this.gguf.get(model.digest, model.modelPath);
+    return modelCapabilities({ isEmbedding: summary.isEmbedding, hasProjector: model.projector !== undefined });
+  }
+
   /** Stored models, most recently modified first. */
   async list(): Promise<ModelSummary[]> {
     const summaries: ModelSummary[] = [];
@@ -141,11 +147,7 @@ export class ModelStore implements ModelResolver {
       ...(layers.system !== undefined ? { system: layers.system } : {}),
       details: detailsOf(summary),
       model_info: summary.modelInfo,
-      capabilities: modelCapabilities({
-        isEmbedding: summary.isEmbedding,
-        ...(template !== undefined ? { template } : {}),
-        hasProjector: !!layers.projector,
-      }),
+      capabilities: modelCapabilities({ isEmbedding: summary.isEmbedding, hasProjector: !!layers.projector }),
       modified_at: modifiedAt.toISOString(),
       ...(layers.messages.length ? { messages: layers.messages } : {}),
     };

@@ -50,12 +50,14 @@ export function renderModelfile(m: ModelfileInput): string {
 
 /**
  * What a model can do, as Ollama reports it: embedding models (GGUF pooling type) only embed; others complete, plus
- * "tools" when their template handles tools and "vision" when they have a projector.
+ * "vision" when they have a projector. The serving routes check requests against the same list (a request with tools,
+ * `think` or a `suffix` is a 400 "<model> does not support …"): "tools", "thinking" and "insert" join it once the
+ * engine renders tools and parses tool calls, separates thinking, and fills in the middle; until then no model has
+ * them, whatever its template says (a template that renders tools does not make the server call them).
  */
-export function modelCapabilities(m: { isEmbedding: boolean; template?: string; hasProjector: boolean }): string[] {
+export function modelCapabilities(m: { isEmbedding: boolean; hasProjector: boolean }): string[] {
   if (m.isEmbedding) return ["embedding"];
   const caps = ["completion"];
-  if (m.template && /\btools\b/i.test(m.template)) caps.push("tools");
   if (m.hasProjector) caps.push("vision");
   return caps;
 }

@@ -25,4 +25,6 @@ export interface ModelResolver {
   /** Resolves a model reference to what the engine needs. Throws AppError MODEL_NOT_FOUND / MODEL_INVALID_NAME. */
   resolve(ref: string): Promise<ModelSpec>;
   list(): Promise<ModelSummary[]>;
+  /** What a resolved model can do, as /api/show lists it ("completion", "embedding", "vision", …). */
+  capabilities(model: ModelSpec): Promise<string[]>;
 }

@@ -1,13 +1,20 @@
-// `npm run bench [section...]`: runs the benchmarks and prints their tables. Sections: serving, llama, causes, pull,
-// cli, operator, platform (default: all). `llama` compares Gantry with llama.cpp's llama-server and llama-bench built
-// from the llama.cpp release node-llama-cpp ships; `causes` measures the two causes of the gap before and after.
-// GANTRY_BENCH_ROUNDS (default 9 for serving: its paired ratios need that many to settle on 2 noisy cores; 3 for llama
-// and causes) sets the interleaved rounds, GANTRY_BENCH_MODELS (default 250m,1b) the generated models,
+// `npm run bench [section...]`: runs the benchmarks and prints their tables. Sections: serving, llama, causes, builds,
+// pull, cli, operator, platform, gateway (default: all). `llama` compares Gantry with llama.cpp's llama-server and
+// llama-bench built from the llama.cpp release node-llama-cpp ships; `causes` measures the two causes of the gap before
+// and after; `builds` compares the engine builds (patched addon on the prebuilt libraries, patched all from source,
+// prebuilt binary); `gateway` compares the gateway with going direct and with nginx, and measures cold starts on the
+// test cluster.
+// GANTRY_BENCH_ROUNDS (default 9 for serving: its paired ratios need that many to settle on 2 noisy cores; 3 for llama,
+// causes and builds) sets the interleaved rounds, GANTRY_BENCH_MODELS (default 250m,1b) the generated models,
 // GANTRY_BENCH_LLAMA_SLOTS (lru, default, or pinned) how llama-server assigns slots to concurrent requests.
 // Benchmarks measure; they never assert. Compare ratios measured side by side in one run, not absolute numbers.
 import { benchModelPath, smollm2Path } from "../support/models.ts";
 import type { BenchShapeName } from "../support/gguf/bench.ts";
 import { benchCli } from "./cli.ts";
+import { benchGateway } from "./gateway/bench.ts";
+import { benchEngineBuilds } from "./engine-builds.ts";
+import { benchColdStart, coldStartRow } from "./gateway/cold-start.ts";
+import { benchUsageWrites } from "./gateway/usage-writes.ts";
 import { benchCauses, benchLlamaServer, type BenchModel } from "./llama-cpp/compare.ts";
 import { llamaSlotsFromEnv } from "./llama-cpp/targets.ts";
 import { benchOperator, printOperatorTable } from "./operator.ts";
@@ -16,7 +23,7 @@ import { benchPull } from "./pull.ts";
 import { benchServing } from "./serving.ts";
 import { printTable } from "./table.ts";
 
-const all = ["serving", "llama", "causes", "pull", "cli", "operator", "platform"] as const;
+const all = ["serving", "llama", "causes", "builds", "pull", "cli", "operator", "platform", "gateway"] as const;
 type Section = (typeof all)[number];
 const wanted = new Set<Section>(
   process.argv.slice(2).filter((a) => (all as readonly string[]).includes(a)) as Section[],
@@ -72,7 +79,7 @@ if (run("serving")) {
   );
 }
 
-if (run("llama") || run("causes")) {
+if (run("llama") || run("causes") || run("builds")) {
   const rounds = Number(process.env.GANTRY_BENCH_ROUNDS ?? 3);
   const shapes = (process.env.GANTRY_BENCH_MODELS ?? "250m,1b").split(",").map((x) => x.trim()) as BenchShapeName[];
   const models: BenchModel[] = [];
@@ -82,6 +89,7 @@ if (run("llama") || run("causes")) {
   const tables = [
     ...(run("llama") ? await benchLlamaServer(models, o) : []),
     ...(run("causes") ? await benchCauses(models, o) : []),
+    ...(run("builds") ? [await benchEngineBuilds(models, o)] : []),
   ];
   for (const t of tables) printTable(t.title, t.header, t.rows);
 }
@@ -112,5 +120,31 @@ if (run("platform")) {
     platformTitle(),
     PLATFORM_HEADER,
     rows.map((r) => [r.path, r.readySeconds, r.firstAnswerSeconds, String(r.rounds)]),
+  );
+}
+
+if (run("gateway")) {
+  const g = await benchGateway({ rounds: Number(process.env.GANTRY_BENCH_ROUNDS ?? 3) });
+  printTable(
+    `Gateway: small requests (GET /api/version) against the same gantry serve, one connection (latency) and 32 connections (requests/s), auth on; medians of ${g.rounds} interleaved rounds; nginx ${g.nginx ? "(Debian package, 1 worker)" : "not installed (apt-get install nginx)"}. Targets: added p50 < 0.15 ms, requests/s ≥ 0.5 × nginx`,
+    ["path", "p50 ms", "p99 ms", "added p50 ms", "added p99 ms", "req/s @32", "÷ nginx"],
+    g.proxy.map((r) => [r.target, r.p50Ms, r.p99Ms, r.addedP50Ms, r.addedP99Ms, r.rps32, r.vsNginx]),
+  );
+  printTable(
+    `Gateway: tokens/s of a long stream (SmolLM2-135M, 256 tokens, NDJSON), client side, medians of ${g.stream.rounds} interleaved rounds. Target ≥ 0.99 × direct`,
+    ["direct tok/s", "through the gateway tok/s", "gateway ÷ direct"],
+    [[g.stream.directTps, g.stream.gatewayTps, g.stream.ratio]],
+  );
+  const cold = await benchColdStart(Number(process.env.GANTRY_BENCH_COLD_ROUNDS ?? 2));
+  printTable(
+    "Gateway: cold start to first token from zero replicas (test control plane, process runtime, SmolLM2 in the model volume) against the model's own start (gantry serve --model spawned locally, to first token); medians. Target: cold ≤ own start + 2 s",
+    ["rounds", "own start ms", "cold start via gateway ms", "difference ms"],
+    [coldStartRow(cold)],
+  );
+  const u = await benchUsageWrites();
+  printTable(
+    "Gateway: usage persistence under load (usage ConfigMap writes while metering a steady request stream, flush every 5 s)",
+    ["seconds", "requests metered", "orgs", "writes", "conflicts", "writes per org per minute"],
+    [[u.seconds, u.metered, u.orgs, u.writes, u.conflicts, u.writesPerOrgPerMinute]],
   );
 }

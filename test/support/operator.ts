@@ -109,6 +109,29 @@ export async function startTestOperator(
 }
 
 /**
+ * A token of the ServiceAccount the operator accepts load reports from by default (gantry-system/gantry-gateway),
+ * created when missing: what a gateway in the cluster sends as its bearer token.
+ */
+export function loadReportToken(cp: Pick<ControlPlane, "binDir" | "kubeconfig">, account = "gantry-gateway"): string {
+  kubectlResult(cp, ["create", "namespace", "gantry-system"]);
+  kubectlResult(cp, ["create", "serviceaccount", account, "-n", "gantry-system"]);
+  return kubectl(cp, ["create", "token", account, "-n", "gantry-system", "--duration=2h"]).trim();
+}
+
+/** POST /v1/load as a gateway does. */
+export async function postLoad(
+  url: string,
+  token: string | undefined,
+  body: string | Record<string, unknown>,
+): Promise<Response> {
+  return fetch(`${url}/v1/load`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+}
+
+/**
  * An operator config for apps whose pods really run (the process runtime's label) and pull from a test hub on this host
  * (which pods reach through their gateway address), in one namespace, with a quick leader election of its own; the
  * nvidia-gpu profile schedules on the fake GPU nodes as in production, without asking for CUDA (there is no GPU here).

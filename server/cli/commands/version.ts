@@ -9,8 +9,12 @@ export const versionCommand: Command = {
   async run(_args, ctx) {
     ctx.stdout.write(`gantry version ${VERSION}\n`);
     try {
-      const { version } = await ctx.client.version();
-      ctx.stdout.write(`server version ${version} (${ctx.client.baseUrl})\n`);
+      const { version, gantry } = await ctx.client.version();
+      ctx.stdout.write(
+        gantry
+          ? `server version ${gantry} (Ollama API ${version}, ${ctx.client.baseUrl})\n`
+          : `server version ${version} (${ctx.client.baseUrl})\n`,
+      );
     } catch {
       ctx.stderr.write(`no server answers at ${ctx.client.baseUrl}\n`);
     }

@@ -1,12 +1,15 @@
 // Identity and location of the patched node-llama-cpp addon (persistent threadpool, inline sampling, image input
-// through llama.cpp's mtmd; see node-llama-cpp-addon.patch):
-// the CMake options it is built with, the cache directory it lives in (outside the repo, keyed by the node-llama-cpp
-// version, the platform and a hash of the patch and options) and the folder name under which node-llama-cpp's
-// getLlama({ build: "never", cmakeOptions }) looks for it (llama/localBuilds/<folder> inside the package).
+// through llama.cpp's mtmd; see node-llama-cpp-addon.patch): how it is built (the strategy), the CMake options it is
+// built with, the cache directory it lives in (outside the repo, keyed by the node-llama-cpp version, the platform and
+// a hash of the patch, options and strategy) and the folder name under which node-llama-cpp's getLlama({ build:
+// "never", cmakeOptions }) looks for it (llama/localBuilds/<folder> inside the package). Setup
+// (server/setup/engine-build.ts) and the runtime (server/engine/llama-runtime.ts) both call patchedBuild(), so they
+// agree on which build to make and load.
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 
 export const PATCH_FILE = path.join(import.meta.dirname, "node-llama-cpp-addon.patch");
@@ -35,6 +38,27 @@ export const CPU_TARGET_CMAKE_OPTIONS: Readonly<Record<EngineCpuTarget, Readonly
   portable: { GGML_NATIVE: "OFF" },
 };
 
+/**
+ * How the patched addon is built. "addon": only the addon is compiled, against the llama.cpp and ggml libraries of the
+ * installed prebuilt package (the patch changes nothing in llama.cpp or ggml, and that package is built from the same
+ * llama.cpp release): about a minute on 2 cores. "source": llama.cpp and ggml are compiled too, from the bundled
+ * sources, tuned by GANTRY_ENGINE_CPU (the way every build was made before: 4-15 minutes on 2 cores).
+ */
+export type EngineBuildStrategy = "addon" | "source";
+
+/**
+ * GANTRY_ENGINE_BUILD: "auto" (default) = the patched addon, built the "addon" way when the prebuilt package allows it,
+ * else the "source" way; "source" = always the "source" way; "prebuilt" = no patched build (the package's binary).
+ */
+export type EngineBuildMode = "auto" | "source" | "prebuilt";
+
+export function engineBuildMode(env: NodeJS.ProcessEnv = process.env): EngineBuildMode {
+  const v = env.GANTRY_ENGINE_BUILD ?? "auto";
+  if (v === "") return "auto";
+  if (v === "auto" || v === "source" || v === "prebuilt") return v;
+  throw new Error(`GANTRY_ENGINE_BUILD must be "auto", "source" or "prebuilt", not ${JSON.stringify(v)}`);
+}
+
 export function engineCpuTarget(env: NodeJS.ProcessEnv = process.env): EngineCpuTarget {
   const v = env.GANTRY_ENGINE_CPU ?? "native";
   if (v === "" || v === "native") return "native";
@@ -42,8 +66,14 @@ export function engineCpuTarget(env: NodeJS.ProcessEnv = process.env): EngineCpu
   throw new Error(`GANTRY_ENGINE_CPU must be "native" or "portable", not ${JSON.stringify(v)}`);
 }
 
-/** Bump when the way the build is made changes (not the patch: its content is hashed). */
+/** Bump when the way the build is made changes (not the patch or the stub: their content is hashed). */
 const BUILDER_VERSION = 1;
+
+/** Stands in for llama.cpp's CMakeLists in an "addon" build: the prebuilt libraries as CMake targets. */
+export const PREBUILT_LLAMA_CMAKE = path.join(import.meta.dirname, "..", "..", "setup", "prebuilt-llama-cpp.cmake");
+
+/** The extra CMake option of an "addon" build: read by the stub, and it gives the build its own getLlama folder. */
+const ADDON_CMAKE_OPTIONS: Readonly<Record<string, string>> = { GANTRY_PREBUILT_LIBS: "ON" };
 
 /** The installed node-llama-cpp package directory. */
 export function nodeLlamaCppDir(): string {
@@ -85,6 +115,66 @@ export function localBuildFolderName(
   return { folder: `${platform}-${arch}-${hash}`, binVariant: (release) => `${release}.${hash.slice(0, 8)}` };
 }
 
+/** The installed prebuilt CPU package's libraries an "addon" build links against. */
+export interface PrebuiltLibraries {
+  /** Its bins/<platform>-<arch> folder: llama-addon.node, libllama.<release>.so, libggml*.so, libggml-cpu-*.so. */
+  dir: string;
+  /** The llama.cpp release it was built from (node-llama-cpp's name, e.g. "v0.5.0"): the libraries' name suffix. */
+  release: string;
+}
+
+/**
+ * The prebuilt package's libraries when an "addon" build can link against them, else why not: Linux only (the macOS
+ * packages are Metal builds), the package of the same version as node-llama-cpp, built from the llama.cpp release the
+ * package bundles as sources, CPU-only, with the libraries present.
+ */
+export function prebuiltLibraries(packageDir = nodeLlamaCppDir()): PrebuiltLibraries | { reason: string } {
+  if (process.platform !== "linux") return { reason: `no prebuilt CPU libraries to link on ${process.platform}` };
+  const name = `@node-llama-cpp/${nlcPlatform()}-${process.arch}`;
+  let pkgDir: string;
+  try {
+    const main = createRequire(path.join(packageDir, "package.json")).resolve(name);
+    pkgDir = path.resolve(path.dirname(main), "..");
+  } catch {
+    return { reason: `${name} is not installed` };
+  }
+  try {
+    const version = nodeLlamaCppVersion(pkgDir);
+    if (version !== nodeLlamaCppVersion(packageDir))
+      return { reason: `${name} is ${version}, node-llama-cpp ${nodeLlamaCppVersion(packageDir)}` };
+    const dir = path.join(pkgDir, "bins", `${nlcPlatform()}-${process.arch}`);
+    const meta = JSON.parse(fs.readFileSync(path.join(dir, "_nlcBuildMetadata.json"), "utf8")) as {
+      buildOptions: { gpu: unknown; llamaCpp: { release: string }; customCmakeOptions?: object };
+    };
+    const release = meta.buildOptions.llamaCpp.release;
+    const bundled = (
+      JSON.parse(fs.readFileSync(path.join(packageDir, "llama", "llama.cpp.info.json"), "utf8")) as { tag: string }
+    ).tag;
+    if (release !== bundled)
+      return { reason: `${name} is built from llama.cpp ${release}, the sources are ${bundled}` };
+    if (meta.buildOptions.gpu !== false) return { reason: `${name} is a GPU build` };
+    const files = fs.readdirSync(dir);
+    const missing = [`libllama.${release}.so`, `libggml.${release}.so`, "libggml-base.so", "libllama-common.so"].filter(
+      (f) => !files.includes(f),
+    );
+    if (!files.some((f) => /^libggml-cpu.*\.so$/.test(f))) missing.push("libggml-cpu*.so");
+    if (missing.length > 0) return { reason: `${name} lacks ${missing.join(", ")}` };
+    return { dir, release };
+  } catch (e) {
+    return { reason: `${name}: ${(e as Error).message}` };
+  }
+}
+
+/** Which way a patched build is made for this mode: "addon" whenever the prebuilt libraries allow it. */
+export function buildStrategy(
+  mode: Exclude<EngineBuildMode, "prebuilt">,
+  packageDir = nodeLlamaCppDir(),
+): { strategy: "addon"; prebuilt: PrebuiltLibraries } | { strategy: "source"; why: string } {
+  if (mode === "source") return { strategy: "source", why: "GANTRY_ENGINE_BUILD=source" };
+  const prebuilt = prebuiltLibraries(packageDir);
+  return "reason" in prebuilt ? { strategy: "source", why: prebuilt.reason } : { strategy: "addon", prebuilt };
+}
+
 export interface PatchedBuild {
   /** Cache key: node-llama-cpp version, platform, and a hash of the patch, options and builder. */
   key: string;
@@ -97,35 +187,59 @@ export interface PatchedBuild {
   /** llama/localBuilds/<folder> inside the installed package. */
   linkPath: string;
   cmakeOptions: Readonly<Record<string, string>>;
+  strategy: EngineBuildStrategy;
+  /** "addon": the libraries it links against. */
+  prebuilt?: PrebuiltLibraries;
+  /** "source": why not "addon". */
+  sourceReason?: string;
+  /** "source": the CPU target of llama.cpp and ggml ("addon" builds use the prebuilt's run-time CPU dispatch). */
   cpuTarget: EngineCpuTarget;
   nodeLlamaCppVersion: string;
 }
 
 export function patchedBuild(
-  opts: { cacheDir?: string; packageDir?: string; cpuTarget?: EngineCpuTarget } = {},
+  opts: { cacheDir?: string; packageDir?: string; cpuTarget?: EngineCpuTarget; mode?: "auto" | "source" } = {},
 ): PatchedBuild {
   const packageDir = opts.packageDir ?? nodeLlamaCppDir();
   const cpuTarget = opts.cpuTarget ?? engineCpuTarget();
+  const mode = opts.mode ?? (engineBuildMode() === "source" ? "source" : "auto");
+  const choice = buildStrategy(mode, packageDir);
   const version = nodeLlamaCppVersion(packageDir);
   const platform = nlcPlatform();
-  const digest = createHash("sha256")
-    .update(fs.readFileSync(PATCH_FILE))
-    .update(JSON.stringify(PATCHED_CMAKE_OPTIONS))
-    .update(String(BUILDER_VERSION))
-    // The native target hashes as before (nothing added), so existing native builds stay valid.
-    .update(cpuTarget === "native" ? "" : JSON.stringify(CPU_TARGET_CMAKE_OPTIONS[cpuTarget]))
-    .digest("hex")
-    .slice(0, 12);
-  const key = `node-llama-cpp-${version}-${platform}-${process.arch}${cpuTarget === "native" ? "" : `-${cpuTarget}`}-${digest}`;
+  let key: string, cmakeOptions: Readonly<Record<string, string>>;
+  if (choice.strategy === "addon") {
+    cmakeOptions = { ...PATCHED_CMAKE_OPTIONS, ...ADDON_CMAKE_OPTIONS };
+    const digest = createHash("sha256")
+      .update(fs.readFileSync(PATCH_FILE))
+      .update(fs.readFileSync(PREBUILT_LLAMA_CMAKE))
+      .update(JSON.stringify(cmakeOptions))
+      .update(String(BUILDER_VERSION))
+      .digest("hex")
+      .slice(0, 12);
+    key = `node-llama-cpp-${version}-${platform}-${process.arch}-addon-${digest}`;
+  } else {
+    cmakeOptions = PATCHED_CMAKE_OPTIONS;
+    const digest = createHash("sha256")
+      .update(fs.readFileSync(PATCH_FILE))
+      .update(JSON.stringify(PATCHED_CMAKE_OPTIONS))
+      .update(String(BUILDER_VERSION))
+      // The native target hashes as before (nothing added), so existing native builds stay valid.
+      .update(cpuTarget === "native" ? "" : JSON.stringify(CPU_TARGET_CMAKE_OPTIONS[cpuTarget]))
+      .digest("hex")
+      .slice(0, 12);
+    key = `node-llama-cpp-${version}-${platform}-${process.arch}${cpuTarget === "native" ? "" : `-${cpuTarget}`}-${digest}`;
+  }
   const dir = path.join(opts.cacheDir ?? gantryCacheDir(), "engine", key);
-  const { folder } = localBuildFolderName(PATCHED_CMAKE_OPTIONS, platform);
+  const { folder } = localBuildFolderName(cmakeOptions, platform);
   return {
     key,
     dir,
     folder,
     buildDir: path.join(dir, folder),
     linkPath: path.join(packageDir, "llama", "localBuilds", folder),
-    cmakeOptions: PATCHED_CMAKE_OPTIONS,
+    cmakeOptions,
+    strategy: choice.strategy,
+    ...(choice.strategy === "addon" ? { prebuilt: choice.prebuilt } : { sourceReason: choice.why }),
     cpuTarget,
     nodeLlamaCppVersion: version,
   };

@@ -2,11 +2,19 @@
 import { Router, type Response } from "express";
 import { AppError, toAppError } from "../../common/errors.ts";
 import { parseBody } from "../../common/validate.ts";
-import type { GenerationStats } from "../../engine/types.ts";
+import type { GenerationStats, OutputTokenLogprob } from "../../engine/types.ts";
 import type { ServerDeps } from "../deps.ts";
-import { drain, startGeneration, withInFlight, type GenerationPlan } from "../generation.ts";
+import {
+  drain,
+  requireCapability,
+  startGeneration,
+  wantsThinking,
+  withInFlight,
+  type GenerationPlan,
+} from "../generation.ts";
+import { logprobsRequest, openaiChatLogprobs, openaiCompletionLogprobs } from "../logprobs.ts";
 import { clientAbortSignal, startSse } from "../streams.ts";
-import { truncateDims } from "../routes/embed.ts";
+import { embedInputs, truncateDims } from "../routes/embed.ts";
 import { errorBody } from "../errors.ts";
 import { ChatCompletionRequestSchema, CompletionRequestSchema, EmbeddingsRequestSchema } from "./schemas.ts";
 import {
@@ -20,10 +28,11 @@ import {
 } from "./translate.ts";
 
 interface Shapes {
-  chunk(text: string, first: boolean): object;
+  /** A streamed piece; `logprobs` only when they were asked for. */
+  chunk(text: string, first: boolean, logprobs: OutputTokenLogprob[] | undefined): object;
   lastChunk(stats: GenerationStats): object;
   usageChunk(stats: GenerationStats): object;
-  full(text: string, stats: GenerationStats): object;
+  full(text: string, stats: GenerationStats, logprobs: OutputTokenLogprob[] | undefined): object;
 }
 
 async function respond(
@@ -40,18 +49,20 @@ async function respond(
     const started = await startGeneration(deps.engine, plan, res, signal);
     if (!stream) {
       let text = "";
-      const stats = await drain(deps, started, plan.model.name, t0, (t) => {
+      const logprobs: OutputTokenLogprob[] | undefined = plan.logprobs ? [] : undefined;
+      const stats = await drain(deps, started, plan.model.name, t0, (t, lps) => {
         text += t;
+        if (lps) logprobs?.push(...lps);
       });
-      if (stats.doneReason !== "abort") res.json(shapes.full(text, stats));
+      if (stats.doneReason !== "abort") res.json(shapes.full(text, stats, logprobs));
       return;
     }
     const out = startSse(res);
     let first = true;
     try {
-      const stats = await drain(deps, started, plan.model.name, t0, (t) => {
-        if (!t) return;
-        out.write(shapes.chunk(t, first));
+      const stats = await drain(deps, started, plan.model.name, t0, (t, lps) => {
+        if (!t && !lps) return;
+        out.write(shapes.chunk(t, first, plan.logprobs ? (lps ?? []) : undefined));
         first = false;
       });
       out.write(shapes.lastChunk(stats));
@@ -69,21 +80,30 @@ export function openaiRoutes(deps: ServerDeps): Router {
   r.post("/v1/chat/completions", async (req, res) => {
     const body = parseBody(ChatCompletionRequestSchema, req.body);
     const model = await deps.store.resolve(body.model);
+    // Tools the model may not call (tool_choice "none") need no tool support: they are left out of the prompt.
+    if (body.tools?.length && body.tool_choice !== "none") await requireCapability(deps, model, "tools", "tools");
+    if (wantsThinking(body.reasoning_effort)) await requireCapability(deps, model, "thinking", "reasoning_effort");
     const plan: GenerationPlan = {
       model,
       input: { kind: "chat", messages: toChatMessages(body.messages) },
       options: samplingFromOpenAI(body),
       format: formatFromOpenAI(body),
+      logprobs: logprobsRequest(body.logprobs, body.top_logprobs),
     };
     const id = newId("chatcmpl"),
       created = unixNow();
     const head = { id, created, model: body.model, system_fingerprint: "fp_gantry" };
     await respond(deps, res, plan, body.stream ?? false, body.stream_options?.include_usage ?? false, {
-      chunk: (text, first) => ({
+      chunk: (text, first, lps) => ({
         ...head,
         object: "chat.completion.chunk",
         choices: [
-          { index: 0, delta: first ? { role: "assistant", content: text } : { content: text }, finish_reason: null },
+          {
+            index: 0,
+            delta: first ? { role: "assistant", content: text, refusal: null } : { content: text },
+            logprobs: lps ? openaiChatLogprobs(lps) : null,
+            finish_reason: null,
+          },
         ],
       }),
       lastChunk: (s) => ({
@@ -92,14 +112,14 @@ export function openaiRoutes(deps: ServerDeps): Router {
         choices: [{ index: 0, delta: {}, finish_reason: finishReason(s.doneReason) }],
       }),
       usageChunk: (s) => ({ ...head, object: "chat.completion.chunk", choices: [], usage: usage(s) }),
-      full: (text, s) => ({
+      full: (text, s, lps) => ({
         ...head,
         object: "chat.completion",
         choices: [
           {
             index: 0,
-            message: { role: "assistant", content: text },
-            logprobs: null,
+            message: { role: "assistant", content: text, refusal: null, annotations: [] },
+            logprobs: lps ? openaiChatLogprobs(lps) : null,
             finish_reason: finishReason(s.doneReason),
           },
         ],
@@ -111,21 +131,41 @@ export function openaiRoutes(deps: ServerDeps): Router {
   r.post("/v1/completions", async (req, res) => {
     const body = parseBody(CompletionRequestSchema, req.body);
     const model = await deps.store.resolve(body.model);
+    if (body.suffix) await requireCapability(deps, model, "insert", "suffix");
     const prompt = Array.isArray(body.prompt) ? body.prompt[0]! : body.prompt;
-    const plan: GenerationPlan = { model, input: { kind: "prompt", prompt }, options: samplingFromOpenAI(body) };
+    const plan: GenerationPlan = {
+      model,
+      input: { kind: "prompt", prompt },
+      options: samplingFromOpenAI(body),
+      // The legacy API's `logprobs` is the number of alternatives; any number asks for log probabilities.
+      logprobs: logprobsRequest(body.logprobs !== undefined, body.logprobs),
+    };
     const id = newId("cmpl"),
       created = unixNow();
     const head = { id, created, model: body.model, system_fingerprint: "fp_gantry", object: "text_completion" };
+    // Where the next streamed piece starts in the completion (the logprobs' text_offset).
+    let offset = 0;
     await respond(deps, res, plan, body.stream ?? false, body.stream_options?.include_usage ?? false, {
-      chunk: (text) => ({ ...head, choices: [{ index: 0, text, logprobs: null, finish_reason: null }] }),
+      chunk: (text, _first, lps) => {
+        const logprobs = lps ? openaiCompletionLogprobs(lps, offset) : null;
+        offset += text.length;
+        return { ...head, choices: [{ index: 0, text, logprobs, finish_reason: null }] };
+      },
       lastChunk: (s) => ({
         ...head,
         choices: [{ index: 0, text: "", logprobs: null, finish_reason: finishReason(s.doneReason) }],
       }),
       usageChunk: (s) => ({ ...head, choices: [], usage: usage(s) }),
-      full: (text, s) => ({
+      full: (text, s, lps) => ({
         ...head,
-        choices: [{ index: 0, text, logprobs: null, finish_reason: finishReason(s.doneReason) }],
+        choices: [
+          {
+            index: 0,
+            text,
+            logprobs: lps ? openaiCompletionLogprobs(lps, 0) : null,
+            finish_reason: finishReason(s.doneReason),
+          },
+        ],
         usage: usage(s),
       }),
     });
@@ -155,8 +195,11 @@ export function openaiRoutes(deps: ServerDeps): Router {
   r.post("/v1/embeddings", async (req, res) => {
     const body = parseBody(EmbeddingsRequestSchema, req.body);
     const model = await deps.store.resolve(body.model);
-    const input = Array.isArray(body.input) ? body.input : [body.input];
-    const out = await deps.engine.embed({ model, input, truncate: true, options: {}, signal: clientAbortSignal(res) });
+    const input = embedInputs(body.input);
+    const out =
+      input.length === 0
+        ? { embeddings: [], promptEvalCount: 0 }
+        : await deps.engine.embed({ model, input, truncate: true, options: {}, signal: clientAbortSignal(res) });
     res.json({
       object: "list",
       model: body.model,

@@ -4,7 +4,17 @@ import { ChatRequestSchema } from "../../api/schemas.ts";
 import { parseBody } from "../../common/validate.ts";
 import type { ChatMessage } from "../../engine/types.ts";
 import type { ServerDeps } from "../deps.ts";
-import { decodeImages, formatFrom, keepAliveFrom, nowIso, samplingFrom, type GenerationPlan } from "../generation.ts";
+import {
+  decodeImages,
+  formatFrom,
+  keepAliveFrom,
+  nowIso,
+  requireCapability,
+  samplingFrom,
+  wantsThinking,
+  type GenerationPlan,
+} from "../generation.ts";
+import { logprobsRequest } from "../logprobs.ts";
 import { finalMetrics, loadOrUnload, respondNative } from "./generate.ts";
 
 export function chatRoutes(deps: ServerDeps): Router {
@@ -12,6 +22,8 @@ export function chatRoutes(deps: ServerDeps): Router {
   r.post("/api/chat", async (req, res) => {
     const body = parseBody(ChatRequestSchema, req.body);
     const model = await deps.store.resolve(body.model);
+    if (body.tools?.length) await requireCapability(deps, model, "tools", "tools");
+    if (wantsThinking(body.think)) await requireCapability(deps, model, "thinking", "think");
     const messages: ChatMessage[] = (body.messages ?? []).map((m, i) => ({
       role: m.role,
       content: m.content,
@@ -23,6 +35,7 @@ export function chatRoutes(deps: ServerDeps): Router {
       options: samplingFrom(body.options),
       format: formatFrom(body.format),
       keepAliveMs: keepAliveFrom(body.keep_alive),
+      logprobs: logprobsRequest(body.logprobs, body.top_logprobs),
     };
     const head = () => ({ model: body.model, created_at: nowIso() });
     if (messages.length === 0) {

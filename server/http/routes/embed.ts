@@ -14,12 +14,33 @@ export function truncateDims(v: number[], dims: number | undefined): number[] {
   return cut.map((x) => x / norm);
 }
 
+/** The texts to embed: a single string that is empty means none (Ollama skips it); list items are kept as they are. */
+export const embedInputs = (input: string | string[]): string[] =>
+  Array.isArray(input) ? input : input === "" ? [] : [input];
+
 export function embedRoutes(deps: ServerDeps): Router {
   const r = Router();
   r.post("/api/embed", async (req, res) => {
     const body = parseBody(EmbedRequestSchema, req.body);
     const model = await deps.store.resolve(body.model);
-    const input = Array.isArray(body.input) ? body.input : [body.input];
+    const input = embedInputs(body.input);
+    if (input.length === 0) {
+      // As Ollama: nothing to embed loads the model and answers no embeddings.
+      const t0 = process.hrtime.bigint();
+      const { loadDurationNs } = await deps.engine.load(model, {
+        keepAliveMs: keepAliveFrom(body.keep_alive),
+        options: samplingFrom(body.options),
+        signal: clientAbortSignal(res),
+      });
+      res.json({
+        model: body.model,
+        embeddings: [],
+        total_duration: Number(process.hrtime.bigint() - t0),
+        load_duration: loadDurationNs,
+        prompt_eval_count: 0,
+      });
+      return;
+    }
     const out = await deps.engine.embed({
       model,
       input,
@@ -39,6 +60,11 @@ export function embedRoutes(deps: ServerDeps): Router {
   r.post("/api/embeddings", async (req, res) => {
     const body = parseBody(LegacyEmbeddingsRequestSchema, req.body);
     const model = await deps.store.resolve(body.model);
+    // Ollama answers an empty prompt with an empty embedding.
+    if (body.prompt === "") {
+      res.json({ embedding: [] });
+      return;
+    }
     const out = await deps.engine.embed({
       model,
       input: [body.prompt],

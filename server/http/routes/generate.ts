@@ -2,7 +2,8 @@
 import { Router } from "express";
 import { GenerateRequestSchema, type FinalMetrics } from "../../api/schemas.ts";
 import { parseBody } from "../../common/validate.ts";
-import type { GenerationStats } from "../../engine/types.ts";
+import { AppError } from "../../common/errors.ts";
+import type { GenerationStats, OutputTokenLogprob } from "../../engine/types.ts";
 import type { ServerDeps } from "../deps.ts";
 import {
   decodeImages,
@@ -10,11 +11,14 @@ import {
   formatFrom,
   keepAliveFrom,
   nowIso,
+  requireCapability,
   samplingFrom,
   startGeneration,
+  wantsThinking,
   withInFlight,
   type GenerationPlan,
 } from "../generation.ts";
+import { logprobsRequest, ollamaLogprobs } from "../logprobs.ts";
 import { clientAbortSignal, startNdjson } from "../streams.ts";
 import type { Response } from "express";
 
@@ -60,6 +64,11 @@ export async function loadOrUnload(
   );
 }
 
+/** Ollama's `logprobs` field of a response object, when the request asked for log probabilities. */
+function logprobsField(plan: GenerationPlan, lps: readonly OutputTokenLogprob[] | undefined): object {
+  return plan.logprobs && lps?.length ? { logprobs: ollamaLogprobs(lps, plan.logprobs.top) } : {};
+}
+
 /** Streams (NDJSON) or collects a generation; `piece(text)` and `final(text, stats)` build the route's objects. */
 export async function respondNative(
   deps: ServerDeps,
@@ -75,16 +84,19 @@ export async function respondNative(
     const started = await startGeneration(deps.engine, plan, res, signal);
     if (!stream) {
       let text = "";
-      const stats = await drain(deps, started, plan.model.name, t0, (t) => {
+      const logprobs: OutputTokenLogprob[] = [];
+      const stats = await drain(deps, started, plan.model.name, t0, (t, lps) => {
         text += t;
+        if (lps) logprobs.push(...lps);
       });
-      if (stats.doneReason !== "abort") res.json(final(text, stats));
+      if (stats.doneReason !== "abort") res.json({ ...final(text, stats), ...logprobsField(plan, logprobs) });
       return;
     }
     const out = startNdjson(res);
     try {
-      const stats = await drain(deps, started, plan.model.name, t0, (t) => {
-        if (t) out.write(piece(t));
+      const stats = await drain(deps, started, plan.model.name, t0, (t, lps) => {
+        if (lps) out.write({ ...piece(t), ...logprobsField(plan, lps) });
+        else if (t) out.write(piece(t));
       });
       out.write(final("", stats));
     } catch (e) {
@@ -99,7 +111,11 @@ export function generateRoutes(deps: ServerDeps): Router {
   const r = Router();
   r.post("/api/generate", async (req, res) => {
     const body = parseBody(GenerateRequestSchema, req.body);
+    if (body.raw && body.context?.length)
+      throw new AppError("BAD_REQUEST", "raw mode does not support context", { param: "context" });
     const model = await deps.store.resolve(body.model);
+    if (body.suffix) await requireCapability(deps, model, "insert", "suffix");
+    if (wantsThinking(body.think)) await requireCapability(deps, model, "thinking", "think");
     const plan: GenerationPlan = {
       model,
       input: {
@@ -109,10 +125,14 @@ export function generateRoutes(deps: ServerDeps): Router {
         template: body.template,
         raw: body.raw,
         images: decodeImages(body.images, "images"),
+        ...(body.context?.length ? { context: body.context } : {}),
       },
       options: samplingFrom(body.options),
       format: formatFrom(body.format),
       keepAliveMs: keepAliveFrom(body.keep_alive),
+      logprobs: logprobsRequest(body.logprobs, body.top_logprobs),
+      // Ollama returns the exchange's tokens (`context`) unless the prompt was raw.
+      ...(body.raw ? {} : { returnTokens: true }),
     };
     const head = () => ({ model: body.model, created_at: nowIso() });
     if (!body.prompt && !body.images?.length) {
@@ -125,7 +145,13 @@ export function generateRoutes(deps: ServerDeps): Router {
       plan,
       body.stream ?? true,
       (text) => ({ ...head(), response: text, done: false }),
-      (text, stats) => ({ ...head(), response: text, done: true, ...finalMetrics(stats) }),
+      (text, stats) => ({
+        ...head(),
+        response: text,
+        done: true,
+        ...finalMetrics(stats),
+        ...(stats.tokens ? { context: stats.tokens } : {}),
+      }),
     );
   });
   return r;

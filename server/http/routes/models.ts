@@ -1,4 +1,5 @@
-// Stored models: GET /api/tags, POST /api/show, DELETE /api/delete, POST /api/copy.
+// Stored models: GET /api/tags, POST /api/show, DELETE /api/delete, POST /api/copy; POST /api/push answers that
+// pushing is not supported.
 import { Router } from "express";
 import {
   CopyRequestSchema,
@@ -6,8 +7,10 @@ import {
   ShowRequestSchema,
   type TagsResponse,
 } from "../../api/store-schemas.ts";
+import { AppError } from "../../common/errors.ts";
 import type { Logger } from "../../common/logger.ts";
 import { parseBody } from "../../common/validate.ts";
+import { PullRequestSchema } from "../../hub/pull-schema.ts";
 import type { ModelStore } from "../../store/model-store.ts";
 
 export function modelRoutes(deps: { store: ModelStore; logger: Logger }): Router {
@@ -39,6 +42,15 @@ export function modelRoutes(deps: { store: ModelStore; logger: Logger }): Router
     const body = parseBody(CopyRequestSchema, req.body);
     await deps.store.copy(body.source, body.destination);
     res.status(200).end();
+  });
+  r.post("/api/push", (req) => {
+    const body = parseBody(PullRequestSchema, req.body); // push takes pull's body: model, insecure, stream
+    throw new AppError(
+      "NOT_IMPLEMENTED",
+      `pushing models is not supported: Gantry does not upload "${body.model}" to a registry (models come from the ` +
+        `Hugging Face hub with /api/pull, or from GGUF files with /api/create)`,
+      { param: "model" },
+    );
   });
   return r;
 }

@@ -1,5 +1,6 @@
 // Liveness/readiness, metrics, version and running models.
 import { Router } from "express";
+import { OLLAMA_API_VERSION } from "../../common/version.ts";
 import type { ServerDeps } from "../deps.ts";
 
 /** keep_alive forever: a date far in the future, as clients expect a timestamp. */
@@ -34,18 +35,21 @@ export function serverInfoRoutes(deps: ServerDeps): Router {
     res.send(await deps.metrics.registry.metrics());
   });
   r.get("/api/version", (_req, res) => {
-    res.json({ version: deps.version, engine: deps.engine.buildInfo });
+    // `version` is the Ollama API level Gantry speaks (what Ollama clients compare against their minimum version);
+    // Gantry's own version is `gantry`.
+    res.json({ version: OLLAMA_API_VERSION, gantry: deps.version, engine: deps.engine.buildInfo });
   });
   r.get("/api/ps", async (_req, res) => {
     const running = deps.engine.running();
-    const details = new Map((await deps.store.list()).map((m) => [m.name, m.details]));
+    const stored = new Map((await deps.store.list()).map((m) => [m.name, m]));
     res.json({
       models: running.map((m) => ({
         name: m.name,
         model: m.name,
         size: m.size,
-        digest: m.digest.replace(/^sha256:/, ""),
-        details: details.get(m.name) ?? null,
+        // The model's identity as /api/tags shows it (its manifest); a GGUF file served by path has only its weights.
+        digest: (stored.get(m.name)?.digest ?? m.digest).replace(/^sha256:/, ""),
+        details: stored.get(m.name)?.details ?? null,
         expires_at: m.expiresAt ?? FOREVER,
         size_vram: 0,
         context_length: m.contextLength,

@@ -8,10 +8,19 @@ import { silentLogger } from "../../../server/common/logger.ts";
 import { llamaRuntime } from "../../../server/engine/llama-runtime.ts";
 import { NativeSampler, samplerConfig, type NativeSamplerHandle } from "../../../server/engine/native-sampler.ts";
 import { resolveSampling } from "../../../server/engine/sampling.ts";
-import type { NativeContext } from "../../../server/engine/step-batcher.ts";
+import { DecodeSync } from "../../../server/engine/decode-sync.ts";
+import { StepBatcher, type NativeContext } from "../../../server/engine/step-batcher.ts";
 import { tinyModelPath } from "../../support/models.ts";
 
 const WINDOW = 16;
+
+/** Decodes `tokens` at `position` on sequence 0 and returns the batch logit index of the last one. */
+async function decode(native: NativeContext, tokens: Token[], position: number): Promise<number> {
+  native.initBatch(tokens.length);
+  const [row] = native.addToBatch(0, position, Uint32Array.from(tokens), Uint32Array.of(tokens.length - 1));
+  await native.decodeBatch();
+  return row!;
+}
 
 test("sampling with the config applied once draws what applying it before every token draws", async () => {
   const { llama } = await llamaRuntime(2, silentLogger);
@@ -38,17 +47,10 @@ test("sampling with the config applied once draws what applying it before every 
         native.disposeSequence(0);
         let tokens = prompt;
         for (let step = 0; step < 40; step++) {
-          native.initBatch(tokens.length);
-          const [row] = native.addToBatch(
-            0,
-            history.length - tokens.length,
-            Uint32Array.from(tokens),
-            Uint32Array.of(tokens.length - 1),
-          );
-          await native.decodeBatch();
-          const mine = await ours.sample((i, s) => native.sampleToken(i, s), row!, history);
+          const row = await decode(native, tokens, history.length - tokens.length);
+          const mine = await ours.sample((i, s) => native.sampleToken(i, s) as Promise<number>, row, history);
           reference.applyConfig({ ...referenceConfig, repeatPenaltyTokens: Uint32Array.from(history.slice(-WINDOW)) });
-          const theirs = await native.sampleToken(row!, reference);
+          const theirs = await native.sampleToken(row, reference);
           assert.equal(mine, theirs, `step ${step} of ${JSON.stringify(options)}: ${drawn.join(" ")}`);
           drawn.push(mine);
           history.push(mine as Token);
@@ -61,6 +63,65 @@ test("sampling with the config applied once draws what applying it before every 
       assert.ok(new Set(drawn).size > 1, "the penalties moved the choice between tokens");
     }
   } finally {
+    await context.dispose();
+    await model.dispose();
+  }
+});
+
+test("log probabilities are the log-softmax of the raw logits, whatever the sampler's temperature (as Ollama's)", async () => {
+  const { llama } = await llamaRuntime(2, silentLogger);
+  const model = await llama.loadModel({ modelPath: await tinyModelPath({ controlLogit: -8 }) });
+  const context: LlamaContext = await model.createContext({ contextSize: 256, sequences: 1, threads: 2 });
+  const native = (context as unknown as { _ctx: NativeContext })._ctx;
+  const AddonSampler = (llama as unknown as { _bindings: { AddonSampler: new (m: unknown) => NativeSamplerHandle } })
+    ._bindings.AddonSampler;
+  // The reference: every logit of the row (a greedy chain leaves them raw), log-softmax in double precision.
+  const everyLogit = new AddonSampler((model as unknown as { _model: unknown })._model);
+  everyLogit.applyConfig({});
+  // The logit reader generation uses (StepBatcher.tokenLogits).
+  const batcher = new StepBatcher(native, 256, new DecodeSync({ disabled: true }));
+  try {
+    const prompt = model.tokenize("the sky is blue and the sun") as Token[];
+    for (const options of [{ temperature: 1.5, seed: 3 }, { temperature: 0.2, seed: 4 }, { temperature: 0 }]) {
+      const sampling = resolveSampling({}, { top_k: 40, ...options });
+      const sampler = new NativeSampler(model, sampling, sampling.seed ?? 1, 64, undefined, 5);
+      const history = [...prompt];
+      try {
+        native.disposeSequence(0);
+        let tokens = prompt;
+        for (let step = 0; step < 8; step++) {
+          const row = await decode(native, tokens, history.length - tokens.length);
+          const token = await sampler.sampleWithLogprobs(batcher.sampleToken, batcher.tokenLogits, row, history);
+          const got = sampler.takeLogprobs()!;
+          const sample = native.sampleToken as unknown as (
+            ...a: unknown[]
+          ) => Promise<[number, unknown, unknown, number[]]>;
+          const [, , , all] = await sample.call(native, row, everyLogit, false, false, true);
+          const logits = new Map<number, number>();
+          for (let i = 0; i < all.length; i += 2) logits.set(all[i]!, all[i + 1]!);
+          const max = Math.max(...logits.values());
+          const logZ = max + Math.log([...logits.values()].reduce((s, l) => s + Math.exp(l - max), 0));
+          const ranked = [...logits.entries()].sort((a, b) => b[1] - a[1]);
+          const where = `step ${step} of ${JSON.stringify(options)}`;
+          assert.equal(got.token, token);
+          assert.ok(Math.abs(got.logprob - (logits.get(token)! - logZ)) < 1e-4, `${where}: sampled token`);
+          assert.deepEqual(
+            got.top.map((t) => t.token),
+            ranked.slice(0, 5).map(([t]) => t),
+            `${where}: top 5`,
+          );
+          got.top.forEach((t, i) =>
+            assert.ok(Math.abs(t.logprob - (ranked[i]![1] - logZ)) < 1e-4, `${where}: top ${i}`),
+          );
+          history.push(token as Token);
+          tokens = [token as Token];
+        }
+      } finally {
+        sampler.dispose();
+      }
+    }
+  } finally {
+    everyLogit.dispose();
     await context.dispose();
     await model.dispose();
   }

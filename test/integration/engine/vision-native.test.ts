@@ -2,7 +2,7 @@
 // and the engine's own parts: a LoadedModel (one context, its step batcher and slots) and a Projector. A prompt with
 // images is evaluated into a sequence the way the scheduler will do it: text chunks as ordinary prompt tokens through
 // the step batcher, image chunks encoded on a worker and their embeddings decoded into the sequence's KV cells; then
-// greedy generation. Skipped where setup could not build the patched addon.
+// greedy generation. Fails where setup could not build the patched addon.
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
@@ -17,13 +17,13 @@ import {
   type ImageInput,
   type Projector,
 } from "../../../server/engine/native/mtmd.ts";
-import { patchedBuild, readBuildStatus } from "../../../server/engine/native/patched-build.ts";
 import { NativeSampler } from "../../../server/engine/native-sampler.ts";
 import type { LoadedModel } from "../../../server/engine/loaded-model.ts";
 import type { Slot } from "../../../server/engine/step-batcher.ts";
 import { imageTokens, TINY_PROJECTOR, writeTinyProjector } from "../../support/gguf/vision.ts";
 import { encodeBmp, encodeGif, encodeJpeg, encodePng, patternImage, solidImage } from "../../support/images.ts";
 import { visionPairPaths } from "../../support/models.ts";
+import { requirePatchedBuild } from "../../support/patched-engine.ts";
 import {
   continueGreedy,
   generate as generateOn,
@@ -33,9 +33,6 @@ import {
   openVisionEngine,
   type VisionEngine,
 } from "../../support/vision-engine.ts";
-
-const built = readBuildStatus(patchedBuild())?.state === "built";
-const skip = !built && "setup did not build the patched addon here";
 
 let engine: VisionEngine;
 let loaded: LoadedModel;
@@ -63,8 +60,9 @@ async function answer(slot: Slot, text: string, images: ImageInput[], n = 24): P
 const image = async (bytes: Uint8Array): Promise<ImageInput> => decodeImage(loaded.context.model.llama, bytes);
 const slot = (i: number): Slot => engine.slots[i]!;
 
-describe("image input on the patched addon (mtmd)", { skip }, () => {
+describe("image input on the patched addon (mtmd)", () => {
   before(async () => {
+    requirePatchedBuild();
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), "gantry-vision-native-"));
     engine = await openVisionEngine(await visionPairPaths(), { parallel: 3 });
     ({ loaded, projector } = engine);

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { AppsV1Api, CoreV1Api } from "@kubernetes/client-node";
 import { createTestNamespace } from "../../cluster/test-cluster.ts";
-import { kubectl, startTestOperator, type TestOperator } from "../../support/operator.ts";
+import { kubectl, loadReportToken, postLoad, startTestOperator, type TestOperator } from "../../support/operator.ts";
 import {
   condition,
   createApp,
@@ -16,12 +16,13 @@ import {
   type OperatorCluster,
 } from "./helpers.ts";
 
-let c: OperatorCluster, op: TestOperator, ns: string, apps: AppsV1Api;
+let c: OperatorCluster, op: TestOperator, ns: string, apps: AppsV1Api, token: string;
 
 before(async () => {
   c = await operatorCluster();
   apps = c.kc.makeApiClient(AppsV1Api);
   ns = await createTestNamespace(c.kc, "org-scale");
+  token = loadReportToken(c.cp);
   op = await startTestOperator(c.cp, {
     watchNamespace: ns,
     autoscaler: { intervalSeconds: 0.5, reportTtlSeconds: 30 },
@@ -43,11 +44,7 @@ after(async () => {
 });
 
 const report = async (gateway: string, inFlight: number, name = "burst") => {
-  const r = await fetch(`${op.url}/v1/load`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ gateway, apps: [{ namespace: ns, name, inFlight }] }),
-  });
+  const r = await postLoad(op.url, token, { gateway, apps: [{ namespace: ns, name, inFlight }] });
   assert.equal(r.status, 204);
 };
 const deploymentReplicas = async (name = "burst") =>
@@ -59,6 +56,18 @@ const waitReplicas = (n: number, timeoutMs = 30_000) =>
       (await deploymentReplicas()) === n && (await readApp(c, ns, "burst")).spec.replicas === n ? true : undefined,
     timeoutMs,
   );
+
+test("load reports need the token of an allowed ServiceAccount: none 401, another account 403", async () => {
+  const body = { gateway: "intruder", apps: [{ namespace: ns, name: "burst", inFlight: 50 }] };
+  const none = await postLoad(op.url, undefined, body);
+  assert.equal(none.status, 401);
+  assert.match(none.headers.get("www-authenticate") ?? "", /Bearer/);
+  assert.equal((await postLoad(op.url, "not-a-token", body)).status, 401);
+  const other = await postLoad(op.url, loadReportToken(c.cp, "some-pod"), body);
+  assert.equal(other.status, 403);
+  assert.match(((await other.json()) as { error: string }).error, /system:serviceaccount:gantry-system:some-pod/);
+  assert.equal(await op.metric("gantry_operator_app_in_flight_requests", { namespace: ns, app: "burst" }), 0);
+});
 
 test("an idle app sits at zero replicas and is Ready (the gateway wakes it)", async () => {
   await createApp(

@@ -10,9 +10,19 @@ import { AppsV1Api, CoreV1Api } from "@kubernetes/client-node";
 import { parse, parseAllDocuments, stringify } from "yaml";
 import { parseOperatorConfig } from "../../../operator/config.ts";
 import { createTestNamespace } from "../../cluster/test-cluster.ts";
-import { kubectl, startTestOperator, type TestOperator } from "../../support/operator.ts";
+import { kubectl, loadReportToken, postLoad, startTestOperator, type TestOperator } from "../../support/operator.ts";
 import { REPO } from "../../support/server.ts";
-import { createApp, eventually, modelApp, operatorCluster, waitForCondition, type OperatorCluster } from "./helpers.ts";
+import { parseGatewayConfig } from "../../../server/gateway/config.ts";
+import { startTestGateway } from "../../support/gateway.ts";
+import {
+  createApp,
+  eventually,
+  modelApp,
+  operatorCluster,
+  readApp,
+  waitForCondition,
+  type OperatorCluster,
+} from "./helpers.ts";
 
 const CHART = path.join(REPO, "charts", "gantry");
 let c: OperatorCluster, releaseNs: string, appNs: string, op: TestOperator | undefined;
@@ -49,13 +59,19 @@ test("helm lint passes and every rendered object is accepted by the API server (
     .sort();
   assert.deepEqual(kinds, [
     "ClusterRole",
+    "ClusterRole",
+    "ClusterRoleBinding",
     "ClusterRoleBinding",
     "ConfigMap",
+    "ConfigMap",
     "CustomResourceDefinition",
+    "Deployment",
     "Deployment",
     "Role",
     "RoleBinding",
     "Service",
+    "Service",
+    "ServiceAccount",
     "ServiceAccount",
   ]);
   assert.match(
@@ -107,21 +123,7 @@ test("helm install; an operator with the chart's ServiceAccount permissions reco
 
   // Run it here as the chart's ServiceAccount: a token of that account is all it gets.
   const token = kubectl(c.cp, ["create", "token", "gantry-operator", "-n", releaseNs, "--duration=1h"]).trim();
-  const admin = parse(fs.readFileSync(c.cp.kubeconfig, "utf8")) as {
-    clusters: Array<{ name: string; cluster: Record<string, unknown> }>;
-  };
-  const kubeconfig = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "gantry-sa-")), "kubeconfig");
-  fs.writeFileSync(
-    kubeconfig,
-    stringify({
-      apiVersion: "v1",
-      kind: "Config",
-      clusters: admin.clusters,
-      "current-context": "sa",
-      contexts: [{ name: "sa", context: { cluster: admin.clusters[0]!.name, user: "sa" } }],
-      users: [{ name: "sa", user: { token } }],
-    }),
-  );
+  const kubeconfig = saKubeconfig(token);
   assert.match(
     kubectl({ ...c.cp, kubeconfig }, ["auth", "can-i", "patch", "modelapps.gantry.dev", "--subresource=status", "-A"]),
     /yes/,
@@ -144,12 +146,40 @@ test("helm install; an operator with the chart's ServiceAccount permissions reco
     modelApp(appNs, "sleeper", { model: "hf.co/acme/tiny:Q8_0", scaling: { minReplicas: 0, maxReplicas: 2 } }),
   );
   await waitForCondition(c, appNs, "sleeper", "Ready", "True", "ScaledToZero");
-  const r = await fetch(`${op.url}/v1/load`, {
-    method: "POST",
-    body: JSON.stringify({ gateway: "gw", apps: [{ namespace: appNs, name: "sleeper", inFlight: 1 }] }),
+  // Load reports are accepted from the chart's gateway ServiceAccount (a TokenReview the operator may make).
+  const gatewayToken = kubectl(c.cp, ["create", "token", "gantry-gateway", "-n", releaseNs, "--duration=1h"]).trim();
+  assert.equal(
+    (await postLoad(op.url, loadReportToken(c.cp), { gateway: "gw", apps: [] })).status,
+    403,
+    "another ServiceAccount",
+  );
+  const r = await postLoad(op.url, gatewayToken, {
+    gateway: "gw",
+    apps: [{ namespace: appNs, name: "sleeper", inFlight: 1 }],
   });
   assert.equal(r.status, 204);
   await waitForCondition(c, appNs, "sleeper", "Ready", "True", "Serving");
+  assert.equal(
+    (await readApp(c, appNs, "sleeper")).status?.url,
+    `http://gantry-gateway.${releaseNs}.svc/${appNs}/sleeper`,
+    "status.url names the chart's gateway Service",
+  );
+
+  // The gateway's config from the chart, run with exactly the chart's gateway ServiceAccount: its watches list.
+  const gwCm = await c.kc
+    .makeApiClient(CoreV1Api)
+    .readNamespacedConfigMap({ name: "gantry-gateway", namespace: releaseNs });
+  const gwConfig = parseGatewayConfig(parse(gwCm.data?.["gateway.yaml"] ?? ""));
+  assert.deepEqual(gwConfig.operatorUrls, [`http://gantry-operator.${releaseNs}.svc:8080`]);
+  const gwKubeconfig = saKubeconfig(gatewayToken);
+  assert.match(
+    kubectl({ ...c.cp, kubeconfig: gwKubeconfig }, ["auth", "can-i", "watch", "endpointslices", "-A"]),
+    /yes/,
+  );
+  const gw = await startTestGateway({ kubeconfig: gwKubeconfig }, { watchNamespace: appNs });
+  assert.equal((await fetch(`${gw.url}/readyz`)).status, 200);
+  assert.equal((await fetch(`${gw.url}/${appNs}/sleeper/v1/models`)).status, 401, "a private app needs a key");
+  await gw.stop();
   assert.equal(await op.metric("gantry_operator_kube_requests_total", { code: "403" }), 0, "no request was forbidden");
   await op.stop();
   op = undefined;
@@ -162,6 +192,26 @@ test("helm install; an operator with the chart's ServiceAccount permissions reco
     ),
   );
 });
+
+/** A kubeconfig that authenticates with a ServiceAccount token only. */
+function saKubeconfig(token: string): string {
+  const admin = parse(fs.readFileSync(c.cp.kubeconfig, "utf8")) as {
+    clusters: Array<{ name: string; cluster: Record<string, unknown> }>;
+  };
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "gantry-sa-")), "kubeconfig");
+  fs.writeFileSync(
+    file,
+    stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: admin.clusters,
+      "current-context": "sa",
+      contexts: [{ name: "sa", context: { cluster: admin.clusters[0]!.name, user: "sa" } }],
+      users: [{ name: "sa", user: { token } }],
+    }),
+  );
+  return file;
+}
 
 function kubectlNo(cp: { binDir: string; kubeconfig: string }, args: string[]): string {
   try {

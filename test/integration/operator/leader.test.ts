@@ -30,7 +30,14 @@ after(async () => {
 const start = async (): Promise<TestOperator> => {
   const op = await startTestOperator(c.cp, {
     watchNamespace: ns,
-    leaderElection: { name: LEASE, leaseDurationSeconds: 4, renewDeadlineSeconds: 3, retryPeriodSeconds: 1 },
+    leaderElection: {
+      enabled: true,
+      namespace: "gantry-system",
+      name: LEASE,
+      leaseDurationSeconds: 4,
+      renewDeadlineSeconds: 3,
+      retryPeriodSeconds: 1,
+    },
   });
   running.push(op);
   return op;

@@ -4,7 +4,14 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { AppsV1Api, CoreV1Api, type V1Pod } from "@kubernetes/client-node";
 import { createTestNamespace } from "../../cluster/test-cluster.ts";
-import { kubectl, kubectlResult, startTestOperator, type TestOperator } from "../../support/operator.ts";
+import {
+  kubectl,
+  kubectlResult,
+  loadReportToken,
+  postLoad,
+  startTestOperator,
+  type TestOperator,
+} from "../../support/operator.ts";
 import {
   condition,
   createApp,
@@ -404,7 +411,7 @@ test("/metrics, /healthz and bad load reports", async () => {
     [JSON.stringify({ apps: [] }), 400],
     [JSON.stringify({ gateway: "g", apps: [{ namespace: ns, name: "x", inFlight: -1 }] }), 400],
   ] as const) {
-    const r = await fetch(`${op.url}/v1/load`, { method: "POST", body });
+    const r = await postLoad(op.url, loadReportToken(c.cp), body);
     assert.equal(r.status, status, body);
     assert.equal(typeof ((await r.json()) as { error: unknown }).error, "string");
   }

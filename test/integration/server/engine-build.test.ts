@@ -1,9 +1,10 @@
 // Which inference binary `gantry serve` runs, as /api/version and the logs report it: the patched build setup made
-// (persistent threadpool) or, when it is missing or GANTRY_ENGINE_BUILD=prebuilt, the package's prebuilt binary.
+// (persistent threadpool; required here, see test/support/patched-engine.ts) or, with GANTRY_ENGINE_BUILD=prebuilt,
+// the package's prebuilt binary.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { patchedBuild, readBuildStatus } from "../../../server/engine/native/patched-build.ts";
 import { tinyModelPath } from "../../support/models.ts";
+import { requirePatchedBuild } from "../../support/patched-engine.ts";
 import { createModel, startTestServer } from "../../support/server.ts";
 
 const version = async (url: string) =>
@@ -21,18 +22,13 @@ async function generates(url: string): Promise<number> {
   return ((await r.json()) as { eval_count: number }).eval_count;
 }
 
-test("/api/version reports the engine build; the patched one when setup built it", async () => {
+test("/api/version reports the engine build: the patched one setup built", async () => {
+  requirePatchedBuild();
   const srv = await startTestServer();
   try {
     const v = await version(srv.url);
     assert.match(v.version, /^\d+\.\d+\.\d+/);
-    const built = readBuildStatus(patchedBuild())?.state === "built";
-    assert.deepEqual(
-      v.engine,
-      built
-        ? { build: "patched-local", threadpool: true, inlineSampling: true, inlineDecode: true }
-        : { build: "prebuilt", threadpool: false, inlineSampling: false, inlineDecode: false },
-    );
+    assert.deepEqual(v.engine, { build: "patched-local", threadpool: true, inlineSampling: true, inlineDecode: true });
     assert.equal(await generates(srv.url), 4);
   } finally {
     await srv.stop();
@@ -56,21 +52,18 @@ test("GANTRY_ENGINE_BUILD=prebuilt runs the prebuilt binary and says so in the l
   }
 });
 
-test(
-  "GANTRY_INLINE_DECODE=off keeps the patched build but decodes every step on a worker thread",
-  { skip: readBuildStatus(patchedBuild())?.state !== "built" && "setup did not build the patched addon here" },
-  async () => {
-    const srv = await startTestServer({ env: { GANTRY_INLINE_DECODE: "off" } });
-    try {
-      assert.deepEqual((await version(srv.url)).engine, {
-        build: "patched-local",
-        threadpool: true,
-        inlineSampling: true,
-        inlineDecode: false,
-      });
-      assert.equal(await generates(srv.url), 4);
-    } finally {
-      await srv.stop();
-    }
-  },
-);
+test("GANTRY_INLINE_DECODE=off keeps the patched build but decodes every step on a worker thread", async () => {
+  requirePatchedBuild();
+  const srv = await startTestServer({ env: { GANTRY_INLINE_DECODE: "off" } });
+  try {
+    assert.deepEqual((await version(srv.url)).engine, {
+      build: "patched-local",
+      threadpool: true,
+      inlineSampling: true,
+      inlineDecode: false,
+    });
+    assert.equal(await generates(srv.url), 4);
+  } finally {
+    await srv.stop();
+  }
+});

@@ -70,6 +70,46 @@ test("SIGTERM (even repeated) lets a running stream finish, then the process exi
   await assert.rejects(fetch(`${srv.url}/health`), "no longer listening");
 });
 
+test("SIGTERM answers requests still generating at the shutdown deadline (503 or an error line), then exits 0", async () => {
+  const srv = await startTestServer({ env: { GANTRY_SHUTDOWN_TIMEOUT: "1s" } });
+  // Never ends and has room for 32k tokens: still generating when the deadline passes.
+  await createModel(srv.url, "endless", await tinyModelPath({ controlLogit: -8, contextLength: 32_768 }));
+  const options = { num_ctx: 32_768, num_predict: -1 };
+  const post = (p: string, body: object) => fetch(srv.url + p, { method: "POST", body: JSON.stringify(body) });
+  const native = post("/api/generate", { model: "endless", prompt: "go", stream: false, options });
+  const openai = post("/v1/chat/completions", {
+    model: "endless",
+    messages: [{ role: "user", content: "go" }],
+    max_tokens: 30_000,
+  });
+  const streaming = await post("/api/generate", { model: "endless", prompt: "go", options });
+  const reader = streaming.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let streamed = (await reader.read()).value ?? "";
+  for (;;) {
+    const metrics = await (await fetch(`${srv.url}/metrics`)).text();
+    if (/^gantry_busy_sequences\{model="endless:latest"\} 3$/m.test(metrics)) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  srv.proc.kill("SIGTERM");
+  const [a, b] = await Promise.all([native, openai]);
+  assert.equal(a.status, 503);
+  assert.match(((await a.json()) as { error: string }).error, /shutting down/);
+  assert.equal(b.status, 503);
+  const e = ((await b.json()) as { error: { message: string; type: string } }).error;
+  assert.match(e.message, /shutting down/);
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    streamed += value;
+  }
+  assert.match(
+    streamed.trim().split("\n").at(-1)!,
+    /^\{"error":"the server is shutting down/,
+    "the stream ends with an error line",
+  );
+  assert.equal(await srv.stop(), 0);
+});
+
 test("metrics and CORS", async () => {
   const srv = await startTestServer();
   try {

@@ -1,342 +1,189 @@
-// Bad input, as users and broken clients send it: every case gets the right 4xx in the API's own error shape, never
-// a 500 or a stack trace, and the server stays healthy afterwards.
+// Bad input, as users, broken clients and a fault harness send it: every case gets the right 4xx in the API's own error
+// shape, never a 500 or a stack trace, and the server stays healthy afterwards.
+//
+// Adding a case is one line in `cases`: [name, "METHOD /path", body, status, words the error must mention, headers?].
+// The body is JSON (any value), raw(text or bytes) sent as it is, or undefined for none; the method defaults to POST.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { gzipSync } from "node:zlib";
 import { createModel, startTestServer, type TestServer } from "../../support/server.ts";
 import { tinyModelPath } from "../../support/models.ts";
 
 let srv: TestServer;
 before(async () => {
-  srv = await startTestServer({ env: { GANTRY_BODY_LIMIT: "64kb" } });
+  srv = await startTestServer({ env: { GANTRY_BODY_LIMIT: "1mb" } });
   await createModel(srv.url, "tiny", await tinyModelPath());
 });
 after(async () => {
   await srv?.stop();
 });
 
-interface Case {
-  name: string;
-  method?: string;
-  path: string;
-  body?: unknown;
-  /** Raw body text (sent as is). */
-  raw?: string | Buffer;
-  status: number;
-  /** Text the error message must contain (case-insensitive), e.g. the field name. */
-  mentions?: string;
+/** A body sent exactly as given (not JSON-encoded). */
+class Raw {
+  readonly body: string | Buffer;
+  constructor(body: string | Buffer) {
+    this.body = body;
+  }
 }
+const raw = (body: string | Buffer): Raw => new Raw(body);
 
-const big = "x".repeat(70 * 1024);
-const gen = (extra: object) => ({ model: "tiny", prompt: "hi", stream: false, ...extra });
-const chat = (extra: object) => ({ model: "tiny", messages: [{ role: "user", content: "hi" }], ...extra });
-
-const cases: Case[] = [
-  // /api/generate
-  { name: "generate: invalid JSON", path: "/api/generate", raw: '{"model": "tiny",', status: 400, mentions: "json" },
-  { name: "generate: body is an array", path: "/api/generate", raw: "[]", status: 400, mentions: "object" },
-  { name: "generate: empty body", path: "/api/generate", raw: "", status: 400, mentions: "model" },
-  { name: "generate: missing model", path: "/api/generate", body: { prompt: "hi" }, status: 400, mentions: "model" },
-  {
-    name: "generate: model is a number",
-    path: "/api/generate",
-    body: { model: 5, prompt: "hi" },
-    status: 400,
-    mentions: "model",
-  },
-  {
-    name: "generate: unknown model",
-    path: "/api/generate",
-    body: gen({ model: "no-such-model" }),
-    status: 404,
-    mentions: "no-such-model",
-  },
-  {
-    name: "generate: temperature is a string",
-    path: "/api/generate",
-    body: gen({ options: { temperature: "hot" } }),
-    status: 400,
-    mentions: "options.temperature",
-  },
-  {
-    name: "generate: num_predict is fractional",
-    path: "/api/generate",
-    body: gen({ options: { num_predict: 1.5 } }),
-    status: 400,
-    mentions: "options.num_predict",
-  },
-  {
-    name: "generate: top_p above 1",
-    path: "/api/generate",
-    body: gen({ options: { top_p: 2 } }),
-    status: 400,
-    mentions: "options.top_p",
-  },
-  {
-    name: "generate: bad keep_alive",
-    path: "/api/generate",
-    body: gen({ keep_alive: "5 minutes" }),
-    status: 400,
-    mentions: "keep_alive",
-  },
-  {
-    name: "generate: unknown format",
-    path: "/api/generate",
-    body: gen({ format: "xml" }),
-    status: 400,
-    mentions: "format",
-  },
-  {
-    name: "generate: images not an array",
-    path: "/api/generate",
-    body: gen({ images: "abc" }),
-    status: 400,
-    mentions: "images",
-  },
-  {
-    name: "generate: stream is a string",
-    path: "/api/generate",
-    body: gen({ stream: "yes" }),
-    status: 400,
-    mentions: "stream",
-  },
-  {
-    name: "generate: raw is a string",
-    path: "/api/generate",
-    body: gen({ raw: "true" }),
-    status: 400,
-    mentions: "raw",
-  },
-  {
-    name: "generate: prompt is an object",
-    path: "/api/generate",
-    body: gen({ prompt: { text: "hi" } }),
-    status: 400,
-    mentions: "prompt",
-  },
-  {
-    name: "generate: stop is a number",
-    path: "/api/generate",
-    body: gen({ options: { stop: 3 } }),
-    status: 400,
-    mentions: "options.stop",
-  },
-  {
-    name: "generate: body over the limit",
-    path: "/api/generate",
-    body: gen({ prompt: big }),
-    status: 413,
-    mentions: "larger",
-  },
-  { name: "generate: GET is not allowed", method: "GET", path: "/api/generate", status: 405, mentions: "GET" },
-  // /api/chat
-  {
-    name: "chat: messages not an array",
-    path: "/api/chat",
-    body: chat({ messages: "hi" }),
-    status: 400,
-    mentions: "messages",
-  },
-  {
-    name: "chat: unknown role",
-    path: "/api/chat",
-    body: chat({ messages: [{ role: "wizard", content: "hi" }] }),
-    status: 400,
-    mentions: "messages.0.role",
-  },
-  {
-    name: "chat: content is a number",
-    path: "/api/chat",
-    body: chat({ messages: [{ role: "user", content: 42 }] }),
-    status: 400,
-    mentions: "messages.0.content",
-  },
-  { name: "chat: unknown model", path: "/api/chat", body: chat({ model: "ghost:7b" }), status: 404, mentions: "ghost" },
-  {
-    name: "chat: negative num_ctx",
-    path: "/api/chat",
-    body: chat({ options: { num_ctx: -5 } }),
-    status: 400,
-    mentions: "options.num_ctx",
-  },
-  // /api/embed, /api/embeddings
-  { name: "embed: missing input", path: "/api/embed", body: { model: "tiny" }, status: 400, mentions: "input" },
-  {
-    name: "embed: input is a number",
-    path: "/api/embed",
-    body: { model: "tiny", input: 7 },
-    status: 400,
-    mentions: "input",
-  },
-  {
-    name: "embeddings: missing prompt",
-    path: "/api/embeddings",
-    body: { model: "tiny" },
-    status: 400,
-    mentions: "prompt",
-  },
-  // store routes
-  { name: "show: missing model", path: "/api/show", body: {}, status: 400, mentions: "model" },
-  { name: "show: unknown model", path: "/api/show", body: { model: "nope" }, status: 404, mentions: "nope" },
-  {
-    name: "delete: unknown model",
-    method: "DELETE",
-    path: "/api/delete",
-    body: { model: "nope" },
-    status: 404,
-    mentions: "nope",
-  },
-  {
-    name: "copy: missing destination",
-    path: "/api/copy",
-    body: { source: "tiny" },
-    status: 400,
-    mentions: "destination",
-  },
-  {
-    name: "copy: unknown source",
-    path: "/api/copy",
-    body: { source: "nope", destination: "x" },
-    status: 404,
-    mentions: "nope",
-  },
-  {
-    name: "create: GGUF path that does not exist",
-    path: "/api/create",
-    body: { model: "m", from: "/nonexistent/file.gguf", stream: false },
-    status: 400,
-    mentions: "/nonexistent/file.gguf",
-  },
-  {
-    name: "create: invalid model name",
-    path: "/api/create",
-    body: { model: "bad name!", from: "tiny", stream: false },
-    status: 400,
-    mentions: "name",
-  },
-  {
-    name: "blobs: invalid digest",
-    method: "POST",
-    path: "/api/blobs/sha256:xyz",
-    raw: "data",
-    status: 400,
-    mentions: "digest",
-  },
-  { name: "blobs: path traversal digest", method: "HEAD", path: "/api/blobs/..%2F..%2Fetc%2Fpasswd", status: 400 },
-  {
-    name: "blobs: body does not match digest",
-    method: "POST",
-    path: `/api/blobs/sha256:${"0".repeat(64)}`,
-    raw: "not the right bytes",
-    status: 400,
-    mentions: "digest",
-  },
-  { name: "unknown path", method: "GET", path: "/api/nope", status: 404 },
-  // OpenAI /v1
-  { name: "v1 chat: invalid JSON", path: "/v1/chat/completions", raw: "{nope", status: 400, mentions: "json" },
-  {
-    name: "v1 chat: missing messages",
-    path: "/v1/chat/completions",
-    body: { model: "tiny" },
-    status: 400,
-    mentions: "messages",
-  },
-  {
-    name: "v1 chat: empty messages",
-    path: "/v1/chat/completions",
-    body: { model: "tiny", messages: [] },
-    status: 400,
-    mentions: "messages",
-  },
-  { name: "v1 chat: n = 2", path: "/v1/chat/completions", body: chat({ n: 2 }), status: 400, mentions: "n" },
-  {
-    name: "v1 chat: temperature 3",
-    path: "/v1/chat/completions",
-    body: chat({ temperature: 3 }),
-    status: 400,
-    mentions: "temperature",
-  },
-  {
-    name: "v1 chat: logprobs",
-    path: "/v1/chat/completions",
-    body: chat({ logprobs: true }),
-    status: 400,
-    mentions: "logprobs",
-  },
-  {
-    name: "v1 chat: unknown response_format",
-    path: "/v1/chat/completions",
-    body: chat({ response_format: { type: "xml" } }),
-    status: 400,
-    mentions: "response_format",
-  },
-  {
-    name: "v1 chat: image over http",
-    path: "/v1/chat/completions",
-    body: chat({
-      messages: [
-        { role: "user", content: [{ type: "image_url", image_url: { url: "http://example.invalid/cat.png" } }] },
-      ],
-    }),
-    status: 400,
-    mentions: "image_url",
-  },
-  {
-    name: "v1 chat: unknown model",
-    path: "/v1/chat/completions",
-    body: chat({ model: "gpt-9" }),
-    status: 404,
-    mentions: "gpt-9",
-  },
-  {
-    name: "v1 completions: two prompts",
-    path: "/v1/completions",
-    body: { model: "tiny", prompt: ["a", "b"] },
-    status: 400,
-    mentions: "prompt",
-  },
-  {
-    name: "v1 embeddings: token arrays",
-    path: "/v1/embeddings",
-    body: { model: "tiny", input: [1, 2, 3] },
-    status: 400,
-    mentions: "input",
-  },
-  { name: "v1 models: unknown id", method: "GET", path: "/v1/models/nope", status: 404, mentions: "nope" },
-  { name: "v1 chat: GET is not allowed", method: "GET", path: "/v1/chat/completions", status: 405 },
+type Case = [
+  name: string,
+  route: string,
+  body: unknown,
+  status: number,
+  mentions?: string,
+  headers?: Record<string, string>,
 ];
 
-for (const c of cases) {
-  test(c.name, async () => {
-    const method = c.method ?? "POST";
-    const init: RequestInit = { method, headers: { "Content-Type": "application/json" } };
-    if (c.raw !== undefined) init.body = c.raw;
-    else if (c.body !== undefined) init.body = JSON.stringify(c.body);
-    const res = await fetch(srv.url + c.path, init);
+const big = "x".repeat(1100 * 1024);
+const gen = (extra: object) => ({ model: "tiny", prompt: "hi", stream: false, ...extra });
+const chat = (extra: object) => ({ model: "tiny", messages: [{ role: "user", content: "hi" }], ...extra });
+const v1chat = (extra: object) => ({
+  model: "tiny",
+  messages: [{ role: "user", content: "hi" }],
+  max_tokens: 2,
+  ...extra,
+});
+const jsonSchema = (schema: object) => ({ type: "json_schema", json_schema: { name: "answer", schema } });
+/** A JSON schema nested `levels` deep (20,000 levels overflowed the stack of the schema check). */
+const deepSchema = (levels: number) =>
+  `{"type":"object","properties":{"a":`.repeat(levels) + "{}" + "}}".repeat(levels);
+const gzip = { "Content-Encoding": "gzip" };
+const host300 = `${"h".repeat(300)}.example.com`;
+const tools = [{ type: "function", function: { name: "lookup", parameters: { type: "object", properties: {} } } }];
+
+// One line per case (Prettier leaves the table as written).
+// prettier-ignore
+const cases: Case[] = [
+  // /api/generate
+  ["generate: invalid JSON", "/api/generate", raw('{"model": "tiny",'), 400, "json"],
+  ["generate: body is an array", "/api/generate", raw("[]"), 400, "object"],
+  ["generate: empty body", "/api/generate", raw(""), 400, "model"],
+  ["generate: missing model", "/api/generate", { prompt: "hi" }, 400, "model"],
+  ["generate: model is a number", "/api/generate", { model: 5, prompt: "hi" }, 400, "model"],
+  ["generate: model is null (null = absent)", "/api/generate", { model: null, prompt: "hi" }, 400, "model is required"],
+  ["generate: unknown model", "/api/generate", gen({ model: "no-such-model" }), 404, "no-such-model"],
+  ["generate: temperature is a string", "/api/generate", gen({ options: { temperature: "hot" } }), 400, "options.temperature"],
+  ["generate: num_predict is fractional", "/api/generate", gen({ options: { num_predict: 1.5 } }), 400, "options.num_predict"],
+  ["generate: top_p above 1", "/api/generate", gen({ options: { top_p: 2 } }), 400, "options.top_p"],
+  ["generate: bad keep_alive", "/api/generate", gen({ keep_alive: "5 minutes" }), 400, "keep_alive"],
+  ["generate: unknown format", "/api/generate", gen({ format: "xml" }), 400, "format"],
+  ["generate: images not an array", "/api/generate", gen({ images: "abc" }), 400, "images"],
+  ["generate: stream is a string", "/api/generate", gen({ stream: "yes" }), 400, "stream"],
+  ["generate: raw is a string", "/api/generate", gen({ raw: "true" }), 400, "raw"],
+  ["generate: prompt is an object", "/api/generate", gen({ prompt: { text: "hi" } }), 400, "prompt"],
+  ["generate: stop is a number", "/api/generate", gen({ options: { stop: 3 } }), 400, "options.stop"],
+  ["generate: body over the limit", "/api/generate", gen({ prompt: big }), 413, "larger"],
+  ["generate: GET is not allowed", "GET /api/generate", undefined, 405, "GET"],
+  ["generate: top_logprobs above 20", "/api/generate", gen({ logprobs: true, top_logprobs: 21 }), 400, "top_logprobs"],
+  ["generate: context with an id past the vocabulary", "/api/generate", gen({ context: [1, 99_999_999] }), 400, "99999999"],
+  ["generate: context with a negative id", "/api/generate", gen({ context: [-1] }), 400, "context"],
+  ["generate: context in raw mode", "/api/generate", gen({ raw: true, context: [1, 2] }), 400, "raw mode"],
+  ["generate: body that is not gzip", "/api/generate", raw("not gzip at all"), 400, "decompress", gzip],
+  ["generate: gzip body cut short", "/api/generate", raw(gzipSync(JSON.stringify(gen({}))).subarray(0, 20)), 400, "decompress", gzip],
+  ["generate: format nested 20,000 levels", "/api/generate", raw(`{"model":"tiny","prompt":"hi","format":${deepSchema(20_000)}}`), 400, "100 levels"],
+  ["generate: pattern that is not a regex", "/api/generate", gen({ format: { type: "string", pattern: "([" } }), 400, "pattern"],
+  ["generate: $ref to a missing definition", "/api/generate", gen({ format: { $ref: "#/$defs/nope" } }), 400, "$ref"],
+  ["generate: enum with no values", "/api/generate", gen({ format: { type: "object", properties: { a: { enum: [] } } } }), 400, "enum"],
+  // /api/chat
+  ["chat: messages not an array", "/api/chat", chat({ messages: "hi" }), 400, "messages"],
+  ["chat: unknown role", "/api/chat", chat({ messages: [{ role: "wizard", content: "hi" }] }), 400, "messages.0.role"],
+  ["chat: content is a number", "/api/chat", chat({ messages: [{ role: "user", content: 42 }] }), 400, "messages.0.content"],
+  ["chat: unknown model", "/api/chat", chat({ model: "ghost:7b" }), 404, "ghost"],
+  ["chat: negative num_ctx", "/api/chat", chat({ options: { num_ctx: -5 } }), 400, "options.num_ctx"],
+  ["chat: body that is not gzip", "/api/chat", raw("\x1f\x8b broken"), 400, "decompress", gzip],
+  ["chat: format nested 20,000 levels", "/api/chat", raw(`{"model":"tiny","messages":[],"format":${deepSchema(20_000)}}`), 400, "100 levels"],
+  // /api/embed, /api/embeddings
+  ["embed: missing input", "/api/embed", { model: "tiny" }, 400, "input"],
+  ["embed: input is a number", "/api/embed", { model: "tiny", input: 7 }, 400, "input"],
+  ["embeddings: missing prompt", "/api/embeddings", { model: "tiny" }, 400, "prompt"],
+  // store routes
+  ["show: missing model", "/api/show", {}, 400, "model"],
+  ["show: unknown model", "/api/show", { model: "nope" }, 404, "nope"],
+  ["delete: unknown model", "DELETE /api/delete", { model: "nope" }, 404, "nope"],
+  ["copy: missing destination", "/api/copy", { source: "tiny" }, 400, "destination"],
+  ["copy: unknown source", "/api/copy", { source: "nope", destination: "x" }, 404, "nope"],
+  ["copy: host longer than a file name", "/api/copy", { source: "tiny", destination: `${host300}/ns/m:t` }, 400, "255 bytes"],
+  ["create: GGUF path that does not exist", "/api/create", { model: "m", from: "/nonexistent/file.gguf", stream: false }, 400, "/nonexistent/file.gguf"],
+  ["create: invalid model name", "/api/create", { model: "bad name!", from: "tiny", stream: false }, 400, "name"],
+  ["create: host longer than a file name", "/api/create", { model: `${host300}/ns/m`, from: "tiny" }, 400, "255 bytes"],
+  ["create: unclosed action in the template", "/api/create", { model: "t1", from: "tiny", template: "{{ .Prompt" }, 400, "unclosed action"],
+  ["create: if without a condition", "/api/create", { model: "t2", from: "tiny", template: "{{ if }}x{{ end }}" }, 400, "missing value for if"],
+  ["create: unclosed range", "/api/create", { model: "t3", from: "tiny", template: "{{ range .Messages }}{{ .Content }}" }, 400, "unclosed {{range}}"],
+  ["create: unknown template function", "/api/create", { model: "t4", from: "tiny", template: "{{ shout .Prompt }}" }, 400, 'function "shout" not defined'],
+  ["blobs: invalid digest", "/api/blobs/sha256:xyz", raw("data"), 400, "digest"],
+  ["blobs: path traversal digest", "HEAD /api/blobs/..%2F..%2Fetc%2Fpasswd", undefined, 400],
+  ["blobs: body does not match digest", `/api/blobs/sha256:${"0".repeat(64)}`, raw("not the right bytes"), 400, "digest"],
+  ["unknown path", "GET /api/nope", undefined, 404],
+  // OpenAI /v1
+  ["v1 chat: invalid JSON", "/v1/chat/completions", raw("{nope"), 400, "json"],
+  ["v1 chat: missing messages", "/v1/chat/completions", { model: "tiny" }, 400, "messages"],
+  ["v1 chat: empty messages", "/v1/chat/completions", { model: "tiny", messages: [] }, 400, "messages"],
+  ["v1 chat: n = 2", "/v1/chat/completions", v1chat({ n: 2 }), 400, "n"],
+  ["v1 chat: temperature 3", "/v1/chat/completions", v1chat({ temperature: 3 }), 400, "temperature"],
+  ["v1 chat: top_logprobs above 20", "/v1/chat/completions", v1chat({ logprobs: true, top_logprobs: 21 }), 400, "top_logprobs"],
+  ["v1 chat: unknown response_format", "/v1/chat/completions", v1chat({ response_format: { type: "xml" } }), 400, "response_format"],
+  ["v1 chat: image over http", "/v1/chat/completions", v1chat({ messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "http://example.invalid/cat.png" } }] }] }), 400, "image_url"],
+  ["v1 chat: unknown model", "/v1/chat/completions", v1chat({ model: "gpt-9" }), 404, "gpt-9"],
+  ["v1 chat: body that is not gzip", "/v1/chat/completions", raw("not gzip"), 400, "decompress", gzip],
+  ["v1 chat: schema nested 20,000 levels", "/v1/chat/completions", raw(`{"model":"tiny","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":${deepSchema(20_000)}}}}`), 400, "100 levels"],
+  ["v1 chat: pattern that is not a regex", "/v1/chat/completions", v1chat({ response_format: jsonSchema({ type: "string", pattern: "a{2,1}" }) }), 400, "pattern"],
+  ["v1 chat: $ref to a missing definition", "/v1/chat/completions", v1chat({ response_format: jsonSchema({ type: "object", properties: { a: { $ref: "#/$defs/gone" } } }) }), 400, "$ref"],
+  ["v1 chat: enum with no values", "/v1/chat/completions", v1chat({ response_format: jsonSchema({ enum: [] }) }), 400, "enum"],
+  ["v1 chat: tools the model cannot call", "/v1/chat/completions", v1chat({ tools, tool_choice: "auto" }), 400, "tiny:latest does not support tools"],
+  ["v1 completions: two prompts", "/v1/completions", { model: "tiny", prompt: ["a", "b"] }, 400, "prompt"],
+  ["v1 embeddings: token arrays", "/v1/embeddings", { model: "tiny", input: [1, 2, 3] }, 400, "input"],
+  ["v1 models: unknown id", "GET /v1/models/nope", undefined, 404, "nope"],
+  ["v1 chat: GET is not allowed", "GET /v1/chat/completions", undefined, 405],
+];
+
+for (const [name, route, body, status, mentions, headers] of cases) {
+  test(name, async () => {
+    const [method, p] = route.includes(" ") ? route.split(" ", 2) : ["POST", route];
+    const init: RequestInit = { method, headers: { "Content-Type": "application/json", ...headers } };
+    if (body instanceof Raw) init.body = body.body;
+    else if (body !== undefined) init.body = JSON.stringify(body);
+    const res = await fetch(srv.url + p, init);
     const text = await res.text();
-    assert.equal(res.status, c.status, `status for ${c.name}: ${text}`);
+    assert.equal(res.status, status, `status for ${name}: ${text}`);
     if (method === "HEAD") return;
     assert.match(res.headers.get("content-type") ?? "", /application\/json/);
-    const body = JSON.parse(text) as { error: unknown };
+    const parsed = JSON.parse(text) as { error: unknown };
     let message: string;
-    if (c.path.startsWith("/v1")) {
-      const e = body.error as { message: string; type: string };
+    if (p!.startsWith("/v1")) {
+      const e = parsed.error as { message: string; type: string };
       assert.equal(typeof e, "object", `OpenAI error envelope expected: ${text}`);
       assert.equal(typeof e.message, "string");
       assert.equal(typeof e.type, "string");
       message = e.message;
     } else {
-      assert.equal(typeof body.error, "string", `Ollama error shape expected: ${text}`);
-      message = body.error as string;
+      assert.equal(typeof parsed.error, "string", `Ollama error shape expected: ${text}`);
+      message = parsed.error as string;
     }
     assert.ok(message.length > 0);
     assert.doesNotMatch(message, /\n\s+at /, "no stack traces");
-    if (c.mentions)
-      assert.ok(
-        message.toLowerCase().includes(c.mentions.toLowerCase()),
-        `"${message}" should mention "${c.mentions}"`,
-      );
+    if (mentions)
+      assert.ok(message.toLowerCase().includes(mentions.toLowerCase()), `"${message}" should mention "${mentions}"`);
   });
 }
+
+test("refused creates stored nothing: no model, no blob", async () => {
+  const blobs = fs.readdirSync(path.join(srv.modelsDir, "blobs")).sort();
+  const bad = await fetch(`${srv.url}/api/create`, {
+    method: "POST",
+    body: JSON.stringify({ model: "never", from: await tinyModelPath({ seed: 7 }), template: "{{ if }}{{ end }}" }),
+  });
+  assert.equal(bad.status, 400);
+  const names = ((await (await fetch(`${srv.url}/api/tags`)).json()) as { models: Array<{ name: string }> }).models;
+  assert.deepEqual(
+    names.map((m) => m.name),
+    ["tiny:latest"],
+  );
+  assert.deepEqual(fs.readdirSync(path.join(srv.modelsDir, "blobs")).sort(), blobs, "no GGUF or template blob written");
+});
 
 test("the server is healthy and still serves after all bad requests", async () => {
   assert.equal((await fetch(`${srv.url}/health`)).status, 200);

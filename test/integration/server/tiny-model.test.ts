@@ -2,23 +2,18 @@
 // `gantry serve` process: every option, stop strings, JSON schema answers, keep_alive, concurrency.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { Ollama } from "ollama";
-import OpenAI from "openai";
+import type { Ollama } from "ollama";
+import type OpenAI from "openai";
 import { z } from "zod";
-import { createModel, startTestServer, type TestServer } from "../../support/server.ts";
-import { tinyModelPath } from "../../support/models.ts";
+import type { TestServer } from "../../support/server.ts";
+import { startTinyServer } from "../../support/tiny-server.ts";
 
 let srv: TestServer;
 let ollama: Ollama;
 let openai: OpenAI;
 
 before(async () => {
-  srv = await startTestServer({ env: { GANTRY_NUM_PARALLEL: "4" } });
-  // "tiny" ends now and then (end-of-generation logit -3); "babbler" practically never does.
-  await createModel(srv.url, "tiny", await tinyModelPath());
-  await createModel(srv.url, "babbler", await tinyModelPath({ controlLogit: -8 }));
-  ollama = new Ollama({ host: srv.url });
-  openai = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: "placeholder" });
+  ({ srv, ollama, openai } = await startTinyServer({ GANTRY_NUM_PARALLEL: "4" }));
 });
 after(async () => {
   await srv?.stop();

@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
 import { decodeImage } from "../../../server/engine/native/mtmd.ts";
-import { patchedBuild, readBuildStatus } from "../../../server/engine/native/patched-build.ts";
+import { requirePatchedBuild } from "../../support/patched-engine.ts";
 import { run } from "../../../server/setup/llama-source.ts";
 import { llamaTools } from "../../bench/llama-cpp/tools.ts";
 import { imageTokens } from "../../support/gguf/vision.ts";
@@ -82,29 +82,26 @@ test("with llama-mtmd-cli the image steers the answer: same image same answer, a
   assert.notEqual(b.answer, a.answer);
 });
 
-test(
-  "Gantry's image input answers exactly as llama-mtmd-cli does (same pair, image, prompt, greedy)",
-  { skip: readBuildStatus(patchedBuild())?.state !== "built" && "setup did not build the patched addon here" },
-  async () => {
-    const file = path.join(dir, "same.jpg");
-    fs.writeFileSync(file, encodeJpeg(patternImage(120, 90, 3)));
-    const cli = await mtmdCli(file, "Describe this picture.");
+test("Gantry's image input answers exactly as llama-mtmd-cli does (same pair, image, prompt, greedy)", async () => {
+  requirePatchedBuild();
+  const file = path.join(dir, "same.jpg");
+  fs.writeFileSync(file, encodeJpeg(patternImage(120, 90, 3)));
+  const cli = await mtmdCli(file, "Describe this picture.");
 
-    const engine = await openVisionEngine(await visionPairPaths(), { parallel: 1 });
-    try {
-      const { loaded, projector } = engine;
-      // llama-mtmd-cli's single-turn prompt: the marker before the text, in the model's ChatML template; then 24
-      // tokens greedily, as its -n 24 --temp 0.
-      const prompt = await projector.tokenize(
-        `<|im_start|>user\n${projector.info.marker}Describe this picture.<|im_end|>\n<|im_start|>assistant\n`,
-        [await decodeImage(loaded.context.model.llama, fs.readFileSync(file))],
-      );
-      const tokens = await generate(engine, engine.slots[0]!, prompt, 24);
-      await prompt.dispose();
-      assert.ok(tokens.length > 0);
-      assert.equal(loaded.model.detokenize(tokens).trim(), cli.answer);
-    } finally {
-      await engine.close();
-    }
-  },
-);
+  const engine = await openVisionEngine(await visionPairPaths(), { parallel: 1 });
+  try {
+    const { loaded, projector } = engine;
+    // llama-mtmd-cli's single-turn prompt: the marker before the text, in the model's ChatML template; then 24
+    // tokens greedily, as its -n 24 --temp 0.
+    const prompt = await projector.tokenize(
+      `<|im_start|>user\n${projector.info.marker}Describe this picture.<|im_end|>\n<|im_start|>assistant\n`,
+      [await decodeImage(loaded.context.model.llama, fs.readFileSync(file))],
+    );
+    const tokens = await generate(engine, engine.slots[0]!, prompt, 24);
+    await prompt.dispose();
+    assert.ok(tokens.length > 0);
+    assert.equal(loaded.model.detokenize(tokens).trim(), cli.answer);
+  } finally {
+    await engine.close();
+  }
+});

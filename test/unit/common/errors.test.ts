@@ -1,6 +1,13 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { AppError, ERROR_CODES, ollamaErrorBody, openaiErrorBody, toAppError } from "../../../server/common/errors.ts";
+import {
+  AppError,
+  ERROR_CODES,
+  fromBodyParserError,
+  ollamaErrorBody,
+  openaiErrorBody,
+  toAppError,
+} from "../../../server/common/errors.ts";
 
 test("every error code has a 4xx/5xx status and an OpenAI type", () => {
   for (const [code, { status, type }] of Object.entries(ERROR_CODES)) {
@@ -29,4 +36,35 @@ test("wire shapes", () => {
   assert.deepEqual(openaiErrorBody(e), {
     error: { message: 'model "x" not found', type: "not_found_error", param: "model", code: "model_not_found" },
   });
+});
+
+test("a prompt over the context has OpenAI's own code on /v1", () => {
+  const e = new AppError("CONTEXT_OVERFLOW", "prompt is too long: 5031 tokens, context length is 4096");
+  assert.equal(e.status, 400);
+  assert.equal(openaiErrorBody(e).error.code, "context_length_exceeded");
+  assert.equal(openaiErrorBody(e).error.type, "invalid_request_error");
+});
+
+test("a body that does not decompress is a 400 (zlib, brotli and zstd errors as body-parser passes them on)", async () => {
+  const zlib = await import("node:zlib");
+  const failures: Array<() => unknown> = [
+    () => zlib.gunzipSync(Buffer.from("not gzip")),
+    () => zlib.gunzipSync(zlib.gzipSync("hello").subarray(0, 12)),
+    () => zlib.inflateSync(Buffer.from("xx")),
+    () => zlib.brotliDecompressSync(Buffer.from("not brotli at all")),
+  ];
+  for (const fail of failures) {
+    let err: Error & { status?: number; expose?: boolean };
+    try {
+      fail();
+      assert.fail("decompressed");
+    } catch (e) {
+      err = e as Error;
+    }
+    Object.assign(err!, { status: 400, expose: true }); // what http-errors' createError(400, err) does
+    const app = fromBodyParserError(err!);
+    assert.equal(app?.status, 400, err!.message);
+    assert.match(app!.message, /could not decompress the request body/);
+  }
+  assert.equal(fromBodyParserError(Object.assign(new Error("x"), { status: 400 })), undefined, "others untouched");
 });

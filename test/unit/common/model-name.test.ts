@@ -33,6 +33,8 @@ test("valid names parse with defaults and display in short form", () => {
     ],
     ["hf.co/org/repo", ["hf.co", "org", "repo", "latest", "hf.co/org/repo:latest"]],
     ["huggingface.co/org/repo:q8_0", ["hf.co", "org", "repo", "q8_0", "hf.co/org/repo:q8_0"]],
+    ["registry.ollama.ai/library/smollm2:135m", ["gantry.local", "library", "smollm2", "135m", "smollm2:135m"]],
+    [`${"h".repeat(251)}.io/ns/m`, [`${"h".repeat(251)}.io`, "ns", "m", "latest", `${"h".repeat(251)}.io/ns/m:latest`]],
     ["localhost:5000/team/model:v1", ["localhost:5000", "team", "model", "v1", "localhost:5000/team/model:v1"]],
     [
       "registry.example.com/team/model",
@@ -65,6 +67,7 @@ test("invalid names are rejected with MODEL_INVALID_NAME and a reason", () => {
     ["ns/..:x", /model/],
     ["model:..", /tag/],
     ["model:a..b", /tag must not contain/],
+    [`${"h".repeat(253)}.io/ns/m`, /host longer than 255 bytes \(the file system's limit for a path segment\)/],
     ["model name", /invalid characters/],
     ["model!:x", /invalid characters/],
     ["model:t@g", /invalid characters/],

@@ -5,7 +5,12 @@ import path from "node:path";
 import { test } from "node:test";
 import { ConfigError } from "../../../server/common/config.ts";
 import { VERSION } from "../../../server/common/version.ts";
-import { GPU_TOLERATION, loadOperatorConfig, parseOperatorConfig } from "../../../operator/config.ts";
+import {
+  GPU_TOLERATION,
+  loadOperatorConfig,
+  parseOperatorConfig,
+  resolveLeaderElection,
+} from "../../../operator/config.ts";
 
 const tmp = (t: { after: (fn: () => void) => void }, name: string, text: string): string => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gantry-operator-config-"));
@@ -34,8 +39,9 @@ test("an empty config has the defaults and both default profiles", () => {
     assert.equal(c.workers, 8);
     assert.equal(c.listen, "0.0.0.0:8080");
     assert.equal(c.watchNamespace, undefined);
-    assert.equal(c.leaderElection.enabled, true);
+    assert.equal(c.leaderElection.enabled, undefined, "settled by where the operator runs");
     assert.equal(c.autoscaler.reportTtlSeconds, 30);
+    assert.deepEqual(c.loadReports.serviceAccounts, ["gantry-system/gantry-gateway"]);
     assert.deepEqual(Object.keys(c.profiles).sort(), ["cpu", "nvidia-gpu"]);
   }
 });
@@ -169,4 +175,33 @@ test("a missing file, bad YAML and an invalid value are ConfigErrors naming the 
   assert.match(issuesOf(() => loadOperatorConfig(bad, {})).join("\n"), /bad\.yaml/);
   const invalid = tmp(t, "invalid.yaml", "workers: many\n");
   assert.ok(issuesOf(() => loadOperatorConfig(invalid, {})).some((i) => i.startsWith("workers: ")));
+});
+
+test("leader election: on in a pod (its namespace), off beside a cluster, explicit settings win", () => {
+  const { leaderElection } = parseOperatorConfig({});
+  const inPod = { inPod: true, podNamespace: "gantry", contextNamespace: undefined };
+  const outside = { inPod: false, contextNamespace: "dev" };
+  assert.deepEqual(resolveLeaderElection(leaderElection, inPod), {
+    enabled: true,
+    lease: {
+      namespace: "gantry",
+      name: "gantry-operator",
+      leaseDurationSeconds: 15,
+      renewDeadlineSeconds: 10,
+      retryPeriodSeconds: 2,
+    },
+  });
+  const off = resolveLeaderElection(leaderElection, outside);
+  assert.equal(off.enabled, false);
+  assert.match(off.enabled ? "" : off.reason, /not running in a pod/);
+  const on = resolveLeaderElection({ ...leaderElection, enabled: true }, outside);
+  assert.equal(on.enabled && on.lease.namespace, "dev", "the kubeconfig context's namespace");
+  const bare = resolveLeaderElection({ ...leaderElection, enabled: true }, { inPod: false });
+  assert.equal(bare.enabled && bare.lease.namespace, "default");
+  const chart = resolveLeaderElection(
+    parseOperatorConfig({ leaderElection: { enabled: true, namespace: "x" } }).leaderElection,
+    inPod,
+  );
+  assert.equal(chart.enabled && chart.lease.namespace, "x");
+  assert.equal(resolveLeaderElection({ ...leaderElection, enabled: false }, inPod).enabled, false);
 });

@@ -50,15 +50,8 @@ test("a rendered Modelfile carries every part of the model", () => {
   );
 });
 
-test("capabilities follow pooling, tools in the template and a projector", () => {
+test("capabilities follow pooling and a projector; no template makes a model call tools", () => {
   assert.deepEqual(modelCapabilities({ isEmbedding: false, hasProjector: false }), ["completion"]);
-  assert.deepEqual(
-    modelCapabilities({ isEmbedding: false, template: "{% if tools %}...{% endif %}", hasProjector: true }),
-    ["completion", "tools", "vision"],
-  );
-  assert.deepEqual(
-    modelCapabilities({ isEmbedding: false, template: "{{ .Prompt }} toolsmith", hasProjector: false }),
-    ["completion"],
-  );
+  assert.deepEqual(modelCapabilities({ isEmbedding: false, hasProjector: true }), ["completion", "vision"]);
   assert.deepEqual(modelCapabilities({ isEmbedding: true, hasProjector: false }), ["embedding"]);
 });

@@ -5,6 +5,8 @@ import path from "node:path";
 import { after, describe, it } from "node:test";
 import { pathToFileURL } from "node:url";
 import {
+  buildStrategy,
+  engineBuildMode,
   engineCpuTarget,
   isCompleteBuild,
   linkLocalBuild,
@@ -13,6 +15,7 @@ import {
   PATCH_FILE,
   PATCHED_CMAKE_OPTIONS,
   patchedBuild,
+  prebuiltLibraries,
   readBuildStatus,
 } from "../../../../server/engine/native/patched-build.ts";
 
@@ -25,6 +28,120 @@ function fakePackage(version: string): string {
   fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify({ name: "node-llama-cpp", version }));
   return dir;
 }
+
+const platformArch = `${process.platform === "darwin" ? "mac" : process.platform}-${process.arch}`;
+
+/**
+ * A fake install: node-llama-cpp (version, bundled llama.cpp release) and its prebuilt CPU package beside it in
+ * node_modules, with the given metadata and library files; returns node-llama-cpp's directory.
+ */
+function fakeInstall(
+  o: {
+    version?: string;
+    prebuiltVersion?: string | null;
+    release?: string;
+    gpu?: string | false;
+    libs?: string[];
+  } = {},
+): string {
+  const modules = path.join(fs.mkdtempSync(path.join(tmp, "install-")), "node_modules");
+  const nlc = path.join(modules, "node-llama-cpp");
+  fs.mkdirSync(path.join(nlc, "llama"), { recursive: true });
+  fs.writeFileSync(
+    path.join(nlc, "package.json"),
+    JSON.stringify({ name: "node-llama-cpp", version: o.version ?? "3.22.1" }),
+  );
+  fs.writeFileSync(path.join(nlc, "llama", "llama.cpp.info.json"), JSON.stringify({ tag: "v0.5.0" }));
+  if (o.prebuiltVersion === null) return nlc;
+  const pkg = path.join(modules, "@node-llama-cpp", platformArch);
+  const bins = path.join(pkg, "bins", platformArch);
+  fs.mkdirSync(bins, { recursive: true });
+  fs.mkdirSync(path.join(pkg, "dist"));
+  fs.writeFileSync(path.join(pkg, "dist", "index.js"), "");
+  fs.writeFileSync(
+    path.join(pkg, "package.json"),
+    JSON.stringify({
+      name: `@node-llama-cpp/${platformArch}`,
+      version: o.prebuiltVersion ?? "3.22.1",
+      main: "dist/index.js",
+    }),
+  );
+  fs.writeFileSync(
+    path.join(bins, "_nlcBuildMetadata.json"),
+    JSON.stringify({ buildOptions: { gpu: o.gpu ?? false, llamaCpp: { release: o.release ?? "v0.5.0" } } }),
+  );
+  const libs = o.libs ?? [
+    "libllama.v0.5.0.so",
+    "libllama-common.so",
+    "libggml.v0.5.0.so",
+    "libggml-base.so",
+    "libggml-cpu-x64.so",
+  ];
+  for (const f of ["llama-addon.node", ...libs]) fs.writeFileSync(path.join(bins, f), "");
+  return nlc;
+}
+
+describe("build strategy", () => {
+  const linux = process.platform === "linux";
+
+  it("compiles only the addon against a matching prebuilt package (Linux), with a key and getLlama folder of its own", () => {
+    const nlc = fakeInstall();
+    const choice = buildStrategy("auto", nlc);
+    if (!linux) {
+      // The macOS packages are Metal builds: the patched CPU build compiles llama.cpp too there.
+      assert.deepEqual(choice, { strategy: "source", why: `no prebuilt CPU libraries to link on ${process.platform}` });
+      return;
+    }
+    assert.equal(choice.strategy, "addon");
+    assert.equal(choice.strategy === "addon" && choice.prebuilt.release, "v0.5.0");
+    const addon = patchedBuild({ cacheDir: tmp, packageDir: nlc, mode: "auto" });
+    const source = patchedBuild({ cacheDir: tmp, packageDir: nlc, mode: "source" });
+    assert.equal(addon.strategy, "addon");
+    assert.match(addon.key, /^node-llama-cpp-3\.22\.1-linux-[a-z0-9]+-addon-[0-9a-f]{12}$/);
+    assert.equal(addon.cmakeOptions.GANTRY_PREBUILT_LIBS, "ON");
+    assert.notEqual(addon.folder, source.folder, "both can be linked at once");
+    // The CPU target is the prebuilt's run-time choice: one addon build serves both settings.
+    assert.equal(patchedBuild({ cacheDir: tmp, packageDir: nlc, mode: "auto", cpuTarget: "portable" }).key, addon.key);
+  });
+
+  it("builds from source, keyed as before, when asked or when the prebuilt package does not match", () => {
+    const cases: Array<[Parameters<typeof fakeInstall>[0], RegExp]> = [
+      [{ prebuiltVersion: null }, /is not installed/],
+      [{ prebuiltVersion: "3.21.0" }, /is 3\.21\.0, node-llama-cpp 3\.22\.1/],
+      [{ release: "b1234" }, /built from llama\.cpp b1234, the sources are v0\.5\.0/],
+      [{ gpu: "cuda" }, /is a GPU build/],
+      [
+        { libs: ["libllama.v0.5.0.so", "libggml-base.so"] },
+        /lacks libggml\.v0\.5\.0\.so, libllama-common\.so, libggml-cpu\*\.so/,
+      ],
+    ];
+    for (const [install, why] of cases) {
+      const nlc = fakeInstall(install);
+      const build = patchedBuild({ cacheDir: tmp, packageDir: nlc, mode: "auto" });
+      assert.equal(build.strategy, "source", JSON.stringify(install));
+      if (linux) assert.match(build.sourceReason!, why);
+      assert.match(build.key, /^node-llama-cpp-3\.22\.1-[a-z]+-[a-z0-9]+-[0-9a-f]{12}$/);
+      assert.deepEqual(build.cmakeOptions, PATCHED_CMAKE_OPTIONS);
+    }
+    const asked = patchedBuild({ cacheDir: tmp, packageDir: fakeInstall(), mode: "source" });
+    assert.equal(asked.strategy, "source");
+    assert.equal(asked.sourceReason, "GANTRY_ENGINE_BUILD=source");
+  });
+
+  it("finds the installed prebuilt package's libraries (on Linux)", () => {
+    const found = prebuiltLibraries();
+    if (!linux) return assert.ok("reason" in found);
+    assert.ok("dir" in found, JSON.stringify(found));
+    assert.ok(fs.existsSync(path.join(found.dir, `libllama.${found.release}.so`)));
+  });
+
+  it("reads GANTRY_ENGINE_BUILD and refuses unknown values", () => {
+    assert.equal(engineBuildMode({}), "auto");
+    assert.equal(engineBuildMode({ GANTRY_ENGINE_BUILD: "source" }), "source");
+    assert.equal(engineBuildMode({ GANTRY_ENGINE_BUILD: "prebuilt" }), "prebuilt");
+    assert.throws(() => engineBuildMode({ GANTRY_ENGINE_BUILD: "fast" }), /must be "auto", "source" or "prebuilt"/);
+  });
+});
 
 describe("localBuildFolderName", () => {
   it("matches node-llama-cpp's own folder naming for custom CMake options", async () => {
@@ -67,10 +184,10 @@ describe("patchedBuild", () => {
     assert.ok(fs.readFileSync(PATCH_FILE, "utf8").includes("llama_attach_threadpool"));
   });
 
-  it("keys a portable build apart from the native one, in the same folder getLlama looks in", () => {
+  it("keys a portable source build apart from the native one, in the same folder getLlama looks in", () => {
     const pkg = fakePackage("3.22.1");
-    const native = patchedBuild({ cacheDir: tmp, packageDir: pkg, cpuTarget: "native" });
-    const portable = patchedBuild({ cacheDir: tmp, packageDir: pkg, cpuTarget: "portable" });
+    const native = patchedBuild({ cacheDir: tmp, packageDir: pkg, cpuTarget: "native", mode: "source" });
+    const portable = patchedBuild({ cacheDir: tmp, packageDir: pkg, cpuTarget: "portable", mode: "source" });
     assert.notEqual(native.dir, portable.dir);
     assert.match(portable.key, /-portable-[0-9a-f]{12}$/);
     assert.equal(native.folder, portable.folder);

@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
 import { patchedBuild } from "../../../../server/engine/native/patched-build.ts";
-import { ensurePatchedEngine } from "../../../../server/setup/engine-build.ts";
+import { ensurePatchedEngine, expectedBuildTime } from "../../../../server/setup/engine-build.ts";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "engine-build-test-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -45,7 +45,31 @@ describe("ensurePatchedEngine", () => {
     );
     assert.equal(r.state, "prebuilt");
     assert.match(r.detail, /missing cmake, a C\+\+ compiler, a C compiler, git, ninja or make/);
+    assert.match(r.detail, /apt-get install cmake g\+\+ git ninja-build/);
     assert.match(r.detail, /prebuilt binary/);
+  });
+
+  it("strict (the test command) fails without build tools, saying what to install", async () => {
+    await assert.rejects(
+      withEnv(
+        {
+          GANTRY_ENGINE_BUILD: undefined,
+          GANTRY_CACHE: tmp,
+          PATH: path.join(tmp, "empty-bin"),
+          CC: undefined,
+          CXX: undefined,
+        },
+        () => ensurePatchedEngine({ strict: true }),
+      ),
+      /the patched engine build is required here: cannot build the patched addon: missing cmake.*apt-get install/,
+    );
+  });
+
+  it("strict builds nothing with GANTRY_ENGINE_BUILD=prebuilt (an explicit choice)", async () => {
+    const r = await withEnv({ GANTRY_ENGINE_BUILD: "prebuilt", GANTRY_CACHE: tmp }, () =>
+      ensurePatchedEngine({ strict: true }),
+    );
+    assert.equal(r.state, "prebuilt");
   });
 
   it("does not retry a failed build unless asked", async () => {
@@ -62,5 +86,30 @@ describe("ensurePatchedEngine", () => {
     );
     assert.equal(r.state, "prebuilt");
     assert.match(r.detail, /failed before \(compiler crashed; log: \/x\.log\).*GANTRY_ENGINE_REBUILD=1/);
+    // Strict retries it (here it gets as far as the missing build tools).
+    await assert.rejects(
+      withEnv(
+        {
+          GANTRY_ENGINE_BUILD: undefined,
+          GANTRY_ENGINE_REBUILD: undefined,
+          GANTRY_CACHE: cache,
+          PATH: path.join(tmp, "empty-bin"),
+        },
+        () => ensurePatchedEngine({ strict: true }),
+      ),
+      /missing cmake/,
+    );
+  });
+});
+
+describe("expectedBuildTime", () => {
+  it("divides a build's CPU time among the cores, and says how much longer the current load makes it", () => {
+    assert.equal(expectedBuildTime("addon", 2, 0.3), "about 20 s on 2 idle cores");
+    assert.equal(expectedBuildTime("source", 2, 0.3), "about 4 minutes on 2 idle cores");
+    assert.equal(expectedBuildTime("addon", 8, 1), "about 10 s on 8 idle cores");
+    assert.equal(
+      expectedBuildTime("addon", 2, 10),
+      "about 20 s on 2 idle cores, 2 minutes at this machine's current load (10.0)",
+    );
   });
 });

@@ -1,0 +1,34 @@
+// `gantry gateway`: runs the gateway (routing, key auth, scale from zero, usage) in front of the ModelApps' pods.
+import { parseArgs, stringFlag, UsageError } from "../args.ts";
+import type { Command } from "../context.ts";
+
+export const gatewayCommand: Command = {
+  name: "gateway",
+  usage: "gantry gateway [--config <file>] [--listen host:port] [--operator-url <url>]...",
+  group: "platform",
+  summary: "Run the gateway: /<org>/<app>/v1/... with Key auth, scale from zero, usage metering",
+  details: () =>
+    "The config file (YAML) is described in server/gateway/config.ts; the flags override it.\n" +
+    "--operator-url may be given once per operator replica (load reports go to each).\n" +
+    "--kubeconfig <file>: without it, KUBECONFIG, ~/.kube/config or the in-cluster service account.\n",
+  async run(args, ctx) {
+    const { positionals, flags } = parseArgs("gateway", args, {
+      config: { type: "string", short: "c" },
+      listen: { type: "string" },
+      "operator-url": { type: "string", multiple: true },
+      kubeconfig: { type: "string" },
+    });
+    if (positionals.length > 0) throw new UsageError(`gateway: unexpected argument "${positionals[0]}"`);
+    const configFile = stringFlag(flags.config),
+      kubeconfig = stringFlag(flags.kubeconfig),
+      listen = stringFlag(flags.listen);
+    const operatorUrls = (flags["operator-url"] as string[] | undefined) ?? [];
+    const { runGateway } = await import("../../gateway/main.ts"); // client-node is slow to load: only here
+    await runGateway({
+      ...(configFile ? { configFile } : {}),
+      ...(kubeconfig ? { kubeconfig } : {}),
+      overrides: { ...(listen ? { listen } : {}), ...(operatorUrls.length ? { operatorUrls } : {}) },
+      env: ctx.env,
+    });
+  },
+};

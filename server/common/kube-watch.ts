@@ -1,0 +1,84 @@
+// A watched cache of one resource (client-node's informer) that restarts itself: client-node's informer stops on any
+// error but 410 Gone, so each failure here restarts it with exponential backoff. Used by the operator's caches and the
+// gateway's watches.
+import {
+  makeInformer,
+  type Informer,
+  type KubeConfig,
+  type KubernetesListObject,
+  type KubernetesObject,
+  type ObjectCache,
+} from "@kubernetes/client-node";
+import type { Logger } from "./logger.ts";
+
+const MIN_BACKOFF_MS = 500;
+const MAX_BACKOFF_MS = 30_000;
+
+export type WatchEvent = "add" | "update" | "delete";
+
+export class KubeWatch<T extends KubernetesObject> {
+  readonly name: string;
+  readonly informer: Informer<T> & ObjectCache<T>;
+  /** Resolves when the first list succeeded. */
+  readonly listed: Promise<void>;
+  /** Whether the first list succeeded. */
+  synced = false;
+  /** The last failure of a list or watch, cleared by a successful list. */
+  lastError: unknown;
+  private backoffMs = MIN_BACKOFF_MS;
+  private stopped = false;
+  private readonly logger: Logger;
+
+  constructor(
+    kc: KubeConfig,
+    o: { name: string; path: string; list: () => Promise<unknown>; labelSelector?: string; logger: Logger },
+  ) {
+    this.name = o.name;
+    this.logger = o.logger;
+    let listed!: () => void;
+    this.listed = new Promise<void>((r) => {
+      listed = r;
+    });
+    const listFn = async () => {
+      const l = await o.list();
+      this.synced = true;
+      this.lastError = undefined;
+      listed();
+      this.backoffMs = MIN_BACKOFF_MS; // healthy again: the next failure retries quickly
+      return l as KubernetesListObject<T>;
+    };
+    this.informer = makeInformer<T>(kc, o.path, listFn, o.labelSelector);
+  }
+
+  on(fn: (obj: T, event: WatchEvent) => void): void {
+    this.informer.on("add", (o) => fn(o, "add"));
+    this.informer.on("update", (o) => fn(o, "update"));
+    this.informer.on("delete", (o) => fn(o, "delete"));
+  }
+
+  /** Starts the watch (restarting it after every error); resolves once it has listed. */
+  start(): Promise<void> {
+    const start = (): void => {
+      if (!this.stopped) this.informer.start().catch(restart);
+    };
+    const restart = (err: unknown): void => {
+      if (this.stopped) return;
+      this.lastError = err;
+      this.logger.warn({ kind: this.name, err: String(err), retryMs: this.backoffMs }, "watch failed; restarting");
+      setTimeout(start, this.backoffMs).unref();
+      this.backoffMs = Math.min(this.backoffMs * 2, MAX_BACKOFF_MS);
+    };
+    this.informer.on("error", restart);
+    start();
+    return this.listed;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.informer.stop();
+  }
+}
+
+/** The watch path of a resource, cluster-wide or in one namespace. */
+export const resourcePath = (prefix: string, plural: string, namespace?: string): string =>
+  `${prefix}${namespace ? `/namespaces/${namespace}` : ""}/${plural}`;

@@ -1,0 +1,128 @@
+// The gateway's configuration: one zod schema, read once at start from a YAML/JSON file (`gantry gateway --config`)
+// with command-line overrides. Every field is described; `gantry gateway --help` prints them.
+import fs from "node:fs";
+import { parse as parseYaml } from "yaml";
+import { z } from "zod";
+import { ConfigError } from "../common/config.ts";
+
+const LimitsSchema = z.object({
+  requestsPerSecond: z.number().min(0).describe("Sustained requests per second per key (0 = unlimited)."),
+  burst: z.int().min(1).describe("Requests per key that may arrive at once above the sustained rate."),
+  concurrent: z.int().min(0).describe("Requests per key in flight at once (0 = unlimited)."),
+});
+
+const DEFAULT_LIMITS = { requestsPerSecond: 20, burst: 40, concurrent: 16 };
+
+export const GatewayConfigSchema = z
+  .object({
+    listen: z.string().default("0.0.0.0:8080").describe("Address of the gateway (apps, management API, probes)."),
+    metricsListen: z
+      .string()
+      .optional()
+      .describe(
+        "A separate address for /metrics, /healthz and /readyz (then /metrics is not served on listen, which users reach).",
+      ),
+    publicUrl: z
+      .url()
+      .optional()
+      .describe("Base URL users reach the gateway at (app URLs in the management API); the apps' status.url if unset."),
+    operatorUrls: z
+      .array(z.url())
+      .default([])
+      .describe("Every operator replica's URL; load reports go to each (none: no autoscaling from this gateway)."),
+    operatorTokenFile: z
+      .string()
+      .optional()
+      .describe(
+        "File holding the bearer token sent with load reports (default: the pod's ServiceAccount token when it exists).",
+      ),
+    watchNamespace: z.string().optional().describe("Serve only this namespace's apps (all namespaces when unset)."),
+    maxBodyBytes: z
+      .int()
+      .min(1024)
+      .default(32 << 20)
+      .describe("Largest request body accepted (413 above it)."),
+    limits: LimitsSchema.extend({
+      orgs: z
+        .record(z.string(), LimitsSchema.partial())
+        .default({})
+        .describe("Per-org overrides of the per-key limits, by org (namespace)."),
+    })
+      .default({ ...DEFAULT_LIMITS, orgs: {} })
+      .describe("Per-key request limits; 429 with Retry-After beyond them."),
+    hold: z
+      .object({
+        timeoutSeconds: z
+          .number()
+          .positive()
+          .default(600)
+          .describe("How long a request waits for its app to get a ready replica (then 503 with Retry-After)."),
+        maxPerApp: z.int().min(0).default(256).describe("Requests held per app at once (then 429)."),
+        keepAliveSeconds: z
+          .number()
+          .positive()
+          .default(5)
+          .describe("Interval of keep-alive lines sent to held streaming requests."),
+      })
+      .default({ timeoutSeconds: 600, maxPerApp: 256, keepAliveSeconds: 5 }),
+    upstream: z
+      .object({
+        connectionsPerPod: z.int().min(1).default(128).describe("Keep-alive connections kept to each pod."),
+        retrySeconds: z
+          .number()
+          .min(0)
+          .default(10)
+          .describe("How long a request is retried on other pods (or the same one) when a pod refuses connections."),
+        headersTimeoutSeconds: z.number().positive().default(900).describe("Time a pod may take to start answering."),
+        idleTimeoutSeconds: z.number().positive().default(900).describe("Longest pause inside a streaming answer."),
+      })
+      .default({ connectionsPerPod: 128, retrySeconds: 10, headersTimeoutSeconds: 900, idleTimeoutSeconds: 900 }),
+    reportIntervalSeconds: z.number().positive().default(1).describe("How often load is reported to the operator."),
+    keyCacheSeconds: z
+      .number()
+      .min(0)
+      .default(10)
+      .describe("How long a key verification is reused (a change of the key's Secret drops it at once)."),
+    usage: z
+      .object({
+        flushSeconds: z
+          .number()
+          .positive()
+          .default(5)
+          .describe("Usage is written to its ConfigMap at most this often."),
+        retentionDays: z.int().min(1).default(62).describe("Days of hourly usage kept."),
+      })
+      .default({ flushSeconds: 5, retentionDays: 62 }),
+    shutdownSeconds: z
+      .number()
+      .min(0)
+      .default(30)
+      .describe("On SIGTERM, how long running requests (streams) may take to finish."),
+  })
+  .strict();
+export type GatewayConfig = z.infer<typeof GatewayConfigSchema>;
+
+export function parseGatewayConfig(input: unknown): GatewayConfig {
+  const r = GatewayConfigSchema.safeParse(input ?? {});
+  if (!r.success) throw new ConfigError(r.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`));
+  return r.data;
+}
+
+/** Reads the config file (YAML or JSON) when one is named; `overrides` (command-line flags) win over it. */
+export function loadGatewayConfig(file: string | undefined, overrides: Record<string, unknown> = {}): GatewayConfig {
+  let input: Record<string, unknown> = {};
+  if (file) {
+    let text: string;
+    try {
+      text = fs.readFileSync(file, "utf8");
+    } catch (e) {
+      throw new ConfigError([`cannot read config file ${file}: ${(e as Error).message}`]);
+    }
+    try {
+      input = (parseYaml(text) ?? {}) as Record<string, unknown>;
+    } catch (e) {
+      throw new ConfigError([`${file}: ${(e as Error).message}`]);
+    }
+  }
+  return parseGatewayConfig({ ...input, ...overrides });
+}

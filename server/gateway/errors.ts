@@ -1,0 +1,55 @@
+// The gateway's errors in the wire shape of the API a request is for: the OpenAI envelope under /v1 (and the
+// management API), Ollama's {"error": "..."} under /api. Streams that already started get the error as their last
+// event instead (an SSE `data:` event or an NDJSON line), since their status line is gone.
+import type { ServerResponse } from "node:http";
+import { AppError, type ErrorCode, ollamaErrorBody, openaiErrorBody } from "../common/errors.ts";
+
+export type ErrorShape = "ollama" | "openai";
+
+export const STATUS_CODE: Record<number, ErrorCode> = {
+  400: "BAD_REQUEST",
+  401: "UNAUTHORIZED",
+  403: "FORBIDDEN",
+  404: "NOT_FOUND",
+  405: "METHOD_NOT_ALLOWED",
+  413: "PAYLOAD_TOO_LARGE",
+  429: "RATE_LIMITED",
+  502: "UPSTREAM_FAILED",
+  503: "APP_UNAVAILABLE",
+  504: "UPSTREAM_TIMEOUT",
+};
+
+export function gatewayError(status: number, message: string, headers: Record<string, string> = {}): AppError {
+  return new AppError(STATUS_CODE[status] ?? "INTERNAL", message, { headers });
+}
+
+export const errorJson = (shape: ErrorShape, e: AppError): string =>
+  JSON.stringify(shape === "openai" ? openaiErrorBody(e) : ollamaErrorBody(e));
+
+/** Sends an error response, or, when the response already started, ends it with an error event. */
+export function sendGatewayError(
+  res: ServerResponse,
+  shape: ErrorShape,
+  e: AppError,
+  extraHeaders?: Record<string, string>,
+  /** The content type of the response already started, if any. */
+  sentType?: string,
+): void {
+  if (res.headersSent) {
+    if (!res.writableEnded && !res.destroyed) {
+      const type = sentType ?? String(res.getHeader("content-type") ?? "");
+      if (type.includes("text/event-stream")) res.end(`data: ${errorJson(shape, e)}\n\n`);
+      else if (type.includes("ndjson")) res.end(`${errorJson(shape, e)}\n`);
+      else res.end();
+    }
+    return;
+  }
+  const body = errorJson(shape, e);
+  res.writeHead(e.status, {
+    ...extraHeaders,
+    ...e.headers,
+    "content-type": "application/json; charset=utf-8",
+    "content-length": Buffer.byteLength(body),
+  });
+  res.end(body);
+}

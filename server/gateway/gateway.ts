@@ -1,0 +1,651 @@
+// The gateway's request pipeline: route → auth → limits → body → (hold while the app scales from zero) → proxy to
+// the least-loaded ready pod → usage. It reads apps, pods, keys and usage only through the interfaces of ports.ts, so
+// the same code serves the cluster (kube/ watches) and a one-off local server (memory.ts). No Kubernetes API call is
+// made per request; everything comes from caches.
+import { randomUUID } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { AppError } from "../common/errors.ts";
+import type { Logger } from "../common/logger.ts";
+import { decideAccess, parseAuthorization, type KeyCheck } from "./auth.ts";
+import type { GatewayConfig } from "./config.ts";
+import { gatewayError, sendGatewayError, type ErrorShape } from "./errors.ts";
+import { keepAliveLine, NDJSON_HEAD, SSE_HEAD, streamErrorEvent, streamKind, type StreamKind } from "./hold.ts";
+import { KeyVerifier } from "./key-verifier.ts";
+import { KeyLimiter } from "./limiter.ts";
+import { createManagement, type ManagementHandler } from "./management.ts";
+import { GatewayMetrics } from "./metrics.ts";
+import { AppState, type Active } from "./app-state.ts";
+import { readRequestBody } from "./body.ts";
+import type { AppInfo, AppSource, Endpoint, KeyStore, LoadSink, UsageStore } from "./ports.ts";
+import { upstreamHeaders, Upstreams, type ProxyOutcome } from "./proxy.ts";
+import { route } from "./routing.ts";
+import { addStreamUsage } from "./usage.ts";
+
+export interface GatewayDeps {
+  config: GatewayConfig;
+  apps: AppSource;
+  keys: KeyStore;
+  usage?: UsageStore;
+  load?: LoadSink;
+  logger: Logger;
+  /** Base URL of the gateway as users reach it (for the management API's app URLs); apps' status.url otherwise. */
+  publicUrl?: string;
+  now?: () => number;
+}
+
+const REQUEST_ID = /^[\w.:@/+=-]{1,128}$/;
+/** How long a pod that refused a connection is skipped. */
+const FAILING_MS = 1000;
+/** How long the gateway's own passed health check of a not-yet-ready pod counts (the EndpointSlice catches up). */
+const PROBED_MS = 30_000;
+const PROBE_EVERY_MS = 200;
+/** Held streams get their first keep-alive (and so their status line) after this long, not at once. */
+const FIRST_KEEPALIVE_MS = 1000;
+
+interface RequestContext {
+  req: IncomingMessage;
+  res: ServerResponse;
+  requestId: string;
+  t0: number;
+  org: string;
+  app: string;
+  rest: string;
+  query: string;
+  shape: ErrorShape;
+  keyId: string;
+  /** Set when the gateway (not the client) cut the request short. */
+  cause?: AppError;
+  /** A held streaming request whose status line and keep-alives went out already. */
+  committed?: StreamKind;
+  /** Content type of the answer sent so far (an error then ends a stream with an error event of its kind). */
+  sentType?: string;
+  ttfbObserved?: boolean;
+}
+
+export class Gateway {
+  readonly metrics: GatewayMetrics;
+  readonly upstreams: Upstreams;
+  private readonly d: GatewayDeps;
+  private readonly states = new Map<string, AppState>();
+  private readonly verifier: KeyVerifier;
+  private readonly limiter: KeyLimiter;
+  private readonly management: ManagementHandler;
+  private readonly now: () => number;
+  private closing = false;
+  private running = 0;
+  private idle: (() => void) | undefined;
+
+  constructor(d: GatewayDeps) {
+    this.d = d;
+    this.now = d.now ?? Date.now;
+    this.metrics = new GatewayMetrics(() =>
+      [...this.states.values()].map((s) => ({ org: s.org, app: s.name, inFlight: s.inFlight, held: s.held })),
+    );
+    const c = d.config;
+    this.upstreams = new Upstreams({
+      connectionsPerPod: c.upstream.connectionsPerPod,
+      headersTimeoutMs: c.upstream.headersTimeoutSeconds * 1000,
+      idleTimeoutMs: c.upstream.idleTimeoutSeconds * 1000,
+    });
+    this.verifier = new KeyVerifier(d.keys, c.keyCacheSeconds * 1000);
+    this.limiter = new KeyLimiter(
+      { requestsPerSecond: c.limits.requestsPerSecond, burst: c.limits.burst, concurrent: c.limits.concurrent },
+      c.limits.orgs,
+    );
+    this.management = createManagement({
+      apps: d.apps,
+      keys: d.keys,
+      ...(d.usage ? { usage: d.usage } : {}),
+      check: (header) => this.checkHeader(header),
+      maxBodyBytes: c.maxBodyBytes,
+      logger: d.logger,
+      ...(d.publicUrl ? { publicUrl: d.publicUrl } : {}),
+      now: this.now,
+      onAuthFailure: (reason) => this.metrics.authFailures.inc({ reason }),
+    });
+    d.apps.onChange((org, name) => this.appChanged(org, name));
+  }
+
+  /** True when the caches have their first listing (and the gateway is not shutting down). */
+  get ready(): boolean {
+    return !this.closing && this.d.apps.synced && this.d.keys.synced && (this.d.usage?.synced ?? true);
+  }
+
+  /** In-flight requests per app (held ones included; a warming app counts at least 1), for the autoscaler. */
+  loadSnapshot(): Array<{ namespace: string; name: string; inFlight: number }> {
+    const now = this.now();
+    const out: Array<{ namespace: string; name: string; inFlight: number }> = [];
+    for (const s of this.states.values()) {
+      const n = Math.max(s.inFlight, s.warmUntil > now ? 1 : 0);
+      if (n > 0) out.push({ namespace: s.org, name: s.name, inFlight: n });
+    }
+    return out;
+  }
+
+  /** The node:http request listener. */
+  readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
+    const t0 = performance.now();
+    const given = req.headers["x-request-id"];
+    const requestId = typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
+    const r = route(req.method ?? "GET", req.url ?? "/");
+    switch (r.kind) {
+      case "app":
+        this.running++;
+        this.serveApp({
+          req,
+          res,
+          requestId,
+          t0,
+          org: r.org,
+          app: r.app,
+          rest: r.rest,
+          query: r.query,
+          shape: r.shape,
+          keyId: "-",
+        })
+          .catch((err: unknown) => {
+            this.d.logger.error({ err: String(err), requestId }, "request failed");
+            sendGatewayError(res, r.shape, gatewayError(502, "the request failed in the gateway"), {
+              "x-request-id": requestId,
+            });
+          })
+          .finally(() => {
+            if (--this.running === 0) this.idle?.();
+          });
+        return;
+      case "management":
+        this.management(req, res, r.rest, r.query, requestId).catch((err: unknown) => {
+          this.d.logger.error({ err: String(err), requestId }, "management request failed");
+          sendGatewayError(res, "openai", new AppError("INTERNAL", "internal error"), { "x-request-id": requestId });
+        });
+        return;
+      case "system":
+        if (r.path === "/metrics" && this.d.config.metricsListen) {
+          sendGatewayError(res, "ollama", gatewayError(404, "/metrics is served on the metrics address"));
+          return;
+        }
+        void this.system(r.path, res);
+        return;
+      case "error": {
+        const headers: Record<string, string> = { "x-request-id": requestId };
+        if (r.allow) headers.allow = r.allow;
+        sendGatewayError(res, r.shape, gatewayError(r.status, r.message), headers);
+        return;
+      }
+    }
+  };
+
+  /** The listener of the metrics address (config metricsListen): /metrics, /healthz, /readyz only. */
+  readonly handleSystem = (req: IncomingMessage, res: ServerResponse): void => {
+    const path = (req.url ?? "/").split("?")[0];
+    if (path === "/metrics" || path === "/healthz" || path === "/readyz") void this.system(path, res);
+    else sendGatewayError(res, "ollama", gatewayError(404, `${path} not found`));
+  };
+
+  private async system(path: "/healthz" | "/readyz" | "/metrics", res: ServerResponse): Promise<void> {
+    if (path === "/metrics") {
+      const text = await this.metrics.registry.metrics();
+      res.writeHead(200, { "content-type": this.metrics.registry.contentType });
+      res.end(text);
+      return;
+    }
+    const ok = path === "/healthz" ? true : this.ready;
+    const body = JSON.stringify({ status: ok ? "ok" : this.closing ? "shutting down" : "syncing" });
+    res.writeHead(ok ? 200 : 503, { "content-type": "application/json" });
+    res.end(body);
+  }
+
+  private checkHeader(header: string | undefined): KeyCheck {
+    const parsed = parseAuthorization(header);
+    return parsed.ok ? this.verifier.check(parsed.keyId, parsed.secret, this.now()) : parsed;
+  }
+
+  private state(org: string, name: string): AppState {
+    const k = `${org}/${name}`;
+    let s = this.states.get(k);
+    if (!s) {
+      s = new AppState(org, name);
+      this.states.set(k, s);
+    }
+    return s;
+  }
+
+  private fail(ctx: RequestContext, status: number, message: string, headers: Record<string, string> = {}): number {
+    this.sendError(ctx, gatewayError(status, message), headers);
+    return status;
+  }
+
+  private sendError(ctx: RequestContext, e: AppError, headers: Record<string, string> = {}): void {
+    sendGatewayError(ctx.res, ctx.shape, e, { ...headers, "x-request-id": ctx.requestId }, ctx.sentType);
+  }
+
+  private async serveApp(ctx: RequestContext): Promise<void> {
+    const { req, res } = ctx;
+    if (this.closing) {
+      this.fail(ctx, 503, "the gateway is shutting down", { "retry-after": "1", connection: "close" });
+      return;
+    }
+    const app = this.d.apps.get(ctx.org, ctx.app);
+    if (!app) {
+      this.countOnly(ctx, this.fail(ctx, 404, `no app "${ctx.app}" in org "${ctx.org}"`));
+      return;
+    }
+    const decision = decideAccess(app.auth, ctx.org, this.checkHeader(req.headers.authorization));
+    if (!decision.allow) {
+      this.metrics.authFailures.inc({ reason: decision.reason });
+      const headers: Record<string, string> =
+        decision.status === 401 ? { "www-authenticate": 'Key realm="gantry"' } : {};
+      this.countOnly(ctx, this.fail(ctx, decision.status, decision.message, headers));
+      return;
+    }
+    if (decision.key) ctx.keyId = decision.key.id;
+    let release: (() => void) | undefined;
+    if (decision.key) {
+      // Limits are the key's: its org's overrides apply (also when it calls a shared app of another org).
+      const l = this.limiter.acquire(decision.key.id, decision.key.org, this.now());
+      if (!l.ok) {
+        this.metrics.rateLimited.inc({ org: decision.key.org, limit: l.limit });
+        const what = l.limit === "rate" ? "requests per second" : "concurrent requests";
+        this.countOnly(
+          ctx,
+          this.fail(ctx, 429, `rate limit reached: too many ${what} for this key`, {
+            "retry-after": String(l.retryAfterSeconds),
+          }),
+        );
+        return;
+      }
+      release = l.release;
+    }
+    const s = this.state(ctx.org, ctx.app);
+    s.uid ??= app.uid;
+    s.inFlight++;
+    let active: Active | undefined;
+    let status = 0;
+    let tokens: { prompt: number; completion: number } | undefined;
+    try {
+      const body = await this.readBody(ctx);
+      if (body === "done") {
+        status = res.headersSent ? res.statusCode : 499;
+        return;
+      }
+      let payload = body;
+      let dropUsageEvent = false;
+      if (body && (ctx.rest === "/v1/chat/completions" || ctx.rest === "/v1/completions")) {
+        const withUsage = addStreamUsage(body);
+        if (withUsage) {
+          payload = withUsage.body;
+          dropUsageEvent = true;
+        }
+      }
+      const headers = upstreamHeaders(req.rawHeaders, ctx.requestId, req.socket.remoteAddress);
+      headers.push("content-length", String(payload ? payload.length : 0));
+      const retryUntil = this.now() + this.d.config.upstream.retrySeconds * 1000;
+      const holdUntil = this.now() + this.d.config.hold.timeoutSeconds * 1000;
+      let forwarding: { abort(reason: string): void } | undefined;
+      active = {
+        cancel: (cause) => {
+          ctx.cause ??= cause;
+          forwarding?.abort(cause.message);
+          s.wake();
+        },
+      };
+      s.active.add(active);
+      for (;;) {
+        const ep = await this.endpointFor(ctx, s, body, ctx.committed ? retryUntil : holdUntil);
+        if (ep instanceof AppError) {
+          status = ep.status;
+          this.sendError(ctx, ep);
+          return;
+        }
+        if (ep === "closed") {
+          status = 499;
+          return;
+        }
+        s.load.set(ep.id, (s.load.get(ep.id) ?? 0) + 1);
+        const f = this.upstreams.forward(ep.origin, res, {
+          method: req.method ?? "GET",
+          path: ctx.rest + ctx.query,
+          headers,
+          body: payload,
+          requestId: ctx.requestId,
+          committed: ctx.committed,
+          dropUsageEvent,
+          meter: req.method === "POST" && ctx.rest !== "/api/show",
+          onHead: (_status, type) => {
+            ctx.sentType ??= type;
+            this.observeTtfb(ctx);
+          },
+          errorEvent: (st, text) => streamErrorEvent(ctx.committed ?? "ndjson", st, text),
+        });
+        forwarding = f;
+        if (ctx.cause) f.abort(ctx.cause.message);
+        const onClose = () => {
+          if (!res.writableFinished) f.abort("client closed the connection");
+        };
+        res.once("close", onClose);
+        let outcome: ProxyOutcome;
+        try {
+          outcome = await f.done;
+        } finally {
+          res.off("close", onClose);
+          forwarding = undefined;
+          s.load.set(ep.id, (s.load.get(ep.id) ?? 1) - 1);
+        }
+        if (outcome.kind === "refused") {
+          s.failing.set(ep.id, this.now() + FAILING_MS);
+          s.probed.delete(ep.id);
+          this.metrics.upstreamRetries.inc({ org: ctx.org, app: ctx.app });
+          if (this.now() < retryUntil && !ctx.cause && !res.destroyed) {
+            this.d.logger.debug(
+              { requestId: ctx.requestId, pod: ep.id, err: outcome.error.message },
+              "pod refused; retrying",
+            );
+            continue;
+          }
+          status = this.fail(ctx, 502, `the app's pods refused the connection (${outcome.error.message})`);
+          return;
+        }
+        if (outcome.kind === "done") {
+          status = outcome.status;
+          tokens = outcome.tokens;
+          return;
+        }
+        if (outcome.kind === "aborted") {
+          if (ctx.cause) {
+            status = ctx.cause.status;
+            this.sendError(ctx, ctx.cause);
+          } else status = 499;
+          return;
+        }
+        this.d.logger.warn(
+          { requestId: ctx.requestId, org: ctx.org, app: ctx.app, pod: ep.id, err: outcome.error.message },
+          "the pod's answer broke off",
+        );
+        status = outcome.status && !outcome.started ? outcome.status : 502;
+        this.sendError(ctx, gatewayError(502, `the app's answer broke off: ${outcome.error.message}`));
+        return;
+      }
+    } finally {
+      release?.();
+      if (active) s.active.delete(active);
+      s.inFlight--;
+      this.finishRequest(ctx, s, status || 499, tokens);
+    }
+  }
+
+  /** Reads the request body (bounded): the Buffer, null when there is none, or "done" when already answered. */
+  private async readBody(ctx: RequestContext): Promise<Buffer | null | "done"> {
+    const max = this.d.config.maxBodyBytes;
+    const body = await readRequestBody(ctx.req, max);
+    if (body === "too-large") {
+      this.fail(ctx, 413, `request body is larger than ${max} bytes`, { connection: "close" });
+      return "done";
+    }
+    return body === "aborted" ? "done" : body;
+  }
+
+  /**
+   * A usable pod for the request: at once when the app has one, else after holding the request until a pod is ready
+   * (scale from zero), the app is deleted or fails, the deadline passes, or the client leaves ("closed").
+   */
+  private async endpointFor(
+    ctx: RequestContext,
+    s: AppState,
+    body: Buffer | null,
+    deadline: number,
+  ): Promise<Endpoint | AppError | "closed"> {
+    const pick = (): Endpoint | AppError | undefined => {
+      if (ctx.cause) return ctx.cause;
+      const app = this.d.apps.get(ctx.org, ctx.app);
+      if (!app || (s.uid && app.uid !== s.uid)) return gatewayError(404, `app "${ctx.app}" was deleted`);
+      const ep = s.pick(this.d.apps.endpoints(ctx.org, ctx.app), this.now());
+      if (ep) return ep;
+      if (app.failed)
+        return new AppError(
+          "APP_UNAVAILABLE",
+          `app "${ctx.app}" cannot start: ${app.failed.reason}: ${app.failed.message}`,
+          {
+            headers: { "retry-after": "30" },
+          },
+        );
+      return undefined;
+    };
+    const first = pick();
+    if (first) return first;
+    if (ctx.res.destroyed) return "closed";
+    if (s.held >= this.d.config.hold.maxPerApp) {
+      this.metrics.rateLimited.inc({ org: ctx.org, limit: "held" });
+      return new AppError("TOO_MANY_HELD", `too many requests are waiting for app "${ctx.app}" to start`, {
+        headers: { "retry-after": "5" },
+      });
+    }
+    return this.hold(ctx, s, body, deadline, pick);
+  }
+
+  private hold(
+    ctx: RequestContext,
+    s: AppState,
+    body: Buffer | null,
+    deadline: number,
+    pick: () => Endpoint | AppError | undefined,
+  ): Promise<Endpoint | AppError | "closed"> {
+    const now = this.now();
+    s.held++;
+    if (s.warmUntil <= now) {
+      s.warmStarted = now;
+      this.d.logger.info({ org: ctx.org, app: ctx.app }, "holding requests while the app starts");
+    }
+    s.warmUntil = Math.max(s.warmUntil, deadline);
+    this.d.load?.wake();
+    this.probe(s);
+    const kind = ctx.committed ? undefined : streamKind(ctx.rest, body);
+    return new Promise((resolve) => {
+      let keepAlive: NodeJS.Timeout | undefined;
+      const sendKeepAlive = () => {
+        if (ctx.res.destroyed || ctx.res.writableEnded || !kind) return;
+        if (!ctx.committed) {
+          ctx.committed = kind;
+          ctx.sentType = kind === "sse" ? SSE_HEAD["content-type"] : NDJSON_HEAD["content-type"];
+          ctx.res.writeHead(200, { ...(kind === "sse" ? SSE_HEAD : NDJSON_HEAD), "x-request-id": ctx.requestId });
+        }
+        ctx.res.write(keepAliveLine(kind, ctx.rest, body, new Date(this.now())));
+        keepAlive = setTimeout(sendKeepAlive, this.d.config.hold.keepAliveSeconds * 1000);
+      };
+      if (kind) keepAlive = setTimeout(sendKeepAlive, FIRST_KEEPALIVE_MS);
+      const done = (x: Endpoint | AppError | "closed") => {
+        s.waiters.delete(check);
+        s.held--;
+        clearTimeout(timer);
+        if (keepAlive) clearTimeout(keepAlive);
+        ctx.res.off("close", onClose);
+        resolve(x);
+      };
+      const check = () => {
+        const x = pick();
+        if (x && !(x instanceof AppError)) this.warmed(s, this.now());
+        if (x) done(x);
+      };
+      const onClose = () => done("closed");
+      const timer = setTimeout(
+        () =>
+          done(
+            new AppError(
+              "WARMUP_TIMEOUT",
+              `app "${ctx.app}" did not get a ready replica within ${this.d.config.hold.timeoutSeconds} s`,
+              { headers: { "retry-after": "10" } },
+            ),
+          ),
+        Math.max(0, deadline - now),
+      );
+      s.waiters.add(check);
+      ctx.res.once("close", onClose);
+    });
+  }
+
+  /**
+   * While requests wait for an app, its pods that are not ready yet are health-checked here every 200 ms: the first
+   * pass sends the request on, instead of waiting for the pod's readiness probe period and the EndpointSlice update.
+   */
+  private probe(s: AppState): void {
+    if (s.probing) return;
+    s.probing = true;
+    const loop = async () => {
+      while (s.waiters.size > 0 || s.warmUntil > this.now()) {
+        const now = this.now();
+        const eps = this.d.apps.endpoints(s.org, s.name);
+        if (s.pick(eps, now)) {
+          this.warmed(s, now);
+          s.wake();
+          break;
+        }
+        if (!this.d.apps.get(s.org, s.name)) {
+          s.warmUntil = 0;
+          s.wake();
+          break;
+        }
+        await Promise.all(
+          eps
+            .filter((ep) => !ep.ready && !((s.probed.get(ep.id) ?? 0) > now))
+            .map(async (ep) => {
+              if (await this.healthy(ep.origin)) s.probed.set(ep.id, this.now() + PROBED_MS);
+            }),
+        );
+        s.wake();
+        await new Promise((r) => setTimeout(r, PROBE_EVERY_MS));
+      }
+      s.probing = false;
+    };
+    void loop();
+  }
+
+  /** The app has a usable pod again: the end of a cold start, if one was running. */
+  private warmed(s: AppState, now: number): void {
+    if (s.warmUntil <= 0) return;
+    s.warmUntil = 0;
+    this.metrics.coldStart.observe({ org: s.org, app: s.name }, (now - s.warmStarted) / 1000);
+    this.d.logger.info({ org: s.org, app: s.name, ms: now - s.warmStarted }, "app ready");
+  }
+
+  private async healthy(origin: string): Promise<boolean> {
+    try {
+      const r = await this.upstreams
+        .pool(origin)
+        .request({ path: "/health", method: "GET", headersTimeout: 1000, bodyTimeout: 1000 });
+      await r.body.dump();
+      return r.statusCode === 200;
+    } catch {
+      return false;
+    }
+  }
+
+  private observeTtfb(ctx: RequestContext): void {
+    if (ctx.ttfbObserved) return;
+    ctx.ttfbObserved = true;
+    const s = this.states.get(`${ctx.org}/${ctx.app}`);
+    const ttfb = (performance.now() - ctx.t0) / 1000;
+    if (s) this.child(s, "t", () => this.metrics.ttfb.labels(ctx.org, ctx.app)).observe(ttfb);
+  }
+
+  /** Metrics and the log line of a request refused before it reached the app. */
+  private countOnly(ctx: RequestContext, status: number): void {
+    this.metrics.requests.inc({ org: ctx.org, app: ctx.app, code: String(status) });
+    this.d.logger.info(
+      { requestId: ctx.requestId, org: ctx.org, app: ctx.app, path: ctx.rest, status, keyId: ctx.keyId },
+      "request",
+    );
+  }
+
+  private child<T>(s: AppState, key: string, make: () => T): T {
+    let c = s.children.get(key) as T | undefined;
+    if (!c) {
+      c = make();
+      if (s.children.size > 10_000) s.children.clear();
+      s.children.set(key, c);
+    }
+    return c;
+  }
+
+  private finishRequest(
+    ctx: RequestContext,
+    s: AppState,
+    status: number,
+    tokens: { prompt: number; completion: number } | undefined,
+  ) {
+    const ms = performance.now() - ctx.t0;
+    const m = this.metrics,
+      { org, app, keyId } = ctx;
+    this.child(s, `r${status}`, () => m.requests.labels(org, app, String(status))).inc();
+    this.child(s, "d", () => m.duration.labels(org, app)).observe(ms / 1000);
+    this.child(s, `u${keyId}`, () => m.usageRequests.labels(org, app, keyId)).inc();
+    if (tokens) {
+      if (tokens.prompt)
+        this.child(s, `p${keyId}`, () => m.usageTokens.labels(org, app, keyId, "prompt")).inc(tokens.prompt);
+      if (tokens.completion)
+        this.child(s, `c${keyId}`, () => m.usageTokens.labels(org, app, keyId, "completion")).inc(tokens.completion);
+    }
+    this.d.usage?.record({
+      org: ctx.org,
+      app: ctx.app,
+      keyId: ctx.keyId,
+      status,
+      promptTokens: tokens?.prompt ?? 0,
+      completionTokens: tokens?.completion ?? 0,
+      durationMs: ms,
+      at: this.now(),
+    });
+    this.d.logger.info(
+      {
+        requestId: ctx.requestId,
+        org: ctx.org,
+        app: ctx.app,
+        method: ctx.req.method,
+        path: ctx.rest,
+        status,
+        keyId: ctx.keyId,
+        ms: Math.round(ms * 10) / 10,
+        ...(tokens ? { promptTokens: tokens.prompt, completionTokens: tokens.completion } : {}),
+      },
+      status === 499 ? "client closed the connection" : "request",
+    );
+  }
+
+  /** An app or its pods changed: wake its held requests; a deleted (or re-created) app fails what it was doing. */
+  private appChanged(org: string, name: string): void {
+    const s = this.states.get(`${org}/${name}`);
+    if (!s) return;
+    const app: AppInfo | undefined = this.d.apps.get(org, name);
+    if (!app || (s.uid !== undefined && app.uid !== s.uid)) {
+      const cause = gatewayError(404, `app "${name}" was deleted`);
+      for (const a of [...s.active]) a.cancel(cause);
+      if (s.inFlight === 0) this.states.delete(`${org}/${name}`);
+      else s.uid = app?.uid;
+    }
+    s.wake();
+  }
+
+  /**
+   * Graceful stop: new requests get 503, running ones (streams) may finish until the deadline; then the rest are cut
+   * with an error event, and pending usage is written.
+   */
+  async close(deadlineMs: number): Promise<void> {
+    this.closing = true;
+    if (this.running > 0)
+      await Promise.race([
+        new Promise<void>((r) => {
+          this.idle = r;
+        }),
+        new Promise((r) => setTimeout(r, deadlineMs)),
+      ]);
+    const cause = new AppError("SHUTTING_DOWN", "the gateway is shutting down");
+    for (const s of this.states.values()) for (const a of [...s.active]) a.cancel(cause);
+    if (this.running > 0)
+      await Promise.race([
+        new Promise<void>((r) => {
+          this.idle = r;
+        }),
+        new Promise((r) => setTimeout(r, 2000)),
+      ]);
+    await this.d.usage?.flush().catch((err: unknown) => this.d.logger.warn({ err: String(err) }, "usage flush failed"));
+    await this.upstreams.close();
+  }
+}

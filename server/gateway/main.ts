@@ -1,0 +1,128 @@
+// Composition root of `gantry gateway`: config → logger → kubeconfig → watches (ModelApps, EndpointSlices, key
+// Secrets, usage ConfigMaps) → the gateway pipeline → load reports to the operator → HTTP → graceful shutdown.
+import crypto from "node:crypto";
+import http from "node:http";
+import os from "node:os";
+import { KubeConfig } from "@kubernetes/client-node";
+import { parseHostPort } from "../common/host-port.ts";
+import { createLogger, type Logger } from "../common/logger.ts";
+import { exitOnShutdownSignals } from "../common/shutdown.ts";
+import { VERSION } from "../common/version.ts";
+import { loadGatewayConfig, type GatewayConfig } from "./config.ts";
+import { Gateway } from "./gateway.ts";
+import { KubeApps } from "./kube/apps.ts";
+import { KubeKeys } from "./kube/keys.ts";
+import { KubeUsage } from "./kube/usage.ts";
+import { OperatorLoadReporter } from "./load-reporter.ts";
+
+export interface GatewayOptions {
+  configFile?: string;
+  kubeconfig?: string;
+  /** Command-line overrides of the config file (listen, operatorUrls). */
+  overrides?: Partial<GatewayConfig>;
+  env?: Record<string, string | undefined>;
+}
+
+export interface RunningGateway {
+  gateway: Gateway;
+  url: string;
+  config: GatewayConfig;
+  close(): Promise<void>;
+}
+
+export async function startGateway(opts: GatewayOptions, logger: Logger): Promise<RunningGateway> {
+  const env = opts.env ?? process.env;
+  const config = loadGatewayConfig(opts.configFile, opts.overrides ?? {});
+  const kc = new KubeConfig();
+  if (opts.kubeconfig) kc.loadFromFile(opts.kubeconfig);
+  else kc.loadFromDefault();
+  const identity = env.POD_NAME || `${os.hostname()}-${crypto.randomBytes(3).toString("hex")}`;
+  const ns = config.watchNamespace ? { namespace: config.watchNamespace } : {};
+  const apps = new KubeApps(kc, { ...ns, logger });
+  const keys = new KubeKeys(kc, { ...ns, logger });
+  const late: { gateway?: Gateway } = {}; // the callbacks below run after the gateway exists
+  const usage = new KubeUsage(kc, {
+    ...ns,
+    flushMs: config.usage.flushSeconds * 1000,
+    retentionDays: config.usage.retentionDays,
+    logger,
+    onWrite: (result) => late.gateway?.metrics.usageWrites.inc({ result }),
+  });
+  const reporter = new OperatorLoadReporter({
+    gateway: identity,
+    urls: config.operatorUrls,
+    ...(config.operatorTokenFile ? { tokenFile: config.operatorTokenFile } : {}),
+    intervalMs: config.reportIntervalSeconds * 1000,
+    snapshot: () => late.gateway?.loadSnapshot() ?? [],
+    logger,
+    onResult: (result) => late.gateway?.metrics.loadReports.inc({ result }),
+  });
+  const g = new Gateway({
+    config,
+    apps,
+    keys,
+    usage,
+    load: reporter,
+    logger,
+    ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
+  });
+  late.gateway = g;
+  const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0 }, g.handle);
+  const { host, port } = parseHostPort(config.listen, 8080);
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => resolve());
+  });
+  let metricsServer: http.Server | undefined;
+  if (config.metricsListen) {
+    const m = parseHostPort(config.metricsListen, 9090);
+    const ms = http.createServer(g.handleSystem);
+    await new Promise<void>((resolve, reject) => {
+      ms.once("error", reject);
+      ms.listen(m.port, m.host, () => resolve());
+    });
+    metricsServer = ms;
+  }
+  const addr = server.address();
+  const url = `http://${host.includes(":") ? `[${host}]` : host}:${typeof addr === "object" && addr ? addr.port : port}`;
+  logger.info(
+    { url, identity, version: VERSION, namespace: config.watchNamespace ?? "(all)", operators: config.operatorUrls },
+    "gantry gateway listening",
+  );
+  // Watches start after listen, so /healthz answers while the caches fill (/readyz says 503 until they are synced).
+  void Promise.all([apps.start(), keys.start(), usage.start()]).then(
+    () => {
+      logger.info({}, "caches synced");
+      reporter.start();
+    },
+    (err: unknown) => {
+      logger.error({ err: String(err) }, "gateway failed to start its watches");
+      process.exit(1);
+    },
+  );
+  const prune = setInterval(() => g.upstreams.retain(apps.origins()), 30_000);
+  prune.unref();
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      clearInterval(prune);
+      server.close();
+      server.closeIdleConnections();
+      await g.close(config.shutdownSeconds * 1000);
+      reporter.stop();
+      await reporter.send().catch(() => undefined); // the operator hears at once that this gateway's load is gone
+      server.closeAllConnections();
+      metricsServer?.close();
+      metricsServer?.closeAllConnections();
+      await usage.stop();
+      await Promise.all([apps.stop(), keys.stop()]);
+    })());
+  return { gateway: g, url, config, close };
+}
+
+export async function runGateway(opts: GatewayOptions): Promise<void> {
+  const env = opts.env ?? process.env;
+  const logger = createLogger({ level: env.GANTRY_LOG_LEVEL ?? "info", name: "gantry-gateway" });
+  const running = await startGateway(opts, logger);
+  exitOnShutdownSignals(() => running.close(), logger);
+}

@@ -1,0 +1,200 @@
+// The management API under /_gantry/v1 (for the console, scripts and `gantry keys`): an org's keys (create, list
+// without secrets, revoke), its apps with status and URL, and its hourly usage. Every /orgs/<org>/ route needs an
+// admin key of that org: an api key gets 403, another org's admin key 403, no key 401. The OpenAPI document
+// (openapi.ts) is public. Errors use the OpenAI envelope.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { z } from "zod";
+import { AppError } from "../common/errors.ts";
+import type { Logger } from "../common/logger.ts";
+import { formatIssue } from "../common/validate.ts";
+import { decideAdmin, type AuthFailure, type KeyCheck } from "./auth.ts";
+import { gatewayError, sendGatewayError } from "./errors.ts";
+import { parseExpiry, type KeyRecord } from "./keys.ts";
+import { openApiDocument } from "./openapi.ts";
+import type { AppInfo, AppSource, KeyStore, UsageStore } from "./ports.ts";
+import { isDnsLabel } from "./routing.ts";
+import { CreateKeyRequestSchema, UsageQuerySchema, type KeyInfo } from "./schemas.ts";
+
+export type ManagementHandler = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  query: string,
+  requestId: string,
+) => Promise<void>;
+
+export interface ManagementDeps {
+  apps: Pick<AppSource, "list">;
+  keys: Pick<KeyStore, "list" | "create" | "revoke">;
+  usage?: Pick<UsageStore, "query">;
+  check: (authorization: string | undefined) => KeyCheck;
+  maxBodyBytes: number;
+  logger: Logger;
+  publicUrl?: string;
+  now: () => number;
+  onAuthFailure?: (reason: AuthFailure) => void;
+}
+
+const ORG_ROUTE = /^\/_gantry\/v1\/orgs\/([^/]+)\/(keys|apps|usage)(?:\/([^/]+))?\/?$/;
+
+export const keyInfo = (r: KeyRecord): KeyInfo => ({
+  id: r.id,
+  org: r.org,
+  scope: r.scope,
+  name: r.name,
+  created: r.created,
+  ...(r.expires ? { expires: r.expires } : {}),
+});
+
+function sendJson(res: ServerResponse, status: number, body: unknown, requestId: string): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    "content-type": "application/json; charset=utf-8",
+    "content-length": Buffer.byteLength(text),
+    "cache-control": "no-store",
+    "x-request-id": requestId,
+  });
+  res.end(text);
+}
+
+function parse<S extends z.ZodType>(schema: S, input: unknown): z.infer<S> {
+  const r = schema.safeParse(input, { reportInput: true });
+  if (!r.success) {
+    const issue = r.error.issues[0]!;
+    throw new AppError("BAD_REQUEST", formatIssue(issue), { param: issue.path.map(String).join(".") || null });
+  }
+  return r.data;
+}
+
+async function readJson(req: IncomingMessage, max: number): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of req as AsyncIterable<Buffer>) {
+    size += c.length;
+    if (size > max) throw new AppError("PAYLOAD_TOO_LARGE", `request body is larger than ${max} bytes`);
+    chunks.push(c);
+  }
+  const text = Buffer.concat(chunks).toString("utf8").trim();
+  if (!text) return {};
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new AppError("INVALID_JSON", `invalid JSON body: ${(e as Error).message}`);
+  }
+}
+
+function appInfo(a: AppInfo, publicUrl: string | undefined) {
+  return {
+    org: a.org,
+    name: a.name,
+    auth: a.auth,
+    ...(a.model ? { model: a.model } : {}),
+    ...(publicUrl ? { url: `${publicUrl.replace(/\/+$/, "")}/${a.org}/${a.name}` } : a.url ? { url: a.url } : {}),
+    ...(a.ready ? { ready: a.ready } : {}),
+    ...(a.replicas !== undefined ? { replicas: a.replicas } : {}),
+    ...(a.readyReplicas !== undefined ? { readyReplicas: a.readyReplicas } : {}),
+  };
+}
+
+export function createManagement(d: ManagementDeps): ManagementHandler {
+  return async (req, res, path, query, requestId) => {
+    const method = req.method ?? "GET";
+    try {
+      if (path === "/_gantry/v1/openapi.json") {
+        if (method !== "GET" && method !== "HEAD") throw new AppError("METHOD_NOT_ALLOWED", `use GET on ${path}`);
+        sendJson(res, 200, openApiDocument(), requestId);
+        return;
+      }
+      const m = ORG_ROUTE.exec(path);
+      if (!m) throw new AppError("NOT_FOUND", `${method} ${path} not found`);
+      const org = m[1]!,
+        resource = m[2]!,
+        id = m[3];
+      if (!isDnsLabel(org)) throw new AppError("NOT_FOUND", `org "${org}" is not a valid org id`);
+      const decision = decideAdmin(org, d.check(req.headers.authorization));
+      if (!decision.allow) {
+        d.onAuthFailure?.(decision.reason);
+        throw gatewayError(
+          decision.status,
+          decision.message,
+          decision.status === 401 ? { "www-authenticate": 'Key realm="gantry"' } : {},
+        );
+      }
+      const allow = (methods: string[]) => {
+        if (!methods.includes(method))
+          throw new AppError("METHOD_NOT_ALLOWED", `method ${method} not allowed on ${path}`, {
+            headers: { allow: methods.join(", ") },
+          });
+      };
+      if (resource === "keys" && id === undefined) {
+        allow(["GET", "POST"]);
+        if (method === "GET") {
+          sendJson(res, 200, { keys: d.keys.list(org).map(keyInfo) }, requestId);
+          return;
+        }
+        const body = parse(CreateKeyRequestSchema, await readJson(req, d.maxBodyBytes));
+        let expires: Date | undefined;
+        if (body.expires !== undefined) {
+          try {
+            expires = parseExpiry(body.expires, new Date(d.now()));
+          } catch (e) {
+            throw new AppError("BAD_REQUEST", (e as Error).message, { param: "expires" });
+          }
+        }
+        const created = await d.keys.create(org, {
+          scope: body.scope,
+          ...(body.name !== undefined ? { name: body.name } : {}),
+          ...(expires ? { expires } : {}),
+        });
+        d.logger.info(
+          { org, keyId: created.record.id, scope: created.record.scope, by: decision.key?.id },
+          "key created",
+        );
+        sendJson(res, 201, { ...keyInfo(created.record), key: created.key }, requestId);
+        return;
+      }
+      if (resource === "keys" && id !== undefined) {
+        allow(["DELETE"]);
+        if (!(await d.keys.revoke(org, id))) throw new AppError("NOT_FOUND", `org "${org}" has no key "${id}"`);
+        d.logger.info({ org, keyId: id, by: decision.key?.id }, "key revoked");
+        res.writeHead(204, { "x-request-id": requestId });
+        res.end();
+        return;
+      }
+      if (resource === "apps" && id === undefined) {
+        allow(["GET"]);
+        const apps = d.apps
+          .list(org)
+          .sort((a, b) => a.name.localeCompare(b.name))
+          .map((a) => appInfo(a, d.publicUrl));
+        sendJson(res, 200, { apps }, requestId);
+        return;
+      }
+      if (resource === "usage" && id === undefined) {
+        allow(["GET"]);
+        const q = parse(UsageQuerySchema, Object.fromEntries(new URLSearchParams(query)));
+        const to = q.to ? Date.parse(q.to) : d.now();
+        const from = q.from ? Date.parse(q.from) : to - 86_400_000;
+        if (!(from < to)) throw new AppError("BAD_REQUEST", "from must be before to", { param: "from" });
+        if (to - from > 366 * 86_400_000)
+          throw new AppError("BAD_REQUEST", "at most a year at a time", { param: "from" });
+        const usage = d.usage?.query(org, from, to) ?? [];
+        sendJson(
+          res,
+          200,
+          { org, from: new Date(from).toISOString(), to: new Date(to).toISOString(), usage },
+          requestId,
+        );
+        return;
+      }
+      throw new AppError("NOT_FOUND", `${method} ${path} not found`);
+    } catch (err) {
+      const e =
+        err instanceof AppError
+          ? err
+          : (d.logger.error({ err: String(err), requestId }, "management request failed"),
+            new AppError("INTERNAL", "internal error"));
+      sendGatewayError(res, "openai", e, { "x-request-id": requestId });
+    }
+  };
+}

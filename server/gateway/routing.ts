@@ -1,0 +1,97 @@
+// Which request goes where. Pure: a path (and method) in, a decision out.
+//
+//   /<org_id>/<app_id>/<rest>     an app's API: <rest> is sent to a ready pod of ModelApp <app_id> in namespace
+//                                 <org_id>, with the prefix stripped (only the inference routes below pass)
+//   /_gantry/v1/...               the gateway's own management API (management.ts)
+//   /healthz /readyz /metrics     the gateway process
+//
+// org_id and app_id are Kubernetes names: DNS labels (RFC 1123), at most 63 characters.
+import type { ErrorShape } from "./errors.ts";
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+export const isDnsLabel = (s: string): boolean => DNS_LABEL.test(s);
+
+/** The inference routes of `gantry serve` a caller may reach, by method (read-only model info included). */
+const ALLOWED: ReadonlyMap<string, ReadonlySet<string>> = new Map([
+  ["/v1/models", new Set(["GET"])],
+  ["/v1/chat/completions", new Set(["POST"])],
+  ["/v1/completions", new Set(["POST"])],
+  ["/v1/embeddings", new Set(["POST"])],
+  ["/api/chat", new Set(["POST"])],
+  ["/api/generate", new Set(["POST"])],
+  ["/api/embed", new Set(["POST"])],
+  ["/api/embeddings", new Set(["POST"])],
+  ["/api/tags", new Set(["GET"])],
+  ["/api/show", new Set(["POST"])],
+  ["/api/ps", new Set(["GET"])],
+  ["/api/version", new Set(["GET"])],
+]);
+
+/** Routes that change a pod's model store: never reachable through the gateway. */
+const MANAGEMENT_PREFIXES = ["/api/pull", "/api/create", "/api/delete", "/api/copy", "/api/blobs", "/api/push"];
+
+export type RouteDecision =
+  | { kind: "app"; org: string; app: string; rest: string; query: string; shape: ErrorShape }
+  | { kind: "management"; rest: string; query: string }
+  | { kind: "system"; path: "/healthz" | "/readyz" | "/metrics" }
+  | { kind: "error"; status: 400 | 403 | 404 | 405; message: string; shape: ErrorShape; allow?: string };
+
+/** The error shape of a path under an app: the OpenAI envelope under /v1, Ollama's {"error"} elsewhere. */
+export const shapeOf = (rest: string): ErrorShape => (rest === "/v1" || rest.startsWith("/v1/") ? "openai" : "ollama");
+
+/** Decides what a request is. `url` is the request target (path and query, as node:http gives it). */
+export function route(method: string, url: string): RouteDecision {
+  const q = url.indexOf("?");
+  const path = q < 0 ? url : url.slice(0, q);
+  const query = q < 0 ? "" : url.slice(q);
+  if (path === "/healthz" || path === "/readyz" || path === "/metrics") return { kind: "system", path };
+  if (path === "/_gantry" || path.startsWith("/_gantry/")) return { kind: "management", rest: path, query };
+  // /<org>/<app><rest>
+  const s1 = path.indexOf("/", 1);
+  const s2 = s1 < 0 ? -1 : path.indexOf("/", s1 + 1);
+  const org = s1 < 0 ? path.slice(1) : path.slice(1, s1);
+  const app = s1 < 0 ? "" : s2 < 0 ? path.slice(s1 + 1) : path.slice(s1 + 1, s2);
+  const rest = s2 < 0 ? "/" : path.slice(s2);
+  const shape = shapeOf(rest);
+  if (!org || !app)
+    return {
+      kind: "error",
+      status: 404,
+      message: `${path} is not an app's URL: use /<org_id>/<app_id>/v1/... or /<org_id>/<app_id>/api/...`,
+      shape,
+    };
+  if (!isDnsLabel(org)) return { kind: "error", status: 404, message: `org "${org}" is not a valid org id`, shape };
+  if (!isDnsLabel(app)) return { kind: "error", status: 404, message: `app "${app}" is not a valid app id`, shape };
+  // Percent-encoding only where a name may need it (a model id in /v1/models/{id}): the pod routes on the raw path.
+  if (
+    rest.includes("/../") ||
+    rest.endsWith("/..") ||
+    rest.includes("/./") ||
+    rest.includes("//") ||
+    (rest.includes("%") && !rest.startsWith("/v1/models/"))
+  )
+    return { kind: "error", status: 400, message: `invalid path ${rest}`, shape };
+  const methods = ALLOWED.get(rest);
+  if (methods) {
+    if (methods.has(method) || (method === "HEAD" && methods.has("GET")))
+      return { kind: "app", org, app, rest, query, shape };
+    return {
+      kind: "error",
+      status: 405,
+      message: `method ${method} not allowed on ${rest}`,
+      shape,
+      allow: [...methods].join(", "),
+    };
+  }
+  if (rest.startsWith("/v1/models/") && (method === "GET" || method === "HEAD") && rest.length > "/v1/models/".length)
+    return { kind: "app", org, app, rest, query, shape };
+  if (MANAGEMENT_PREFIXES.some((p) => rest === p || rest.startsWith(`${p}/`)))
+    return {
+      kind: "error",
+      status: 403,
+      message: `${rest} manages the app's model store and is not reachable through the gateway`,
+      shape,
+    };
+  return { kind: "error", status: 404, message: `${method} ${rest} not found`, shape };
+}

@@ -1,0 +1,248 @@
+// Usage metering: what one request used, read from the response (OpenAI `usage`, Ollama eval counts; streamed or
+// not), and hourly aggregation per app and key. Pure.
+import { z } from "zod";
+
+export const UsageRowSchema = z
+  .object({
+    hour: z.iso.datetime().describe("Start of the hour (UTC, RFC 3339)."),
+    app: z.string().describe("The app (ModelApp name)."),
+    keyId: z.string().describe('The key id, or "-" for calls without a key (public apps).'),
+    requests: z.int().min(0).describe("Requests answered."),
+    errors: z.int().min(0).describe("Of which failed (status 400 and above, or cut off)."),
+    promptTokens: z.int().min(0),
+    completionTokens: z.int().min(0),
+    durationMs: z.number().min(0).describe("Total time spent answering, in milliseconds."),
+  })
+  .describe("Usage of one app by one key in one hour.");
+export type UsageRow = z.infer<typeof UsageRowSchema>;
+
+export interface RequestUsage {
+  org: string;
+  app: string;
+  keyId: string;
+  status: number;
+  promptTokens: number;
+  completionTokens: number;
+  durationMs: number;
+  at: number;
+}
+
+let lastHour = { start: -1, iso: "" };
+/** The hour a time falls in, as its start (RFC 3339); the last one is reused (one per hour, not per request). */
+export function hourOf(t: number): string {
+  const start = Math.floor(t / 3_600_000) * 3_600_000;
+  if (start !== lastHour.start) lastHour = { start, iso: new Date(start).toISOString() };
+  return lastHour.iso;
+}
+/** The day (YYYY-MM-DD, UTC) an hour belongs to: usage is stored one object per org and day. */
+export const dayOf = (hour: string): string => hour.slice(0, 10);
+
+const rowKey = (r: Pick<UsageRow, "hour" | "app" | "keyId">) => `${r.hour}|${r.app}|${r.keyId}`;
+
+/** Hourly rows keyed by hour|app|key; adding is commutative, so deltas from several gateways merge by addition. */
+export class UsageTable {
+  readonly rows = new Map<string, UsageRow>();
+
+  add(u: RequestUsage): void {
+    this.addRow({
+      hour: hourOf(u.at),
+      app: u.app,
+      keyId: u.keyId,
+      requests: 1,
+      errors: u.status >= 400 ? 1 : 0,
+      promptTokens: u.promptTokens,
+      completionTokens: u.completionTokens,
+      durationMs: u.durationMs,
+    });
+  }
+
+  addRow(r: UsageRow): void {
+    const k = rowKey(r);
+    const have = this.rows.get(k);
+    if (!have) {
+      this.rows.set(k, { ...r });
+      return;
+    }
+    have.requests += r.requests;
+    have.errors += r.errors;
+    have.promptTokens += r.promptTokens;
+    have.completionTokens += r.completionTokens;
+    have.durationMs += r.durationMs;
+  }
+
+  get size(): number {
+    return this.rows.size;
+  }
+
+  list(): UsageRow[] {
+    return [...this.rows.values()].sort((a, b) => rowKey(a).localeCompare(rowKey(b)));
+  }
+}
+
+/** Merges row lists (e.g. stored days plus this gateway's unflushed delta), keeping hours in [from, to). */
+export function mergeUsage(lists: Iterable<readonly UsageRow[]>, from: number, to: number): UsageRow[] {
+  const t = new UsageTable();
+  for (const list of lists)
+    for (const r of list) {
+      const h = Date.parse(r.hour);
+      if (h >= from - 3_599_999 && h < to) t.addRow(r);
+    }
+  return t.list();
+}
+
+/** The days (YYYY-MM-DD) the hours in [from, to) fall on. */
+export function daysBetween(from: number, to: number): string[] {
+  const out: string[] = [];
+  for (let d = Math.floor(from / 86_400_000); d * 86_400_000 < to; d++)
+    out.push(new Date(d * 86_400_000).toISOString().slice(0, 10));
+  return out;
+}
+
+/** Token counts of a JSON response body or of one event/line of a stream; undefined when it carries none. */
+export function tokensOf(obj: unknown): { prompt: number; completion: number } | undefined {
+  if (!obj || typeof obj !== "object") return undefined;
+  const o = obj as {
+    usage?: { prompt_tokens?: unknown; completion_tokens?: unknown };
+    prompt_eval_count?: unknown;
+    eval_count?: unknown;
+    done?: unknown;
+  };
+  if (o.usage && typeof o.usage === "object") {
+    const p = Number(o.usage.prompt_tokens ?? 0),
+      c = Number(o.usage.completion_tokens ?? 0);
+    return { prompt: Number.isFinite(p) ? p : 0, completion: Number.isFinite(c) ? c : 0 };
+  }
+  if (o.prompt_eval_count !== undefined || o.eval_count !== undefined) {
+    const p = Number(o.prompt_eval_count ?? 0),
+      c = Number(o.eval_count ?? 0);
+    return { prompt: Number.isFinite(p) ? p : 0, completion: Number.isFinite(c) ? c : 0 };
+  }
+  return undefined;
+}
+
+/**
+ * Reads token counts out of a response as it passes, without holding it: a JSON body is kept (bounded) and parsed at
+ * the end; NDJSON and SSE are scanned line by line for the last line that carries counts.
+ */
+export class UsageScanner {
+  private readonly kind: "json" | "ndjson" | "sse" | "other";
+  private buf = "";
+  private tooBig = false;
+  tokens: { prompt: number; completion: number } | undefined;
+
+  constructor(contentType: string) {
+    this.kind = contentType.includes("text/event-stream")
+      ? "sse"
+      : contentType.includes("ndjson")
+        ? "ndjson"
+        : contentType.includes("json")
+          ? "json"
+          : "other";
+  }
+
+  push(chunk: Buffer): void {
+    if (this.kind === "other" || this.tooBig) return;
+    if (this.kind === "json") {
+      if (this.buf.length + chunk.length > 4 << 20) {
+        this.tooBig = true;
+        this.buf = "";
+        return;
+      }
+      this.buf += chunk.toString("utf8");
+      return;
+    }
+    // Only lines that can carry counts are parsed: the token events in between are skipped by a substring test.
+    this.buf += chunk.toString("utf8");
+    let nl: number;
+    while ((nl = this.buf.indexOf("\n")) >= 0) {
+      const line = this.buf.slice(0, nl);
+      this.buf = this.buf.slice(nl + 1);
+      this.line(line);
+    }
+    if (this.buf.length > 1 << 20) this.buf = "";
+  }
+
+  private line(line: string): void {
+    if (!line.includes('"usage"') && !line.includes('"eval_count"') && !line.includes('"prompt_eval_count"')) return;
+    const json = this.kind === "sse" ? (line.startsWith("data:") ? line.slice(5).trim() : "") : line;
+    if (!json) return;
+    try {
+      this.tokens = tokensOf(JSON.parse(json)) ?? this.tokens;
+    } catch {
+      /* not JSON: nothing to count */
+    }
+  }
+
+  end(): { prompt: number; completion: number } | undefined {
+    if (this.kind === "json" && this.buf) {
+      try {
+        this.tokens = tokensOf(JSON.parse(this.buf)) ?? this.tokens;
+      } catch {
+        /* not JSON */
+      }
+      this.buf = "";
+    } else if (this.buf) this.line(this.buf);
+    return this.tokens;
+  }
+}
+
+/**
+ * An OpenAI streaming request that did not ask for usage gets `stream_options.include_usage` added, so its tokens can
+ * be metered; the extra usage-only event is then taken out of the stream the client sees. Returns the body to send
+ * and whether to filter, or undefined when the body is left alone.
+ */
+export function addStreamUsage(body: Buffer): { body: Buffer } | undefined {
+  if (body.indexOf('"stream"') < 0) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString("utf8"));
+  } catch {
+    return undefined;
+  }
+  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) return undefined;
+  const o = parsed as { stream?: unknown; stream_options?: { include_usage?: unknown } | null };
+  if (o.stream !== true) return undefined;
+  if (o.stream_options && typeof o.stream_options === "object" && o.stream_options.include_usage !== undefined)
+    return undefined;
+  const options = o.stream_options && typeof o.stream_options === "object" ? o.stream_options : {};
+  return { body: Buffer.from(JSON.stringify({ ...o, stream_options: { ...options, include_usage: true } })) };
+}
+
+/**
+ * Drops the usage-only chunk (`"choices":[]` with `"usage"`) from an SSE stream, passing every other event on as soon
+ * as it is complete. Events are separated by a blank line.
+ */
+export class UsageEventFilter {
+  private pending = "";
+
+  /** The bytes to send now for this chunk. */
+  push(chunk: Buffer): string {
+    this.pending += chunk.toString("utf8");
+    let out = "";
+    let end: number;
+    while ((end = this.pending.indexOf("\n\n")) >= 0) {
+      const event = this.pending.slice(0, end + 2);
+      this.pending = this.pending.slice(end + 2);
+      if (!isUsageOnly(event)) out += event;
+    }
+    return out;
+  }
+
+  end(): string {
+    const rest = this.pending;
+    this.pending = "";
+    return isUsageOnly(rest) ? "" : rest;
+  }
+}
+
+function isUsageOnly(event: string): boolean {
+  if (!event.includes('"usage"') || !event.includes('"choices":[]')) return false;
+  const data = event.trim();
+  if (!data.startsWith("data:")) return false;
+  try {
+    const o = JSON.parse(data.slice(5).trim()) as { choices?: unknown[]; usage?: unknown };
+    return Array.isArray(o.choices) && o.choices.length === 0 && o.usage !== undefined;
+  } catch {
+    return false;
+  }
+}

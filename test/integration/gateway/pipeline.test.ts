@@ -1,0 +1,210 @@
+// The gateway's request pipeline with the in-process seams (memory.ts: one app, keys in a Map, usage in memory) in
+// front of a real `gantry serve` on the tiny model: what a one-off local server (`gantry run app.ts::chat`) gets, and
+// the paths that need no cluster to be shown: a pod that refuses connections, the hold while an app has no pod, keep-
+// alives, concurrency limits, hop-by-hop and Authorization headers, shutdown. The same code runs in the cluster
+// (cluster.test.ts).
+import assert from "node:assert/strict";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { after, before, test } from "node:test";
+import OpenAI from "openai";
+import { silentLogger } from "../../../server/common/logger.ts";
+import { parseGatewayConfig } from "../../../server/gateway/config.ts";
+import { Gateway } from "../../../server/gateway/gateway.ts";
+import { endpointAt, MemoryKeys, MemoryUsage, StaticApps } from "../../../server/gateway/memory.ts";
+import { tinyModelPath } from "../../support/models.ts";
+import { sumMetric } from "../../support/operator.ts";
+import { createModel, freePort, startTestServer, type TestServer } from "../../support/server.ts";
+
+let upstream: TestServer, echo: http.Server, echoUrl: string;
+let gateway: Gateway, server: http.Server, base: string;
+const apps = new StaticApps(),
+  keys = new MemoryKeys(),
+  usage = new MemoryUsage();
+let key: string;
+const seen: Array<{ url: string; headers: http.IncomingHttpHeaders }> = [];
+
+const listen = async (s: http.Server): Promise<string> => {
+  await new Promise<void>((r) => s.listen(0, "127.0.0.1", () => r()));
+  return `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
+};
+
+before(async () => {
+  upstream = await startTestServer({ env: { GANTRY_NUM_PARALLEL: "2" } });
+  await createModel(upstream.url, "tiny", await tinyModelPath({ controlLogit: -8 }));
+  // A stand-in pod that shows what it received.
+  echo = http.createServer((req, res) => {
+    seen.push({ url: req.url ?? "", headers: req.headers });
+    req.resume();
+    req.on("end", () => {
+      res.writeHead(200, { "content-type": "application/json", connection: "keep-alive", "x-pod": "echo" });
+      res.end(JSON.stringify({ ok: true }));
+    });
+  });
+  echoUrl = await listen(echo);
+  apps.set({ org: "local", name: "chat", auth: "private", uid: "1" }, [endpointAt(upstream.url)]);
+  apps.set({ org: "local", name: "echo", auth: "public", uid: "2" }, [endpointAt(echoUrl)]);
+  gateway = new Gateway({
+    config: parseGatewayConfig({
+      maxBodyBytes: 4096,
+      limits: { requestsPerSecond: 0, burst: 1, concurrent: 2 },
+      hold: { timeoutSeconds: 30, maxPerApp: 4, keepAliveSeconds: 1 },
+      upstream: { retrySeconds: 5 },
+    }),
+    apps,
+    keys,
+    usage,
+    logger: silentLogger,
+  });
+  server = http.createServer(gateway.handle);
+  base = await listen(server);
+  key = (await keys.create("local", { scope: "api" })).key;
+});
+
+after(async () => {
+  server?.closeAllConnections();
+  server?.close();
+  await gateway?.close(0);
+  echo?.close();
+  await upstream?.stop();
+});
+
+const chatBody = (stream: boolean, max: number) =>
+  JSON.stringify({ model: "tiny", messages: [{ role: "user", content: "hi" }], max_tokens: max, stream });
+
+test("the openai client through the in-process gateway; usage is metered from the answer", async () => {
+  const openai = new OpenAI({ baseURL: `${base}/local/chat/v1`, apiKey: key });
+  const r = await openai.chat.completions.create({
+    model: "tiny",
+    messages: [{ role: "user", content: "Hello" }],
+    max_tokens: 7,
+  });
+  assert.equal(r.usage?.completion_tokens, 7);
+  const rows = usage.query("local", Date.now() - 3600_000, Date.now() + 1);
+  assert.equal(rows[0]?.completionTokens, 7);
+  assert.equal(rows[0]?.promptTokens, r.usage?.prompt_tokens);
+});
+
+test("headers: Authorization and hop-by-hop headers stay at the gateway; X-Request-Id and X-Forwarded-For go on", async () => {
+  const r = await new Promise<http.IncomingMessage>((resolve, reject) => {
+    const req = http.get(`${base}/local/echo/api/tags?x=1`, {
+      headers: { authorization: `Key ${key}`, "x-request-id": "abc-1", "keep-alive": "timeout=5", te: "trailers" },
+    });
+    req.once("response", resolve).once("error", reject);
+  });
+  r.resume();
+  assert.equal(r.statusCode, 200);
+  assert.equal(r.headers["x-request-id"], "abc-1");
+  assert.equal(r.headers["x-pod"], "echo");
+  const got = seen.at(-1)!;
+  assert.equal(got.url, "/api/tags?x=1");
+  assert.equal(got.headers.authorization, undefined);
+  assert.equal(got.headers["keep-alive"], undefined);
+  assert.equal(got.headers.te, undefined);
+  assert.equal(got.headers["x-request-id"], "abc-1");
+  assert.equal(got.headers["x-forwarded-for"], "127.0.0.1");
+});
+
+test("a pod that refuses connections is skipped; the request is answered by another", async () => {
+  const dead = `http://127.0.0.1:${await freePort()}`;
+  apps.set({ org: "local", name: "chat", auth: "private", uid: "1" }, [endpointAt(dead), endpointAt(upstream.url)]);
+  try {
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++)
+      statuses.push(
+        (await fetch(`${base}/local/chat/api/version`, { headers: { authorization: `Key ${key}` } })).status,
+      );
+    assert.deepEqual(statuses, [200, 200, 200, 200, 200, 200]);
+    assert.ok(sumMetric(await gateway.metrics.registry.metrics(), "gantry_gateway_upstream_retries_total") >= 1);
+  } finally {
+    apps.set({ org: "local", name: "chat", auth: "private", uid: "1" }, [endpointAt(upstream.url)]);
+  }
+});
+
+test("an app without a pod holds requests (SSE keep-alives) and sends them on when one appears; cold start is measured", async () => {
+  apps.set({ org: "local", name: "later", auth: "private", uid: "3" }, []);
+  const h = { authorization: `Key ${key}`, "content-type": "application/json" };
+  const sse = fetch(`${base}/local/later/v1/chat/completions`, { method: "POST", headers: h, body: chatBody(true, 5) });
+  const plain = fetch(`${base}/local/later/v1/chat/completions`, {
+    method: "POST",
+    headers: h,
+    body: chatBody(false, 3),
+  });
+  await new Promise((r) => setTimeout(r, 2300));
+  assert.deepEqual(gateway.loadSnapshot(), [{ namespace: "local", name: "later", inFlight: 2 }]);
+  apps.set({ org: "local", name: "later", auth: "private", uid: "3" }, [endpointAt(upstream.url, false)]);
+  const text = await (await sse).text();
+  const lines = text.split("\n").filter(Boolean);
+  assert.deepEqual(lines.slice(0, 2), [": warming up", ": warming up"]);
+  assert.equal(lines.at(-1), "data: [DONE]");
+  assert.ok(!text.includes('"usage"'), "the usage event the gateway asked for is not passed on");
+  assert.equal(((await (await plain).json()) as { usage: { completion_tokens: number } }).usage.completion_tokens, 3);
+  assert.equal(
+    sumMetric(await gateway.metrics.registry.metrics(), "gantry_gateway_cold_start_seconds_count", { app: "later" }),
+    1,
+    "the not-ready pod was health-checked by the gateway",
+  );
+  assert.deepEqual(gateway.loadSnapshot(), []);
+});
+
+test("a client that goes away while held stops waiting; the app keeps warming", async () => {
+  apps.set({ org: "local", name: "cold", auth: "private", uid: "4" }, []);
+  const ac = new AbortController();
+  const r = fetch(`${base}/local/cold/api/version`, { headers: { authorization: `Key ${key}` }, signal: ac.signal });
+  await new Promise((res) => setTimeout(res, 300));
+  ac.abort();
+  await assert.rejects(r);
+  await new Promise((res) => setTimeout(res, 100));
+  assert.deepEqual(gateway.loadSnapshot(), [{ namespace: "local", name: "cold", inFlight: 1 }], "still warming");
+  apps.delete("local", "cold");
+  await new Promise((res) => setTimeout(res, 400));
+  assert.deepEqual(gateway.loadSnapshot(), []);
+});
+
+test("per-key concurrency: the third concurrent request of a key gets 429 with Retry-After", async () => {
+  const h = { authorization: `Key ${key}`, "content-type": "application/json" };
+  const ac = new AbortController();
+  const long = [0, 1].map(() =>
+    fetch(`${base}/local/chat/v1/chat/completions`, {
+      method: "POST",
+      headers: h,
+      body: chatBody(true, 3000),
+      signal: ac.signal,
+    }),
+  );
+  const started = await Promise.all(long);
+  const third = await fetch(`${base}/local/chat/api/version`, { headers: h });
+  assert.equal(third.status, 429);
+  assert.equal(third.headers.get("retry-after"), "1");
+  assert.match(((await third.json()) as { error: string }).error, /concurrent requests/);
+  ac.abort();
+  for (const s of started) await s.body?.cancel().catch(() => undefined);
+  await new Promise((r) => setTimeout(r, 200));
+  assert.equal((await fetch(`${base}/local/chat/api/version`, { headers: h })).status, 200);
+});
+
+test("bad input: body too large 413, invalid JSON passed to the pod (400 in its shape)", async () => {
+  const h = { authorization: `Key ${key}`, "content-type": "application/json" };
+  const big = await fetch(`${base}/local/chat/api/chat`, { method: "POST", headers: h, body: "x".repeat(5000) });
+  assert.equal(big.status, 413);
+  assert.equal(typeof ((await big.json()) as { error: string }).error, "string");
+  const bad = await fetch(`${base}/local/chat/v1/chat/completions`, { method: "POST", headers: h, body: "{nope" });
+  assert.equal(bad.status, 400);
+  assert.equal(typeof ((await bad.json()) as { error: { message: string } }).error.message, "string");
+});
+
+test("shutdown: new requests get 503, a running stream finishes", async () => {
+  const h = { authorization: `Key ${key}`, "content-type": "application/json" };
+  const stream = await fetch(`${base}/local/chat/v1/chat/completions`, {
+    method: "POST",
+    headers: h,
+    body: chatBody(true, 200),
+  });
+  const closing = gateway.close(10_000);
+  const refused = await fetch(`${base}/local/chat/api/version`, { headers: h });
+  assert.equal(refused.status, 503);
+  const text = await stream.text();
+  assert.ok(text.trimEnd().endsWith("data: [DONE]"), "the running stream finished");
+  await closing;
+  assert.equal((await fetch(`${base}/readyz`)).status, 503);
+});

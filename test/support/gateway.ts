@@ -1,0 +1,54 @@
+// Runs `gantry gateway` as a real process against the test control plane, as a user runs it next to a cluster: its own
+// config file, the cluster's kubeconfig, a free port.
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { stringify } from "yaml";
+import type { ControlPlane } from "../cluster/control-plane.ts";
+import { sumMetric } from "./operator.ts";
+import { freePort, spawnGantry, type GantryProcess } from "./server.ts";
+
+export interface TestGateway {
+  url: string;
+  configFile: string;
+  logs(): string;
+  metrics(): Promise<string>;
+  metric(name: string, labels?: Record<string, string>): Promise<number>;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  /** Starts it again on the same port with the same config (after stop). */
+  restart(): Promise<void>;
+}
+
+export async function startTestGateway(
+  cp: Pick<ControlPlane, "kubeconfig">,
+  config: Record<string, unknown>,
+  port?: number,
+): Promise<TestGateway> {
+  port ??= await freePort();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gantry-gateway-"));
+  const configFile = path.join(dir, "gateway.yaml");
+  fs.writeFileSync(configFile, stringify({ ...config, listen: `127.0.0.1:${port}` }));
+  const url = `http://127.0.0.1:${port}`;
+  let out = "";
+  const spawn = () =>
+    spawnGantry(
+      ["gateway", "--config", configFile, "--kubeconfig", cp.kubeconfig],
+      { GANTRY_LOG_LEVEL: "debug" },
+      `${url}/readyz`,
+      (status) => status === 200,
+    );
+  let p: GantryProcess = await spawn();
+  const metrics = async () => (await fetch(`${url}/metrics`)).text();
+  return {
+    url,
+    configFile,
+    logs: () => out + p.logs(),
+    metrics,
+    metric: async (name, labels) => sumMetric(await metrics(), name, labels),
+    stop: (signal) => p.stop(signal),
+    restart: async () => {
+      out += p.logs();
+      p = await spawn();
+    },
+  };
+}

@@ -1,0 +1,57 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { decideAccess, decideAdmin, parseAuthorization, type KeyCheck } from "../../../server/gateway/auth.ts";
+
+const ID = "0123456789abcdef";
+const SECRET = "A".repeat(43);
+
+test("Authorization: Key or Bearer, scheme case-insensitive, key id and secret", () => {
+  for (const h of [`Key ${ID}:${SECRET}`, `key ${ID}:${SECRET}`, `BEARER ${ID}:${SECRET}`, `Key ${ID}:${SECRET}  `])
+    assert.deepEqual(parseAuthorization(h), { ok: true, keyId: ID, secret: SECRET }, h);
+  assert.deepEqual(parseAuthorization(undefined), { ok: false, reason: "missing" });
+  assert.deepEqual(parseAuthorization(""), { ok: false, reason: "missing" });
+  for (const h of [
+    "Key",
+    `Key${ID}:${SECRET}`,
+    `Basic ${ID}:${SECRET}`,
+    `Key ${ID}`,
+    `Key ${ID}:`,
+    `Key ${ID}:short`,
+    `Key ${ID.toUpperCase()}:${SECRET}`,
+    `Key ${ID}:${SECRET}x`,
+    "Bearer sk-openai-style",
+  ])
+    assert.deepEqual(parseAuthorization(h), { ok: false, reason: "malformed" }, h);
+});
+
+const key = (org: string, scope: "api" | "admin" = "api"): KeyCheck => ({ ok: true, key: { id: ID, org, scope } });
+const bad = (reason: "missing" | "unknown" | "expired"): KeyCheck => ({ ok: false, reason });
+
+test("auth modes: private needs the org's key, shared any valid key, public none", () => {
+  const table: Array<[string, KeyCheck, Record<string, number>]> = [
+    ["no key", bad("missing"), { private: 401, shared: 401, public: 200 }],
+    ["unknown", bad("unknown"), { private: 401, shared: 401, public: 200 }],
+    ["expired", bad("expired"), { private: 401, shared: 401, public: 200 }],
+    ["other org", key("other"), { private: 403, shared: 200, public: 200 }],
+    ["own org", key("acme"), { private: 200, shared: 200, public: 200 }],
+    ["own org admin", key("acme", "admin"), { private: 200, shared: 200, public: 200 }],
+  ];
+  for (const [name, check, want] of table)
+    for (const mode of ["private", "shared", "public"] as const) {
+      const d = decideAccess(mode, "acme", check);
+      assert.equal(d.allow ? 200 : d.status, want[mode], `${name} on ${mode}`);
+    }
+  const pub = decideAccess("public", "acme", key("other"));
+  assert.ok(pub.allow && pub.key?.org === "other", "a valid key on a public app is still attributed");
+});
+
+test("the management API: an admin key of that org only", () => {
+  const status = (c: KeyCheck) => {
+    const d = decideAdmin("acme", c);
+    return d.allow ? 200 : d.status;
+  };
+  assert.equal(status(bad("missing")), 401);
+  assert.equal(status(key("acme")), 403);
+  assert.equal(status(key("other", "admin")), 403);
+  assert.equal(status(key("acme", "admin")), 200);
+});

@@ -1,0 +1,39 @@
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { test } from "node:test";
+import { ConfigError } from "../../../server/common/config.ts";
+import { loadGatewayConfig, parseGatewayConfig } from "../../../server/gateway/config.ts";
+
+test("defaults", () => {
+  const c = parseGatewayConfig({});
+  assert.equal(c.listen, "0.0.0.0:8080");
+  assert.deepEqual(c.operatorUrls, []);
+  assert.equal(c.hold.timeoutSeconds, 600);
+  assert.equal(c.limits.orgs && Object.keys(c.limits.orgs).length, 0);
+});
+
+test("every invalid key is reported; unknown keys are refused", () => {
+  try {
+    parseGatewayConfig({ listen: 1, operatorUrls: ["not a url"], hold: { maxPerApp: -1 }, nonsense: true });
+    assert.fail("accepted");
+  } catch (e) {
+    assert.ok(e instanceof ConfigError);
+    const text = e.issues.join("\n");
+    for (const k of ["listen", "operatorUrls.0", "hold.maxPerApp", "nonsense"])
+      assert.match(text, new RegExp(k.replace(".", "\\.")));
+  }
+});
+
+test("a YAML file, with flags over it", () => {
+  const f = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "gw-config-")), "gateway.yaml");
+  fs.writeFileSync(
+    f,
+    "listen: 127.0.0.1:9000\nlimits: { requestsPerSecond: 5, burst: 5, concurrent: 2, orgs: { acme: { concurrent: 9 } } }\n",
+  );
+  const c = loadGatewayConfig(f, { listen: "127.0.0.1:9001" });
+  assert.equal(c.listen, "127.0.0.1:9001");
+  assert.equal(c.limits.orgs.acme?.concurrent, 9);
+  assert.throws(() => loadGatewayConfig("/no/such/file"), /cannot read config file/);
+});

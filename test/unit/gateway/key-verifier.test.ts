@@ -1,0 +1,53 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { KeyVerifier } from "../../../server/gateway/key-verifier.ts";
+import { hashSecret, type KeyRecord } from "../../../server/gateway/keys.ts";
+
+const SECRET = "s".repeat(43);
+const rec = (over: Partial<KeyRecord> = {}): KeyRecord => ({
+  id: "0123456789abcdef",
+  org: "acme",
+  hash: hashSecret(SECRET),
+  scope: "api",
+  name: "",
+  created: "2026-01-01T00:00:00Z",
+  version: "1",
+  ...over,
+});
+
+test("results are cached per key version: a change or deletion of the key applies at once", () => {
+  let records: KeyRecord[] = [rec()];
+  let lookups = 0;
+  const v = new KeyVerifier(
+    {
+      byId: () => {
+        lookups++;
+        return records;
+      },
+    },
+    60_000,
+  );
+  assert.deepEqual(v.check("0123456789abcdef", SECRET, 0), {
+    ok: true,
+    key: { id: "0123456789abcdef", org: "acme", scope: "api" },
+  });
+  assert.equal(v.check("0123456789abcdef", "x".repeat(43), 0).ok, false);
+  records = [rec({ version: "2", scope: "admin" })];
+  const after = v.check("0123456789abcdef", SECRET, 1);
+  assert.ok(after.ok && after.key.scope === "admin", "a new version is verified again");
+  records = [];
+  assert.deepEqual(v.check("0123456789abcdef", SECRET, 2), { ok: false, reason: "unknown" }, "revoked");
+  assert.ok(lookups >= 4);
+});
+
+test("an expiry ends a cached success; a copied key id in another org cannot shadow the real key", () => {
+  const records = [
+    rec({ org: "evil", hash: hashSecret("e".repeat(43)), version: "9" }),
+    rec({ expires: "2026-01-01T00:00:10Z" }),
+  ];
+  const v = new KeyVerifier({ byId: () => records }, 60_000);
+  const now = Date.parse("2026-01-01T00:00:00Z");
+  const first = v.check("0123456789abcdef", SECRET, now);
+  assert.ok(first.ok && first.key.org === "acme");
+  assert.deepEqual(v.check("0123456789abcdef", SECRET, now + 11_000), { ok: false, reason: "expired" });
+});

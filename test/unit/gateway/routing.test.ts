@@ -1,0 +1,85 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { isDnsLabel, route, shapeOf } from "../../../server/gateway/routing.ts";
+
+test("app routes: org and app are stripped, the rest and the query go to the pod", () => {
+  assert.deepEqual(route("POST", "/acme/chat/v1/chat/completions?x=1"), {
+    kind: "app",
+    org: "acme",
+    app: "chat",
+    rest: "/v1/chat/completions",
+    query: "?x=1",
+    shape: "openai",
+  });
+  for (const [method, rest] of [
+    ["GET", "/v1/models"],
+    ["GET", "/v1/models/chat:latest"],
+    ["GET", "/v1/models/hf.co%2Facme%2Fx"],
+    ["POST", "/v1/completions"],
+    ["POST", "/v1/embeddings"],
+    ["POST", "/api/chat"],
+    ["POST", "/api/generate"],
+    ["POST", "/api/embed"],
+    ["GET", "/api/tags"],
+    ["POST", "/api/show"],
+    ["GET", "/api/ps"],
+    ["GET", "/api/version"],
+    ["HEAD", "/api/version"],
+  ] as const) {
+    const r = route(method, `/acme/chat${rest}`);
+    assert.equal(r.kind, "app", `${method} ${rest}`);
+  }
+  assert.equal((route("POST", "/acme/chat/api/tags") as { status: number }).status, 405);
+  assert.equal((route("POST", "/acme/chat/api/tags") as { allow: string }).allow, "GET");
+});
+
+test("the pods' management routes are refused with 403 in the API's shape", () => {
+  for (const rest of ["/api/pull", "/api/create", "/api/delete", "/api/copy", "/api/blobs/sha256-abc", "/api/push"]) {
+    const r = route("POST", `/acme/chat${rest}`);
+    assert.deepEqual(
+      [r.kind, (r as { status: number }).status, (r as { shape: string }).shape],
+      ["error", 403, "ollama"],
+    );
+  }
+});
+
+test("org and app must be DNS labels; unknown paths are 404; traversal is refused", () => {
+  const cases: Array<[string, number]> = [
+    ["/", 404],
+    ["/acme", 404],
+    ["/acme/", 404],
+    ["/Acme/chat/v1/models", 404],
+    ["/acme/chat_1/v1/models", 404],
+    [`/${"a".repeat(64)}/chat/v1/models`, 404],
+    ["/acme/chat/v1/nothing", 404],
+    ["/acme/chat/metrics", 404],
+    ["/acme/chat/health", 404],
+    ["/acme/chat/v1/../api/pull", 400],
+    ["/acme/chat//api/pull", 400],
+    ["/acme/chat/api/%70ull", 400],
+  ];
+  for (const [url, status] of cases) {
+    const r = route("GET", url);
+    assert.equal(r.kind, "error", url);
+    assert.equal((r as { status: number }).status, status, url);
+  }
+  assert.equal((route("GET", "/acme/nope/v1/x") as { shape: string }).shape, "openai");
+  assert.equal((route("GET", "/acme/nope/api/x") as { shape: string }).shape, "ollama");
+});
+
+test("gateway routes", () => {
+  assert.deepEqual(route("GET", "/healthz"), { kind: "system", path: "/healthz" });
+  assert.deepEqual(route("GET", "/metrics"), { kind: "system", path: "/metrics" });
+  assert.deepEqual(route("GET", "/_gantry/v1/orgs/acme/keys?x"), {
+    kind: "management",
+    rest: "/_gantry/v1/orgs/acme/keys",
+    query: "?x",
+  });
+});
+
+test("DNS labels and shapes", () => {
+  for (const ok of ["a", "acme", "org-1", "1org", "a".repeat(63)]) assert.ok(isDnsLabel(ok), ok);
+  for (const bad of ["", "-a", "a-", "A", "a.b", "a_b", "a".repeat(64)]) assert.ok(!isDnsLabel(bad), bad);
+  assert.equal(shapeOf("/v1"), "openai");
+  assert.equal(shapeOf("/v1x"), "ollama");
+});

@@ -1,0 +1,108 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import {
+  addStreamUsage,
+  daysBetween,
+  hourOf,
+  mergeUsage,
+  tokensOf,
+  UsageEventFilter,
+  UsageScanner,
+  UsageTable,
+} from "../../../server/gateway/usage.ts";
+
+const T = Date.parse("2026-05-01T10:30:00Z");
+
+test("hourly rows per app and key add up; merging keeps the hours asked for", () => {
+  const t = new UsageTable();
+  const base = { org: "acme", app: "chat", keyId: "k1", promptTokens: 3, completionTokens: 5, durationMs: 10 };
+  t.add({ ...base, status: 200, at: T });
+  t.add({ ...base, status: 503, at: T + 60_000 });
+  t.add({ ...base, keyId: "k2", status: 200, at: T });
+  t.add({ ...base, status: 200, at: T + 3_600_000 });
+  const rows = t.list();
+  assert.equal(rows.length, 3);
+  assert.deepEqual(rows[0], {
+    hour: "2026-05-01T10:00:00.000Z",
+    app: "chat",
+    keyId: "k1",
+    requests: 2,
+    errors: 1,
+    promptTokens: 6,
+    completionTokens: 10,
+    durationMs: 20,
+  });
+  const merged = mergeUsage([rows, rows], Date.parse("2026-05-01T10:45:00Z"), Date.parse("2026-05-01T11:00:00Z"));
+  assert.deepEqual(
+    merged.map((r) => [r.keyId, r.requests]),
+    [
+      ["k1", 4],
+      ["k2", 2],
+    ],
+  );
+  assert.equal(hourOf(T), "2026-05-01T10:00:00.000Z");
+  assert.deepEqual(daysBetween(Date.parse("2026-04-30T23:00:00Z"), Date.parse("2026-05-01T01:00:00Z")), [
+    "2026-04-30",
+    "2026-05-01",
+  ]);
+});
+
+test("tokens from OpenAI usage and Ollama eval counts", () => {
+  assert.deepEqual(tokensOf({ usage: { prompt_tokens: 4, completion_tokens: 9 } }), { prompt: 4, completion: 9 });
+  assert.deepEqual(tokensOf({ done: true, prompt_eval_count: 7, eval_count: 2 }), { prompt: 7, completion: 2 });
+  assert.equal(tokensOf({ choices: [] }), undefined);
+  assert.equal(tokensOf(null), undefined);
+});
+
+test("the scanner reads counts from JSON, NDJSON and SSE answers split anywhere", () => {
+  const feed = (type: string, text: string, cut: number) => {
+    const s = new UsageScanner(type);
+    const b = Buffer.from(text);
+    for (let i = 0; i < b.length; i += cut) s.push(b.subarray(i, i + cut));
+    return s.end();
+  };
+  const json = JSON.stringify({ choices: [{}], usage: { prompt_tokens: 2, completion_tokens: 3 } });
+  const ndjson = `${JSON.stringify({ response: "a", done: false })}\n${JSON.stringify({ done: true, prompt_eval_count: 5, eval_count: 6 })}\n`;
+  const sse = `data: {"choices":[{"delta":{"content":"x"}}]}\n\ndata: {"choices":[],"usage":{"prompt_tokens":8,"completion_tokens":1}}\n\ndata: [DONE]\n\n`;
+  for (const cut of [1, 7, 1000]) {
+    assert.deepEqual(feed("application/json; charset=utf-8", json, cut), { prompt: 2, completion: 3 });
+    assert.deepEqual(feed("application/x-ndjson", ndjson, cut), { prompt: 5, completion: 6 });
+    assert.deepEqual(feed("text/event-stream", sse, cut), { prompt: 8, completion: 1 });
+  }
+  assert.equal(feed("text/plain", json, 10), undefined);
+});
+
+test("a streaming OpenAI request gets include_usage when it did not ask; the usage-only event is dropped again", () => {
+  const asked = addStreamUsage(Buffer.from(JSON.stringify({ model: "m", stream: true, messages: [] })));
+  assert.deepEqual(JSON.parse(asked!.body.toString()), {
+    model: "m",
+    stream: true,
+    messages: [],
+    stream_options: { include_usage: true },
+  });
+  for (const body of [
+    { stream: false },
+    { model: "m" },
+    { stream: true, stream_options: { include_usage: false } },
+    { stream: true, stream_options: { include_usage: true } },
+  ])
+    assert.equal(addStreamUsage(Buffer.from(JSON.stringify(body))), undefined, JSON.stringify(body));
+  assert.equal(addStreamUsage(Buffer.from('{"stream": tru')), undefined);
+
+  const events = [
+    'data: {"choices":[{"delta":{"content":"a"}}]}\n\n',
+    'data: {"choices":[{"delta":{},"finish_reason":"length"}]}\n\n',
+    'data: {"id":"x","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}\n\n',
+    "data: [DONE]\n\n",
+  ];
+  const whole = Buffer.from(events.join(""));
+  for (const cut of [1, 5, whole.length]) {
+    const f = new UsageEventFilter();
+    let out = "";
+    for (let i = 0; i < whole.length; i += cut) out += f.push(whole.subarray(i, i + cut));
+    out += f.end();
+    assert.equal(out, events[0]! + events[1]! + events[3]!);
+  }
+  const f = new UsageEventFilter();
+  assert.equal(f.push(Buffer.from(events[0]!)), events[0], "an event passes as soon as it is complete");
+});
