@@ -44,6 +44,9 @@ function serverEnv(app: ResolvedApp, config: Pick<OperatorConfig, "serverPort">)
     GANTRY_KEEP_ALIVE: server.keepAlive,
     GANTRY_NUM_PARALLEL: String(server.parallel),
     GANTRY_CONTEXT_LENGTH: String(server.contextLength),
+    // A pod behind the gateway fetches no URLs on a caller's behalf (image_url parts must be data URLs); an app may
+    // turn it on through spec.env.
+    GANTRY_ALLOW_REMOTE_IMAGES: "false",
     // Inference threads follow the CPU request, so replicas never oversubscribe their share of a node.
     ...(cpus !== undefined && cpus >= 1 ? { GANTRY_THREADS: String(Math.floor(cpus)) } : {}),
   };

@@ -6,9 +6,12 @@ import { Arrivals } from "./arrivals.ts";
 import { embedTexts } from "./embedding.ts";
 import { commonPrefixLength, contextOverflow, runGeneration } from "./generation.ts";
 import { GrammarCache } from "./grammars.ts";
+import { DEFAULT_MAX_IMAGE_BYTES, type ImageLimits } from "./image-decode.ts";
+import { imagePrefill, imagePrompt } from "./image-prompt.ts";
 import { llamaRuntime, setThreadpoolPoll, type EngineBuildMode } from "./llama-runtime.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { ModelRegistry, shuttingDown, type LoadRequest } from "./model-registry.ts";
+import { DEFAULT_MAX_IMAGE_PIXELS } from "./native/mtmd.ts";
 import { buildPrompt, type RenderTemplate } from "./prompt.ts";
 import { resolveSampling } from "./sampling.ts";
 import { resolveThreads } from "./threads.ts";
@@ -56,6 +59,8 @@ export interface EngineOptions {
    * decode steps).
    */
   threadpoolPoll?: number;
+  /** Limits on request images (vision models): encoded bytes and decoded pixels. */
+  imageLimits?: Partial<ImageLimits>;
 }
 
 export async function createEngine(opts: EngineOptions): Promise<Engine & { readonly threads: number }> {
@@ -68,6 +73,10 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
   };
   setThreadpoolPoll(opts.threadpoolPoll ?? 50);
   const metrics = opts.metrics ?? {};
+  const imageLimits: ImageLimits = {
+    maxBytes: opts.imageLimits?.maxBytes ?? DEFAULT_MAX_IMAGE_BYTES,
+    maxPixels: opts.imageLimits?.maxPixels ?? DEFAULT_MAX_IMAGE_PIXELS,
+  };
   const registry = new ModelRegistry({
     llama,
     logger: opts.logger,
@@ -109,38 +118,59 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
             chatWrapper: loaded.chatWrapper,
             renderTemplate: opts.renderTemplate,
             vocabSize: loaded.vocabSize,
+            ...(loaded.projector ? { imageMarker: loaded.projector.info.marker } : {}),
           },
           req.input,
         );
-        if (prompt.tokens.length >= loaded.contextLength)
-          throw contextOverflow(prompt.tokens.length, loaded.contextLength);
-        const grammar = await grammars.get(req.format);
-        // Waiting for a sequence to free up can take a whole generation: nobody should wait for this one meanwhile.
-        if (loaded.pool.busy >= loaded.parallel) req.arrival?.settle();
-        const slot = await loaded.pool.acquire(signal, (s) => commonPrefixLength(s.tokens, prompt.tokens));
+        const images =
+          prompt.withImages && loaded.projector
+            ? await imagePrompt(llama, loaded.projector, prompt.withImages, imageLimits)
+            : undefined;
         try {
-          yield* runGeneration({
-            loaded,
-            slot,
-            promptTokens: prompt.tokens,
-            stopStrings: prompt.stopStrings,
-            sampling,
-            grammar,
-            signal,
-            metrics,
-            startedNs,
-            loadDurationNs,
-            admission: opts.disableDecodeSync ? undefined : { arrival: req.arrival, arrivals },
-            ...(req.logprobs ? { logprobs: req.logprobs } : {}),
-            ...(req.returnTokens ? { returnTokens: true } : {}),
-          });
+          const promptTokens = images?.tokens ?? prompt.tokens;
+          if (promptTokens.length >= loaded.contextLength)
+            throw contextOverflow(promptTokens.length, loaded.contextLength);
+          const grammar = await grammars.get(req.format);
+          // Waiting for a sequence to free up can take a whole generation: nobody should wait for this one meanwhile.
+          if (loaded.pool.busy >= loaded.parallel) req.arrival?.settle();
+          const slot = await loaded.pool.acquire(signal, (s) => commonPrefixLength(s.tokens, promptTokens));
+          try {
+            yield* runGeneration({
+              loaded,
+              slot,
+              promptTokens,
+              stopStrings: prompt.stopStrings,
+              sampling,
+              grammar,
+              signal,
+              metrics,
+              startedNs,
+              loadDurationNs,
+              admission: opts.disableDecodeSync ? undefined : { arrival: req.arrival, arrivals },
+              ...(req.logprobs ? { logprobs: req.logprobs } : {}),
+              ...(req.returnTokens ? { returnTokens: true } : {}),
+              ...(images
+                ? {
+                    images: imagePrefill({
+                      prompt: images,
+                      batcher: loaded.batcher,
+                      projector: loaded.projector!,
+                      context: loaded.context,
+                      onEncode: (seconds) => metrics.onImageEncode?.(loaded.spec.name, seconds),
+                    }),
+                  }
+                : {}),
+            });
+          } finally {
+            loaded.releaseSequence(slot, (err) =>
+              opts.logger.warn(
+                { model: loaded.spec.name, err: err instanceof Error ? err.message : String(err) },
+                "could not move a busy sequence into a gap among the busy ones; this model's steps may take extra passes",
+              ),
+            );
+          }
         } finally {
-          loaded.releaseSequence(slot, (err) =>
-            opts.logger.warn(
-              { model: loaded.spec.name, err: err instanceof Error ? err.message : String(err) },
-              "could not move a busy sequence into a gap among the busy ones; this model's steps may take extra passes",
-            ),
-          );
+          await images?.dispose();
         }
       } finally {
         registry.release(loaded);

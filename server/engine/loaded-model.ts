@@ -11,6 +11,7 @@ import {
 import { setLongTimeout, type LongTimeout } from "../common/long-timeout.ts";
 import { DecodeSync } from "./decode-sync.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
+import { loadProjector, mtmdAvailable, type Projector } from "./native/mtmd.ts";
 import { SequencePool } from "./sequence-pool.ts";
 import { decodeTurnsFor, INLINE_DECODE, Slot, StepBatcher, type NativeContext } from "./step-batcher.ts";
 import type { ModelSpec } from "./types.ts";
@@ -55,6 +56,8 @@ export class LoadedModel {
   readonly inlineSampling: boolean;
   /** Tokens in the vocabulary (valid ids are 0 to vocabSize - 1). */
   readonly vocabSize: number;
+  /** A vision model's projector (spec.projector loaded with mtmd): the model takes images. */
+  readonly projector: Projector | undefined;
   private readonly threads: number;
   private embeddingContext: Promise<LlamaEmbeddingContext> | undefined;
   /** Requests (and loads) holding this model: it is idle, and may be evicted, at 0. */
@@ -86,7 +89,9 @@ export class LoadedModel {
     inlineSampling: boolean;
     moveSequences: boolean;
     metrics: EngineMetricsSink;
+    projector: Projector | undefined;
   }) {
+    this.projector = init.projector;
     this.moveSequences = init.moveSequences;
     this.metrics = init.metrics;
     this.spec = init.spec;
@@ -155,6 +160,11 @@ export class LoadedModel {
         (model.fileInfo.metadata.tokenizer?.chat_template
           ? resolveChatWrapper(model, { type: "jinjaTemplate" })
           : undefined) ?? resolveChatWrapper(model);
+      // A vision model's projector: without the patched build's image input the model still serves text.
+      const projector =
+        o.spec.projector !== undefined && mtmdAvailable(o.llama)
+          ? await loadProjector(model, o.spec.projector, { threads: o.threads })
+          : undefined;
       const loadDurationNs = Number(process.hrtime.bigint() - started);
       o.metrics.onLoad?.(name, loadDurationNs / 1e9);
       return new LoadedModel({
@@ -175,6 +185,7 @@ export class LoadedModel {
         inlineSampling: inlineSampling(context),
         moveSequences: o.moveSequences,
         metrics: o.metrics,
+        projector,
       });
     } catch (e) {
       await model.dispose();
@@ -253,6 +264,7 @@ export class LoadedModel {
     await this.batcher.drained();
     const emb = this.embeddingContext;
     if (emb) await (await emb.catch(() => undefined))?.dispose();
+    await this.projector?.dispose();
     await this.context.dispose();
     await this.model.dispose();
   }

@@ -115,7 +115,11 @@ export async function pullModel(refText: string, opts: PullOptions): Promise<Pul
     modelDigests.length > 1
       ? await linkSplitParts(store.root, store.blobs, modelDigests)
       : store.blobs.path(modelDigests[0]!);
-  const config = await modelConfig(modelPath, log);
+  const config = await modelConfig(
+    modelPath,
+    log,
+    layers.some((l) => l.mediaType === layerMediaType("projector")),
+  );
   const configBlob = await store.blobs.put(Buffer.from(JSON.stringify(config), "utf8"));
 
   progress({ status: "writing manifest" });
@@ -242,13 +246,13 @@ async function fetchTextLayer(
 }
 
 // What `gantry list` shows without opening the GGUF; a header the reader cannot parse still gives a usable model.
-async function modelConfig(modelPath: string, log: Logger): Promise<ModelConfig> {
+async function modelConfig(modelPath: string, log: Logger, projector: boolean): Promise<ModelConfig> {
   try {
     const s = await readGgufSummary(modelPath);
     return {
       model_format: "gguf",
       model_family: s.architecture,
-      model_families: [s.architecture],
+      model_families: projector ? [s.architecture, "clip"] : [s.architecture],
       model_type: s.parameterSize,
       file_type: s.quantizationLevel,
     };

@@ -129,6 +129,9 @@ export class ModelStore implements ModelResolver {
       ? await readGgufSummary(layers.model.path, { verbose: true })
       : await this.gguf.get(layers.model.digest, layers.model.path);
     const template = layers.template ?? summary.chatTemplate;
+    const projector = layers.projector
+      ? await this.gguf.get(layers.projector.digest, layers.projector.path)
+      : undefined;
     const parameters = formatParameters(layers.parameters);
     return {
       ...(layers.licenses.length ? { license: layers.licenses.join("\n") } : {}),
@@ -136,6 +139,7 @@ export class ModelStore implements ModelResolver {
         displayName,
         modelPath: layers.model.path,
         adapterPaths: layers.adapters.map((a) => a.path),
+        ...(layers.projector ? { projectorPath: layers.projector.path } : {}),
         ...(layers.template !== undefined ? { template: layers.template } : {}),
         ...(layers.system !== undefined ? { system: layers.system } : {}),
         parameters: layers.parameters,
@@ -145,9 +149,12 @@ export class ModelStore implements ModelResolver {
       ...(parameters ? { parameters } : {}),
       ...(template !== undefined ? { template } : {}),
       ...(layers.system !== undefined ? { system: layers.system } : {}),
-      details: detailsOf(summary),
+      details: projector
+        ? { ...detailsOf(summary), families: [summary.architecture, projector.architecture] }
+        : detailsOf(summary),
       model_info: summary.modelInfo,
       capabilities: modelCapabilities({ isEmbedding: summary.isEmbedding, hasProjector: !!layers.projector }),
+      ...(projector ? { projector_info: projector.modelInfo } : {}),
       modified_at: modifiedAt.toISOString(),
       ...(layers.messages.length ? { messages: layers.messages } : {}),
     };

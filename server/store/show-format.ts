@@ -21,6 +21,8 @@ export interface ModelfileInput {
   displayName: string;
   modelPath: string;
   adapterPaths: string[];
+  /** A vision model's projector GGUF: a second FROM line. */
+  projectorPath?: string;
   template?: string;
   system?: string;
   parameters: ModelParameters;
@@ -36,6 +38,7 @@ export function renderModelfile(m: ModelfileInput): string {
     `# FROM ${m.displayName}`,
     "",
     `FROM ${m.modelPath}`,
+    ...(m.projectorPath !== undefined ? [`FROM ${m.projectorPath}`] : []),
     ...m.adapterPaths.map((p) => `ADAPTER ${p}`),
   ];
   if (m.template !== undefined) lines.push(`TEMPLATE ${quoteBlock(m.template)}`);

@@ -12,6 +12,7 @@ import {
   withInFlight,
   type GenerationPlan,
 } from "../generation.ts";
+import { DEFAULT_IMAGE_INPUT } from "../images.ts";
 import { logprobsRequest, openaiChatLogprobs, openaiCompletionLogprobs } from "../logprobs.ts";
 import { clientAbortSignal, startSse } from "../streams.ts";
 import { embedInputs, truncateDims } from "../routes/embed.ts";
@@ -85,7 +86,7 @@ export function openaiRoutes(deps: ServerDeps): Router {
     if (wantsThinking(body.reasoning_effort)) await requireCapability(deps, model, "thinking", "reasoning_effort");
     const plan: GenerationPlan = {
       model,
-      input: { kind: "chat", messages: toChatMessages(body.messages) },
+      input: { kind: "chat", messages: await toChatMessages(body.messages, deps.config.images ?? DEFAULT_IMAGE_INPUT) },
       options: samplingFromOpenAI(body),
       format: formatFromOpenAI(body),
       logprobs: logprobsRequest(body.logprobs, body.top_logprobs),
@@ -173,15 +174,7 @@ export function openaiRoutes(deps: ServerDeps): Router {
 
   r.get("/v1/models", async (_req, res) => {
     const models = await deps.store.list();
-    res.json({
-      object: "list",
-      data: models.map((m) => ({
-        id: m.name,
-        object: "model",
-        created: Math.floor(m.modifiedAt.getTime() / 1000),
-        owned_by: "library",
-      })),
-    });
+    res.json({ object: "list", data: await Promise.all(models.map((m) => openaiModel(deps, m))) });
   });
 
   r.get("/v1/models/*id", async (req, res) => {
@@ -189,7 +182,7 @@ export function openaiRoutes(deps: ServerDeps): Router {
     const id = Array.isArray(raw) ? raw.join("/") : raw;
     const m = (await deps.store.list()).find((x) => x.name === id || x.name === `${id}:latest`);
     if (!m) throw new AppError("MODEL_NOT_FOUND", `model "${id}" not found`, { param: "model" });
-    res.json({ id: m.name, object: "model", created: Math.floor(m.modifiedAt.getTime() / 1000), owned_by: "library" });
+    res.json(await openaiModel(deps, m));
   });
 
   r.post("/v1/embeddings", async (req, res) => {
@@ -216,4 +209,19 @@ export function openaiRoutes(deps: ServerDeps): Router {
   });
 
   return r;
+}
+
+/** A model as /v1/models lists it, with what it can do (capabilities: "completion", "vision", "embedding"). */
+async function openaiModel(deps: ServerDeps, m: { name: string; modifiedAt: Date }) {
+  const capabilities = await deps.store
+    .resolve(m.name)
+    .then((spec) => deps.store.capabilities(spec))
+    .catch(() => undefined);
+  return {
+    id: m.name,
+    object: "model",
+    created: Math.floor(m.modifiedAt.getTime() / 1000),
+    owned_by: "library",
+    ...(capabilities ? { capabilities } : {}),
+  };
 }
