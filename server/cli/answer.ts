@@ -53,6 +53,7 @@ const readImage = (file: string): string => {
     const code = (e as NodeJS.ErrnoException).code;
     throw new Error(
       `cannot read image ${file}: ${code === "ENOENT" ? "no such file" : code === "EISDIR" ? "it is a directory" : (e as Error).message}`,
+      { cause: e },
     );
   }
 };
