@@ -1,5 +1,5 @@
-// ESLint flat config: typescript-eslint recommended rules plus the design's dependency rule
-// (operator/ imports only server/common/ and the pure Modelfile parser; server/ imports only operator/api/).
+// ESLint flat config: typescript-eslint recommended rules and comment width. The layer rules (who may import whom) are
+// dependency-cruiser's (.dependency-cruiser.cjs), also run by `npm run lint`.
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 import globals from "globals";
@@ -24,37 +24,6 @@ export default tseslint.config(
       ],
       "@typescript-eslint/consistent-type-imports": "error",
       "no-console": "off",
-    },
-  },
-  {
-    files: ["operator/**/*.ts"],
-    rules: {
-      "no-restricted-imports": [
-        "error",
-        {
-          patterns: [
-            {
-              regex: "^(\\.\\./)+server/(?!common/|modelfile/)",
-              message: "operator/ may import only server/common/ and the pure server/modelfile/",
-            },
-          ],
-        },
-      ],
-    },
-  },
-  {
-    files: ["server/**/*.ts"],
-    ignores: ["server/cli/commands/operator.ts"], // the CLI composition root starts the operator
-    rules: {
-      "no-restricted-imports": [
-        "error",
-        {
-          patterns: [
-            { regex: "^(\\.\\./)+operator/(?!api/)", message: "server/ may import only operator/api/" },
-            { regex: "^(\\.\\./)+test/", message: "server/ must not import test code" },
-          ],
-        },
-      ],
     },
   },
 );

@@ -6,32 +6,9 @@ import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { ConfigError } from "../server/common/config.ts";
 import { VERSION } from "../server/common/version.ts";
-import { QuantitySchema, TolerationSchema } from "./api/v1alpha1/modelapp.ts";
+import { ResourceProfileSchema, type ResourceProfile } from "./render/config.ts";
 
 export const GPU_TOLERATION = { key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" } as const;
-
-export const ResourceProfileSchema = z.object({
-  gpuResource: z
-    .string()
-    .min(1)
-    .optional()
-    .describe("Extended resource a GPU replica requests, e.g. nvidia.com/gpu; unset for CPU profiles."),
-  nodeSelector: z.record(z.string(), z.string()).default({}).describe("Node selector of the profile's pods."),
-  tolerations: z.array(TolerationSchema).default([]).describe("Tolerations of the profile's pods."),
-  image: z
-    .string()
-    .min(1)
-    .optional()
-    .describe("Image variant for the profile (e.g. a CUDA build); the operator's image when unset."),
-  runtimeClassName: z.string().min(1).optional(),
-  cpu: QuantitySchema.optional().describe("Default CPU request per replica."),
-  memory: QuantitySchema.optional().describe("Default memory request and limit per replica."),
-  env: z
-    .record(z.string(), z.string())
-    .default({})
-    .describe("Extra server environment for the profile (e.g. NODE_LLAMA_CPP_GPU=cuda)."),
-});
-export type ResourceProfile = z.infer<typeof ResourceProfileSchema>;
 
 export const DEFAULT_PROFILES: Record<string, z.input<typeof ResourceProfileSchema>> = {
   cpu: {},
@@ -110,6 +87,7 @@ export const OperatorConfigSchema = z
   })
   .strict();
 export type OperatorConfig = z.infer<typeof OperatorConfigSchema> & { profiles: Record<string, ResourceProfile> };
+export type { ResourceProfile };
 
 /** Validates a config object (from a file) and merges the profiles over the defaults. */
 export function parseOperatorConfig(input: unknown): OperatorConfig {

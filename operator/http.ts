@@ -2,7 +2,7 @@
 // (Prometheus) and the gateways' load reports (POST /v1/load, see api/v1alpha1/load-report.ts; authenticated by
 // load-auth.ts). Errors are {"error": "..."} with a 4xx.
 import express, { type ErrorRequestHandler } from "express";
-import { AppError, fromBodyParserError, ollamaErrorBody, toAppError } from "../server/common/errors.ts";
+import { AppError, fromBodyParserError, isServerFault, ollamaErrorBody, toAppError } from "../server/common/errors.ts";
 import type { Logger } from "../server/common/logger.ts";
 import { parseBody } from "../server/common/validate.ts";
 import { LOAD_REPORT_PATH, LoadReportSchema } from "./api/v1alpha1/load-report.ts";
@@ -46,7 +46,7 @@ export function createOperatorApp(
   const onError: ErrorRequestHandler = (err, req, res, _next) => {
     const e = fromBodyParserError(err) ?? toAppError(err);
     for (const [k, v] of Object.entries(e.headers)) res.setHeader(k, v);
-    if (e.status >= 500) logger.error({ err: e.cause ?? e, route: req.path }, "request failed");
+    if (isServerFault(e.code)) logger.error({ err: e.cause ?? e, route: req.path }, "request failed");
     res.status(e.status).json(ollamaErrorBody(e));
   };
   app.use(onError);

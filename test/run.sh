@@ -13,6 +13,7 @@ node_modules/.bin/tsc -p tsconfig.json
 step "lint"
 node_modules/.bin/eslint .
 node_modules/.bin/prettier --check --log-level=warn .
+node_modules/.bin/depcruise server operator test examples --config .dependency-cruiser.cjs --output-type err-long
 if [ -f operator/api/v1alpha1/gen-crds.ts ]; then
   step "crds/ up to date"
   node operator/api/v1alpha1/gen-crds.ts --check

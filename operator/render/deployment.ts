@@ -5,7 +5,7 @@
 // and writes a JSON report to its termination message ({model, digest} or {error, code}) for the operator's status.
 // The `server` container runs `gantry serve --model <model>` with the model kept loaded; readiness follows /health
 // (503 while the model loads), and a startup probe allows half an hour for big models to load.
-import type { OperatorConfig } from "../config.ts";
+import type { RenderConfig } from "./config.ts";
 import { appLabels, controllerRef, selectorLabels, SPEC_HASH_ANNOTATION } from "./labels.ts";
 import { modelfileConfigMapName } from "./modelfile-configmap.ts";
 import { quantityString, quantityValue } from "./quantity.ts";
@@ -33,7 +33,7 @@ function mergeEnv(own: Record<string, string>, user: readonly EnvVar[]): EnvVar[
   ];
 }
 
-function serverEnv(app: ResolvedApp, config: Pick<OperatorConfig, "serverPort">): EnvVar[] {
+function serverEnv(app: ResolvedApp, config: Pick<RenderConfig, "serverPort">): EnvVar[] {
   const { server } = app.spec;
   const cpu = app.spec.resources.cpu ?? app.profile.cpu;
   const cpus = cpu === undefined ? undefined : quantityValue(cpu);
@@ -67,7 +67,7 @@ function resources(app: ResolvedApp) {
 
 const containerSecurity = { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } };
 
-function prepareContainer(app: ResolvedApp, image: string, config: Pick<OperatorConfig, "hubUrl" | "imagePullPolicy">) {
+function prepareContainer(app: ResolvedApp, image: string, config: Pick<RenderConfig, "hubUrl" | "imagePullPolicy">) {
   const args = ["prepare", app.spec.model];
   if (app.modelfile) args.push("--modelfile", `${MODELFILE_DIR}/Modelfile`, "--as", app.servedModel);
   args.push("--report", "/dev/termination-log");
@@ -95,7 +95,7 @@ function prepareContainer(app: ResolvedApp, image: string, config: Pick<Operator
 function serverContainer(
   app: ResolvedApp,
   image: string,
-  config: Pick<OperatorConfig, "serverPort" | "imagePullPolicy">,
+  config: Pick<RenderConfig, "serverPort" | "imagePullPolicy">,
 ) {
   const probe = (periodSeconds: number, failureThreshold: number) => ({
     httpGet: { path: "/health", port: "http" },
@@ -119,7 +119,7 @@ function serverContainer(
   };
 }
 
-function podSpec(app: ResolvedApp, config: OperatorConfig) {
+function podSpec(app: ResolvedApp, config: RenderConfig) {
   const image = app.spec.image ?? app.profile.image ?? config.image;
   const nodeSelector = { ...app.profile.nodeSelector, ...app.spec.nodeSelector };
   const tolerations = [...app.profile.tolerations, ...(app.spec.tolerations ?? [])];
@@ -148,7 +148,7 @@ function podSpec(app: ResolvedApp, config: OperatorConfig) {
   };
 }
 
-export function renderDeployment(app: ResolvedApp, config: OperatorConfig) {
+export function renderDeployment(app: ResolvedApp, config: RenderConfig) {
   const spec = podSpec(app, config);
   const podLabels = { ...config.podLabels, ...appLabels(app, "model-server") };
   // The Modelfile's text is in a ConfigMap that the prepare step reads once: a changed text must roll the pods too.

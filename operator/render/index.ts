@@ -1,5 +1,5 @@
 // Everything an app needs, rendered from its resolved spec: the plan the reconciler applies. Pure.
-import type { OperatorConfig } from "../config.ts";
+import type { RenderConfig } from "./config.ts";
 import type { OwnerReference } from "./labels.ts";
 import { renderDeployment } from "./deployment.ts";
 import { renderModelfileConfigMap } from "./modelfile-configmap.ts";
@@ -21,7 +21,7 @@ export interface AppPlan {
   owned: RenderedObject[];
 }
 
-export function renderApp(app: ResolvedApp, config: OperatorConfig, volumeUsers: readonly VolumeUser[]): AppPlan {
+export function renderApp(app: ResolvedApp, config: RenderConfig, volumeUsers: readonly VolumeUser[]): AppPlan {
   const configMap = renderModelfileConfigMap(app);
   return {
     volume: renderModelVolume(volumeUsers),

@@ -3,7 +3,7 @@
 // Modelfile overrides, scaling bounds), then the resource profile and whether GPUs make sense on it.
 import { parseModelAppSpec, type ModelApp, type ModelAppSpec } from "../api/v1alpha1/modelapp.ts";
 import { checkSpec, InvalidSpecError, servedModelName } from "../api/v1alpha1/spec-checks.ts";
-import type { OperatorConfig, ResourceProfile } from "../config.ts";
+import type { RenderConfig, ResourceProfile } from "./config.ts";
 import type { AppIdentity } from "./labels.ts";
 
 export interface ResolvedApp extends AppIdentity {
@@ -25,7 +25,7 @@ export { InvalidSpecError };
 
 function resolveProfile(
   spec: ModelAppSpec,
-  config: OperatorConfig,
+  config: RenderConfig,
 ): { name: string; profile: ResourceProfile; gpus: number } {
   const name = spec.resources.profile;
   const profile = config.profiles[name];
@@ -50,7 +50,7 @@ function resolveProfile(
 }
 
 /** Resolves a ModelApp, or throws InvalidSpecError with a message that says what to change. */
-export function resolveApp(app: ModelApp, config: OperatorConfig): ResolvedApp {
+export function resolveApp(app: ModelApp, config: RenderConfig): ResolvedApp {
   const parsed = parseModelAppSpec(app.spec);
   if (!parsed.ok) throw new InvalidSpecError(parsed.message);
   const spec = parsed.spec;

@@ -1,9 +1,9 @@
 // The app's Service: selects its ready server pods; the gateway routes through its EndpointSlices. Pure.
-import type { OperatorConfig } from "../config.ts";
+import type { RenderConfig } from "./config.ts";
 import { appLabels, controllerRef, selectorLabels } from "./labels.ts";
 import type { ResolvedApp } from "./resolve.ts";
 
-export function renderService(app: ResolvedApp, config: Pick<OperatorConfig, "serverPort">) {
+export function renderService(app: ResolvedApp, config: Pick<RenderConfig, "serverPort">) {
   return {
     apiVersion: "v1",
     kind: "Service",

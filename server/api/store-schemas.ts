@@ -2,6 +2,12 @@
 // types are inferred from these; response schemas document (and tests check) what the routes send. Request objects are
 // wire objects (wire.ts): a null on any field means the field is absent.
 import { z } from "zod";
+import {
+  StoredMessageShape,
+  StoredParametersSchema,
+  type ModelParameters,
+  type StoredMessage,
+} from "../store/schemas.ts";
 import { wire } from "./wire.ts";
 
 /** Older Ollama clients send `name` where newer ones send `model`. */
@@ -12,50 +18,11 @@ const withModelAlias = (body: unknown): unknown => {
   return body;
 };
 
-const stopList = z.union([z.string(), z.array(z.string())]).transform((v) => (typeof v === "string" ? [v] : v));
+/** Model default options (Modelfile PARAMETER / create `parameters`), as the store keeps them. */
+export const ModelParametersSchema = wire(StoredParametersSchema);
+export type { ModelParameters, StoredMessage };
 
-/** Model default options (Modelfile PARAMETER / create `parameters`): Ollama's option names; `stop` always a list. */
-export const ModelParametersSchema = wire(
-  z
-    .object({
-      num_ctx: z.number().int().positive(),
-      num_predict: z.number().int(),
-      num_keep: z.number().int(),
-      num_batch: z.number().int().positive(),
-      num_gpu: z.number().int(),
-      main_gpu: z.number().int(),
-      num_thread: z.number().int().nonnegative(),
-      seed: z.number().int(),
-      temperature: z.number().nonnegative(),
-      top_k: z.number().int(),
-      top_p: z.number(),
-      min_p: z.number(),
-      typical_p: z.number(),
-      repeat_last_n: z.number().int(),
-      repeat_penalty: z.number(),
-      presence_penalty: z.number(),
-      frequency_penalty: z.number(),
-      penalize_newline: z.boolean(),
-      mirostat: z.number().int(),
-      mirostat_eta: z.number(),
-      mirostat_tau: z.number(),
-      tfs_z: z.number(),
-      use_mmap: z.boolean(),
-      numa: z.boolean(),
-      stop: stopList,
-    })
-    .partial()
-    .strict(),
-);
-export type ModelParameters = z.infer<typeof ModelParametersSchema>;
-
-export const StoredMessageSchema = wire(
-  z.object({
-    role: z.enum(["system", "user", "assistant", "tool"]),
-    content: z.string(),
-  }),
-);
-export type StoredMessage = z.infer<typeof StoredMessageSchema>;
+export const StoredMessageSchema = wire(StoredMessageShape);
 
 /** filename → blob digest (uploaded before with POST /api/blobs/:digest). */
 const FileMapSchema = z.record(z.string().min(1), z.string());

@@ -1,6 +1,6 @@
 // The state of an interactive chat: history, system message and parameters set with /set. Pure.
 import type { ChatMessage, ChatRequest } from "../api/client.ts";
-import { parseParameterValue, REPEATABLE_PARAMETERS } from "../modelfile/parameters.ts";
+import { parseParameterValue, REPEATABLE_PARAMETERS } from "../common/modelfile/parameters.ts";
 
 export type OptionValue = number | boolean | string | string[];
 

@@ -9,19 +9,16 @@ import { appsCommand } from "./commands/apps.ts";
 import { cpCommand } from "./commands/cp.ts";
 import { createCommand } from "./commands/create.ts";
 import { deployCommand } from "./commands/deploy.ts";
-import { gatewayCommand } from "./commands/gateway.ts";
 import { keysCommand } from "./commands/keys.ts";
 import { listCommand } from "./commands/list.ts";
-import { operatorCommand } from "./commands/operator.ts";
-import { prepareCommand } from "./commands/prepare.ts";
 import { psCommand } from "./commands/ps.ts";
 import { pullCommand } from "./commands/pull.ts";
 import { rmCommand } from "./commands/rm.ts";
 import { runCommand } from "./commands/run.ts";
-import { environmentHelp, serveCommand } from "./commands/serve.ts";
 import { showCommand } from "./commands/show.ts";
 import { stopCommand } from "./commands/stop.ts";
 import { versionCommand } from "./commands/version.ts";
+import { environmentHelp, gatewayCommand, operatorCommand, prepareCommand, serveCommand } from "./processes/index.ts";
 import { ensureServer, serverUrl } from "./server-launch.ts";
 
 const COMMANDS: readonly Command[] = [

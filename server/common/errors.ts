@@ -1,5 +1,7 @@
 // Typed application errors. Domain code throws these; each HTTP app maps them to its wire shape in exactly one place
 // (Ollama `{"error": "..."}` on /api, the OpenAI envelope on /v1). `status` lives on the error, never in handlers.
+// `fault: true` marks the codes that mean the server failed (logged as errors); other 5xx codes are the server working
+// as designed (busy, loading, shutting down, not implemented) and are not.
 
 export const ERROR_CODES = {
   BAD_REQUEST: { status: 400, type: "invalid_request_error" },
@@ -24,19 +26,22 @@ export const ERROR_CODES = {
   RATE_LIMITED: { status: 429, type: "rate_limit_error" },
   TOO_MANY_HELD: { status: 429, type: "rate_limit_error" },
   CLIENT_CLOSED: { status: 499, type: "client_closed" },
-  INTERNAL: { status: 500, type: "server_error" },
+  INTERNAL: { status: 500, type: "server_error", fault: true },
   NOT_IMPLEMENTED: { status: 501, type: "invalid_request_error" },
-  MODEL_LOAD_FAILED: { status: 500, type: "server_error" },
-  UPSTREAM_FAILED: { status: 502, type: "server_error" },
+  MODEL_LOAD_FAILED: { status: 500, type: "server_error", fault: true },
+  UPSTREAM_FAILED: { status: 502, type: "server_error", fault: true },
   SERVER_BUSY: { status: 503, type: "server_busy" },
   MODEL_LOADING: { status: 503, type: "unavailable_error" },
   SHUTTING_DOWN: { status: 503, type: "unavailable_error" },
-  APP_UNAVAILABLE: { status: 503, type: "unavailable_error" },
-  WARMUP_TIMEOUT: { status: 503, type: "unavailable_error" },
-  UPSTREAM_TIMEOUT: { status: 504, type: "server_error" },
-} as const satisfies Record<string, { status: number; type: string; openaiCode?: string }>;
+  APP_UNAVAILABLE: { status: 503, type: "unavailable_error", fault: true },
+  WARMUP_TIMEOUT: { status: 503, type: "unavailable_error", fault: true },
+  UPSTREAM_TIMEOUT: { status: 504, type: "server_error", fault: true },
+} as const satisfies Record<string, { status: number; type: string; fault?: true; openaiCode?: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** Whether an error of this code is a server fault: logged at error level wherever it is answered. */
+export const isServerFault = (code: ErrorCode): boolean => (ERROR_CODES[code] as { fault?: true }).fault === true;
 
 export class AppError extends Error {
   readonly code: ErrorCode;

@@ -8,7 +8,13 @@
 // log-softmax of the raw logits, as Ollama (llama-server's n_probs) reports them. Requests without them never touch it.
 import type { LlamaGrammarEvaluationState, LlamaModel, Token } from "node-llama-cpp";
 import { penaltiesOff, type ResolvedSampling } from "./sampling.ts";
-import type { RowLogits } from "./step-batcher.ts";
+
+/** Logits read from a row: flat (token id, logit) pairs, the top ones first (most likely first), then asked ones. */
+export interface RowLogits {
+  pairs: number[];
+  /** log(sum(exp(logit))) over the whole row: a token's log probability is its logit minus this. */
+  logSumExp: number;
+}
 
 /** node-llama-cpp's native sampler (internal AddonSampler). */
 export interface NativeSamplerHandle {

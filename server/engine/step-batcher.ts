@@ -10,7 +10,7 @@
 // Small steps (generation) decode on the JS thread when the patched addon allows it (inline decode, below).
 import type { BatchItem, Token } from "node-llama-cpp";
 import type { DecodeSync } from "./decode-sync.ts";
-import type { NativeSamplerHandle } from "./native-sampler.ts";
+import type { NativeSamplerHandle, RowLogits } from "./native-sampler.ts";
 
 /** The native context's methods used here (node-llama-cpp's internal AddonContext, same calls its JS layer makes). */
 export interface NativeContext {
@@ -64,13 +64,6 @@ type NativeLogitsArgs = [false, false, [number[], boolean, boolean, boolean, num
 
 /** [token, probabilities, confidence, flat (token id, logit) pairs, sum of exp(logit - max logit) over the row]. */
 type NativeSampleResult = [number, unknown, unknown, number[] | undefined, number | undefined];
-
-/** Logits read from a row: flat (token id, logit) pairs, the top ones first (most likely first), then asked ones. */
-export interface RowLogits {
-  pairs: number[];
-  /** log(sum(exp(logit))) over the whole row: a token's log probability is its logit minus this. */
-  logSumExp: number;
-}
 
 /** Samples the token after the decode from the batch logit row given (with the sequence's own sampler). */
 export type SampleFn = (batchLogitIndex: number) => Promise<number>;

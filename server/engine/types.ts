@@ -1,26 +1,10 @@
 // The engine contract: what the HTTP layer asks of the model runtime. Implemented on node-llama-cpp in
 // server/engine/*.ts. Everything here is plain data so routes and tests can be written against it.
+import type { ModelOptions, ModelSpec } from "../store/types.ts";
 import type { Arrival } from "./arrivals.ts";
 
-/** Ollama runtime options (the subset the engine honours). Names and meanings follow Ollama's `options`. */
-export interface SamplingOptions {
-  temperature?: number;
-  top_p?: number;
-  top_k?: number;
-  min_p?: number;
-  seed?: number;
-  /** Maximum tokens to generate; -1 or undefined = until the context is full. */
-  num_predict?: number;
-  stop?: string[];
-  repeat_penalty?: number;
-  repeat_last_n?: number;
-  presence_penalty?: number;
-  frequency_penalty?: number;
-  /** Context length per sequence for this model load. */
-  num_ctx?: number;
-  /** Memory-map the weights (true) or read them into memory (false) for this model load; unset: weights-mapping.ts. */
-  use_mmap?: boolean;
-}
+/** Ollama runtime options (the subset the engine honours): the options a model stores, which requests override. */
+export type SamplingOptions = ModelOptions;
 
 export type ChatRole = "system" | "user" | "assistant" | "tool";
 
@@ -31,29 +15,8 @@ export interface ChatMessage {
   images?: Uint8Array[];
 }
 
-/** A model as the store resolves it: everything the engine needs to load and prompt it. */
-export interface ModelSpec {
-  /** Canonical display name, e.g. "smollm2:135m" or "hf.co/org/repo:Q4_K_M". */
-  name: string;
-  /** Digest of the model (GGUF) layer, "sha256:<hex>". Identifies the loaded weights. */
-  digest: string;
-  /** Absolute path of the GGUF file. For split GGUFs: the first part. */
-  modelPath: string;
-  /** Go-template TEMPLATE override (manifest layer). Undefined: use the GGUF's own chat template. */
-  template?: string;
-  /** Default system prompt (SYSTEM layer). */
-  system?: string;
-  /** Default options (PARAMETER layer); request options override them. */
-  parameters: SamplingOptions;
-  /** MESSAGE history prepended to every chat. */
-  messages: ChatMessage[];
-  /** LoRA adapter GGUF paths. */
-  adapters: string[];
-  /** Multimodal projector GGUF path (vision). */
-  projector?: string;
-  /** Total bytes of the model's layers (for /api/ps). */
-  size: number;
-}
+/** A model as the store resolves it (server/store/types.ts): everything the engine needs to load and prompt it. */
+export type { ModelSpec };
 
 /** What to generate from. */
 export type PromptInput =

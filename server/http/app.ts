@@ -1,32 +1,22 @@
-// createServerApp(deps): the `gantry serve` HTTP application (express), without listen().
-import express, { type Express, type Router } from "express";
+// createServerApp(deps): the `gantry serve` HTTP application (express), without listen(). The Ollama-native API is a
+// router mounted at /api and the OpenAI-compatible one a router at /v1, each with its own error shape (its own 404, 405
+// and error middleware); / , /health and /metrics sit at the root.
+import express, { type Express, type Request, type Response, type Router } from "express";
 import { AppError } from "../common/errors.ts";
 import type { ServerDeps } from "./deps.ts";
-import { errorMiddleware, sendError } from "./errors.ts";
+import { errorMiddleware, sendError, type ErrorShape } from "./errors.ts";
 import { announceGenerations } from "./generation.ts";
 import { cors } from "./cors.ts";
 import { requestLog } from "./request-log.ts";
 import { generateRoutes } from "./routes/generate.ts";
 import { chatRoutes } from "./routes/chat.ts";
 import { embedRoutes } from "./routes/embed.ts";
-import { serverInfoRoutes } from "./routes/server-info.ts";
+import { runtimeInfoRoutes, serverInfoRoutes } from "./routes/server-info.ts";
 import { openaiRoutes } from "./openai/routes.ts";
 
-/** Paths served, with their methods: a known path with another method is a 405, anything else a 404. */
-const KNOWN_POST = [
-  "/api/generate",
-  "/api/chat",
-  "/api/embed",
-  "/api/embeddings",
-  "/api/create",
-  "/api/copy",
-  "/api/show",
-  "/api/pull",
-  "/api/push",
-  "/v1/chat/completions",
-  "/v1/completions",
-  "/v1/embeddings",
-];
+/** POST paths of each API: the same path with another method is a 405, anything else a 404. */
+const NATIVE_POST = ["/generate", "/chat", "/embed", "/embeddings", "/create", "/copy", "/show", "/pull", "/push"];
+const OPENAI_POST = ["/chat/completions", "/completions", "/embeddings"];
 
 export interface StoreRouters {
   /** Routers that read the raw request body themselves (blob uploads): mounted before JSON parsing. */
@@ -35,7 +25,33 @@ export interface StoreRouters {
   json: Router[];
 }
 
+const fullPath = (req: Request): string => req.baseUrl + req.path;
+
+/** The end of an API's router: 405 for a known path, 404 for the rest, then its error middleware. */
+function closeApi(router: Router, shape: ErrorShape, postPaths: string[], deps: ServerDeps): void {
+  router.all(postPaths, (req: Request, res: Response) => {
+    res.setHeader("Allow", "POST");
+    sendError(res, shape, new AppError("METHOD_NOT_ALLOWED", `method ${req.method} not allowed on ${fullPath(req)}`));
+  });
+  router.use((req: Request, res: Response) => {
+    sendError(res, shape, new AppError("NOT_FOUND", `${req.method} ${fullPath(req)} not found`));
+  });
+  router.use(errorMiddleware(shape, deps.logger));
+}
+
 export function createServerApp(deps: ServerDeps, store: StoreRouters = { raw: [], json: [] }): Express {
+  // Ollama's clients do not always send a JSON content type: parse every body as JSON.
+  const json = express.json({ limit: deps.config.bodyLimit, type: () => true, strict: false });
+
+  const native = express.Router();
+  for (const r of store.raw) native.use(r);
+  native.use(json, runtimeInfoRoutes(deps), generateRoutes(deps), chatRoutes(deps), embedRoutes(deps), ...store.json);
+  closeApi(native, "ollama", NATIVE_POST, deps);
+
+  const openai = express.Router();
+  openai.use(json, openaiRoutes(deps));
+  closeApi(openai, "openai", OPENAI_POST, deps);
+
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
@@ -43,33 +59,11 @@ export function createServerApp(deps: ServerDeps, store: StoreRouters = { raw: [
   app.use(requestLog(deps.logger));
   app.use(cors(deps.config.origins));
   app.use(announceGenerations(deps.engine));
-  for (const r of store.raw) app.use(r);
-  // Ollama's clients do not always send a JSON content type: parse every body as JSON.
-  app.use(express.json({ limit: deps.config.bodyLimit, type: () => true, strict: false }));
+  app.use("/api", native);
+  app.use("/v1", openai);
   app.use(serverInfoRoutes(deps));
-  app.use(generateRoutes(deps));
-  app.use(chatRoutes(deps));
-  app.use(embedRoutes(deps));
-  for (const r of store.json) app.use(r);
-  app.use(openaiRoutes(deps));
-  app.all(KNOWN_POST, (req, res) => {
-    res.setHeader("Allow", "POST");
-    sendError(
-      res,
-      req.path.startsWith("/v1") ? "openai" : "ollama",
-      new AppError("METHOD_NOT_ALLOWED", `method ${req.method} not allowed on ${req.path}`),
-    );
-  });
-  app.use((req, res) => {
-    sendError(
-      res,
-      req.path.startsWith("/v1") ? "openai" : "ollama",
-      new AppError("NOT_FOUND", `${req.method} ${req.path} not found`),
-    );
-  });
-  const ollamaErrors = errorMiddleware("ollama", deps.logger);
-  const openaiErrors = errorMiddleware("openai", deps.logger);
-  app.use(((err, req, res, next) =>
-    (req.path.startsWith("/v1") ? openaiErrors : ollamaErrors)(err, req, res, next)) as express.ErrorRequestHandler);
+  // Anything else answers in Ollama's shape, the server's native one.
+  app.use((req, res) => sendError(res, "ollama", new AppError("NOT_FOUND", `${req.method} ${req.path} not found`)));
+  app.use(errorMiddleware("ollama", deps.logger));
   return app;
 }

@@ -2,11 +2,11 @@
 import type { ErrorRequestHandler, Request, Response } from "express";
 import {
   fromBodyParserError,
+  isServerFault,
   ollamaErrorBody,
   openaiErrorBody,
   toAppError,
   type AppError,
-  type ErrorCode,
 } from "../common/errors.ts";
 import type { Logger } from "../common/logger.ts";
 
@@ -25,15 +25,20 @@ export function sendError(res: Response, shape: ErrorShape, e: AppError): void {
   res.status(e.status).json(errorBody(shape, e));
 }
 
-/** 5xx answers that are the server working as designed, not failures worth an error log. */
-const EXPECTED_5XX = new Set<ErrorCode>(["SERVER_BUSY", "MODEL_LOADING", "SHUTTING_DOWN", "NOT_IMPLEMENTED"]);
+/** Logs an answered error when the catalogue calls its code a server fault (before or in the middle of a response). */
+export function logFault(logger: Logger, e: AppError, req: Request): void {
+  if (isServerFault(e.code))
+    logger.error(
+      { err: e.cause ?? e, code: e.code, method: req.method, route: req.baseUrl + req.path },
+      "request failed",
+    );
+}
 
+/** The error handler of one API: every error its routes throw is answered in that API's shape. */
 export function errorMiddleware(shape: ErrorShape, logger: Logger): ErrorRequestHandler {
   return (err, req: Request, res: Response, _next) => {
     const e = fromBodyParserError(err) ?? toAppError(err);
-    if (e.status >= 500 && !EXPECTED_5XX.has(e.code)) {
-      logger.error({ err: e.cause ?? e, code: e.code, method: req.method, route: req.path }, "request failed");
-    }
+    logFault(logger, e, req);
     sendError(res, shape, e);
   };
 }

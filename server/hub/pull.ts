@@ -9,17 +9,10 @@ import path from "node:path";
 import { AppError } from "../common/errors.ts";
 import type { Logger } from "../common/logger.ts";
 import { silentLogger } from "../common/logger.ts";
-import { ModelParametersSchema, type Progress } from "../api/store-schemas.ts";
-import { readGgufSummary } from "../gguf/metadata.ts";
+import { ModelParametersSchema } from "../api/store-schemas.ts";
+import { readGgufSummary, type GgufSummary } from "../gguf/metadata.ts";
 import { blobFileName, digestOf, type Digest } from "../store/digest.ts";
-import {
-  CONFIG_MEDIA_TYPE,
-  MANIFEST_MEDIA_TYPE,
-  layerMediaType,
-  type Descriptor,
-  type LayerKind,
-  type ModelConfig,
-} from "../store/manifests.ts";
+import { layerMediaType, type Descriptor, type LayerKind } from "../store/manifests.ts";
 import type { ModelStore } from "../store/model-store.ts";
 import { formatModelName, parseModelName } from "../common/model-name.ts";
 import { HubClient, hubStatusError } from "./client.ts";
@@ -27,7 +20,9 @@ import { downloadVerified, sidecarPath, type DownloadTuning } from "./download.t
 import { hubModelName, hubRepoLabel, isHubRef, parseHubRef, type HubRef } from "../common/hub-ref.ts";
 import { selectGgufFiles, type HubFile } from "./ref.ts";
 import { SharedDownloads, type DownloadTask } from "./shared-downloads.ts";
-import { linkSplitParts } from "./splits.ts";
+import { linkSplitParts } from "../store/splits.ts";
+import type { StoreProgress } from "../store/types.ts";
+import { writeModel } from "../store/write-model.ts";
 
 export interface PullOptions {
   store: ModelStore;
@@ -35,7 +30,7 @@ export interface PullOptions {
   hubUrl: string;
   /** HF_TOKEN */
   token?: string | undefined;
-  onProgress?: (p: Progress) => void;
+  onProgress?: (p: StoreProgress) => void;
   /** Leaving (client gone) cancels downloads no other pull is watching; partial files stay for a resume. */
   signal?: AbortSignal;
   /** Downloads shared between concurrent pulls; defaults to one registry per store directory in this process. */
@@ -115,21 +110,7 @@ export async function pullModel(refText: string, opts: PullOptions): Promise<Pul
     modelDigests.length > 1
       ? await linkSplitParts(store.root, store.blobs, modelDigests)
       : store.blobs.path(modelDigests[0]!);
-  const config = await modelConfig(
-    modelPath,
-    log,
-    layers.some((l) => l.mediaType === layerMediaType("projector")),
-  );
-  const configBlob = await store.blobs.put(Buffer.from(JSON.stringify(config), "utf8"));
-
-  progress({ status: "writing manifest" });
-  await store.manifests.write(name, {
-    schemaVersion: 2,
-    mediaType: MANIFEST_MEDIA_TYPE,
-    config: { mediaType: CONFIG_MEDIA_TYPE, digest: configBlob.digest, size: configBlob.size },
-    layers,
-  });
-  progress({ status: "success" });
+  await writeModel(store, name, layers, await ggufSummary(modelPath, log), progress);
   return { name: formatModelName(name), layers };
 }
 
@@ -245,25 +226,12 @@ async function fetchTextLayer(
   return { mediaType: layerMediaType(kind), digest: stored.digest, size: stored.size };
 }
 
-// What `gantry list` shows without opening the GGUF; a header the reader cannot parse still gives a usable model.
-async function modelConfig(modelPath: string, log: Logger, projector: boolean): Promise<ModelConfig> {
+// A header the reader cannot parse still gives a usable model (its config says "unknown").
+async function ggufSummary(modelPath: string, log: Logger): Promise<GgufSummary | null> {
   try {
-    const s = await readGgufSummary(modelPath);
-    return {
-      model_format: "gguf",
-      model_family: s.architecture,
-      model_families: projector ? [s.architecture, "clip"] : [s.architecture],
-      model_type: s.parameterSize,
-      file_type: s.quantizationLevel,
-    };
+    return await readGgufSummary(modelPath);
   } catch (e) {
     log.warn({ err: e, modelPath }, "cannot read GGUF metadata of a pulled model");
-    return {
-      model_format: "gguf",
-      model_family: "unknown",
-      model_families: ["unknown"],
-      model_type: "unknown",
-      file_type: "unknown",
-    };
+    return null;
   }
 }

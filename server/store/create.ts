@@ -4,30 +4,21 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { AppError } from "../common/errors.ts";
 import { assertGguf, type GgufSummaryCache } from "../gguf/metadata.ts";
-import type { CreateRequest, ModelParameters, Progress } from "../api/store-schemas.ts";
 import type { BlobStore } from "./blobs.ts";
 import { parseDigest, type Digest } from "./digest.ts";
-import {
-  CONFIG_MEDIA_TYPE,
-  MANIFEST_MEDIA_TYPE,
-  layerKind,
-  layerMediaType,
-  type Descriptor,
-  type LayerKind,
-  type ManifestStore,
-  type ModelConfig,
-} from "./manifests.ts";
+import { layerKind, layerMediaType, type Descriptor, type LayerKind, type ManifestStore } from "./manifests.ts";
 import { decodeLayers } from "./layers.ts";
 import { parseModelName } from "../common/model-name.ts";
 import { parseTemplate } from "../template/index.ts";
+import type { ModelParameters } from "./schemas.ts";
+import type { CreateModelInput, ProgressListener } from "./types.ts";
+import { writeModel } from "./write-model.ts";
 
 export interface CreateContext {
   blobs: BlobStore;
   manifests: ManifestStore;
   gguf: GgufSummaryCache;
 }
-
-export type ProgressListener = (p: Progress) => void;
 
 /** `from` values that name a file on the server rather than a model. */
 export const isPathRef = (ref: string): boolean =>
@@ -62,7 +53,7 @@ async function uploadedGguf(
   return { layer: descriptor(kind, digest, size), created: false };
 }
 
-async function baseLayers(ctx: CreateContext, req: CreateRequest, progress: ProgressListener): Promise<NewLayer[]> {
+async function baseLayers(ctx: CreateContext, req: CreateModelInput, progress: ProgressListener): Promise<NewLayer[]> {
   if (req.from !== undefined && req.files !== undefined)
     throw new AppError("BAD_REQUEST", `give either "from" or "files", not both`);
   if (req.from !== undefined) {
@@ -128,7 +119,7 @@ async function textLayer(ctx: CreateContext, kind: LayerKind, text: string): Pro
 /** The overriding layers of a request, and the kinds of base layers they replace. */
 async function overrideLayers(
   ctx: CreateContext,
-  req: CreateRequest,
+  req: CreateModelInput,
   base: Descriptor[],
 ): Promise<{ added: NewLayer[]; replaced: Set<LayerKind> }> {
   const added: NewLayer[] = [];
@@ -154,7 +145,11 @@ async function overrideLayers(
   return { added, replaced };
 }
 
-export async function createModel(ctx: CreateContext, req: CreateRequest, progress: ProgressListener): Promise<void> {
+export async function createModel(
+  ctx: CreateContext,
+  req: CreateModelInput,
+  progress: ProgressListener,
+): Promise<void> {
   if (req.quantize !== undefined)
     throw new AppError("UNSUPPORTED_FIELD", `"quantize" is not supported: import an already quantized GGUF`, {
       param: "quantize",
@@ -186,26 +181,13 @@ export async function createModel(ctx: CreateContext, req: CreateRequest, progre
   for (const l of layers)
     progress({ status: `${l.created ? "creating new" : "using existing"} layer ${l.layer.digest}` });
 
-  const config: ModelConfig = {
-    model_format: "gguf",
-    model_family: summary.architecture,
-    // A vision model's families name its projector's architecture too, as Ollama's do ("llama", "clip").
-    model_families: layers.some((l) => layerKind(l.layer) === "projector")
-      ? [summary.architecture, "clip"]
-      : [summary.architecture],
-    model_type: summary.parameterSize,
-    file_type: summary.quantizationLevel,
-  };
-  const configBlob = await ctx.blobs.put(Buffer.from(JSON.stringify(config), "utf8"));
-
-  progress({ status: "writing manifest" });
-  await ctx.manifests.write(name, {
-    schemaVersion: 2,
-    mediaType: MANIFEST_MEDIA_TYPE,
-    config: { mediaType: CONFIG_MEDIA_TYPE, digest: configBlob.digest, size: configBlob.size },
-    layers: layers.map((l) => l.layer),
-  });
-  progress({ status: "success" });
+  await writeModel(
+    ctx,
+    name,
+    layers.map((l) => l.layer),
+    summary,
+    progress,
+  );
 }
 
 /** Parses a Go template as every request will; a TEMPLATE_ERROR (400) with the parser's message when it does not. */

@@ -1,37 +1,10 @@
 // Decoding a manifest's layers into what the engine and /api/show need. Text layers are small blobs read on demand.
 import fs from "node:fs/promises";
 import { AppError } from "../common/errors.ts";
-import type { SamplingOptions } from "../engine/types.ts";
-import {
-  ModelParametersSchema,
-  StoredMessageSchema,
-  type ModelParameters,
-  type StoredMessage,
-} from "../api/store-schemas.ts";
 import type { BlobStore } from "./blobs.ts";
-import type { Digest } from "./digest.ts";
 import { layerKind, type Descriptor } from "./manifests.ts";
-
-export interface BlobRef {
-  digest: Digest;
-  path: string;
-}
-
-export interface DecodedLayers {
-  /** The model GGUF; for a split model, its first part. */
-  model: BlobRef;
-  /** Every part of a split model, in order (just `model` otherwise). */
-  modelParts: BlobRef[];
-  projector?: BlobRef;
-  adapters: BlobRef[];
-  template?: string;
-  system?: string;
-  parameters: ModelParameters;
-  messages: StoredMessage[];
-  licenses: string[];
-  /** Sum of layer sizes in bytes. */
-  size: number;
-}
+import { StoredMessageShape, StoredParametersSchema, type ModelParameters } from "./schemas.ts";
+import type { BlobRef, DecodedLayers, ModelOptions } from "./types.ts";
 
 const missingBlob = (d: Descriptor) =>
   new AppError(
@@ -92,10 +65,10 @@ export async function decodeLayers(blobs: BlobStore, layers: readonly Descriptor
         out.licenses.push(await readText(blobs, layer));
         break;
       case "params":
-        out.parameters = ModelParametersSchema.parse(await readJson(blobs, layer));
+        out.parameters = StoredParametersSchema.parse(await readJson(blobs, layer));
         break;
       case "messages":
-        out.messages = StoredMessageSchema.array().parse(await readJson(blobs, layer));
+        out.messages = StoredMessageShape.array().parse(await readJson(blobs, layer));
         break;
       case null:
         break; // unknown media types (newer Ollama layers) are carried along but not interpreted
@@ -106,8 +79,8 @@ export async function decodeLayers(blobs: BlobStore, layers: readonly Descriptor
   return { model, modelParts, ...out };
 }
 
-/** The engine's options subset of the stored parameters. */
-export function toSamplingOptions(p: ModelParameters): SamplingOptions {
+/** The stored parameters the engine honours. */
+export function toModelOptions(p: ModelParameters): ModelOptions {
   const keys = [
     "temperature",
     "top_p",
@@ -122,8 +95,8 @@ export function toSamplingOptions(p: ModelParameters): SamplingOptions {
     "frequency_penalty",
     "num_ctx",
     "use_mmap",
-  ] as const satisfies readonly (keyof SamplingOptions & keyof ModelParameters)[];
+  ] as const satisfies readonly (keyof ModelOptions & keyof ModelParameters)[];
   const out: Record<string, unknown> = {};
   for (const k of keys) if (p[k] !== undefined) out[k] = p[k];
-  return out as SamplingOptions;
+  return out as ModelOptions;
 }

@@ -5,18 +5,25 @@ import path from "node:path";
 import { AppError, modelNotFound } from "../common/errors.ts";
 import type { Logger } from "../common/logger.ts";
 import { silentLogger } from "../common/logger.ts";
-import type { ModelSpec } from "../engine/types.ts";
-import { linkSplitParts, splitModelDir } from "../hub/splits.ts";
 import { assertGguf, GgufSummaryCache, readGgufSummary, type GgufSummary } from "../gguf/metadata.ts";
-import type { CreateRequest, ShowResponse } from "../api/store-schemas.ts";
 import { BlobStore, hashFile } from "./blobs.ts";
-import { createModel, isPathRef, type ProgressListener } from "./create.ts";
+import { modelCapabilities } from "./capabilities.ts";
+import { createModel, isPathRef } from "./create.ts";
 import type { Digest } from "./digest.ts";
-import { decodeLayers, toSamplingOptions, type DecodedLayers } from "./layers.ts";
+import { decodeLayers, toModelOptions } from "./layers.ts";
 import { layersOf, ManifestStore, ModelConfigSchema, referencedDigests, type StoredManifest } from "./manifests.ts";
 import { formatModelName, parseModelName } from "../common/model-name.ts";
-import { formatParameters, modelCapabilities, renderModelfile } from "./show-format.ts";
-import type { ModelDetails, ModelResolver, ModelSummary } from "./types.ts";
+import { linkSplitParts, splitModelDir } from "./splits.ts";
+import type {
+  CreateModelInput,
+  DecodedLayers,
+  ModelDescription,
+  ModelDetails,
+  ModelResolver,
+  ModelSpec,
+  ModelSummary,
+  ProgressListener,
+} from "./types.ts";
 
 export class ModelStore implements ModelResolver {
   readonly root: string;
@@ -52,7 +59,7 @@ export class ModelStore implements ModelResolver {
       modelPath,
       ...(layers.template !== undefined ? { template: layers.template } : {}),
       ...(layers.system !== undefined ? { system: layers.system } : {}),
-      parameters: toSamplingOptions(layers.parameters),
+      parameters: toModelOptions(layers.parameters),
       messages: layers.messages,
       adapters: layers.adapters.map((a) => a.path),
       ...(layers.projector ? { projector: layers.projector.path } : {}),
@@ -86,7 +93,7 @@ export class ModelStore implements ModelResolver {
   }
 
   /** POST /api/create. Progress statuses follow Ollama's; the last one is "success". */
-  async create(req: CreateRequest, onProgress: ProgressListener = () => {}): Promise<void> {
+  async create(req: CreateModelInput, onProgress: ProgressListener = () => {}): Promise<void> {
     await createModel({ blobs: this.blobs, manifests: this.manifests, gguf: this.gguf }, req, onProgress);
     this.logger.info({ model: req.model }, "model created");
   }
@@ -122,41 +129,25 @@ export class ModelStore implements ModelResolver {
     return removed;
   }
 
-  /** POST /api/show data. */
-  async show(name: string, opts: { verbose?: boolean } = {}): Promise<ShowResponse> {
+  /** What /api/show reports of a model (verbose: every GGUF metadata array in full). */
+  async describe(name: string, opts: { verbose?: boolean } = {}): Promise<ModelDescription> {
     const { displayName, layers, modifiedAt } = await this.locate(name);
     const summary = opts.verbose
       ? await readGgufSummary(layers.model.path, { verbose: true })
       : await this.gguf.get(layers.model.digest, layers.model.path);
-    const template = layers.template ?? summary.chatTemplate;
     const projector = layers.projector
       ? await this.gguf.get(layers.projector.digest, layers.projector.path)
       : undefined;
-    const parameters = formatParameters(layers.parameters);
     return {
-      ...(layers.licenses.length ? { license: layers.licenses.join("\n") } : {}),
-      modelfile: renderModelfile({
-        displayName,
-        modelPath: layers.model.path,
-        adapterPaths: layers.adapters.map((a) => a.path),
-        ...(layers.projector ? { projectorPath: layers.projector.path } : {}),
-        ...(layers.template !== undefined ? { template: layers.template } : {}),
-        ...(layers.system !== undefined ? { system: layers.system } : {}),
-        parameters: layers.parameters,
-        messages: layers.messages,
-        licenses: layers.licenses,
-      }),
-      ...(parameters ? { parameters } : {}),
-      ...(template !== undefined ? { template } : {}),
-      ...(layers.system !== undefined ? { system: layers.system } : {}),
+      displayName,
+      layers,
+      summary,
       details: projector
         ? { ...detailsOf(summary), families: [summary.architecture, projector.architecture] }
         : detailsOf(summary),
-      model_info: summary.modelInfo,
       capabilities: modelCapabilities({ isEmbedding: summary.isEmbedding, hasProjector: !!layers.projector }),
-      ...(projector ? { projector_info: projector.modelInfo } : {}),
-      modified_at: modifiedAt.toISOString(),
-      ...(layers.messages.length ? { messages: layers.messages } : {}),
+      ...(projector ? { projector } : {}),
+      modifiedAt,
     };
   }
 

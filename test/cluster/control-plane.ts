@@ -1,6 +1,6 @@
 // A real Kubernetes control plane for tests: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (fake
 // GPU/CPU nodes) and the process runtime (runs opted-in pods as local processes), all on 127.0.0.1 with random ports.
-// CLI: `node test/cluster/control-plane.ts up|down|status` (what `npm run cluster:up|down` call).
+// Shell commands: test/cluster/cli.ts (what `npm run cluster:up|down` call).
 import fs from "node:fs";
 import https from "node:https";
 import os from "node:os";
@@ -252,31 +252,3 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
     throw err;
   }
 }
-
-async function cli(cmd: string | undefined): Promise<void> {
-  const { ensureTestCluster, stopTestCluster, currentCluster } = await import("./test-cluster.ts");
-  if (cmd === "up") {
-    const cp = await ensureTestCluster();
-    console.log(`export PATH="${cp.binDir}:$PATH"`);
-    console.log(`export KUBECONFIG=${cp.kubeconfig}`);
-  } else if (cmd === "down") {
-    console.log((await stopTestCluster()) ? "test cluster stopped" : "no test cluster was running");
-  } else if (cmd === "status") {
-    const cur = currentCluster();
-    console.log(
-      cur && (await clusterHealthy(cur.dir))
-        ? `healthy: ${cur.apiUrl} (KUBECONFIG=${cur.kubeconfig})`
-        : "no healthy test cluster",
-    );
-  } else {
-    console.error("usage: control-plane.ts up|down|status");
-    process.exitCode = 2;
-  }
-}
-
-// Not awaited at top level: test-cluster.ts imports this module, which must finish evaluating first.
-if (import.meta.main)
-  cli(process.argv[2]).catch((err: unknown) => {
-    console.error(err);
-    process.exitCode = 1;
-  });

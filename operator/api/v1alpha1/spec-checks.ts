@@ -7,8 +7,8 @@ import { isAppError } from "../../../server/common/errors.ts";
 import { hubModelName } from "../../../server/common/hub-ref.ts";
 import { formatModelName } from "../../../server/common/model-name.ts";
 import { parseModelRef } from "../../../server/common/model-ref.ts";
-import { ModelfileSyntaxError } from "../../../server/modelfile/errors.ts";
-import { parseModelfile } from "../../../server/modelfile/parse.ts";
+import { ModelfileSyntaxError } from "../../../server/common/modelfile/errors.ts";
+import { parseModelfile } from "../../../server/common/modelfile/parse.ts";
 import type { ModelAppSpec } from "./modelapp.ts";
 
 export class InvalidSpecError extends Error {

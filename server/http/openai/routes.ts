@@ -1,22 +1,15 @@
 // OpenAI-compatible API under /v1: a translator onto the same generation core as the native API.
 import { Router, type Response } from "express";
-import { AppError, toAppError } from "../../common/errors.ts";
+import { AppError } from "../../common/errors.ts";
 import { parseBody } from "../../common/validate.ts";
 import type { GenerationStats, OutputTokenLogprob } from "../../engine/types.ts";
 import type { ServerDeps } from "../deps.ts";
-import {
-  drain,
-  requireCapability,
-  startGeneration,
-  wantsThinking,
-  withInFlight,
-  type GenerationPlan,
-} from "../generation.ts";
+import { requireCapability, wantsThinking, type GenerationPlan } from "../generation.ts";
 import { DEFAULT_IMAGE_INPUT } from "../images.ts";
 import { logprobsRequest, openaiChatLogprobs, openaiCompletionLogprobs } from "../logprobs.ts";
-import { clientAbortSignal, startSse } from "../streams.ts";
+import { respondGeneration } from "../respond.ts";
+import { clientAbortSignal } from "../streams.ts";
 import { embedInputs, truncateDims } from "../routes/embed.ts";
-import { errorBody } from "../errors.ts";
 import { ChatCompletionRequestSchema, CompletionRequestSchema, EmbeddingsRequestSchema } from "./schemas.ts";
 import {
   finishReason,
@@ -36,49 +29,26 @@ interface Shapes {
   full(text: string, stats: GenerationStats, logprobs: OutputTokenLogprob[] | undefined): object;
 }
 
-async function respond(
+/** The OpenAI translator: chunks, then the finish chunk and (stream_options.include_usage) the usage chunk. */
+const respond = (
   deps: ServerDeps,
   res: Response,
   plan: GenerationPlan,
   stream: boolean,
   includeUsage: boolean,
   shapes: Shapes,
-): Promise<void> {
-  const t0 = process.hrtime.bigint();
-  const signal = clientAbortSignal(res);
-  await withInFlight(deps, async () => {
-    const started = await startGeneration(deps.engine, plan, res, signal);
-    if (!stream) {
-      let text = "";
-      const logprobs: OutputTokenLogprob[] | undefined = plan.logprobs ? [] : undefined;
-      const stats = await drain(deps, started, plan.model.name, t0, (t, lps) => {
-        text += t;
-        if (lps) logprobs?.push(...lps);
-      });
-      if (stats.doneReason !== "abort") res.json(shapes.full(text, stats, logprobs));
-      return;
-    }
-    const out = startSse(res);
-    let first = true;
-    try {
-      const stats = await drain(deps, started, plan.model.name, t0, (t, lps) => {
-        if (!t && !lps) return;
-        out.write(shapes.chunk(t, first, plan.logprobs ? (lps ?? []) : undefined));
-        first = false;
-      });
-      out.write(shapes.lastChunk(stats));
-      if (includeUsage) out.write(shapes.usageChunk(stats));
-    } catch (e) {
-      out.write(errorBody("openai", toAppError(e)));
-    }
-    out.end();
+): Promise<void> =>
+  respondGeneration(deps, res, plan, stream, {
+    api: "openai",
+    piece: shapes.chunk,
+    end: (stats) => [shapes.lastChunk(stats), ...(includeUsage ? [shapes.usageChunk(stats)] : [])],
+    full: shapes.full,
   });
-}
 
 export function openaiRoutes(deps: ServerDeps): Router {
   const r = Router();
 
-  r.post("/v1/chat/completions", async (req, res) => {
+  r.post("/chat/completions", async (req, res) => {
     const body = parseBody(ChatCompletionRequestSchema, req.body);
     const model = await deps.store.resolve(body.model);
     // Tools the model may not call (tool_choice "none") need no tool support: they are left out of the prompt.
@@ -129,7 +99,7 @@ export function openaiRoutes(deps: ServerDeps): Router {
     });
   });
 
-  r.post("/v1/completions", async (req, res) => {
+  r.post("/completions", async (req, res) => {
     const body = parseBody(CompletionRequestSchema, req.body);
     const model = await deps.store.resolve(body.model);
     if (body.suffix) await requireCapability(deps, model, "insert", "suffix");
@@ -172,12 +142,12 @@ export function openaiRoutes(deps: ServerDeps): Router {
     });
   });
 
-  r.get("/v1/models", async (_req, res) => {
+  r.get("/models", async (_req, res) => {
     const models = await deps.store.list();
     res.json({ object: "list", data: await Promise.all(models.map((m) => openaiModel(deps, m))) });
   });
 
-  r.get("/v1/models/*id", async (req, res) => {
+  r.get("/models/*id", async (req, res) => {
     const raw = (req.params as { id: string | string[] }).id;
     const id = Array.isArray(raw) ? raw.join("/") : raw;
     const m = (await deps.store.list()).find((x) => x.name === id || x.name === `${id}:latest`);
@@ -185,7 +155,7 @@ export function openaiRoutes(deps: ServerDeps): Router {
     res.json(await openaiModel(deps, m));
   });
 
-  r.post("/v1/embeddings", async (req, res) => {
+  r.post("/embeddings", async (req, res) => {
     const body = parseBody(EmbeddingsRequestSchema, req.body);
     const model = await deps.store.resolve(body.model);
     const input = embedInputs(body.input);

@@ -7,11 +7,11 @@ import type { ModelStore } from "../../store/model-store.ts";
 
 export function blobRoutes(deps: { store: ModelStore; logger: Logger }): Router {
   const r = Router();
-  r.head("/api/blobs/:digest", async (req, res) => {
+  r.head("/blobs/:digest", async (req, res) => {
     const digest = parseDigest(req.params.digest);
     res.status((await deps.store.blobs.has(digest)) ? 200 : 404).end();
   });
-  r.post("/api/blobs/:digest", async (req, res) => {
+  r.post("/blobs/:digest", async (req, res) => {
     const digest = parseDigest(req.params.digest);
     const stored = await deps.store.blobs.put(req, digest);
     deps.logger.debug({ digest, size: stored.size, created: stored.created }, "blob uploaded");

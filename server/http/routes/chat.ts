@@ -19,7 +19,7 @@ import { finalMetrics, loadOrUnload, respondNative } from "./generate.ts";
 
 export function chatRoutes(deps: ServerDeps): Router {
   const r = Router();
-  r.post("/api/chat", async (req, res) => {
+  r.post("/chat", async (req, res) => {
     const body = parseBody(ChatRequestSchema, req.body);
     const model = await deps.store.resolve(body.model);
     if (body.tools?.length) await requireCapability(deps, model, "tools", "tools");

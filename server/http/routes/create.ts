@@ -21,7 +21,7 @@ function lazyNdjson(res: Response) {
 
 export function createRoutes(deps: { store: ModelStore; logger: Logger }): Router {
   const r = Router();
-  r.post("/api/create", async (req, res) => {
+  r.post("/create", async (req, res) => {
     const body = parseBody(CreateRequestSchema, req.body);
     if (body.stream === false) {
       await deps.store.create(body);

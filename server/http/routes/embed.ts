@@ -20,7 +20,7 @@ export const embedInputs = (input: string | string[]): string[] =>
 
 export function embedRoutes(deps: ServerDeps): Router {
   const r = Router();
-  r.post("/api/embed", async (req, res) => {
+  r.post("/embed", async (req, res) => {
     const body = parseBody(EmbedRequestSchema, req.body);
     const model = await deps.store.resolve(body.model);
     const input = embedInputs(body.input);
@@ -57,7 +57,7 @@ export function embedRoutes(deps: ServerDeps): Router {
       prompt_eval_count: out.promptEvalCount,
     });
   });
-  r.post("/api/embeddings", async (req, res) => {
+  r.post("/embeddings", async (req, res) => {
     const body = parseBody(LegacyEmbeddingsRequestSchema, req.body);
     const model = await deps.store.resolve(body.model);
     // Ollama answers an empty prompt with an empty embedding.

@@ -7,19 +7,16 @@ import type { GenerationStats, OutputTokenLogprob } from "../../engine/types.ts"
 import type { ServerDeps } from "../deps.ts";
 import {
   decodeImages,
-  drain,
   formatFrom,
   keepAliveFrom,
   nowIso,
   requireCapability,
   samplingFrom,
-  startGeneration,
   wantsThinking,
-  withInFlight,
   type GenerationPlan,
 } from "../generation.ts";
 import { logprobsRequest, ollamaLogprobs } from "../logprobs.ts";
-import { clientAbortSignal, startNdjson } from "../streams.ts";
+import { respondGeneration } from "../respond.ts";
 import type { Response } from "express";
 
 export function finalMetrics(s: GenerationStats): FinalMetrics {
@@ -78,38 +75,17 @@ export async function respondNative(
   piece: (text: string) => object,
   final: (fullText: string, stats: GenerationStats) => object,
 ): Promise<void> {
-  const t0 = process.hrtime.bigint();
-  const signal = clientAbortSignal(res);
-  await withInFlight(deps, async () => {
-    const started = await startGeneration(deps.engine, plan, res, signal);
-    if (!stream) {
-      let text = "";
-      const logprobs: OutputTokenLogprob[] = [];
-      const stats = await drain(deps, started, plan.model.name, t0, (t, lps) => {
-        text += t;
-        if (lps) logprobs.push(...lps);
-      });
-      if (stats.doneReason !== "abort") res.json({ ...final(text, stats), ...logprobsField(plan, logprobs) });
-      return;
-    }
-    const out = startNdjson(res);
-    try {
-      const stats = await drain(deps, started, plan.model.name, t0, (t, lps) => {
-        if (lps) out.write({ ...piece(t), ...logprobsField(plan, lps) });
-        else if (t) out.write(piece(t));
-      });
-      out.write(final("", stats));
-    } catch (e) {
-      // Headers are sent: the error goes out as the final NDJSON line, as Ollama does.
-      out.write({ error: (e as Error).message });
-    }
-    out.end();
+  await respondGeneration(deps, res, plan, stream, {
+    api: "ollama",
+    piece: (text, _first, lps) => ({ ...piece(text), ...logprobsField(plan, lps) }),
+    end: (stats) => [final("", stats)],
+    full: (text, stats, lps) => ({ ...final(text, stats), ...logprobsField(plan, lps) }),
   });
 }
 
 export function generateRoutes(deps: ServerDeps): Router {
   const r = Router();
-  r.post("/api/generate", async (req, res) => {
+  r.post("/generate", async (req, res) => {
     const body = parseBody(GenerateRequestSchema, req.body);
     if (body.raw && body.context?.length)
       throw new AppError("BAD_REQUEST", "raw mode does not support context", { param: "context" });

@@ -12,10 +12,11 @@ import type { Logger } from "../../common/logger.ts";
 import { parseBody } from "../../common/validate.ts";
 import { PullRequestSchema } from "../../hub/pull-schema.ts";
 import type { ModelStore } from "../../store/model-store.ts";
+import { showResponse } from "../show-format.ts";
 
 export function modelRoutes(deps: { store: ModelStore; logger: Logger }): Router {
   const r = Router();
-  r.get("/api/tags", async (_req, res) => {
+  r.get("/tags", async (_req, res) => {
     const models = await deps.store.list();
     const body: TagsResponse = {
       models: models.map((m) => ({
@@ -29,21 +30,21 @@ export function modelRoutes(deps: { store: ModelStore; logger: Logger }): Router
     };
     res.json(body);
   });
-  r.post("/api/show", async (req, res) => {
+  r.post("/show", async (req, res) => {
     const body = parseBody(ShowRequestSchema, req.body);
-    res.json(await deps.store.show(body.model, { verbose: body.verbose ?? false }));
+    res.json(showResponse(await deps.store.describe(body.model, { verbose: body.verbose ?? false })));
   });
-  r.delete("/api/delete", async (req, res) => {
+  r.delete("/delete", async (req, res) => {
     const body = parseBody(DeleteRequestSchema, req.body);
     await deps.store.delete(body.model);
     res.status(200).end();
   });
-  r.post("/api/copy", async (req, res) => {
+  r.post("/copy", async (req, res) => {
     const body = parseBody(CopyRequestSchema, req.body);
     await deps.store.copy(body.source, body.destination);
     res.status(200).end();
   });
-  r.post("/api/push", (req) => {
+  r.post("/push", (req) => {
     const body = parseBody(PullRequestSchema, req.body); // push takes pull's body: model, insecure, stream
     throw new AppError(
       "NOT_IMPLEMENTED",

@@ -48,7 +48,7 @@ function deferredStream(res: Response) {
 
 export function pullRoutes(deps: PullRouteDeps): Router {
   const router = Router();
-  router.post("/api/pull", async (req, res) => {
+  router.post("/pull", async (req, res) => {
     const body = parseBody(PullRequestSchema, req.body);
     const signal = clientAbortSignal(res);
     const options = {

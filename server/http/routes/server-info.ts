@@ -6,6 +6,7 @@ import type { ServerDeps } from "../deps.ts";
 /** keep_alive forever: a date far in the future, as clients expect a timestamp. */
 const FOREVER = "9999-12-31T23:59:59Z";
 
+/** GET / (a liveness text), /health (readiness: 503 while a model loads) and /metrics. */
 export function serverInfoRoutes(deps: ServerDeps): Router {
   const r = Router();
   r.get("/", (_req, res) => {
@@ -34,12 +35,18 @@ export function serverInfoRoutes(deps: ServerDeps): Router {
     res.setHeader("Content-Type", deps.metrics.registry.contentType);
     res.send(await deps.metrics.registry.metrics());
   });
-  r.get("/api/version", (_req, res) => {
+  return r;
+}
+
+/** GET /api/version and /api/ps (mounted under /api). */
+export function runtimeInfoRoutes(deps: ServerDeps): Router {
+  const r = Router();
+  r.get("/version", (_req, res) => {
     // `version` is the Ollama API level Gantry speaks (what Ollama clients compare against their minimum version);
     // Gantry's own version is `gantry`.
     res.json({ version: OLLAMA_API_VERSION, gantry: deps.version, engine: deps.engine.buildInfo });
   });
-  r.get("/api/ps", async (_req, res) => {
+  r.get("/ps", async (_req, res) => {
     const running = deps.engine.running();
     const stored = new Map((await deps.store.list()).map((m) => [m.name, m]));
     res.json({

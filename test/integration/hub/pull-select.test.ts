@@ -6,7 +6,7 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { getLlama } from "node-llama-cpp";
 import { pullModel } from "../../../server/hub/pull.ts";
-import { splitModelPath } from "../../../server/hub/splits.ts";
+import { splitModelPath } from "../../../server/store/splits.ts";
 import { layerKind, layersOf } from "../../../server/store/manifests.ts";
 import { parseModelName } from "../../../server/common/model-name.ts";
 import { startHubServer, type HubServer } from "../../support/hub-server.ts";

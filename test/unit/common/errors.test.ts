@@ -3,6 +3,8 @@ import assert from "node:assert/strict";
 import {
   AppError,
   ERROR_CODES,
+  isServerFault,
+  type ErrorCode,
   fromBodyParserError,
   ollamaErrorBody,
   openaiErrorBody,
@@ -67,4 +69,17 @@ test("a body that does not decompress is a 400 (zlib, brotli and zstd errors as 
     assert.match(app!.message, /could not decompress the request body/);
   }
   assert.equal(fromBodyParserError(Object.assign(new Error("x"), { status: 400 })), undefined, "others untouched");
+});
+
+test("the catalogue says which codes are server faults: only 5xx, and never the server working as designed", () => {
+  for (const [code, def] of Object.entries(ERROR_CODES) as [ErrorCode, (typeof ERROR_CODES)[ErrorCode]][]) {
+    if (isServerFault(code)) assert.ok(def.status >= 500, `${code}: a fault is a 5xx`);
+    else if (def.status >= 500)
+      assert.ok(
+        ["SERVER_BUSY", "MODEL_LOADING", "SHUTTING_DOWN", "NOT_IMPLEMENTED"].includes(code),
+        `${code}: a 5xx that is not a fault is busy, loading, shutting down or not implemented`,
+      );
+  }
+  assert.equal(isServerFault("INTERNAL"), true);
+  assert.equal(isServerFault("MODEL_NOT_FOUND"), false);
 });

@@ -9,7 +9,11 @@ import { AppError, type ErrorCode } from "../../../server/common/errors.ts";
 import { parseDigest } from "../../../server/store/digest.ts";
 import { parseModelName } from "../../../server/common/model-name.ts";
 import { ModelStore } from "../../../server/store/model-store.ts";
+import { showResponse } from "../../../server/http/show-format.ts";
 import { tinyModelPath, visionPairPaths } from "../../support/models.ts";
+
+/** What /api/show answers for a model (the store describes it, the HTTP layer formats it). */
+const show = async (store: ModelStore, name: string) => showResponse(await store.describe(name));
 
 const fileDigest = async (file: string) =>
   parseDigest(
@@ -90,7 +94,7 @@ test("create with overrides stores template, system, parameters, messages and li
   const base = await store.resolve("base");
   assert.deepEqual(base.parameters, { temperature: 0.5, stop: ["<|im_end|>"] }, "a single stop string becomes a list");
 
-  const shown = await store.show("alice/derived:chat");
+  const shown = await show(store, "alice/derived:chat");
   assert.equal(shown.license, "MIT\nApache-2.0");
   assert.equal(shown.system, "You are terse.");
   assert.equal(shown.template, "{{ .System }} {{ .Prompt }}");
@@ -129,7 +133,7 @@ test("create from uploaded files: the model GGUF and a projector, told apart by 
   const spec = await store.resolve("vision");
   assert.equal(spec.digest, model.digest);
   assert.equal(spec.projector, store.blobs.path(projector.digest));
-  const shown = await store.show("vision");
+  const shown = await show(store, "vision");
   assert.deepEqual(shown.capabilities, ["completion", "vision"]);
   assert.equal(shown.projector_info?.["general.architecture"], "clip");
   assert.deepEqual(shown.details.families, ["llama", "clip"]);
@@ -218,7 +222,7 @@ test("resolve of a .gguf path gives an ad-hoc spec without importing the file", 
   assert.equal(spec.digest, await fileDigest(gguf));
   assert.equal(spec.size, (await fs.stat(gguf)).size);
   assert.deepEqual(await store.blobs.list(), []);
-  assert.deepEqual((await store.show(gguf)).details.family, "llama");
+  assert.deepEqual((await show(store, gguf)).details.family, "llama");
   await assert.rejects(store.resolve("./missing/model.gguf"), code("MODEL_NOT_FOUND"));
   await assert.rejects(store.resolve("unknown-model"), code("MODEL_NOT_FOUND"));
   await assert.rejects(store.resolve("in valid"), code("MODEL_INVALID_NAME"));

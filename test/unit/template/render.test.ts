@@ -3,7 +3,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { parseModelfile } from "../../../server/modelfile/parse.ts";
+import { parseModelfile } from "../../../server/common/modelfile/parse.ts";
 import { executeTemplate, parseTemplate, renderTemplate, templateIdentifiers } from "../../../server/template/index.ts";
 import { RENDER_CASES } from "./cases.ts";
 

@@ -1,4 +1,4 @@
-import { AppError } from "../common/errors.ts";
+import { AppError } from "../errors.ts";
 
 /** A Modelfile that cannot be parsed. `line` is 1-based, or null for whole-file problems ("no FROM line"). */
 export class ModelfileSyntaxError extends AppError {

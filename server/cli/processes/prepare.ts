@@ -13,7 +13,7 @@ import { ModelStore } from "../../store/model-store.ts";
 import { expectPositionals, parseArgs, stringFlag, UsageError } from "../args.ts";
 import type { Command } from "../context.ts";
 import { ProgressDisplay } from "../progress.ts";
-import { readModelfile } from "./create.ts";
+import { readModelfile } from "../commands/create.ts";
 
 export const prepareCommand: Command = {
   group: "platform",

@@ -1,5 +1,5 @@
 // `gantry operator`: runs the ModelApp operator. The CLI is the composition root of every gantry process, so this is
-// the one place under server/ that reaches into operator/ beyond its API (allowed in eslint.config.js).
+// the one place under server/ that reaches into operator/ beyond its API (rule server-imports-only-operator-api).
 import { parseArgs, stringFlag, UsageError } from "../args.ts";
 import type { Command } from "../context.ts";
 

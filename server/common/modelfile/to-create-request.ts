@@ -1,10 +1,10 @@
 // Conversions between a Modelfile and Ollama's API bodies: the POST /api/create body `gantry create` sends,
 // and the reverse for `gantry show --modelfile`, built from what /api/show returns.
-import { AppError } from "../common/errors.ts";
+import { AppError } from "../errors.ts";
 import { ModelfileSyntaxError } from "./errors.ts";
 import { REPEATABLE_PARAMETERS, parseParameterValue } from "./parameters.ts";
 import type { Command, MessageRole, Modelfile, ParameterValue } from "./types.ts";
-import { isLocalPath } from "../common/model-ref.ts";
+import { isLocalPath } from "../model-ref.ts";
 
 export interface CreateMessage {
   role: MessageRole;

@@ -4,8 +4,8 @@
 // its blobs; the engine loads the first link. Symlinks (not hard links) keep no data alive after `rm` drops the blobs.
 import fs from "node:fs/promises";
 import path from "node:path";
-import type { BlobStore } from "../store/blobs.ts";
-import { blobFileName, digestHex, type Digest } from "../store/digest.ts";
+import type { BlobStore } from "./blobs.ts";
+import { blobFileName, digestHex, type Digest } from "./digest.ts";
 
 const pad = (n: number) => String(n).padStart(5, "0");
 

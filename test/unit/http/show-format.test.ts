@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { formatParameters, modelCapabilities, renderModelfile } from "../../../server/store/show-format.ts";
+import { modelCapabilities } from "../../../server/store/capabilities.ts";
+import { formatParameters, renderModelfile } from "../../../server/http/show-format.ts";
 
 test("parameters print as aligned key/value lines, one line per list item", () => {
   assert.equal(formatParameters({}), "");

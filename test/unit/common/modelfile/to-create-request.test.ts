@@ -2,14 +2,15 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { posix } from "node:path";
-import { formatModelfile } from "../../../server/modelfile/format.ts";
-import { parseModelfile } from "../../../server/modelfile/parse.ts";
-import { isLocalPath } from "../../../server/common/model-ref.ts";
-import { modelfileFromShow, toCreateRequest } from "../../../server/modelfile/to-create-request.ts";
-import { AppError } from "../../../server/common/errors.ts";
-import { ModelfileSyntaxError } from "../../../server/modelfile/errors.ts";
+import { formatModelfile } from "../../../../server/common/modelfile/format.ts";
+import { parseModelfile } from "../../../../server/common/modelfile/parse.ts";
+import { isLocalPath } from "../../../../server/common/model-ref.ts";
+import { modelfileFromShow, toCreateRequest } from "../../../../server/common/modelfile/to-create-request.ts";
+import { AppError } from "../../../../server/common/errors.ts";
+import { ModelfileSyntaxError } from "../../../../server/common/modelfile/errors.ts";
 
-const fixture = (name: string) => readFileSync(new URL(`../../fixtures/modelfiles/${name}`, import.meta.url), "utf8");
+const fixture = (name: string) =>
+  readFileSync(new URL(`../../../fixtures/modelfiles/${name}`, import.meta.url), "utf8");
 
 // Resolves like the CLI does, relative to a Modelfile in /home/me/models, with ~ as /home/me.
 const resolved: string[] = [];

@@ -1,13 +1,14 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { parseModelfile } from "../../../server/modelfile/parse.ts";
-import { ModelfileSyntaxError } from "../../../server/modelfile/errors.ts";
-import { PARAMETER_TYPES } from "../../../server/modelfile/parameters.ts";
-import { AppError } from "../../../server/common/errors.ts";
+import { parseModelfile } from "../../../../server/common/modelfile/parse.ts";
+import { ModelfileSyntaxError } from "../../../../server/common/modelfile/errors.ts";
+import { PARAMETER_TYPES } from "../../../../server/common/modelfile/parameters.ts";
+import { AppError } from "../../../../server/common/errors.ts";
 import { ALL_PARAMETERS, ERROR_CASES, VALID_CASES } from "./cases.ts";
 
-const fixture = (name: string) => readFileSync(new URL(`../../fixtures/modelfiles/${name}`, import.meta.url), "utf8");
+const fixture = (name: string) =>
+  readFileSync(new URL(`../../../fixtures/modelfiles/${name}`, import.meta.url), "utf8");
 
 describe("parseModelfile: valid input", () => {
   for (const c of VALID_CASES) {

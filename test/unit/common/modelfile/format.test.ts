@@ -1,12 +1,13 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { formatModelfile, quoteValue } from "../../../server/modelfile/format.ts";
-import { parseModelfile } from "../../../server/modelfile/parse.ts";
-import type { Modelfile } from "../../../server/modelfile/types.ts";
+import { formatModelfile, quoteValue } from "../../../../server/common/modelfile/format.ts";
+import { parseModelfile } from "../../../../server/common/modelfile/parse.ts";
+import type { Modelfile } from "../../../../server/common/modelfile/types.ts";
 import { VALID_CASES } from "./cases.ts";
 
-const fixture = (name: string) => readFileSync(new URL(`../../fixtures/modelfiles/${name}`, import.meta.url), "utf8");
+const fixture = (name: string) =>
+  readFileSync(new URL(`../../../fixtures/modelfiles/${name}`, import.meta.url), "utf8");
 
 describe("formatModelfile round-trips: parse(format(parse(x))) equals parse(x)", () => {
   for (const c of VALID_CASES) {

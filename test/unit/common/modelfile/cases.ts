@@ -1,6 +1,6 @@
 // Table of Modelfile sources and what they parse to (or the error they raise). Shared by the parser tests
 // and the formatter's round-trip property test.
-import type { Command } from "../../../server/modelfile/types.ts";
+import type { Command } from "../../../../server/common/modelfile/types.ts";
 
 export interface ValidCase {
   name: string;

@@ -1,5 +1,7 @@
-// Text renderings of a stored model for /api/show: Ollama's aligned parameter lines, a Modelfile, capabilities. Pure.
-import type { ModelParameters, StoredMessage } from "../api/store-schemas.ts";
+// The /api/show answer from what the store describes: Ollama's aligned parameter lines and a Modelfile. Pure.
+import type { ShowResponse } from "../api/store-schemas.ts";
+import type { ModelParameters, StoredMessage } from "../store/schemas.ts";
+import type { ModelDescription } from "../store/types.ts";
 
 const PARAM_KEY_WIDTH = 30;
 
@@ -51,16 +53,32 @@ export function renderModelfile(m: ModelfileInput): string {
   return `${lines.join("\n")}\n`;
 }
 
-/**
- * What a model can do, as Ollama reports it: embedding models (GGUF pooling type) only embed; others complete, plus
- * "vision" when they have a projector. The serving routes check requests against the same list (a request with tools,
- * `think` or a `suffix` is a 400 "<model> does not support …"): "tools", "thinking" and "insert" join it once the
- * engine renders tools and parses tool calls, separates thinking, and fills in the middle; until then no model has
- * them, whatever its template says (a template that renders tools does not make the server call them).
- */
-export function modelCapabilities(m: { isEmbedding: boolean; hasProjector: boolean }): string[] {
-  if (m.isEmbedding) return ["embedding"];
-  const caps = ["completion"];
-  if (m.hasProjector) caps.push("vision");
-  return caps;
+/** POST /api/show's body. */
+export function showResponse(d: ModelDescription): ShowResponse {
+  const { layers, summary } = d;
+  const template = layers.template ?? summary.chatTemplate;
+  const parameters = formatParameters(layers.parameters);
+  return {
+    ...(layers.licenses.length ? { license: layers.licenses.join("\n") } : {}),
+    modelfile: renderModelfile({
+      displayName: d.displayName,
+      modelPath: layers.model.path,
+      adapterPaths: layers.adapters.map((a) => a.path),
+      ...(layers.projector ? { projectorPath: layers.projector.path } : {}),
+      ...(layers.template !== undefined ? { template: layers.template } : {}),
+      ...(layers.system !== undefined ? { system: layers.system } : {}),
+      parameters: layers.parameters,
+      messages: layers.messages,
+      licenses: layers.licenses,
+    }),
+    ...(parameters ? { parameters } : {}),
+    ...(template !== undefined ? { template } : {}),
+    ...(layers.system !== undefined ? { system: layers.system } : {}),
+    details: d.details,
+    model_info: summary.modelInfo,
+    capabilities: d.capabilities,
+    ...(d.projector ? { projector_info: d.projector.modelInfo } : {}),
+    modified_at: d.modifiedAt.toISOString(),
+    ...(layers.messages.length ? { messages: layers.messages } : {}),
+  };
 }

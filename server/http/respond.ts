@@ -1,0 +1,65 @@
+// The one responder of every generation route (/api/generate, /api/chat, /v1/chat/completions, /v1/completions):
+// one JSON body, or a stream of lines that ends with the final object(s) or, when generation fails after the headers
+// went out, with one error line in the API's own error shape. Each API is a translator of the engine's events into its
+// objects (NativeTranslator here, the OpenAI ones in openai/routes.ts) plus its stream format (NDJSON or SSE).
+import type { Response } from "express";
+import { toAppError } from "../common/errors.ts";
+import type { GenerationStats, OutputTokenLogprob } from "../engine/types.ts";
+import type { ServerDeps } from "./deps.ts";
+import { errorBody, logFault, type ErrorShape } from "./errors.ts";
+import { drain, startGeneration, withInFlight, type GenerationPlan } from "./generation.ts";
+import { clientAbortSignal, startNdjson, startSse, type LineStream } from "./streams.ts";
+
+export interface GenerationTranslator {
+  /** The API's error shape (a mid-stream error line) and stream format. */
+  api: ErrorShape;
+  /** A streamed piece: `first` for the stream's first one; `logprobs` only when they were asked for. */
+  piece(text: string, first: boolean, logprobs: OutputTokenLogprob[] | undefined): object;
+  /** The objects that end a stream. */
+  end(stats: GenerationStats): object[];
+  /** The whole answer, when the client asked not to stream. */
+  full(text: string, stats: GenerationStats, logprobs: OutputTokenLogprob[] | undefined): object;
+}
+
+const STREAM_FORMATS: Record<ErrorShape, (res: Response) => LineStream> = { ollama: startNdjson, openai: startSse };
+
+export async function respondGeneration(
+  deps: ServerDeps,
+  res: Response,
+  plan: GenerationPlan,
+  stream: boolean,
+  t: GenerationTranslator,
+): Promise<void> {
+  const t0 = process.hrtime.bigint();
+  const signal = clientAbortSignal(res);
+  await withInFlight(deps, async () => {
+    // Errors before any output (load, overflow, queue full) are thrown here and answered with their status code.
+    const started = await startGeneration(deps.engine, plan, res, signal);
+    if (!stream) {
+      let text = "";
+      const logprobs: OutputTokenLogprob[] | undefined = plan.logprobs ? [] : undefined;
+      const stats = await drain(deps, started, plan.model.name, t0, (piece, lps) => {
+        text += piece;
+        if (lps) logprobs?.push(...lps);
+      });
+      if (stats.doneReason !== "abort") res.json(t.full(text, stats, logprobs));
+      return;
+    }
+    const out = STREAM_FORMATS[t.api](res);
+    let first = true;
+    try {
+      const stats = await drain(deps, started, plan.model.name, t0, (piece, lps) => {
+        if (!piece && !lps) return;
+        out.write(t.piece(piece, first, plan.logprobs ? (lps ?? []) : undefined));
+        first = false;
+      });
+      for (const obj of t.end(stats)) out.write(obj);
+    } catch (err) {
+      // Headers are sent: the error is the stream's last line, through the catalogue like any other answer.
+      const e = toAppError(err);
+      logFault(deps.logger, e, res.req);
+      out.write(errorBody(t.api, e));
+    }
+    out.end();
+  });
+}
