@@ -225,6 +225,8 @@ export interface EnsureEngineOptions {
   log?: (line: string) => void;
   /** Overrides GANTRY_ENGINE_BUILD (the benchmarks make both kinds of build). */
   mode?: EngineBuildMode;
+  /** The build without image input (NLC_MTMD off), for the A/B benchmark of text generation (bench/addon-ab.ts). */
+  withoutMtmd?: boolean;
 }
 
 /**
@@ -270,7 +272,7 @@ export async function ensurePatchedEngine(opts: EnsureEngineOptions = {}): Promi
     return { state: "prebuilt", detail: "GANTRY_ENGINE_BUILD=prebuilt: not building the patched addon" };
   if (process.platform === "win32") return fallback("building the patched addon is not supported on Windows");
   const started = performance.now();
-  const build = patchedBuild({ mode });
+  const build = patchedBuild({ mode, ...(opts.withoutMtmd ? { withoutMtmd: true } : {}) });
   const ready = (how: string): EngineSetupResult => {
     const linkError = linkLocalBuild(build);
     if (linkError) return { state: "ready", detail: `${how}, but ${linkError}` };

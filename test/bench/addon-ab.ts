@@ -1,7 +1,7 @@
 // `node test/bench/addon-ab.ts [model.gguf] [rounds] [threads]`: text generation on two patched addon builds side by
 // side, to show that one change to the addon does not change or slow text generation. "after" is the current build
-// (PATCHED_CMAKE_OPTIONS), "before" the same options without NLC_MTMD (the build without image input, e.g. the one
-// setup made before the mtmd patch, still linked in node_modules/node-llama-cpp/llama/localBuilds). Each run is a child
+// (setup's, with image input), "before" the same build without NLC_MTMD (made once by this benchmark, cached as any
+// engine build; `npm run bench vision` runs it). Each run is a child
 // process loading one build (getLlama picks the local build by its CMake options); rounds alternate the builds. A run
 // generates greedily through the engine's own parts (LoadedModel, step batcher, native sampler): 1 stream × 128 tokens
 // and 4 streams × 64 tokens; the table shows tokens/s, the process's CPU time per generated token (steadier than
@@ -14,15 +14,17 @@ import { getLlama, LlamaLogLevel, type Token } from "node-llama-cpp";
 import { LoadedModel } from "../../server/engine/loaded-model.ts";
 import { noMetrics } from "../../server/engine/metrics.ts";
 import { NativeSampler } from "../../server/engine/native-sampler.ts";
-import { PATCHED_CMAKE_OPTIONS } from "../../server/engine/native/patched-build.ts";
+import { patchedBuild } from "../../server/engine/native/patched-build.ts";
+import { ensurePatchedEngine } from "../../server/setup/engine-build.ts";
 import { resolveSampling } from "../../server/engine/sampling.ts";
 import type { Slot } from "../../server/engine/step-batcher.ts";
 import { benchModelPath } from "../support/models.ts";
 import { median, printTable } from "./table.ts";
 
+// The builds as setup makes them now (the addon on the prebuilt libraries where it can), with and without mtmd.
 const BUILDS = {
-  before: Object.fromEntries(Object.entries(PATCHED_CMAKE_OPTIONS).filter(([k]) => k !== "NLC_MTMD")),
-  after: PATCHED_CMAKE_OPTIONS,
+  before: patchedBuild({ withoutMtmd: true }).cmakeOptions,
+  after: patchedBuild().cmakeOptions,
 };
 type BuildName = keyof typeof BUILDS;
 
@@ -120,9 +122,19 @@ if (process.argv[2] === "--child") {
   const r = await child(process.argv[3] as BuildName, process.argv[4]!, Number(process.argv[5]));
   process.stdout.write(`${JSON.stringify(r)}\n`);
 } else if (import.meta.main) {
-  const modelPath = process.argv[2] || (await benchModelPath("250m"));
-  const rounds = Number(process.argv[3] || 5);
-  const threads = Number(process.argv[4] || 2);
+  await benchAddonAb(
+    process.argv[2] || (await benchModelPath("250m")),
+    Number(process.argv[3] || 5),
+    Number(process.argv[4] || 2),
+  );
+}
+
+/** Builds both addons if needed (the one without mtmd is made once, cached like any engine build), then the table. */
+export async function benchAddonAb(modelPath: string, rounds: number, threads: number): Promise<void> {
+  for (const withoutMtmd of [true, false]) {
+    const r = await ensurePatchedEngine({ strict: true, withoutMtmd });
+    process.stderr.write(`engine build (${withoutMtmd ? "without" : "with"} mtmd): ${r.detail}\n`);
+  }
   const results: RunResult[] = [];
   for (let r = 0; r < rounds; r++) {
     for (const build of (r % 2 === 0 ? ["before", "after"] : ["after", "before"]) as BuildName[]) {

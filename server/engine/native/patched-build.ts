@@ -198,7 +198,14 @@ export interface PatchedBuild {
 }
 
 export function patchedBuild(
-  opts: { cacheDir?: string; packageDir?: string; cpuTarget?: EngineCpuTarget; mode?: "auto" | "source" } = {},
+  opts: {
+    cacheDir?: string;
+    packageDir?: string;
+    cpuTarget?: EngineCpuTarget;
+    mode?: "auto" | "source";
+    /** Without image input (NLC_MTMD off): the build the A/B benchmark compares the current one with. */
+    withoutMtmd?: boolean;
+  } = {},
 ): PatchedBuild {
   const packageDir = opts.packageDir ?? nodeLlamaCppDir();
   const cpuTarget = opts.cpuTarget ?? engineCpuTarget();
@@ -207,8 +214,11 @@ export function patchedBuild(
   const version = nodeLlamaCppVersion(packageDir);
   const platform = nlcPlatform();
   let key: string, cmakeOptions: Readonly<Record<string, string>>;
+  const patched = opts.withoutMtmd
+    ? Object.fromEntries(Object.entries(PATCHED_CMAKE_OPTIONS).filter(([k]) => k !== "NLC_MTMD"))
+    : PATCHED_CMAKE_OPTIONS;
   if (choice.strategy === "addon") {
-    cmakeOptions = { ...PATCHED_CMAKE_OPTIONS, ...ADDON_CMAKE_OPTIONS };
+    cmakeOptions = { ...patched, ...ADDON_CMAKE_OPTIONS };
     const digest = createHash("sha256")
       .update(fs.readFileSync(PATCH_FILE))
       .update(fs.readFileSync(PREBUILT_LLAMA_CMAKE))
@@ -218,10 +228,10 @@ export function patchedBuild(
       .slice(0, 12);
     key = `node-llama-cpp-${version}-${platform}-${process.arch}-addon-${digest}`;
   } else {
-    cmakeOptions = PATCHED_CMAKE_OPTIONS;
+    cmakeOptions = patched;
     const digest = createHash("sha256")
       .update(fs.readFileSync(PATCH_FILE))
-      .update(JSON.stringify(PATCHED_CMAKE_OPTIONS))
+      .update(JSON.stringify(patched))
       .update(String(BUILDER_VERSION))
       // The native target hashes as before (nothing added), so existing native builds stay valid.
       .update(cpuTarget === "native" ? "" : JSON.stringify(CPU_TARGET_CMAKE_OPTIONS[cpuTarget]))
