@@ -22,6 +22,7 @@ import {
   type RgbImage,
 } from "../../support/images.ts";
 import { tinyModelPath, visionPairPaths } from "../../support/models.ts";
+import { startHubServer, type HubServer } from "../../support/hub-server.ts";
 import { requirePatchedBuild } from "../../support/patched-engine.ts";
 import { createModel, startTestServer, type TestServer } from "../../support/server.ts";
 
@@ -29,6 +30,7 @@ let srv: TestServer;
 let ollama: Ollama;
 let openai: OpenAI;
 let remote: http.Server;
+let hub: HubServer;
 let remoteUrl: string;
 
 const IMAGE_A = encodePng(patternImage(120, 90, 1));
@@ -87,8 +89,26 @@ before(async () => {
   });
   await new Promise<void>((r) => remote.listen(0, "127.0.0.1", r));
   remoteUrl = `http://127.0.0.1:${(remote.address() as AddressInfo).port}`;
+  // A hub repo as vision models are published: the model, its projector in F16, and a decoy "Q4_0 projector" that is
+  // really a text model (pulling it would break image input).
+  hub = await startHubServer();
+  const pairFiles = await visionPairPaths();
+  await hub.register({
+    org: "acme",
+    repo: "TinyVision-GGUF",
+    files: {
+      "TinyVision-Q4_K_M.gguf": pairFiles.model,
+      "mmproj-TinyVision-F16.gguf": pairFiles.mmproj,
+      "mmproj-TinyVision-Q4_0.gguf": await tinyModelPath({ seed: 5 }),
+    },
+  });
   srv = await startTestServer({
-    env: { GANTRY_MAX_IMAGE_SIZE: "64kb", GANTRY_REMOTE_IMAGE_TIMEOUT: "2s", GANTRY_KEEP_ALIVE: "1h" },
+    env: {
+      GANTRY_MAX_IMAGE_SIZE: "64kb",
+      GANTRY_REMOTE_IMAGE_TIMEOUT: "2s",
+      GANTRY_KEEP_ALIVE: "1h",
+      GANTRY_HUB_URL: hub.url,
+    },
   });
   ollama = new Ollama({ host: srv.url });
   openai = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: "placeholder" });
@@ -105,6 +125,7 @@ before(async () => {
 });
 after(async () => {
   await srv?.stop();
+  await hub?.close();
   remote?.closeAllConnections();
   remote?.close();
 });
@@ -254,6 +275,29 @@ describe("a vision model", () => {
     ]);
     assert.equal(results.length, 8);
     for (const r of results) assert.ok(r.text.length > 0);
+  });
+
+  test("a pull from the hub takes the repo's mmproj (F16) and the pulled model answers about images", async () => {
+    const pulled = await ollama.pull({ model: "hf.co/acme/TinyVision-GGUF", stream: false });
+    assert.equal(pulled.status, "success");
+    const show = await ollama.show({ model: "hf.co/acme/TinyVision-GGUF" });
+    assert.deepEqual(show.capabilities, ["completion", "vision"]);
+    const r = await openai.chat.completions.create({
+      model: "hf.co/acme/TinyVision-GGUF",
+      temperature: 0,
+      max_tokens: 12,
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "Describe this picture." },
+            { type: "image_url", image_url: { url: dataUrl(IMAGE_A) } },
+          ],
+        },
+      ],
+    });
+    // The same files as "vis": the same answer.
+    assert.equal(r.choices[0]!.message.content, (await askOpenAI([IMAGE_A])).text);
   });
 
   test("a remote image URL is fetched (loopback test host)", async () => {
