@@ -30,9 +30,18 @@ module.exports = {
     {
       name: "operator-imports-only-common",
       severity: "error",
-      comment: "operator/ imports only server/common/ and its own code.",
-      from: { path: "^operator/" },
+      comment:
+        "operator/ imports only server/common/ and its own code; operator/chart/ (the Helm values schema, build time " +
+        "only) also picks the gateway's config schema.",
+      from: { path: "^operator/", pathNot: "^operator/chart/" },
       to: { path: "^(server/(?!common/)|test/|examples/)" },
+    },
+    {
+      name: "chart-values-imports-only-config-schemas",
+      severity: "error",
+      comment: "operator/chart/ reads the gateway's config schema only.",
+      from: { path: "^operator/chart/" },
+      to: { path: "^(server/(?!common/|gateway/config\\.ts$)|test/|examples/)" },
     },
     {
       name: "server-imports-only-operator-api",

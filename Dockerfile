@@ -1,73 +1,83 @@
 # syntax=docker/dockerfile:1
 # One image for every Gantry process: `gantry serve` (default), `gantry operator`, `gantry gateway`, and the CLI.
-#   docker build -t gantry .                          # CPU image
-#   docker build -t gantry:cuda --build-arg VARIANT=cuda .   # keeps the CUDA prebuilt of node-llama-cpp
-#   docker run -d -v gantry:/models -p 11434:11434 --name gantry gantry
-#   docker exec -it gantry gantry run smollm2:135m
-# For GPUs add `--gpus=all` (and build the cuda variant on a CUDA runtime base image, see NODE_IMAGE below).
-ARG NODE_IMAGE=node:24-bookworm-slim
+#   docker build -t gantry .                       # CPU (default target): the patched engine, portable CPU kernels
+#   docker build -t gantry:cuda --target cuda .    # CUDA: node-llama-cpp's CUDA build on a CUDA runtime base
+#   docker run -d -v gantry:/models -p 11434:11434 --name gantry gantry        # add --gpus=all with gantry:cuda
+#   docker exec -it gantry gantry run hf.co/bartowski/SmolLM2-135M-Instruct-GGUF:Q4_K_M
+# What the image runs is the package as npm users get it: `npm pack` of the built JavaScript (dist/), installed with
+# `npm install --omit=dev` at the lock file's versions (not `npm ci`: the lock lacks other platforms' optional
+# engine packages, see server/setup/env.sh). test/integration/package/container.test.ts makes the same install.
+ARG NODE_IMAGE=node:24.21.0-bookworm-slim
+ARG CUDA_IMAGE=nvidia/cuda:12.9.1-runtime-ubuntu24.04
 
-FROM ${NODE_IMAGE} AS deps
-WORKDIR /app
-ENV NODE_LLAMA_CPP_SKIP_DOWNLOAD=true
-COPY package.json package-lock.json ./
-# npm install (lock versions) rather than npm ci: see server/setup/env.sh about optional platform binaries.
-RUN --mount=type=cache,target=/root/.npm npm install --omit=dev --no-audit --no-fund
-
-FROM deps AS pruned
-ARG VARIANT=cpu
-# node-llama-cpp ships every prebuilt (CPU, CUDA, Vulkan) as optional dependencies; keep only what the variant uses.
-RUN if [ "$VARIANT" = "cpu" ]; then rm -rf node_modules/@node-llama-cpp/*-cuda* node_modules/@node-llama-cpp/*-vulkan*; fi \
- && rm -rf node_modules/@node-llama-cpp/*-arm* node_modules/@node-llama-cpp/mac-* node_modules/@node-llama-cpp/win-*
-
-# The engine as local setups build it (server/setup/engine-build.ts): node-llama-cpp's addon patched for a persistent
-# ggml threadpool, compiled from the sources the package ships and linked against the prebuilt package's llama.cpp/ggml
-# libraries (ggml picks its CPU kernels at load, so the image runs on other machines than the one that builds it); where
-# no compatible prebuilt package is installed it compiles llama.cpp too, for a portable CPU target (x86-64-v3: AVX2,
-# FMA, F16C; armv8 on arm64). --strict fails the image build instead of falling back to the prebuilt binary. GPU variants
-# keep their prebuilt binaries (the patched build is CPU-only; the runtime skips it when NODE_LLAMA_CPP_GPU names a GPU);
-# ENGINE_BUILD=prebuilt skips it for the CPU image.
-FROM pruned AS engine
-ARG VARIANT=cpu
-ARG ENGINE_BUILD=auto
-RUN if [ "$VARIANT" = "cpu" ] && [ "$ENGINE_BUILD" != "prebuilt" ]; then apt-get update \
- && apt-get install -y --no-install-recommends cmake g++ make git ca-certificates && rm -rf /var/lib/apt/lists/*; fi
-COPY package.json tsconfig.json ./
-COPY server ./server
-ENV GANTRY_CACHE=/opt/gantry/cache \
-    GANTRY_ENGINE_CPU=portable \
-    GANTRY_ENGINE_BUILD=${ENGINE_BUILD}
-# The build lands in $GANTRY_CACHE/engine/<key> and is linked from node_modules/node-llama-cpp/llama/localBuilds/;
-# the runtime stage copies both to the same paths. Sources and objects are removed by the build itself.
-RUN mkdir -p /opt/gantry/cache && if [ "$VARIANT" = "cpu" ]; then node server/setup/engine-build.ts --strict; fi
-
-FROM ${NODE_IMAGE} AS runtime
-ARG VARIANT=cpu
-ARG ENGINE_BUILD=auto
-WORKDIR /app
-# Runtime libraries only: no compilers, nothing is ever built at run time.
-RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates libgomp1 tini \
- && rm -rf /var/lib/apt/lists/* \
- && printf '#!/bin/sh\nexec node /app/server/cli/gantry.ts "$@"\n' > /usr/local/bin/gantry && chmod 755 /usr/local/bin/gantry \
- && mkdir -p /models && chown 65532:65532 /models
-COPY --from=engine /app/node_modules ./node_modules
-COPY --from=engine /opt/gantry/cache /opt/gantry/cache
-COPY package.json tsconfig.json ./
+# The package: compile to dist/ and pack it (dev dependencies stay in this stage).
+FROM ${NODE_IMAGE} AS pack
+WORKDIR /src
+ENV NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm_config_update_notifier=false
+COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
+RUN npm install --no-audit --no-fund --ignore-scripts
 COPY server ./server
 COPY operator ./operator
-ENV NODE_ENV=production \
-    GANTRY_HOST=0.0.0.0:11434 \
-    GANTRY_MODELS=/models \
-    GANTRY_CACHE=/opt/gantry/cache \
-    GANTRY_ENGINE_CPU=portable \
-    GANTRY_ENGINE_BUILD=${ENGINE_BUILD} \
-    NODE_LLAMA_CPP_GPU=${VARIANT} \
-    NVIDIA_VISIBLE_DEVICES=all \
-    NVIDIA_DRIVER_CAPABILITIES=compute,utility
+RUN node server/setup/build.ts && npm pack --ignore-scripts --pack-destination /tmp && mv /tmp/gantry-*.tgz /tmp/gantry.tgz
+
+# Production dependencies only, from the lock file.
+FROM ${NODE_IMAGE} AS install
+WORKDIR /app
+ENV NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm_config_update_notifier=false
+COPY --from=pack /tmp/gantry.tgz /tmp/gantry.tgz
+COPY package-lock.json ./
+RUN tar -xzf /tmp/gantry.tgz --strip-components=1 && rm /tmp/gantry.tgz \
+ && npm install --omit=dev --no-audit --no-fund \
+ && rm -rf node_modules/@node-llama-cpp/*-arm* node_modules/@node-llama-cpp/mac-* node_modules/@node-llama-cpp/win-*
+
+# The CPU engine as local setups build it (server/setup/engine-build.ts): node-llama-cpp's addon patched for a persistent
+# ggml threadpool, linked against the prebuilt package's llama.cpp/ggml (ggml picks its CPU kernels at load, so the image
+# runs on other machines than the one that builds it), or compiled for a portable CPU target (x86-64-v3; armv8 on arm64)
+# where no prebuilt fits. --strict fails the build instead of falling back to the unpatched binary.
+FROM install AS engine
+# Build tools of this throwaway stage; Debian's versions of the day (the runtime stage has no compiler).
+# hadolint ignore=DL3008
+RUN apt-get update && apt-get install -y --no-install-recommends cmake g++ make git ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+ENV GANTRY_CACHE=/opt/gantry/cache GANTRY_ENGINE_CPU=portable
+RUN mkdir -p /opt/gantry/cache && node dist/server/setup/engine-build.js --strict \
+ && rm -rf node_modules/@node-llama-cpp/*-cuda* node_modules/@node-llama-cpp/*-vulkan*
+
+# GPU nodes: the CUDA runtime base with Node copied from the pinned Node image, node-llama-cpp's CUDA prebuilt.
+FROM ${CUDA_IMAGE} AS cuda
+# hadolint ignore=DL3008
+RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates libgomp1 tini \
+ && rm -rf /var/lib/apt/lists/* && mkdir -p /models && chown 65532:65532 /models
+COPY --from=install /usr/local/bin/node /usr/local/bin/node
+COPY --from=install /app /app
+RUN printf '#!/bin/sh\nexec node /app/dist/server/cli/gantry.js "$@"\n' > /usr/local/bin/gantry && chmod 755 /usr/local/bin/gantry
+ENV NODE_ENV=production GANTRY_HOST=0.0.0.0:11434 GANTRY_MODELS=/models NODE_LLAMA_CPP_GPU=cuda \
+    NVIDIA_VISIBLE_DEVICES=all NVIDIA_DRIVER_CAPABILITIES=compute,utility
 VOLUME /models
 EXPOSE 11434
 USER 65532:65532
-HEALTHCHECK --interval=10s --timeout=3s --start-period=300s CMD node -e "fetch('http://127.0.0.1:11434/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
+HEALTHCHECK --interval=10s --timeout=3s --start-period=300s \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:11434/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+ENTRYPOINT ["tini", "--", "gantry"]
+CMD ["serve"]
+
+# The default target: CPU.
+FROM ${NODE_IMAGE} AS cpu
+# Runtime libraries only (no compilers); Debian's versions of the base image's release.
+# hadolint ignore=DL3008
+RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates libgomp1 tini \
+ && rm -rf /var/lib/apt/lists/* && mkdir -p /models && chown 65532:65532 /models
+WORKDIR /app
+COPY --from=engine /app /app
+COPY --from=engine /opt/gantry/cache /opt/gantry/cache
+RUN printf '#!/bin/sh\nexec node /app/dist/server/cli/gantry.js "$@"\n' > /usr/local/bin/gantry && chmod 755 /usr/local/bin/gantry
+ENV NODE_ENV=production GANTRY_HOST=0.0.0.0:11434 GANTRY_MODELS=/models GANTRY_CACHE=/opt/gantry/cache \
+    GANTRY_ENGINE_CPU=portable
+VOLUME /models
+EXPOSE 11434
+USER 65532:65532
+HEALTHCHECK --interval=10s --timeout=3s --start-period=300s \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:11434/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # tini as PID 1 forwards SIGTERM to node, which shuts down gracefully.
-ENTRYPOINT ["tini", "--", "node", "/app/server/cli/gantry.ts"]
+ENTRYPOINT ["tini", "--", "gantry"]
 CMD ["serve"]

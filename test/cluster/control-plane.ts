@@ -12,6 +12,7 @@ import { kwokConfigExcludingProcessRuntime } from "./kwok-config.ts";
 import { generatePki, kubeconfigYaml } from "./pki.ts";
 import { freePort, isOurs, readRecorded, startRecorded, stopRecorded, waitFor } from "./processes.ts";
 import { clusterNetId, deleteClusterPodNetworks } from "./runtime/pod-network.ts";
+import { kubernetesServiceIp, pickServiceCidr, releaseServiceCidr } from "./runtime/service-network.ts";
 
 export interface ControlPlane {
   kubeconfig: string;
@@ -41,6 +42,8 @@ export interface ClusterRecord {
   binDir: string;
   repo: string;
   startedAt: string;
+  /** The cluster's Service range (its ClusterIPs live on the host's loopback while it runs). */
+  serviceCidr?: string;
 }
 
 export const gantryCache = (): string => process.env.GANTRY_CACHE ?? path.join(os.homedir(), ".cache", "gantry");
@@ -93,7 +96,9 @@ export async function clusterHealthy(dir: string): Promise<boolean> {
 }
 
 export async function stopControlPlane(dir: string, opts: { keepDir?: boolean } = {}): Promise<void> {
+  const rec = readClusterRecord(dir);
   const killed = await stopRecorded(dir);
+  if (rec?.serviceCidr) releaseServiceCidr(rec.serviceCidr);
   if (killed.length) log(`had to SIGKILL ${killed.join(", ")}`);
   const leftovers = deleteClusterPodNetworks(clusterNetId(dir));
   if (leftovers) log(`removed ${leftovers} leftover pod network(s)`);
@@ -110,9 +115,10 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
   const bin = (name: string): string => path.join(binDir, name);
   const dir = opts.dir ?? fs.mkdtempSync(path.join(gantryCache(), "cluster", "run-"));
   fs.mkdirSync(dir, { recursive: true });
+  const serviceCidr = pickServiceCidr(clusterNetId(dir));
   try {
     const advertise = advertiseAddress();
-    const pki = generatePki(path.join(dir, "pki"), advertise ?? "127.0.0.1");
+    const pki = generatePki(path.join(dir, "pki"), advertise ?? "127.0.0.1", kubernetesServiceIp(serviceCidr));
     const [etcdPort, etcdPeerPort, apiPort, kcmPort, schedPort, kubeletPort] = await Promise.all([
       freePort(),
       freePort(),
@@ -132,6 +138,7 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
       binDir,
       repo: repoRoot,
       startedAt: new Date().toISOString(),
+      serviceCidr,
     };
 
     const etcdUrl = `http://127.0.0.1:${etcdPort}`,
@@ -161,7 +168,7 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
       "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
       `--service-account-key-file=${pki.saPub}`,
       `--service-account-signing-key-file=${pki.saKey}`,
-      "--service-cluster-ip-range=10.96.0.0/16",
+      `--service-cluster-ip-range=${serviceCidr}`,
       "--authorization-mode=RBAC",
       "--allow-privileged=true",
       // `kubectl logs` dials the node's InternalIP (127.0.0.1) only, never a host name that would need DNS.
@@ -227,6 +234,7 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
         `--kubeconfig=${kubeconfig}`,
         `--repo=${repoRoot}`,
         `--kubelet-port=${kubeletPort}`,
+        `--apiserver=127.0.0.1:${apiPort}`,
         `--tls-cert=${pki.kubeletCrt}`,
         `--tls-key=${pki.kubeletKey}`,
       ]);
@@ -249,6 +257,7 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
     return handle(rec);
   } catch (err) {
     await stopControlPlane(dir, { keepDir: true });
+    releaseServiceCidr(serviceCidr);
     throw err;
   }
 }

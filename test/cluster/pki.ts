@@ -59,7 +59,7 @@ function sign(dir: string, name: string, subject: string, extensions: string[]):
   ]);
 }
 
-export function generatePki(dir: string, advertiseIp: string): Pki {
+export function generatePki(dir: string, advertiseIp: string, serviceIp = "10.96.0.1"): Pki {
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   openssl(dir, [
     "req",
@@ -87,7 +87,7 @@ export function generatePki(dir: string, advertiseIp: string): Pki {
     "DNS:kubernetes.default.svc",
     "DNS:kubernetes.default.svc.cluster.local",
     "IP:127.0.0.1",
-    "IP:10.96.0.1",
+    `IP:${serviceIp}`,
     `IP:${advertiseIp}`,
   ];
   sign(dir, "apiserver", "/CN=kube-apiserver", [

@@ -6,6 +6,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import type {
+  V1EndpointSlice,
+  V1Service,
   Informer,
   ObjectCache,
   KubernetesObject,
@@ -13,12 +15,20 @@ import type {
   V1PersistentVolumeClaim,
   V1Pod,
 } from "@kubernetes/client-node";
-import { CoreV1Api, KubeConfig, makeInformer, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import {
+  CoreV1Api,
+  DiscoveryV1Api,
+  KubeConfig,
+  makeInformer,
+  PatchStrategy,
+  setHeaderOptions,
+} from "@kubernetes/client-node";
 import { PROCESS_RUNTIME_LABEL } from "./kwok-config.ts";
 import { clusterNetId, deleteClusterPodNetworks } from "./runtime/pod-network.ts";
 import { startLogServer } from "./runtime/log-server.ts";
 import { PodRunner } from "./runtime/pod-runner.ts";
 import { provisionVolume, wantsVolume } from "./runtime/provisioner.ts";
+import { ServiceNetwork } from "./runtime/service-network.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -28,6 +38,7 @@ const { values: args } = parseArgs({
     "kubelet-port": { type: "string" },
     "tls-cert": { type: "string" },
     "tls-key": { type: "string" },
+    apiserver: { type: "string" },
   },
 });
 const clusterDir = args.dir ?? "",
@@ -60,6 +71,11 @@ function writeShims(): string {
 }
 
 const shimPath = writeShims();
+// Pods reach each other (the gateway dials model pods) through the host: forwarding between the pods' veths. Pods have
+// routes only to the pod and Service ranges, and the host marks every other 10.244/16 and 10.96/16 address unreachable.
+fs.writeFileSync("/proc/sys/net/ipv4/ip_forward", "1");
+const apiserver = new URL(`https://${args.apiserver ?? new URL(kc.getCurrentCluster()?.server ?? "").host}`);
+const services = new ServiceNetwork({ apiserver: { host: apiserver.hostname, port: Number(apiserver.port) }, log });
 const runners = new Map<string, PodRunner>();
 let nextIndex = 0;
 const keyOf = (o: KubernetesObject): string => `${o.metadata?.namespace}/${o.metadata?.name}`;
@@ -160,6 +176,7 @@ async function onPod(pod: V1Pod): Promise<void> {
     netId,
     index: nextIndex++,
     shimPath,
+    services,
     writeStatus,
     event,
     log,
@@ -228,9 +245,22 @@ const onClaim = (pvc: V1PersistentVolumeClaim): void => {
 pvcInformer.on("add", onClaim);
 pvcInformer.on("update", onClaim);
 
+const svcInformer = makeInformer<V1Service>(kc, "/api/v1/services", () => core.listServiceForAllNamespaces());
+svcInformer.on("add", (s) => services.setService(s));
+svcInformer.on("update", (s) => services.setService(s));
+svcInformer.on("delete", (s) => services.setService(s, true));
+const discovery = kc.makeApiClient(DiscoveryV1Api);
+const sliceInformer = makeInformer<V1EndpointSlice>(kc, "/apis/discovery.k8s.io/v1/endpointslices", () =>
+  discovery.listEndpointSliceForAllNamespaces(),
+);
+sliceInformer.on("add", (s) => services.setSlice(s));
+sliceInformer.on("update", (s) => services.setSlice(s));
+sliceInformer.on("delete", (s) => services.setSlice(s, true));
+
 async function shutdown(): Promise<void> {
   log(`shutting down: stopping ${runners.size} pod(s)`);
   await Promise.all([...runners.values()].map((r) => r.terminate(2)));
+  services.close();
   deleteClusterPodNetworks(netId);
   process.exit(0);
 }
@@ -249,6 +279,8 @@ if (args["kubelet-port"] && args["tls-cert"] && args["tls-key"]) {
     log,
   });
 }
+await keepAlive("service", svcInformer);
+await keepAlive("endpointslice", sliceInformer);
 await keepAlive("pvc", pvcInformer);
 await keepAlive("pod", podInformer);
 fs.writeFileSync(path.join(clusterDir, "runtime.ready"), new Date().toISOString());

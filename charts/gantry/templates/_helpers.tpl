@@ -17,9 +17,33 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: gateway
 {{- end }}
 
-{{/* The gateway's base URL: operator.config.gatewayUrl, else the chart's gateway Service. */}}
+{{/*
+The gateway's base URL as users reach it: operator.config.gatewayUrl, else the Ingress host or the HTTPRoute host when
+enabled, else the chart's gateway Service.
+*/}}
 {{- define "gantry.gatewayUrl" -}}
-{{- if .Values.operator.config.gatewayUrl }}{{ .Values.operator.config.gatewayUrl }}{{ else }}http://{{ include "gantry.gatewayName" . }}.{{ .Release.Namespace }}.svc{{ end }}
+{{- $g := .Values.gateway -}}
+{{- if .Values.operator.config.gatewayUrl }}{{ .Values.operator.config.gatewayUrl }}
+{{- else if and $g.ingress.enabled $g.ingress.host }}{{ ternary "https" "http" $g.ingress.tls.enabled }}://{{ $g.ingress.host }}
+{{- else if and $g.httpRoute.enabled $g.httpRoute.host }}{{ ternary "https" "http" $g.httpRoute.https }}://{{ $g.httpRoute.host }}
+{{- else }}http://{{ include "gantry.gatewayName" . }}.{{ .Release.Namespace }}.svc{{ if ne (int $g.service.port) 80 }}:{{ $g.service.port }}{{ end }}
+{{- end }}
+{{- end }}
+
+{{/* Pod-level settings shared by the chart's Deployments: pull secrets, placement. Argument: the component's values. */}}
+{{- define "gantry.podPlacement" -}}
+{{- with .root.Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end }}
 
 {{- define "gantry.image" -}}
@@ -40,30 +64,22 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: operator
 {{- end }}
 
-{{/* The operator's config file (operator/config.ts). */}}
+{{/* The operator's config file (operator/config.ts): operator.config plus what the chart decides. */}}
 {{- define "gantry.operatorConfig" -}}
-{{- $c := .Values.operator.config -}}
-image: {{ include "gantry.image" . | quote }}
-imagePullPolicy: {{ .Values.image.pullPolicy }}
-gatewayUrl: {{ include "gantry.gatewayUrl" . | quote }}
-{{- with $c.hubUrl }}
-hubUrl: {{ . | quote }}
+{{- $c := omit .Values.operator.config "gatewayUrl" "hubUrl" "watchNamespace" -}}
+{{- with .Values.operator.config.hubUrl }}
+{{- $_ := set $c "hubUrl" . }}
 {{- end }}
-{{- with $c.watchNamespace }}
-watchNamespace: {{ . | quote }}
+{{- with .Values.operator.config.watchNamespace }}
+{{- $_ := set $c "watchNamespace" . }}
 {{- end }}
-resourceProfiles: {{ $c.resourceProfiles | toJson }}
-podLabels: {{ $c.podLabels | toJson }}
-podAnnotations: {{ $c.podAnnotations | toJson }}
-workers: {{ $c.workers }}
-listen: "0.0.0.0:8080"
-leaderElection:
-  enabled: true
-  namespace: {{ .Release.Namespace | quote }}
-  name: {{ include "gantry.operatorName" . | quote }}
-autoscaler: {{ $c.autoscaler | toJson }}
-loadReports:
-  serviceAccounts: [{{ printf "%s/%s" .Release.Namespace (include "gantry.gatewayName" .) | quote }}]
+{{- $_ := set $c "gatewayUrl" (include "gantry.gatewayUrl" .) }}
+{{- $_ := set $c "image" (include "gantry.image" .) }}
+{{- $_ := set $c "imagePullPolicy" .Values.image.pullPolicy }}
+{{- $_ := set $c "listen" "0.0.0.0:8080" }}
+{{- $_ := set $c "leaderElection" (dict "enabled" true "namespace" .Release.Namespace "name" (include "gantry.operatorName" .)) }}
+{{- $_ := set $c "loadReports" (dict "serviceAccounts" (list (printf "%s/%s" .Release.Namespace (include "gantry.gatewayName" .)))) }}
+{{- toYaml $c }}
 {{- end }}
 
 {{/* The gateway's config file (server/gateway/config.ts). */}}

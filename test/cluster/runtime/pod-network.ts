@@ -1,15 +1,18 @@
 // One network namespace per pod, joined to the host by a veth pair. Pod IPs come from 10.244.128.0/17, a range that
 // exists only on this machine: the host routes each pod IP (/32) to its veth and marks the rest of 10.244.0.0/16 and
 // the service range 10.96.0.0/16 unreachable, so nothing addressed to a pod or a Service can ever leave the machine.
-// Inside a pod the only route is to the host end (POD_GATEWAY), and the host does not forward (ip_forward=0), so a pod
-// reaches the host's services listening on 0.0.0.0 through POD_GATEWAY and nothing else.
+// Inside a pod the routes go to the host end (POD_GATEWAY), for the host itself, the pod range and the Service range:
+// the host forwards between pods' veths (the process runtime sets ip_forward) and answers Service ClusterIPs itself
+// (service-network.ts), so a pod reaches the host's services on 0.0.0.0, other pods and Services, and nothing else.
 import { createHash } from "node:crypto";
 import { execFileSync } from "node:child_process";
 
 export const POD_GATEWAY = "10.244.128.1";
 const POOL_FIRST = (128 << 8) + 2,
   POOL_LAST = (255 << 8) + 254;
-const GUARDED_RANGES = ["10.244.0.0/16", "10.96.0.0/16"];
+const POD_RANGE = "10.244.128.0/17",
+  SERVICE_RANGE = "10.96.0.0/16";
+const GUARDED_RANGES = ["10.244.0.0/16", SERVICE_RANGE];
 
 export interface PodNetwork {
   netns: string;
@@ -69,6 +72,8 @@ export function createPodNetwork(netId: string, index: number): PodNetwork {
     inNs(["addr", "add", `${podIp}/32`, "dev", "eth0"]);
     inNs(["link", "set", "eth0", "up"]);
     inNs(["route", "add", `${POD_GATEWAY}/32`, "dev", "eth0"]);
+    // Other pods and Services: through the host (which forwards between veths and proxies ClusterIPs).
+    for (const range of [POD_RANGE, SERVICE_RANGE]) inNs(["route", "add", range, "via", POD_GATEWAY, "dev", "eth0"]);
   } catch (err) {
     deletePodNetwork({ netns, podIp, hostIf });
     throw err;

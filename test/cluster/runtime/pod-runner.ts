@@ -13,6 +13,7 @@ import { createPodNetwork, deletePodNetwork } from "./pod-network.ts";
 import type { Condition, ContainerRecord, PodRecord } from "./pod-status.ts";
 import { apiTime, podStatus } from "./pod-status.ts";
 import { probeOnce } from "./probes.ts";
+import type { ServiceNetwork } from "./service-network.ts";
 import { containerMounts, containerPidFile, mountsFileText, podDir, prepareVolumes } from "./volumes.ts";
 
 export interface RunnerDeps {
@@ -21,6 +22,8 @@ export interface RunnerDeps {
   netId: string;
   index: number;
   shimPath: string;
+  /** Service names (/etc/hosts) and the apiserver's Service address. */
+  services: ServiceNetwork;
   writeStatus(pod: V1Pod, status: Record<string, unknown>): Promise<void>;
   /** Records a kubelet-style Event on the pod (Started, BackOff, Unhealthy, Killing, Failed); never throws. */
   event(pod: V1Pod, type: "Normal" | "Warning", reason: string, message: string): void;
@@ -248,7 +251,20 @@ export class PodRunner {
       target: spec.terminationMessagePath ?? "/dev/termination-log",
       readOnly: false,
     };
-    fs.writeFileSync(`${mountsFile}.tmp`, mountsFileText([...containerMounts(spec, this.volumes), terminationLog]));
+    // /etc/hosts names the cluster's Services (a kubelet manages this file too; cluster DNS is not implemented).
+    const hosts = {
+      source: this.deps.services.addPod(this.key, path.join(dir, "hosts"), {
+        namespace: this.pod.metadata?.namespace ?? "default",
+        ip: this.rec.podIp ?? "",
+        hostname: this.pod.spec?.hostname ?? this.pod.metadata?.name ?? "pod",
+      }),
+      target: "/etc/hosts",
+      readOnly: true,
+    };
+    fs.writeFileSync(
+      `${mountsFile}.tmp`,
+      mountsFileText([...containerMounts(spec, this.volumes), terminationLog, hosts]),
+    );
     fs.renameSync(`${mountsFile}.tmp`, mountsFile);
     const ns = this.pod.metadata?.namespace ?? "default";
     const data = {
@@ -266,6 +282,8 @@ export class PodRunner {
       PATH: `${this.deps.shimPath}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`,
       HOME: "/root",
       HOSTNAME: this.pod.metadata?.name ?? "",
+      // What a kubelet sets from the default/kubernetes Service: in-cluster clients find the apiserver by these.
+      ...this.deps.services.kubernetesEnv(),
     };
     const env = await containerEnv(spec, this.pod, this.rec.podIp ?? "", data, base);
     return {
@@ -412,6 +430,7 @@ export class PodRunner {
     ]);
     if (timedOut) for (const p of running) p.signal("SIGKILL");
     await all;
+    this.deps.services.removePod(this.key);
     if (this.net) deletePodNetwork(this.net);
     fs.rmSync(path.join(podDir(this.deps.clusterDir, this.pod), "volumes"), { recursive: true, force: true });
   }

@@ -22,7 +22,7 @@ import {
   readApp,
   waitForCondition,
   type OperatorCluster,
-} from "./helpers.ts";
+} from "../operator/helpers.ts";
 
 const CHART = path.join(REPO, "charts", "gantry");
 let c: OperatorCluster, releaseNs: string, appNs: string, op: TestOperator | undefined;
@@ -52,7 +52,15 @@ after(async () => {
 
 test("helm lint passes and every rendered object is accepted by the API server (dry run)", () => {
   assert.match(helm("lint", CHART, "--strict"), /1 chart\(s\) linted, 0 chart\(s\) failed/);
-  const rendered = helm("template", "gantry", CHART, "-n", releaseNs, "--set", "serviceMonitor.enabled=false");
+  const rendered = helm(
+    "template",
+    "gantry",
+    CHART,
+    "-n",
+    releaseNs,
+    "--set",
+    "monitoring.serviceMonitor.enabled=false",
+  );
   const kinds = parseAllDocuments(rendered)
     .map((d) => (d.toJS() as { kind?: string } | null)?.kind)
     .filter(Boolean)
@@ -67,6 +75,8 @@ test("helm lint passes and every rendered object is accepted by the API server (
     "CustomResourceDefinition",
     "Deployment",
     "Deployment",
+    "Pod", // the helm test hook
+    "PodDisruptionBudget",
     "Role",
     "RoleBinding",
     "Service",

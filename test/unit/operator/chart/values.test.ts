@@ -1,0 +1,43 @@
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { test } from "node:test";
+import { isMap, isScalar, parse, parseDocument, type Pair, type Scalar } from "yaml";
+import { ChartValuesSchema } from "../../../../operator/chart/values.ts";
+import { valuesSchemaFile, valuesSchemaJson } from "../../../../operator/chart/gen-values-schema.ts";
+import { parseOperatorConfig } from "../../../../operator/config.ts";
+import { parseGatewayConfig } from "../../../../server/gateway/config.ts";
+
+const valuesFile = path.join(path.dirname(valuesSchemaFile), "values.yaml");
+
+test("the committed values.schema.json is what the zod schema generates (run gen-values-schema.ts when this fails)", () => {
+  assert.equal(fs.readFileSync(valuesSchemaFile, "utf8"), valuesSchemaJson());
+});
+
+test("values.yaml is valid, and its operator and gateway config parts are configs the processes accept", () => {
+  const values = ChartValuesSchema.parse(parse(fs.readFileSync(valuesFile, "utf8")));
+  const { gatewayUrl, hubUrl, watchNamespace, ...rest } = values.operator.config;
+  assert.equal(gatewayUrl, "", "empty: the chart's own gateway");
+  assert.equal(hubUrl, "");
+  assert.equal(watchNamespace, "");
+  parseOperatorConfig(rest);
+  parseGatewayConfig(values.gateway.config);
+});
+
+test("every value in values.yaml is commented (on itself or on the section holding it)", () => {
+  const doc = parseDocument(fs.readFileSync(valuesFile, "utf8"));
+  const missing: string[] = [];
+  const walk = (node: unknown, at: string, inherited: boolean): void => {
+    if (!isMap(node) || node.flow) return;
+    node.items.forEach((pair: Pair, i) => {
+      const key = isScalar(pair.key) ? String(pair.key.value) : "?";
+      // A comment above a map's first key belongs to the map node in the yaml library's tree.
+      const commented = Boolean((pair.key as Scalar).commentBefore || (i === 0 && node.commentBefore)) || inherited;
+      const section = isMap(pair.value) && !pair.value.flow;
+      if (!section && !commented) missing.push(`${at}${key}`);
+      walk(pair.value, `${at}${key}.`, commented);
+    });
+  };
+  walk(doc.contents, "", false);
+  assert.deepEqual(missing, []);
+});
