@@ -304,7 +304,7 @@ export async function ensurePatchedEngine(opts: EnsureEngineOptions = {}): Promi
           ? `against the prebuilt package's llama.cpp ${build.prebuilt!.release} libraries`
           : `with llama.cpp and ggml from the package's bundled sources (${build.cpuTarget} CPU target; ${build.sourceReason})`;
       say(
-        `building the patched node-llama-cpp ${build.nodeLlamaCppVersion} addon (persistent threadpool, inline sampling and decoding, penalty prefilter, direct top k, image input) ${what}, once: ${expectedBuildTime(build.strategy)}`,
+        `building the patched node-llama-cpp ${build.nodeLlamaCppVersion} addon (persistent threadpool, inline sampling and decoding, penalty prefilter, direct top k${opts.withoutMtmd ? "" : ", image input"}) ${what}, once: ${expectedBuildTime(build.strategy)}`,
       );
       try {
         await compile(build, logFile, say);
