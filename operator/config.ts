@@ -6,6 +6,7 @@ import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { ConfigError } from "../server/common/config.ts";
 import { VERSION } from "../server/common/version.ts";
+import type { OperatorEnv } from "./env.ts";
 import { ResourceProfileSchema, type ResourceProfile } from "./render/config.ts";
 
 export const GPU_TOLERATION = { key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" } as const;
@@ -99,10 +100,10 @@ export function parseOperatorConfig(input: unknown): OperatorConfig {
   return { ...r.data, profiles };
 }
 
-/** Reads the config file (YAML or JSON) when one is named; environment overrides win over the file. */
+/** Reads the config file (YAML or JSON) when one is named; environment overrides (operator/env.ts) win over it. */
 export function loadOperatorConfig(
   file: string | undefined,
-  env: Record<string, string | undefined> = process.env,
+  env: Pick<OperatorEnv, "GANTRY_OPERATOR_LISTEN" | "GANTRY_OPERATOR_NAMESPACE"> = {},
 ): OperatorConfig {
   let input: Record<string, unknown> = {};
   if (file) {

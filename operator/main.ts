@@ -4,20 +4,23 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import type { Server } from "node:http";
 import os from "node:os";
-import { KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { parseHostPort } from "../server/common/host-port.ts";
+import { loadKubeConfig } from "../server/common/kubeconfig.ts";
 import { createLogger, type Logger } from "../server/common/logger.ts";
 import { exitOnShutdownSignals } from "../server/common/shutdown.ts";
 import { VERSION } from "../server/common/version.ts";
 import { loadOperatorConfig, resolveLeaderElection, type OperatorConfig, type Placement } from "./config.ts";
 import { Controller } from "./controller/controller.ts";
+import type { OperatorEnv } from "./env.ts";
 import { createOperatorApp } from "./http.ts";
 import { kubeTokenReviewer, LoadReportAuth } from "./load-auth.ts";
 
 export interface OperatorOptions {
   configFile?: string;
   kubeconfig?: string;
-  env?: Record<string, string | undefined>;
+  /** The operator's environment variables, parsed at start (operator/env.ts). */
+  env: OperatorEnv;
 }
 
 export interface RunningOperator {
@@ -28,11 +31,13 @@ export interface RunningOperator {
 }
 
 export async function startOperator(opts: OperatorOptions, logger: Logger): Promise<RunningOperator> {
-  const env = opts.env ?? process.env;
+  const { env } = opts;
   const config = loadOperatorConfig(opts.configFile, env);
-  const kc = new KubeConfig();
-  if (opts.kubeconfig) kc.loadFromFile(opts.kubeconfig);
-  else kc.loadFromDefault();
+  const kc = loadKubeConfig({
+    file: opts.kubeconfig,
+    kubeconfigEnv: env.KUBECONFIG,
+    inCluster: Boolean(env.KUBERNETES_SERVICE_HOST),
+  });
   const identity = env.POD_NAME || `${os.hostname()}-${crypto.randomBytes(3).toString("hex")}`;
   const leaderElection = resolveLeaderElection(config.leaderElection, placement(kc, env));
   const controller = new Controller({ kc, config, logger, identity, leaderElection });
@@ -90,7 +95,7 @@ export async function startOperator(opts: OperatorOptions, logger: Logger): Prom
 const SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
 
 /** Where the operator runs: in a pod (and its namespace) or beside a cluster (its kubeconfig context's namespace). */
-function placement(kc: KubeConfig, env: Record<string, string | undefined>): Placement {
+function placement(kc: KubeConfig, env: OperatorEnv): Placement {
   const inPod = Boolean(env.KUBERNETES_SERVICE_HOST) && fs.existsSync(SERVICE_ACCOUNT_NAMESPACE);
   const podNamespace = inPod
     ? env.POD_NAMESPACE || fs.readFileSync(SERVICE_ACCOUNT_NAMESPACE, "utf8").trim()
@@ -99,7 +104,7 @@ function placement(kc: KubeConfig, env: Record<string, string | undefined>): Pla
 }
 
 export async function runOperator(opts: OperatorOptions): Promise<void> {
-  const logger = createLogger({ level: (opts.env ?? process.env).GANTRY_LOG_LEVEL ?? "info", name: "gantry-operator" });
+  const logger = createLogger({ level: opts.env.GANTRY_LOG_LEVEL, name: "gantry-operator" });
   const running = await startOperator(opts, logger);
   exitOnShutdownSignals(() => running.close(), logger);
 }

@@ -2,6 +2,7 @@
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
+import { SharedSettings } from "./common/config.ts";
 import { parseKeepAlive } from "./common/duration.ts";
 
 const intFrom = (min: number) => z.coerce.number().int().min(min);
@@ -122,10 +123,7 @@ export const ServerConfigSchema = z.object({
       }
     }, "must be a duration like 10s")
     .describe("Longest a remote image fetch may take"),
-  GANTRY_LOG_LEVEL: z
-    .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
-    .default("info")
-    .describe("Log level"),
+  GANTRY_LOG_LEVEL: SharedSettings.GANTRY_LOG_LEVEL,
   GANTRY_HUB_URL: z
     .string()
     .default("https://huggingface.co")

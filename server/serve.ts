@@ -26,6 +26,11 @@ export interface RunningServer {
   url: string;
   engine: Engine;
   readiness: ReadinessState;
+  /**
+   * Loads a model of the store and keeps it loaded, as --model does (/health says 503 meanwhile); rejects when the
+   * load fails.
+   */
+  load(ref: string): Promise<void>;
   /** Stops accepting connections, lets running requests finish (up to deadlineMs), frees models. */
   close(deadlineMs?: number): Promise<void>;
 }
@@ -100,19 +105,21 @@ export async function startServer(
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${typeof addr === "object" && addr ? addr.port : port}`;
   logger.info({ url, models: config.GANTRY_MODELS, version: VERSION }, "gantry serve listening");
 
-  const preload = async (ref: string) => {
+  const load = async (ref: string) => {
     readiness.loading = ref;
     try {
       const model = await store.resolve(ref);
       const { loadDurationNs } = await engine.load(model, { keepAliveMs: null });
       logger.info({ model: model.name, loadSeconds: loadDurationNs / 1e9 }, "model ready");
-    } catch (e) {
-      readiness.failed = `loading model ${ref} failed: ${(e as Error).message}`;
-      logger.error({ model: ref, err: e }, "preloading model failed");
     } finally {
       readiness.loading = null;
     }
   };
+  const preload = (ref: string) =>
+    load(ref).catch((e: unknown) => {
+      readiness.failed = `loading model ${ref} failed: ${(e as Error).message}`;
+      logger.error({ model: ref, err: e }, "preloading model failed");
+    });
   const preloading = (async () => {
     for (const ref of opts.preload ?? []) await preload(ref);
   })();
@@ -133,5 +140,5 @@ export async function startServer(
       await closed;
       logger.info("stopped");
     })());
-  return { server, url, engine, readiness, close };
+  return { server, url, engine, readiness, load, close };
 }

@@ -49,3 +49,11 @@ export function expectPositionals(positionals: readonly string[], names: readonl
 export const stringFlag = (v: ParsedArgs["flags"][string]): string | undefined =>
   typeof v === "string" ? v : undefined;
 export const boolFlag = (v: ParsedArgs["flags"][string]): boolean => v === true;
+
+/** A flag whose value is one of `allowed` (undefined when not given), else a UsageError listing them. */
+export function oneOf<T extends string>(flag: string, value: string | undefined, allowed: readonly T[]): T | undefined {
+  if (value === undefined) return undefined;
+  if (!(allowed as readonly string[]).includes(value))
+    throw new UsageError(`--${flag} must be ${allowed.join(", ")}; not "${value}"`);
+  return value as T;
+}

@@ -1,5 +1,7 @@
 // What every command receives: the API client, the environment and the process's streams (injectable for tests).
 import type { GantryClient } from "../api/client.ts";
+import type { Environment } from "../common/config.ts";
+import type { CliEnv } from "./config.ts";
 
 export interface CliStreams {
   stdin: NodeJS.ReadableStream & { isTTY?: boolean };
@@ -9,7 +11,13 @@ export interface CliStreams {
 
 export interface CliContext extends CliStreams {
   client: GantryClient;
-  env: Record<string, string | undefined>;
+  /** The CLI's settings (server/cli/config.ts), parsed at start. */
+  config: CliEnv;
+  /**
+   * The environment as the CLI was started with: a process entry point parses its own process's schema from it, and a
+   * background server inherits it. No command reads a variable from it directly.
+   */
+  env: Environment;
   cwd: string;
   /** Starts a background server when none answers (run, pull, create). */
   ensureServer(): Promise<void>;

@@ -2,8 +2,9 @@
 // The `gantry` command: one binary, every process is a subcommand. Model commands are clients of the HTTP API at
 // GANTRY_HOST; failures print one line `Error: <message>` on stderr and exit 1, never a stack trace.
 import { GantryClient } from "../api/client.ts";
-import { ConfigError } from "../common/config.ts";
+import { ConfigError, parseEnv, processEnvironment } from "../common/config.ts";
 import { VERSION } from "../common/version.ts";
+import { CliEnvSchema } from "./config.ts";
 import type { CliContext, Command } from "./context.ts";
 import { appsCommand } from "./commands/apps.ts";
 import { cpCommand } from "./commands/cp.ts";
@@ -18,7 +19,14 @@ import { runCommand } from "./commands/run.ts";
 import { showCommand } from "./commands/show.ts";
 import { stopCommand } from "./commands/stop.ts";
 import { versionCommand } from "./commands/version.ts";
-import { environmentHelp, gatewayCommand, operatorCommand, prepareCommand, serveCommand } from "./processes/index.ts";
+import {
+  environmentHelp,
+  gatewayCommand,
+  operatorCommand,
+  prepareCommand,
+  PROCESS_COMMANDS,
+  serveCommand,
+} from "./processes/index.ts";
 import { ensureServer, serverUrl } from "./server-launch.ts";
 
 const COMMANDS: readonly Command[] = [
@@ -64,21 +72,27 @@ ${environmentHelp()}`;
 const findCommand = (name: string): Command | undefined =>
   COMMANDS.find((c) => c.name === name || c.aliases?.includes(name));
 
-function context(): CliContext {
-  const env = process.env;
-  const client = new GantryClient(serverUrl(env.GANTRY_HOST));
+/**
+ * A process entry point (serve, prepare, operator, gateway) parses its own process's schema from `env` when it starts;
+ * every other command gets the CLI's settings parsed here (every invalid variable listed at once).
+ */
+function context(command: Command): CliContext {
+  const env = processEnvironment();
+  const config = parseEnv(CliEnvSchema, PROCESS_COMMANDS.includes(command) ? {} : env);
+  const client = new GantryClient(serverUrl(config.GANTRY_HOST));
   const say = (line: string) => {
     process.stderr.write(`${line}\n`);
   };
   return {
     client,
+    config,
     env,
     cwd: process.cwd(),
     stdin: process.stdin,
     stdout: process.stdout,
     stderr: process.stderr,
     say,
-    ensureServer: () => ensureServer(client, { env, say }),
+    ensureServer: () => ensureServer(client, { config, env, say }),
   };
 }
 
@@ -96,7 +110,7 @@ async function main(argv: string[]): Promise<void> {
     );
     return;
   }
-  await command.run(rest, context());
+  await command.run(rest, context(command));
 }
 
 /** The whole message on one line (a ConfigError lists every invalid variable, separated by ";"). */

@@ -43,11 +43,11 @@ export async function platformTarget(flags: ParsedArgs["flags"], ctx: CliContext
   const { loadCliConfig } = await import("../platform/cli-config.ts");
   const { connect } = await import("../platform/kube-target.ts");
   const { AppsClient } = await import("../platform/apps-client.ts");
-  const config = loadCliConfig(ctx.env);
+  const config = loadCliConfig(ctx.config);
   const target = connect(
     { kubeconfig: stringFlag(flags.kubeconfig), context: stringFlag(flags.context), org: stringFlag(flags.org) },
     config,
-    ctx.env,
+    ctx.config,
   );
   return { client: new AppsClient(target), config, baseUrl: baseUrl ?? config.baseUrl };
 }

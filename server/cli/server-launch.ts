@@ -6,8 +6,10 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { ServerUnreachableError, type GantryClient } from "../api/client.ts";
-import { parseHostPort } from "../common/host-port.ts";
+import type { Environment } from "../common/config.ts";
+import { connectUrl, parseHostPort } from "../common/host-port.ts";
 import { siblingModule } from "../common/package-files.ts";
+import type { CliEnv } from "./config.ts";
 
 const DEFAULT_HOST = "127.0.0.1:11434";
 const GANTRY_CLI = fileURLToPath(siblingModule(import.meta.url, "gantry"));
@@ -17,8 +19,7 @@ export function serverUrl(gantryHost: string | undefined): string {
   const value = gantryHost?.trim() || DEFAULT_HOST;
   const scheme = /^https:\/\//i.test(value) ? "https" : "http";
   const { host, port } = parseHostPort(value);
-  const connectHost = host === "0.0.0.0" ? "127.0.0.1" : host === "::" ? "::1" : host;
-  return `${scheme}://${connectHost.includes(":") ? `[${connectHost}]` : connectHost}:${port}`;
+  return connectUrl(host, port, scheme);
 }
 
 export const isLoopback = (url: string): boolean => {
@@ -26,18 +27,22 @@ export const isLoopback = (url: string): boolean => {
   return host === "localhost" || host === "::1" || host.startsWith("127.");
 };
 
+/** The variable that places gantry's own directory (CliEnv.GANTRY_MODELS, server/cli/config.ts). */
+interface HomeEnv {
+  GANTRY_MODELS?: string | undefined;
+}
+
 /** Gantry's own directory: the parent of GANTRY_MODELS when set, else ~/.gantry. */
-export function gantryHome(env: Record<string, string | undefined>): string {
+export function gantryHome(env: HomeEnv): string {
   const models = env.GANTRY_MODELS?.trim();
   return models ? path.dirname(path.resolve(models)) : path.join(os.homedir(), ".gantry");
 }
 
 /** The background server's log file: <gantry home>/logs/server.log. */
-export const serverLogPath = (env: Record<string, string | undefined>): string =>
-  path.join(gantryHome(env), "logs", "server.log");
+export const serverLogPath = (env: HomeEnv): string => path.join(gantryHome(env), "logs", "server.log");
 
 /** The interactive chat's input history: <gantry home>/history. */
-export const historyPath = (env: Record<string, string | undefined>): string => path.join(gantryHome(env), "history");
+export const historyPath = (env: HomeEnv): string => path.join(gantryHome(env), "history");
 
 async function answers(client: GantryClient): Promise<boolean> {
   try {
@@ -50,7 +55,10 @@ async function answers(client: GantryClient): Promise<boolean> {
 }
 
 export interface LaunchOptions {
-  env: Record<string, string | undefined>;
+  /** The CLI's settings (the engine setup's among them). */
+  config: CliEnv;
+  /** The background server's whole environment: the CLI's own, passed through (the server parses its schema). */
+  env: Environment;
   say: (line: string) => void;
   timeoutMs?: number;
 }
@@ -61,8 +69,8 @@ export async function ensureServer(client: GantryClient, opts: LaunchOptions): P
   if (!isLoopback(client.baseUrl)) throw new ServerUnreachableError(client.baseUrl, null);
   // In the foreground, so a first engine build shows its progress here rather than only in the server's log.
   const { ensureEngineOnFirstUse } = await import("../setup/engine-first-use.ts");
-  await ensureEngineOnFirstUse(opts.say, opts.env);
-  const log = serverLogPath(opts.env);
+  await ensureEngineOnFirstUse(opts.say, opts.config);
+  const log = serverLogPath(opts.config);
   fs.mkdirSync(path.dirname(log), { recursive: true });
   const fd = fs.openSync(log, "a");
   const child = spawn(process.execPath, [GANTRY_CLI, "serve"], {

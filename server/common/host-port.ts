@@ -16,3 +16,9 @@ export function parseHostPort(value: string, defaultPort = 11434): { host: strin
     return { host: v.slice(0, idx) || "127.0.0.1", port: Number(v.slice(idx + 1)) };
   return { host: v || "127.0.0.1", port: m ? (scheme === "https" ? 443 : 80) : defaultPort };
 }
+
+/** The URL that reaches a listen address from this machine: a wildcard address (0.0.0.0, ::) through loopback. */
+export function connectUrl(host: string, port: number, scheme = "http"): string {
+  const h = host === "0.0.0.0" ? "127.0.0.1" : host === "::" ? "::1" : host;
+  return `${scheme}://${h.includes(":") ? `[${h}]` : h}:${port}`;
+}

@@ -5,7 +5,7 @@ import { AppError } from "../common/errors.ts";
 import { Arrivals } from "./arrivals.ts";
 import { embedTexts } from "./embedding.ts";
 import { commonPrefixLength, contextOverflow, runGeneration } from "./generation.ts";
-import { GrammarCache } from "./grammars.ts";
+import { GrammarCache, grammarStopStrings } from "./grammars.ts";
 import { DEFAULT_MAX_IMAGE_BYTES, type ImageLimits } from "./image-decode.ts";
 import { imagePrefill, imagePrompt } from "./image-prompt.ts";
 import { llamaRuntime, setThreadpoolPoll, type EngineBuildMode } from "./llama-runtime.ts";
@@ -139,7 +139,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
               loaded,
               slot,
               promptTokens,
-              stopStrings: prompt.stopStrings,
+              stopStrings: [...prompt.stopStrings, ...grammarStopStrings(grammar)],
               sampling,
               grammar,
               signal,

@@ -4,7 +4,7 @@ import path from "node:path";
 import { LlamaText, type Llama, type LlamaGrammar } from "node-llama-cpp";
 import { AppError } from "../common/errors.ts";
 import { nodeLlamaCppDir } from "./native/patched-build.ts";
-import { schemaProblem } from "../common/json-schema-check.ts";
+import { schemaProblem, withDefinitionsAsDefs } from "../common/json-schema-check.ts";
 import type { OutputFormat } from "./types.ts";
 
 export class GrammarCache {
@@ -32,7 +32,9 @@ export class GrammarCache {
       p =
         format === "json"
           ? jsonGrammar(this.llama)
-          : this.llama.createGrammarForJsonSchema(format.schema as Parameters<Llama["createGrammarForJsonSchema"]>[0]);
+          : this.llama.createGrammarForJsonSchema(
+              withDefinitionsAsDefs(format.schema) as Parameters<Llama["createGrammarForJsonSchema"]>[0],
+            );
       this.cache.set(key, p);
       p.catch(() => this.cache.delete(key));
     }
@@ -46,6 +48,21 @@ export class GrammarCache {
       );
     }
   }
+}
+
+/**
+ * The texts that end a generation under `grammar`, as node-llama-cpp's own generation loop ends it: a JSON schema
+ * grammar requires "\n\n\n\n" after the value and then allows only more newlines, so without this stop a schema answer
+ * would go on with newlines until num_predict or the context's end. The stop text itself is not output.
+ */
+export function grammarStopStrings(grammar: LlamaGrammar | undefined): string[] {
+  const texts: string[] = [];
+  for (const trigger of grammar?.stopGenerationTriggers ?? []) {
+    // A trigger is a string, a LlamaText, or tokens (which a text match cannot see).
+    const parts = typeof trigger === "string" ? [trigger] : trigger instanceof LlamaText ? trigger.values : [];
+    if (parts.length > 0 && parts.every((p) => typeof p === "string")) texts.push(parts.join(""));
+  }
+  return texts.filter((t) => t.length > 0);
 }
 
 /**

@@ -3,12 +3,13 @@
 import crypto from "node:crypto";
 import http from "node:http";
 import os from "node:os";
-import { KubeConfig } from "@kubernetes/client-node";
 import { parseHostPort } from "../common/host-port.ts";
+import { loadKubeConfig } from "../common/kubeconfig.ts";
 import { createLogger, type Logger } from "../common/logger.ts";
 import { exitOnShutdownSignals } from "../common/shutdown.ts";
 import { VERSION } from "../common/version.ts";
 import { loadGatewayConfig, type GatewayConfig } from "./config.ts";
+import type { GatewayEnv } from "./env.ts";
 import { Gateway } from "./gateway.ts";
 import { KubeApps } from "./kube/apps.ts";
 import { KubeKeys } from "./kube/keys.ts";
@@ -20,7 +21,8 @@ export interface GatewayOptions {
   kubeconfig?: string;
   /** Command-line overrides of the config file (listen, operatorUrls). */
   overrides?: Partial<GatewayConfig>;
-  env?: Record<string, string | undefined>;
+  /** The gateway's environment variables, parsed at start (server/gateway/env.ts). */
+  env: GatewayEnv;
 }
 
 export interface RunningGateway {
@@ -31,11 +33,13 @@ export interface RunningGateway {
 }
 
 export async function startGateway(opts: GatewayOptions, logger: Logger): Promise<RunningGateway> {
-  const env = opts.env ?? process.env;
+  const { env } = opts;
   const config = loadGatewayConfig(opts.configFile, opts.overrides ?? {});
-  const kc = new KubeConfig();
-  if (opts.kubeconfig) kc.loadFromFile(opts.kubeconfig);
-  else kc.loadFromDefault();
+  const kc = loadKubeConfig({
+    file: opts.kubeconfig,
+    kubeconfigEnv: env.KUBECONFIG,
+    inCluster: Boolean(env.KUBERNETES_SERVICE_HOST),
+  });
   const identity = env.POD_NAME || `${os.hostname()}-${crypto.randomBytes(3).toString("hex")}`;
   const ns = config.watchNamespace ? { namespace: config.watchNamespace } : {};
   const apps = new KubeApps(kc, { ...ns, logger });
@@ -121,8 +125,7 @@ export async function startGateway(opts: GatewayOptions, logger: Logger): Promis
 }
 
 export async function runGateway(opts: GatewayOptions): Promise<void> {
-  const env = opts.env ?? process.env;
-  const logger = createLogger({ level: env.GANTRY_LOG_LEVEL ?? "info", name: "gantry-gateway" });
+  const logger = createLogger({ level: opts.env.GANTRY_LOG_LEVEL, name: "gantry-gateway" });
   const running = await startGateway(opts, logger);
   exitOnShutdownSignals(() => running.close(), logger);
 }

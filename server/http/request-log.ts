@@ -8,17 +8,19 @@ const QUIET = new Set(["/health", "/metrics", "/"]);
 export function requestLog(logger: Logger): RequestHandler {
   return (req, res, next) => {
     const started = process.hrtime.bigint();
+    // Read now: while a router mounted at /api or /v1 handles the request, req.path lacks that prefix.
+    const path = req.path;
     let logged = false;
     const log = (status: number) => {
       if (logged) return;
       logged = true;
       const entry = {
         method: req.method,
-        path: req.path,
+        path,
         status,
         ms: Math.round(Number(process.hrtime.bigint() - started) / 1e6),
       };
-      if (QUIET.has(req.path)) logger.debug(entry, "request");
+      if (QUIET.has(path)) logger.debug(entry, "request");
       else logger.info(entry, status === 499 ? "client closed the connection" : "request");
     };
     res.on("finish", () => log(res.statusCode));

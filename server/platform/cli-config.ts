@@ -23,14 +23,20 @@ export const CliConfigSchema = z
   .strict();
 export type CliConfig = z.infer<typeof CliConfigSchema>;
 
-export function cliConfigPath(env: Record<string, string | undefined>): string {
+/** The variables that locate the file, parsed by the CLI's config schema (server/cli/config.ts). */
+export interface CliConfigEnv {
+  GANTRY_CONFIG?: string | undefined;
+  XDG_CONFIG_HOME?: string | undefined;
+}
+
+export function cliConfigPath(env: CliConfigEnv): string {
   if (env.GANTRY_CONFIG) return env.GANTRY_CONFIG;
   const base = env.XDG_CONFIG_HOME || path.join(os.homedir(), ".config");
   return path.join(base, "gantry", "config.yaml");
 }
 
 /** The config file's settings ({} when there is none); a file that is there must be valid. */
-export function loadCliConfig(env: Record<string, string | undefined>): CliConfig {
+export function loadCliConfig(env: CliConfigEnv): CliConfig {
   const file = cliConfigPath(env);
   let text: string;
   try {

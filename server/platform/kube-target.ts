@@ -2,11 +2,15 @@
 // file's, KUBECONFIG, ~/.kube/config), the context (--context, the config file's, the current one) and the org, which
 // is a namespace (--org, the config file's, the context's namespace, "default"). Also the one place that turns the
 // API server's errors into sentences.
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
+import { loadKubeConfig, NoKubeconfigError } from "../common/kubeconfig.ts";
 import type { CliConfig } from "./cli-config.ts";
+
+/** The variables the kubeconfig choice reads, parsed by the CLI's config schema (server/cli/config.ts). */
+export interface KubeEnv {
+  KUBECONFIG?: string | undefined;
+  KUBERNETES_SERVICE_HOST?: string | undefined;
+}
 
 export interface KubeTarget {
   kc: KubeConfig;
@@ -33,26 +37,13 @@ export class PlatformError extends Error {
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
-export function connect(flags: TargetFlags, config: CliConfig, env: Record<string, string | undefined>): KubeTarget {
-  const kc = new KubeConfig();
+export function connect(flags: TargetFlags, config: CliConfig, env: KubeEnv): KubeTarget {
   const file = flags.kubeconfig ?? config.kubeconfig;
-  const defaultFile = path.join(os.homedir(), ".kube", "config");
+  let kc: KubeConfig;
   try {
-    if (file) kc.loadFromFile(file);
-    else if (env.KUBECONFIG) {
-      // Several files, as kubectl merges them: the first one's current context wins.
-      const [first, ...rest] = env.KUBECONFIG.split(path.delimiter).filter(Boolean);
-      kc.loadFromFile(first!);
-      for (const f of rest) {
-        const more = new KubeConfig();
-        more.loadFromFile(f);
-        kc.mergeConfig(more, true);
-      }
-    } else if (fs.existsSync(defaultFile)) kc.loadFromFile(defaultFile);
-    else if (env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
-    else throw new PlatformError("no kubeconfig: set KUBECONFIG, pass --kubeconfig, or create ~/.kube/config");
+    kc = loadKubeConfig({ file, kubeconfigEnv: env.KUBECONFIG, inCluster: Boolean(env.KUBERNETES_SERVICE_HOST) });
   } catch (e) {
-    if (e instanceof PlatformError) throw e;
+    if (e instanceof NoKubeconfigError) throw new PlatformError(e.message);
     throw new PlatformError(`cannot read the kubeconfig ${file ?? env.KUBECONFIG ?? ""}: ${(e as Error).message}`);
   }
   const context = flags.context ?? config.context ?? kc.getCurrentContext();

@@ -69,7 +69,12 @@ export function exampleRequest(url: string, model: string, auth: string): string
     `    -H "Content-Type: application/json" \\`,
     `    -d '${body}'`,
     "",
-    "  // with the openai npm client (it sends the key as a Bearer token, which the gateway accepts too)",
+    auth === "public"
+      ? "  // with the openai npm client"
+      : "  // with the openai npm client (it sends the key as a Bearer token, which the gateway accepts too)",
+    `  import OpenAI from "openai";`,
     `  const client = new OpenAI({ baseURL: "${url}/v1", apiKey: ${apiKey} });`,
+    `  const reply = await client.chat.completions.create({ model: ${JSON.stringify(model)}, messages: [{ role: "user", content: "Hello!" }] });`,
+    "  console.log(reply.choices[0].message.content);",
   ].join("\n");
 }

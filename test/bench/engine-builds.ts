@@ -3,6 +3,8 @@
 // patched addon with llama.cpp and ggml compiled from source for this CPU (GANTRY_ENGINE_BUILD=source: 4-15 minutes),
 // and the package's prebuilt binary. Both patched builds are made first if missing (the source one takes minutes).
 // GANTRY_BENCH_BUILDS=addon,source (default addon,source,prebuilt) picks the builds to run.
+import { parseEnv } from "../../server/common/config.ts";
+import { SetupEnvSchema } from "../../server/setup/config.ts";
 import { ensurePatchedEngine } from "../../server/setup/engine-build.ts";
 import { interleave, warm, type Scenario } from "./llama-cpp/interleave.ts";
 import type { BenchModel, CompareOptions, Table } from "./llama-cpp/compare.ts";
@@ -30,7 +32,7 @@ const SCENARIOS: Scenario[] = [
 
 export async function benchEngineBuilds(models: BenchModel[], o: CompareOptions): Promise<Table> {
   for (const mode of ["auto", "source"] as const) {
-    const r = await ensurePatchedEngine({ mode, strict: true });
+    const r = await ensurePatchedEngine({ mode, strict: true, settings: parseEnv(SetupEnvSchema) });
     process.stderr.write(`engine build (${mode}): ${r.detail}\n`);
   }
   const wanted = (process.env.GANTRY_BENCH_BUILDS ?? "addon,source,prebuilt").split(",").map((x) => x.trim());

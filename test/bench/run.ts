@@ -21,6 +21,7 @@ import { llamaSlotsFromEnv } from "./llama-cpp/targets.ts";
 import { benchOperator, printOperatorTable } from "./operator.ts";
 import { benchPlatform, PLATFORM_HEADER, platformTitle } from "./platform.ts";
 import { benchPull } from "./pull.ts";
+import { benchRunApp, RUN_APP_HEADER, runAppTitle } from "./run-app.ts";
 import { benchServing } from "./serving.ts";
 import { benchAddonAb } from "./addon-ab.ts";
 import { benchVision, VISION_HEADER, visionTableRows } from "./vision.ts";
@@ -129,6 +130,12 @@ if (run("cli")) {
 if (run("operator")) printOperatorTable(await benchOperator());
 
 if (run("platform")) {
+  const runRows = await benchRunApp({ rounds: Number(process.env.GANTRY_BENCH_ROUNDS ?? 3) });
+  printTable(
+    runAppTitle(),
+    RUN_APP_HEADER,
+    runRows.map((r) => [r.path, r.listeningSeconds, r.firstTokenSeconds, r.answerSeconds, String(r.rounds)]),
+  );
   const rows = await benchPlatform({ rounds: Number(process.env.GANTRY_BENCH_ROUNDS ?? 3) });
   printTable(
     platformTitle(),

@@ -61,3 +61,11 @@ export const createCommand: Command = {
     await showProgress(ctx, ctx.client.create(await toApiRequest(ctx, name!, body)));
   },
 };
+
+/** Creates `name` from the model `from` with Modelfile lines on top (no FROM: an app's overrides), quietly. */
+export async function createWithOverrides(ctx: CliContext, name: string, from: string, overrides: string) {
+  const body = toCreateRequest(parseModelfile(`FROM ${from}\n${overrides}`), {
+    resolvePath: (p) => resolveUserPath(p, ctx.cwd),
+  });
+  for await (const p of ctx.client.create(await toApiRequest(ctx, name, body))) void p;
+}

@@ -12,16 +12,9 @@ import { summarizeApp, appUrl } from "../../platform/app-status.ts";
 import { loadApp } from "../../platform/load-app.ts";
 import { appNameProblem, defaultAppName, exampleRequest, renderModelApp } from "../../platform/modelapp-manifest.ts";
 import { checkSpec, servedModelName } from "../../../operator/api/v1alpha1/spec-checks.ts";
-import { boolFlag, expectPositionals, parseArgs, stringFlag, UsageError } from "../args.ts";
+import { boolFlag, expectPositionals, oneOf, parseArgs, stringFlag, UsageError } from "../args.ts";
 import type { CliContext, Command } from "../context.ts";
 import { outputFormat, platformTarget, TARGET_FLAGS, TARGET_HELP } from "../platform-target.ts";
-
-function oneOf<T extends string>(flag: string, value: string | undefined, allowed: readonly T[]): T | undefined {
-  if (value === undefined) return undefined;
-  if (!(allowed as readonly string[]).includes(value))
-    throw new UsageError(`--${flag} must be ${allowed.join(", ")}; not "${value}"`);
-  return value as T;
-}
 
 /** Condition lines that stay, and one progress line redrawn in place on a terminal (at most every 5 s elsewhere). */
 function waitOutput(ctx: CliContext) {

@@ -1,14 +1,12 @@
-import { ApiError } from "../../api/client.ts";
-import type { ShowResponse } from "../../api/store-schemas.ts";
 import { formatStats, streamAnswer, userTurn } from "../answer.ts";
-import { boolFlag, parseArgs, stringFlag, UsageError } from "../args.ts";
+import { boolFlag, parseArgs, stringFlag, UsageError, type FlagSpec } from "../args.ts";
 import { ChatSession } from "../chat-session.ts";
-import type { CliContext, Command } from "../context.ts";
-import { isHubRef } from "../../common/hub-ref.ts";
-import { isGgufPath, modelNameForFile, resolveUserPath, uploadFiles } from "../local-model.ts";
+import type { Command } from "../context.ts";
 import { runRepl } from "../repl.ts";
+import { resolveRunModel } from "../run-model.ts";
 import { historyPath } from "../server-launch.ts";
-import { pullModel } from "../show-progress.ts";
+import { isAppRef } from "../../platform/app-ref.ts";
+import { RUN_APP_FLAGS, RUN_APP_HELP, runApp } from "../processes/run-app.ts";
 
 async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
   const chunks: Buffer[] = [];
@@ -28,38 +26,32 @@ function parseFormat(text: string): "json" | Record<string, unknown> {
   throw new UsageError(`--format must be "json" or a JSON schema object`);
 }
 
-/** A local GGUF becomes a model named after the file (blob uploaded if the server lacks it). */
-async function importGguf(ctx: CliContext, ref: string): Promise<string> {
-  const file = resolveUserPath(ref, ctx.cwd);
-  const name = modelNameForFile(file);
-  const files = await uploadFiles(ctx.client, [file], (l) => ctx.say(l));
-  for await (const p of ctx.client.create({ model: name, files })) void p;
-  return name;
-}
-
-/** The model to chat with, imported or pulled first when needed, and what /api/show says about it. */
-export async function resolveRunModel(ctx: CliContext, ref: string): Promise<{ name: string; show: ShowResponse }> {
-  const name = isGgufPath(ref) ? await importGguf(ctx, ref) : ref;
-  try {
-    return { name, show: await ctx.client.show(name) };
-  } catch (e) {
-    if (!(e instanceof ApiError && e.status === 404 && isHubRef(name))) throw e;
-  }
-  await pullModel(ctx, name);
-  return { name, show: await ctx.client.show(name) };
-}
+const MODEL_FLAGS: Record<string, FlagSpec> = {
+  keepalive: { type: "string" },
+  format: { type: "string" },
+  verbose: { type: "boolean" },
+  nowordwrap: { type: "boolean" },
+};
 
 export const runCommand: Command = {
   name: "run",
-  usage: "gantry run <model> [prompt...]",
-  summary: "Chat with a model (a name, hf.co/<org>/<repo>[:<quant>], or a path to a .gguf file)",
+  usage: "gantry run <model> [prompt...] | gantry run <file>::<export>",
+  summary: "Chat with a model (a name, hf.co/<org>/<repo>[:<quant>], a .gguf file), or serve an app on this machine",
+  details: () => `gantry run <model> [prompt...]
+  Chats with a model (interactive on a terminal, /bye exits), or answers one prompt. The model is pulled or
+  imported first when needed; a server starts in the background when none answers at GANTRY_HOST.
+
+  --keepalive <duration>  how long the model stays loaded after the chat (e.g. 10m)
+  --format json|<schema>  answer in JSON (or JSON matching a JSON schema)
+  --verbose               timings after each answer
+  --nowordwrap            print the answer as it comes, without wrapping
+
+${RUN_APP_HELP}`,
   async run(args, ctx) {
-    const { positionals, flags } = parseArgs("run", args, {
-      keepalive: { type: "string" },
-      format: { type: "string" },
-      verbose: { type: "boolean" },
-      nowordwrap: { type: "boolean" },
-    });
+    // <file>::<export> is an app; anything else a model. Only the first positional decides: a prompt may hold "::".
+    const { positionals: first } = parseArgs("run", args, { ...MODEL_FLAGS, ...RUN_APP_FLAGS });
+    if (first[0] !== undefined && isAppRef(first[0])) return runApp(args, ctx);
+    const { positionals, flags } = parseArgs("run", args, MODEL_FLAGS);
     const [ref, ...words] = positionals;
     if (ref === undefined) throw new UsageError(`missing model (usage: ${this.usage})`);
     const keepAlive = stringFlag(flags.keepalive);
@@ -75,7 +67,7 @@ export const runCommand: Command = {
     const session = new ChatSession(name, { keepAlive });
 
     if (prompt === "" && interactive) {
-      await runRepl(ctx, session, show, { verbose, historyFile: historyPath(ctx.env) });
+      await runRepl(ctx, session, show, { verbose, historyFile: historyPath(ctx.config) });
       return;
     }
     if (prompt === "") {

@@ -1,4 +1,6 @@
 // `gantry gateway`: runs the gateway (routing, key auth, scale from zero, usage) in front of the ModelApps' pods.
+import { envHelp, parseEnv } from "../../common/config.ts";
+import { GatewayEnvSchema } from "../../gateway/env.ts";
 import { parseArgs, stringFlag, UsageError } from "../args.ts";
 import type { Command } from "../context.ts";
 
@@ -10,7 +12,8 @@ export const gatewayCommand: Command = {
   details: () =>
     "The config file (YAML) is described in server/gateway/config.ts; the flags override it.\n" +
     "--operator-url may be given once per operator replica (load reports go to each).\n" +
-    "--kubeconfig <file>: without it, KUBECONFIG, ~/.kube/config or the in-cluster service account.\n",
+    "--kubeconfig <file>: without it, KUBECONFIG, ~/.kube/config or the in-cluster service account.\n\n" +
+    envHelp("Environment variables", GatewayEnvSchema),
   async run(args, ctx) {
     const { positionals, flags } = parseArgs("gateway", args, {
       config: { type: "string", short: "c" },
@@ -23,12 +26,13 @@ export const gatewayCommand: Command = {
       kubeconfig = stringFlag(flags.kubeconfig),
       listen = stringFlag(flags.listen);
     const operatorUrls = (flags["operator-url"] as string[] | undefined) ?? [];
+    const env = parseEnv(GatewayEnvSchema, ctx.env);
     const { runGateway } = await import("../../gateway/main.ts"); // client-node is slow to load: only here
     await runGateway({
       ...(configFile ? { configFile } : {}),
       ...(kubeconfig ? { kubeconfig } : {}),
       overrides: { ...(listen ? { listen } : {}), ...(operatorUrls.length ? { operatorUrls } : {}) },
-      env: ctx.env,
+      env,
     });
   },
 };

@@ -5,7 +5,7 @@
 // --report <file> (the pod's termination log) it writes one JSON line: {"model", "digest"} or {"error", "code"}.
 import fs from "node:fs";
 import { hubModelName, isHubRef, parseHubRef } from "../../common/hub-ref.ts";
-import { parseEnv } from "../../common/config.ts";
+import { envHelp, parseEnv } from "../../common/config.ts";
 import { isAppError } from "../../common/errors.ts";
 import { ServerConfigSchema } from "../../config.ts";
 import { pullModel } from "../../hub/pull.ts";
@@ -15,11 +15,15 @@ import type { Command } from "../context.ts";
 import { ProgressDisplay } from "../progress.ts";
 import { readModelfile } from "../commands/create.ts";
 
+/** What `gantry prepare` reads: the store, and the hub it pulls from. */
+const PrepareEnvSchema = ServerConfigSchema.pick({ GANTRY_MODELS: true, GANTRY_HUB_URL: true, HF_TOKEN: true });
+
 export const prepareCommand: Command = {
   group: "platform",
   name: "prepare",
   usage: "gantry prepare <model> [--modelfile <file> --as <name>] [--report <file>]",
   summary: "Put a model into GANTRY_MODELS without a server (pulls hub models; used by pods' init step)",
+  details: () => envHelp("Environment variables", PrepareEnvSchema),
   async run(args, ctx) {
     const { positionals, flags } = parseArgs("prepare", args, {
       modelfile: { type: "string" },
@@ -35,7 +39,7 @@ export const prepareCommand: Command = {
       if (reportFile) fs.writeFileSync(reportFile, `${JSON.stringify(r)}\n`);
     };
     try {
-      const config = parseEnv(ServerConfigSchema, ctx.env);
+      const config = parseEnv(PrepareEnvSchema, ctx.env);
       const store = new ModelStore({ root: config.GANTRY_MODELS });
       // A pod's log: a bar line every 2 s while a pull moves, which `gantry deploy` shows as the app's progress.
       const display = new ProgressDisplay(

@@ -1,19 +1,27 @@
-import { describeEnv, parseEnv } from "../../common/config.ts";
+import { envHelp, parseEnv } from "../../common/config.ts";
 import { createLogger } from "../../common/logger.ts";
 import { exitOnShutdownSignals } from "../../common/shutdown.ts";
-import { ServerConfigSchema } from "../../config.ts";
+import { ServeProcessEnvSchema } from "../../setup/config.ts";
 import { parseArgs, stringFlag } from "../args.ts";
+import { CliOnlyEnvSchema } from "../config.ts";
 import type { Command } from "../context.ts";
 
-/** Every variable the server (and the CLI, for GANTRY_HOST) reads, for --help. */
-export const environmentHelp = (): string => `Environment variables:\n${describeEnv(ServerConfigSchema).join("\n")}\n`;
+/** Every variable `gantry serve` reads (the server's and the engine setup's), for `gantry serve --help`. */
+const serveEnvironmentHelp = (): string => envHelp("Environment variables", ServeProcessEnvSchema);
+
+/** Every variable of the server and the CLI, for `gantry --help`. */
+export const environmentHelp = (): string =>
+  `${envHelp("Environment variables (gantry serve; the CLI reads GANTRY_HOST, GANTRY_MODELS and the engine setup's too)", ServeProcessEnvSchema)}
+${envHelp("Environment variables of the platform commands (deploy, apps, keys)", CliOnlyEnvSchema)}
+The operator's and the gateway's: gantry operator --help, gantry gateway --help.
+`;
 
 export const serveCommand: Command = {
   name: "serve",
   usage: "gantry serve [--model <ref>]...",
   summary: "Start the model server (preloads each --model and keeps it loaded)",
-  details: environmentHelp,
-  async run(args) {
+  details: serveEnvironmentHelp,
+  async run(args, ctx) {
     const { positionals, flags } = parseArgs("serve", args, { model: { type: "string", short: "m", multiple: true } });
     if (positionals.length > 0) throw new Error(`serve: unexpected argument "${positionals[0]}"`);
     const preload = Array.isArray(flags.model)
@@ -21,10 +29,10 @@ export const serveCommand: Command = {
       : stringFlag(flags.model)
         ? [stringFlag(flags.model)!]
         : [];
-    const config = parseEnv(ServerConfigSchema);
+    const config = parseEnv(ServeProcessEnvSchema, ctx.env);
     const logger = createLogger({ level: config.GANTRY_LOG_LEVEL, name: "gantry-serve" });
     const { ensureEngineOnFirstUse } = await import("../../setup/engine-first-use.ts");
-    await ensureEngineOnFirstUse((line) => process.stderr.write(`${line}\n`));
+    await ensureEngineOnFirstUse((line) => process.stderr.write(`${line}\n`), config);
     // Loaded on use: the engine (node-llama-cpp) and HTTP stack would slow every other command's start.
     const { startServer } = await import("../../serve.ts");
     const running = await startServer(config, logger, { preload });

@@ -7,6 +7,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { withDirLock } from "../../../server/common/dir-lock.ts";
 import { gantryCacheDir, nodeLlamaCppVersion } from "../../../server/engine/native/patched-build.ts";
+import { parseEnv } from "../../../server/common/config.ts";
+import { SetupEnvSchema } from "../../../server/setup/config.ts";
 import { buildTools, bundledRelease, cloneBundledLlamaCpp, cmakeBuild } from "../../../server/setup/llama-source.ts";
 
 export type LlamaToolName = "llama-server" | "llama-bench" | "llama-mtmd-cli";
@@ -59,7 +61,8 @@ async function ensure(names: readonly LlamaToolName[]): Promise<LlamaTools> {
   const missing = () => names.filter((n) => !fs.existsSync(path.join(bin, n)));
   if (missing().length === 0) return tools;
 
-  const have = buildTools();
+  const toolchain = parseEnv(SetupEnvSchema);
+  const have = buildTools(toolchain);
   if (!have.ok) throw new Error(`cannot build ${names.join(", ")}: missing ${have.missing.join(", ")}`);
   return withDirLock(
     `${dir}.lock`,
@@ -84,6 +87,7 @@ async function ensure(names: readonly LlamaToolName[]): Promise<LlamaTools> {
         build: path.join(work, "build"),
         targets,
         log: logFile,
+        toolchain,
         // Static, so the binaries are self-contained in the cache; no network features (curl, TLS), no web UI, no
         // video input (mtmd would run ffmpeg).
         options: {

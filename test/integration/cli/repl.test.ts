@@ -18,9 +18,11 @@ fs.writeFileSync(image, Buffer.from("89504e470d0a1a0a0000000d49484452", "hex"));
 
 before(async () => {
   // The store inside the test's directory, so the history file (next to the store) is the test's own.
-  server = await startTestServer({ modelsDir: path.join(dir, "models") });
+  // The answer Ctrl-C cancels must still be running when the key arrives, however fast the machine: a context of
+  // 131,072 tokens (the server's default context too), where the default 4,096 are generated in a moment.
+  server = await startTestServer({ modelsDir: path.join(dir, "models"), env: { GANTRY_CONTEXT_LENGTH: "131072" } });
   // The GGUF's own chat template renders the whole conversation; num_predict keeps answers short.
-  await createModel(server.url, "chatty", await tinyModelPath({ controlLogit: -8, contextLength: 32768 }), {
+  await createModel(server.url, "chatty", await tinyModelPath({ controlLogit: -8, contextLength: 131_072 }), {
     parameters: { num_predict: 10 },
   });
 });
@@ -102,8 +104,13 @@ test("an interactive session in a terminal", async () => {
   await t.waitFor("the confirmation", (x) => x.includes("Set parameter 'num_predict' to '100000'"));
   // Prompts are counted at line starts: the tiny model's gibberish can itself contain ">>> ".
   const before = count(t.screen(), /^>>> /gm);
+  const asked = ">>> tell me everything";
   t.type("tell me everything");
-  await new Promise((r) => setTimeout(r, 1500));
+  // Ctrl-C once the answer is streaming (its text shows after the prompt line), not after a guessed time.
+  await t.waitFor(
+    "the long answer streaming",
+    (x) => x.includes(asked) && x.slice(x.lastIndexOf(asked) + asked.length).replace(/\s/g, "").length >= 2,
+  );
   t.key("C-c");
   s = await t.waitFor("the prompt after Ctrl-C", (x) => count(x, /^>>> /gm) === before + 1);
   assert.equal(count(s, /eval rate:/g), 5, "a cancelled answer has no final stats");

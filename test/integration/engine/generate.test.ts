@@ -160,6 +160,25 @@ test("a JSON schema constrains the output to that schema", async () => {
   assert.ok(["red", "green"].includes(v.color as string), r.text);
   assert.equal(typeof v.ok, "boolean");
   assert.deepEqual(Object.keys(v).sort(), ["color", "ok"]);
+  // The answer ends with the value (the compiled grammar then allows only newlines: they must not run to num_predict).
+  assert.equal(r.stats.doneReason, "stop", JSON.stringify(r.text));
+  assert.equal(r.text, r.text.trim());
+});
+
+test("draft-07 definitions and #/definitions/ references constrain the output as $defs do", async () => {
+  // As pydantic v1 and zod-to-json-schema write a schema that reuses a part.
+  const schema = {
+    definitions: { color: { enum: ["red", "green"] } },
+    type: "object",
+    properties: { a: { $ref: "#/definitions/color" }, b: { $ref: "#/definitions/color" } },
+    required: ["a", "b"],
+  };
+  const r = await collect(
+    engine.generate(request(endless, chat("schema"), { num_predict: 200, seed: 3 }, { format: { schema } })),
+  );
+  const v = JSON.parse(r.text) as Record<string, unknown>;
+  assert.deepEqual(Object.keys(v).sort(), ["a", "b"]);
+  for (const k of ["a", "b"]) assert.ok(["red", "green"].includes(v[k] as string), r.text);
 });
 
 test("an invalid JSON schema is a bad request", async () => {

@@ -218,7 +218,8 @@ test("end to end: the openai and ollama clients and curl reach a Ready app throu
     if (chunk.usage) usageChunks++;
     text += chunk.choices[0]?.delta.content ?? "";
   }
-  assert.ok(chunks >= 12 && text.length > 0, `${chunks} chunks`);
+  // Several chunks, not one buffered answer (not one per token: a token that ends inside a UTF-8 character waits).
+  assert.ok(chunks >= 4 && text.length > 0, `${chunks} chunks`);
   assert.equal(usageChunks, 0, "no usage chunk the client did not ask for (the gateway asked for one to meter)");
 
   const ollama = new Ollama({ host: `${gw1.url}/${orgA}/chat`, headers: auth(keys.apiA!.key) });

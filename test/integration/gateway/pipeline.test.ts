@@ -30,8 +30,9 @@ const listen = async (s: http.Server): Promise<string> => {
 };
 
 before(async () => {
-  upstream = await startTestServer({ env: { GANTRY_NUM_PARALLEL: "2" } });
-  await createModel(upstream.url, "tiny", await tinyModelPath({ controlLogit: -8 }));
+  // Streams that must outlast a check on a fast machine need a context far beyond the tiny model's 512 tokens.
+  upstream = await startTestServer({ env: { GANTRY_NUM_PARALLEL: "2", GANTRY_CONTEXT_LENGTH: "131072" } });
+  await createModel(upstream.url, "tiny", await tinyModelPath({ controlLogit: -8, contextLength: 131_072 }));
   // A stand-in pod that shows what it received.
   echo = http.createServer((req, res) => {
     seen.push({ url: req.url ?? "", headers: req.headers });
@@ -168,7 +169,7 @@ test("per-key concurrency: the third concurrent request of a key gets 429 with R
     fetch(`${base}/local/chat/v1/chat/completions`, {
       method: "POST",
       headers: h,
-      body: chatBody(true, 3000),
+      body: chatBody(true, 100_000),
       signal: ac.signal,
     }),
   );
@@ -195,16 +196,36 @@ test("bad input: body too large 413, invalid JSON passed to the pod (400 in its 
 
 test("shutdown: new requests get 503, a running stream finishes", async () => {
   const h = { authorization: `Key ${key}`, "content-type": "application/json" };
-  const stream = await fetch(`${base}/local/chat/v1/chat/completions`, {
-    method: "POST",
-    headers: h,
-    body: chatBody(true, 200),
+  // A stand-in pod whose stream ends when the test says so: still running when the gateway closes, however fast or
+  // slow the machine (a model's stream either ends before the close or outlasts the deadline).
+  const release = Promise.withResolvers<void>();
+  const pod = http.createServer((req, res) => {
+    req.resume();
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    res.write('data: {"choices":[{"index":0,"delta":{"content":"one"},"finish_reason":null}]}\n\n');
+    void release.promise.then(() => res.end("data: [DONE]\n\n"));
   });
-  const closing = gateway.close(10_000);
-  const refused = await fetch(`${base}/local/chat/api/version`, { headers: h });
-  assert.equal(refused.status, 503);
-  const text = await stream.text();
-  assert.ok(text.trimEnd().endsWith("data: [DONE]"), "the running stream finished");
-  await closing;
-  assert.equal((await fetch(`${base}/readyz`)).status, 503);
+  apps.set({ org: "local", name: "held", auth: "private", uid: "5" }, [endpointAt(await listen(pod))]);
+  try {
+    const stream = await fetch(`${base}/local/held/v1/chat/completions`, {
+      method: "POST",
+      headers: h,
+      body: chatBody(true, 200),
+    });
+    const reader = stream.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let text = (await reader.read()).value ?? "";
+    assert.match(text, /"content":"one"/, "the stream is running");
+    const closing = gateway.close(10_000);
+    const refused = await fetch(`${base}/local/chat/api/version`, { headers: h });
+    assert.equal(refused.status, 503);
+    release.resolve();
+    for (let r = await reader.read(); !r.done; r = await reader.read()) text += r.value;
+    assert.ok(text.trimEnd().endsWith("data: [DONE]"), "the running stream finished");
+    await closing;
+    assert.equal((await fetch(`${base}/readyz`)).status, 503);
+  } finally {
+    release.resolve();
+    pod.closeAllConnections();
+    pod.close();
+  }
 });

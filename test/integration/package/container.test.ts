@@ -81,7 +81,7 @@ test("every file the Dockerfile copies from the build context exists", () => {
   }
 });
 
-test('the image\'s install (npm pack, npm ci --omit=dev) serves /health and runs `gantry run <model> "hi"`', async () => {
+test('the image\'s install (npm pack, npm install --omit=dev) serves /health and runs `gantry run <model> "hi"`', async () => {
   const packEnv = { ...process.env, ...stageEnv("pack") };
   const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", work], {
     cwd: REPO,
@@ -125,6 +125,9 @@ test('the image\'s install (npm pack, npm ci --omit=dev) serves /health and runs
   }
   assert.equal(health, 200, "gantry serve answers /health");
   const model = await tinyModelPath();
-  const out = await run(process.execPath, [cli, "run", model, "hi"], { env, timeout: 300_000 });
+  // stdin closed, as `docker exec` without -i gives it (an open stdin is read as part of the prompt, as Ollama does).
+  const asked = run(process.execPath, [cli, "run", model, "hi"], { env, timeout: 300_000 });
+  asked.child.stdin?.end();
+  const out = await asked;
   assert.ok(out.stdout.trim().length > 0, `an answer (stderr: ${out.stderr.slice(-500)})`);
 });

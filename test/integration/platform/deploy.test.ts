@@ -1,7 +1,9 @@
 // `gantry deploy` and `gantry apps` as users run them — the installed package's bin (test/support/installed-gantry.ts)
-// against the test control plane with the operator running, pods really running through the process runtime, and the
-// model served from a local hub the pods reach. The example app (examples/chat.ts) deploys as is: the hub serves a tiny
+// against the test control plane with the operator and the gateway running (the operator's gatewayUrl is the gateway's
+// address, so the printed URLs are the gateway's), pods really running through the process runtime, and the model
+// served from a local hub the pods reach. The example app (examples/chat.ts) deploys as is: the hub serves a tiny
 // generated model under its repository's name, and the operator's nvidia-gpu profile is the default one without CUDA.
+// Its printed example request is run as printed, with a key made by `gantry keys create`.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import fs from "node:fs";
@@ -14,19 +16,26 @@ import OpenAI from "openai";
 import { parse as parseYaml } from "yaml";
 import type { ModelApp } from "../../../operator/api/v1alpha1/modelapp.ts";
 import { createTestNamespace } from "../../cluster/test-cluster.ts";
+import { startTestGateway, type TestGateway } from "../../support/gateway.ts";
 import { startHubServer, type HubServer } from "../../support/hub-server.ts";
 import { installedGantry, type InstalledGantry } from "../../support/installed-gantry.ts";
 import { tinyModelPath } from "../../support/models.ts";
-import { kubectl, podsOperatorConfig, startTestOperator, type TestOperator } from "../../support/operator.ts";
-import { REPO } from "../../support/server.ts";
+import { curl, printedCurl } from "../../support/printed-example.ts";
+import {
+  kubectl,
+  loadReportToken,
+  podsOperatorConfig,
+  startTestOperator,
+  type TestOperator,
+} from "../../support/operator.ts";
+import { freePort, REPO } from "../../support/server.ts";
 import { runCli, type CliResult } from "../cli/run-cli.ts";
 import { eventually, operatorCluster, readApp, type OperatorCluster } from "../operator/helpers.ts";
 
-const GATEWAY_URL = "http://gateway.test";
 const MODEL = "hf.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF:Q4_K_M";
 
 let c: OperatorCluster, op: TestOperator, hub: HubServer, gantry: InstalledGantry, core: CoreV1Api;
-let ns: string, work: string;
+let gateway: TestGateway, GATEWAY_URL: string, ns: string, work: string;
 
 before(async () => {
   [c, gantry] = await Promise.all([operatorCluster(), installedGantry()]);
@@ -39,6 +48,8 @@ before(async () => {
     repo: "SmolLM2-135M-Instruct-GGUF",
     files: { "SmolLM2-135M-Instruct-Q4_K_M.gguf": await tinyModelPath({ controlLogit: -8 }) },
   });
+  const gatewayPort = await freePort();
+  GATEWAY_URL = `http://127.0.0.1:${gatewayPort}`;
   op = await startTestOperator(
     c.cp,
     podsOperatorConfig({
@@ -48,9 +59,13 @@ before(async () => {
       extra: { gatewayUrl: GATEWAY_URL },
     }),
   );
+  const tokenFile = path.join(work, "load-report-token");
+  fs.writeFileSync(tokenFile, loadReportToken(c.cp));
+  gateway = await startTestGateway(c.cp, { operatorUrls: [op.url], operatorTokenFile: tokenFile }, gatewayPort);
 });
 
 after(async () => {
+  await gateway?.stop();
   await op?.stop();
   await core?.deleteNamespace({ name: ns }).catch(() => undefined);
   await hub?.close();
@@ -135,6 +150,32 @@ test("deploy examples/chat.ts::chat --app-name demo --auth private: the example'
   } finally {
     await core.deleteNamespace({ name: other });
   }
+
+  // The printed example request, as printed, through the gateway: a created key works (the first request wakes the
+  // app from zero), no key or a wrong one is refused in the OpenAI shape.
+  const key = (await gantryOk(["keys", "create", "--org", ns, "--name", "deploy-test"])).stdout.trim();
+  const example = printedCurl(r.stdout);
+  const answered = await curl(example, key);
+  assert.equal(answered.status, 200, answered.body);
+  const completion = JSON.parse(answered.body) as { object: string; choices: { message: { role: string } }[] };
+  assert.equal(completion.choices[0]?.message.role, "assistant");
+  for (const wrong of ["", `${key}x`, `${key.split(":")[0]}:${"A".repeat(43)}`]) {
+    const refused = await curl(example, wrong);
+    assert.equal(refused.status, 401, `key "${wrong}": ${refused.body}`);
+    assert.equal(typeof (JSON.parse(refused.body) as { error: { message: string } }).error.message, "string");
+  }
+  const openai = (apiKey: string) => new OpenAI({ baseURL: `${url}/v1`, apiKey, maxRetries: 0 });
+  assert.deepEqual(
+    (await openai(key).models.list()).data.map((m) => m.id),
+    [MODEL],
+  );
+  await assert.rejects(openai("not-a-key").models.list(), OpenAI.AuthenticationError);
+  const ollama = await new Ollama({ host: url, headers: { Authorization: `Key ${key}` } }).chat({
+    model: MODEL,
+    messages: [{ role: "user", content: "hi" }],
+    options: { num_predict: 2 },
+  });
+  assert.equal(ollama.eval_count, 2);
 });
 
 test("deploy follows Scheduled, ModelCached, Ready to a pod that serves; a redeploy after a change rolls the pod", async () => {
@@ -212,13 +253,13 @@ test("apps list, get, scale and logs on the org's apps, with JSON for scripts", 
   assert.deepEqual(
     list.map((a) => [a.app, a.state, a.url]),
     [
-      ["demo", "ScaledToZero", `${GATEWAY_URL}/${ns}/demo`],
+      ["demo", "Ready", `${GATEWAY_URL}/${ns}/demo`],
       ["live", "Ready", `${GATEWAY_URL}/${ns}/live`],
     ],
   );
   const table = (await gantryOk(["apps", "list", "--org", ns])).stdout.split("\n");
   assert.match(table[0]!, /^APP\s+MODEL\s+AUTH\s+READY\s+STATE\s+URL\s+CREATED$/);
-  assert.match(table[2]!, /^live\s+hf\.co\/\S+\s+private\s+1\/1\s+Ready\s+http:\/\/gateway\.test\//);
+  assert.match(table[2]!, /^live\s+hf\.co\/\S+\s+private\s+1\/1\s+Ready\s+http:\/\/127\.0\.0\.1:\d+\//);
 
   const get = (await gantryOk(["apps", "get", "live", "--org", ns])).stdout;
   assert.match(get, /^state: {4} Ready: 1 of 1 replicas ready$/m);
@@ -239,9 +280,6 @@ test("apps list, get, scale and logs on the org's apps, with JSON for scripts", 
   assert.match(logs.stdout, /"msg":"model ready"/);
   const prepare = await gantryOk(["apps", "logs", "live", "-c", "prepare", "--org", ns]);
   assert.match(prepare.stdout, /live:latest is ready \(sha256:[0-9a-f]{64}\)/);
-  const none = await gantryCli(["apps", "logs", "demo", "--org", ns]);
-  assert.equal(none.code, 1);
-  assert.match(none.stderr, /has no pods \(scaled to zero: a request starts one\)/);
 
   // -f follows: a request made after it started shows up in its output.
   const follow = spawn(gantry.bin, ["apps", "logs", "live", "-f", "--tail", "1", "--org", ns], {
@@ -342,6 +380,9 @@ test("--no-wait returns after the apply; the config file's org and base URL, and
     { env },
   );
   assert.match(text.stdout, new RegExp(`^quick is ready .*at https://other\\.example/${ns}/quick\\n`));
+  const none = await gantryCli(["apps", "logs", "quick", "--org", ns]);
+  assert.equal(none.code, 1);
+  assert.match(none.stderr, /has no pods \(scaled to zero: a request starts one\)/);
 });
 
 test("apps delete removes the app and its pods; then get names the org's apps", async () => {

@@ -7,8 +7,12 @@ import { tinyModelPath } from "../../support/models.ts";
 
 let srv: TestServer;
 before(async () => {
-  srv = await startTestServer({ env: { GANTRY_NUM_PARALLEL: "1", GANTRY_MAX_QUEUE: "1" } });
-  await createModel(srv.url, "babbler", await tinyModelPath({ controlLogit: -8 }));
+  // The held stream must outlast the checks on a fast machine: a 131,072-token context (the tiny model's 512 tokens are
+  // generated in well under a second there).
+  srv = await startTestServer({
+    env: { GANTRY_NUM_PARALLEL: "1", GANTRY_MAX_QUEUE: "1", GANTRY_CONTEXT_LENGTH: "131072" },
+  });
+  await createModel(srv.url, "babbler", await tinyModelPath({ controlLogit: -8, contextLength: 131_072 }));
 });
 after(async () => {
   await srv?.stop();
@@ -20,7 +24,7 @@ async function holdSequence(): Promise<AbortController> {
   const res = await fetch(`${srv.url}/api/generate`, {
     method: "POST",
     signal: ac.signal,
-    body: JSON.stringify({ model: "babbler", prompt: "go on forever", options: { num_predict: 100000 } }),
+    body: JSON.stringify({ model: "babbler", prompt: "go on forever", options: { num_predict: -1 } }),
   });
   assert.equal(res.status, 200);
   const reader = res.body!.getReader();

@@ -71,16 +71,17 @@ test("SIGTERM (even repeated) lets a running stream finish, then the process exi
 });
 
 test("SIGTERM answers requests still generating at the shutdown deadline (503 or an error line), then exits 0", async () => {
-  const srv = await startTestServer({ env: { GANTRY_SHUTDOWN_TIMEOUT: "1s" } });
-  // Never ends and has room for 32k tokens: still generating when the deadline passes.
-  await createModel(srv.url, "endless", await tinyModelPath({ controlLogit: -8, contextLength: 32_768 }));
-  const options = { num_ctx: 32_768, num_predict: -1 };
+  // Never ends and has room for 131,072 tokens: still generating when the deadline passes, however fast the machine.
+  // The server's default context is that long too, so the /v1 request (no num_ctx) may be the one that loads it.
+  const srv = await startTestServer({ env: { GANTRY_SHUTDOWN_TIMEOUT: "1s", GANTRY_CONTEXT_LENGTH: "131072" } });
+  await createModel(srv.url, "endless", await tinyModelPath({ controlLogit: -8, contextLength: 131_072 }));
+  const options = { num_predict: -1 };
   const post = (p: string, body: object) => fetch(srv.url + p, { method: "POST", body: JSON.stringify(body) });
   const native = post("/api/generate", { model: "endless", prompt: "go", stream: false, options });
   const openai = post("/v1/chat/completions", {
     model: "endless",
     messages: [{ role: "user", content: "go" }],
-    max_tokens: 30_000,
+    max_tokens: 100_000,
   });
   const streaming = await post("/api/generate", { model: "endless", prompt: "go", options });
   const reader = streaming.body!.pipeThrough(new TextDecoderStream()).getReader();

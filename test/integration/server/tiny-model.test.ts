@@ -138,6 +138,25 @@ describe("structured output", () => {
     });
     Answer.parse(JSON.parse(r.choices[0]!.message.content ?? ""));
   });
+
+  test("a schema with draft-07 definitions (pydantic v1, zod-to-json-schema) is honoured; the answer ends with it", async () => {
+    const r = await ollama.chat({
+      model: "babbler",
+      messages: [{ role: "user", content: "two colors" }],
+      format: {
+        definitions: { color: { enum: ["red", "green"] } },
+        type: "object",
+        properties: { a: { $ref: "#/definitions/color" }, b: { $ref: "#/definitions/color" } },
+        required: ["a", "b"],
+      },
+      options: { num_predict: 200, seed: 4 },
+    });
+    const v = z.object({ a: z.enum(["red", "green"]), b: z.enum(["red", "green"]) }).strict();
+    v.parse(JSON.parse(r.message.content));
+    // Not 200 tokens with newlines after the value: it ends there, as Ollama's answer does.
+    assert.equal(r.done_reason, "stop", JSON.stringify(r.message.content));
+    assert.equal(r.message.content, r.message.content.trim());
+  });
 });
 
 describe("keep_alive", () => {

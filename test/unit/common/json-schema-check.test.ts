@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { schemaProblem } from "../../../server/common/json-schema-check.ts";
+import { schemaProblem, withDefinitionsAsDefs } from "../../../server/common/json-schema-check.ts";
 
 test("usable schemas pass", () => {
   assert.equal(
@@ -33,7 +33,8 @@ test("constraints the grammar compiler would drop are reported with the keyword"
     [{ type: "string", pattern: "([" }, /^\$\.pattern: Invalid regular expression: \/\(\[\/: /],
     [{ type: "object", properties: { a: { enum: [] } } }, /^\$\.properties\.a\.enum is empty/],
     [{ $ref: "#/$defs/missing" }, /^\$\.\$ref: "#\/\$defs\/missing" points to no definition/],
-    [{ $ref: "#/definitions/a", definitions: { a: {} } }, /^\$\.\$ref: .* is not supported/],
+    [{ $ref: "#/properties/a", properties: { a: {} } }, /^\$\.\$ref: .* is not supported/],
+    [{ $ref: "#/definitions/b", definitions: { a: {} } }, /^\$\.\$ref: "#\/definitions\/b" points to no definition/],
     [{ type: [] }, /^\$\.type is empty/],
     [{ oneOf: [] }, /^\$\.oneOf is empty/],
   ];
@@ -62,4 +63,26 @@ test("the nesting depth is checked first, without recursion", () => {
   let deep: Record<string, unknown> = {};
   for (let i = 0; i < 20_000; i++) deep = { type: "object", properties: { a: deep } };
   assert.equal(schemaProblem(deep), "JSON schema nests deeper than 100 levels (the limit)");
+});
+
+test("draft-07 root definitions are read as $defs, as pydantic v1 and zod-to-json-schema write them", () => {
+  const schema = {
+    definitions: { color: { enum: ["red", "green"] }, pair: { type: "array", items: { $ref: "#/definitions/color" } } },
+    type: "object",
+    properties: {
+      c: { $ref: "#/definitions/color" },
+      p: { anyOf: [{ $ref: "#/definitions/pair" }, { type: "null" }] },
+    },
+    required: ["c", "p"],
+  };
+  assert.equal(schemaProblem(schema), null);
+  assert.deepEqual(withDefinitionsAsDefs(schema), {
+    $defs: { color: { enum: ["red", "green"] }, pair: { type: "array", items: { $ref: "#/$defs/color" } } },
+    type: "object",
+    properties: { c: { $ref: "#/$defs/color" }, p: { anyOf: [{ $ref: "#/$defs/pair" }, { type: "null" }] } },
+    required: ["c", "p"],
+  });
+  assert.equal(schema.properties.c.$ref, "#/definitions/color", "the caller's schema is not changed");
+  const noDefinitions = { $defs: { a: { type: "string" } }, $ref: "#/$defs/a" };
+  assert.equal(withDefinitionsAsDefs(noDefinitions), noDefinitions);
 });

@@ -4,45 +4,27 @@ import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
 import { patchedBuild } from "../../../../server/engine/native/patched-build.ts";
+import { parseEnv } from "../../../../server/common/config.ts";
+import { SetupEnvSchema } from "../../../../server/setup/config.ts";
 import { ensurePatchedEngine, expectedBuildTime } from "../../../../server/setup/engine-build.ts";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "engine-build-test-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-/** Runs with these environment variables set (restored afterwards). */
-async function withEnv<T>(env: Record<string, string | undefined>, fn: () => Promise<T>): Promise<T> {
-  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
-  for (const [k, v] of Object.entries(env))
-    if (v === undefined) delete process.env[k];
-    else process.env[k] = v;
-  try {
-    return await fn();
-  } finally {
-    for (const [k, v] of Object.entries(saved))
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-  }
-}
+/** The setup's settings as parsed from these variables (the rest unset). */
+const settings = (env: Record<string, string>) => parseEnv(SetupEnvSchema, env);
+const noTools = { PATH: path.join(tmp, "empty-bin") };
 
 describe("ensurePatchedEngine", () => {
   it("builds nothing when GANTRY_ENGINE_BUILD=prebuilt", async () => {
-    const r = await withEnv({ GANTRY_ENGINE_BUILD: "prebuilt", GANTRY_CACHE: tmp }, () => ensurePatchedEngine());
+    const r = await ensurePatchedEngine({ settings: settings({ GANTRY_ENGINE_BUILD: "prebuilt", GANTRY_CACHE: tmp }) });
     assert.equal(r.state, "prebuilt");
     assert.match(r.detail, /GANTRY_ENGINE_BUILD=prebuilt/);
     assert.equal(fs.existsSync(path.join(tmp, "engine")), false);
   });
 
   it("falls back to the prebuilt binary, naming what is missing, without build tools", async () => {
-    const r = await withEnv(
-      {
-        GANTRY_ENGINE_BUILD: undefined,
-        GANTRY_CACHE: tmp,
-        PATH: path.join(tmp, "empty-bin"),
-        CC: undefined,
-        CXX: undefined,
-      },
-      () => ensurePatchedEngine(),
-    );
+    const r = await ensurePatchedEngine({ settings: settings({ GANTRY_CACHE: tmp, ...noTools }) });
     assert.equal(r.state, "prebuilt");
     assert.match(r.detail, /missing cmake, a C\+\+ compiler, a C compiler, git, ninja or make/);
     assert.match(r.detail, /apt-get install cmake g\+\+ git ninja-build/);
@@ -51,24 +33,16 @@ describe("ensurePatchedEngine", () => {
 
   it("strict (the test command) fails without build tools, saying what to install", async () => {
     await assert.rejects(
-      withEnv(
-        {
-          GANTRY_ENGINE_BUILD: undefined,
-          GANTRY_CACHE: tmp,
-          PATH: path.join(tmp, "empty-bin"),
-          CC: undefined,
-          CXX: undefined,
-        },
-        () => ensurePatchedEngine({ strict: true }),
-      ),
+      ensurePatchedEngine({ strict: true, settings: settings({ GANTRY_CACHE: tmp, ...noTools }) }),
       /the patched engine build is required here: cannot build the patched addon: missing cmake.*apt-get install/,
     );
   });
 
   it("strict builds nothing with GANTRY_ENGINE_BUILD=prebuilt (an explicit choice)", async () => {
-    const r = await withEnv({ GANTRY_ENGINE_BUILD: "prebuilt", GANTRY_CACHE: tmp }, () =>
-      ensurePatchedEngine({ strict: true }),
-    );
+    const r = await ensurePatchedEngine({
+      strict: true,
+      settings: settings({ GANTRY_ENGINE_BUILD: "prebuilt", GANTRY_CACHE: tmp }),
+    });
     assert.equal(r.state, "prebuilt");
   });
 
@@ -80,23 +54,18 @@ describe("ensurePatchedEngine", () => {
       path.join(build.dir, "status.json"),
       JSON.stringify({ state: "failed", reason: "compiler crashed", log: "/x.log", failedAt: "t" }),
     );
-    const r = await withEnv(
-      { GANTRY_ENGINE_BUILD: undefined, GANTRY_ENGINE_REBUILD: undefined, GANTRY_CACHE: cache },
-      () => ensurePatchedEngine(),
-    );
+    const r = await ensurePatchedEngine({ settings: settings({ GANTRY_CACHE: cache }) });
     assert.equal(r.state, "prebuilt");
     assert.match(r.detail, /failed before \(compiler crashed; log: \/x\.log\).*GANTRY_ENGINE_REBUILD=1/);
-    // Strict retries it (here it gets as far as the missing build tools).
+    // GANTRY_ENGINE_REBUILD=1 retries it (here it gets as far as the missing build tools).
+    const retried = await ensurePatchedEngine({
+      settings: settings({ GANTRY_CACHE: cache, GANTRY_ENGINE_REBUILD: "1", ...noTools }),
+    });
+    assert.equal(retried.state, "prebuilt");
+    assert.match(retried.detail, /missing cmake/);
+    // Strict retries it too.
     await assert.rejects(
-      withEnv(
-        {
-          GANTRY_ENGINE_BUILD: undefined,
-          GANTRY_ENGINE_REBUILD: undefined,
-          GANTRY_CACHE: cache,
-          PATH: path.join(tmp, "empty-bin"),
-        },
-        () => ensurePatchedEngine({ strict: true }),
-      ),
+      ensurePatchedEngine({ strict: true, settings: settings({ GANTRY_CACHE: cache, ...noTools }) }),
       /missing cmake/,
     );
   });
