@@ -26,7 +26,7 @@ async function startApp(
 ): Promise<{ url: string; close: () => Promise<void> }> {
   const app = express();
   app.use(express.json({ type: () => true, strict: false }));
-  app.use(pullRoutes({ store, logger: silentLogger, hub: { url: hubUrl, token }, tuning: SEQUENTIAL }));
+  app.use("/api", pullRoutes({ store, logger: silentLogger, hub: { url: hubUrl, token }, tuning: SEQUENTIAL }));
   app.use(errorMiddleware("ollama", silentLogger));
   const server: http.Server = await new Promise((resolve) => {
     const s = app.listen(0, "127.0.0.1", () => resolve(s));
