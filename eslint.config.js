@@ -9,6 +9,10 @@ const CATALOGUE_MESSAGE =
   "Read settings through the settings catalogue, not process.env: declare the variable in its process's zod config " +
   "schema (server/config.ts, server/setup/config.ts, server/cli/config.ts, server/gateway/env.ts, operator/env.ts; " +
   "shared ones in server/common/config.ts), parse it at start with parseEnv and pass the value down.";
+const NO_ENVIRONMENT_READS = {
+  selector: "MemberExpression[object.callee.name='processEnvironment']",
+  message: CATALOGUE_MESSAGE,
+};
 
 export default tseslint.config(
   { ignores: ["node_modules/**", "charts/**", "crds/**", "dist/**"] },
@@ -45,10 +49,7 @@ export default tseslint.config(
         },
       ],
       // processEnvironment() is for parseEnv and for a child process's inherited environment, not for reading.
-      "no-restricted-syntax": [
-        "error",
-        { selector: "MemberExpression[object.callee.name='processEnvironment']", message: CATALOGUE_MESSAGE },
-      ],
+      "no-restricted-syntax": ["error", NO_ENVIRONMENT_READS],
       "no-restricted-imports": [
         "error",
         {
@@ -79,8 +80,10 @@ export default tseslint.config(
     files: ["server/**/*.ts", "operator/**/*.ts"],
     ignores: ["server/engine/native/**"],
     rules: {
+      // One rule, so both restrictions hold (a later config's options replace an earlier one's).
       "no-restricted-syntax": [
         "error",
+        NO_ENVIRONMENT_READS,
         {
           selector: "MemberExpression[property.name=/^_(ctx|bindings|llama|model|state)$/]",
           message:

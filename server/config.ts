@@ -8,6 +8,15 @@ import { GPU_SETTINGS } from "./engine/gpu.ts";
 
 const intFrom = (min: number) => z.coerce.number().int().min(min);
 
+/** "20mb", "512kb", "1.5gb", "1000" → bytes (binary units, as express's body limit); undefined if malformed. */
+export function parseByteSize(v: string): number | undefined {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(b|kb|mb|gb)?\s*$/i.exec(v);
+  if (!m) return undefined;
+  const unit = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 }[(m[2] ?? "b").toLowerCase() as "b"];
+  const n = Math.floor(Number(m[1]) * unit);
+  return n > 0 ? n : undefined;
+}
+
 export const ServerConfigSchema = z.object({
   GANTRY_HOST: z
     .string()
@@ -87,6 +96,28 @@ export const ServerConfigSchema = z.object({
     .default("")
     .describe("Extra allowed CORS origins, comma-separated (localhost origins are always allowed)"),
   GANTRY_BODY_LIMIT: z.string().default("32mb").describe("Largest accepted request body"),
+  GANTRY_MAX_IMAGE_SIZE: z
+    .string()
+    .default("20mb")
+    .refine((v) => parseByteSize(v) !== undefined, "must be a size like 20mb, 512kb or a number of bytes")
+    .describe("Largest image accepted in a request (encoded; base64 data, data URL or fetched URL)"),
+  GANTRY_ALLOW_REMOTE_IMAGES: z
+    .enum(["true", "false"])
+    .default("true")
+    .describe(
+      "Fetch http(s) image URLs of OpenAI image_url parts (false = only data URLs; the operator's pods set false)",
+    ),
+  GANTRY_REMOTE_IMAGE_TIMEOUT: z
+    .string()
+    .default("10s")
+    .refine((v) => {
+      try {
+        return (parseKeepAlive(v) ?? 0) > 0;
+      } catch {
+        return false;
+      }
+    }, "must be a duration like 10s")
+    .describe("Longest a remote image fetch may take"),
   GANTRY_LOG_LEVEL: SharedSettings.GANTRY_LOG_LEVEL,
   GANTRY_HUB_URL: z
     .string()

@@ -3,7 +3,7 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { parseKeepAlive } from "./common/duration.ts";
 import type { Logger } from "./common/logger.ts";
 import { parseHostPort } from "./common/host-port.ts";
-import type { ServerConfig } from "./config.ts";
+import { parseByteSize, type ServerConfig } from "./config.ts";
 import { createEngine } from "./engine/engine.ts";
 import type { EngineTuning } from "./engine/tuning.ts";
 import type { Engine } from "./engine/types.ts";
@@ -61,6 +61,7 @@ export async function startServer(
     maxLoadedModels: config.GANTRY_MAX_LOADED_MODELS,
     contextLength: config.GANTRY_CONTEXT_LENGTH,
     defaultKeepAliveMs: parseKeepAlive(config.GANTRY_KEEP_ALIVE),
+    imageLimits: { maxBytes: parseByteSize(config.GANTRY_MAX_IMAGE_SIZE)! },
     metrics: metrics.engineSink(),
     renderTemplate: cachedRenderer(),
   });
@@ -73,7 +74,15 @@ export async function startServer(
       metrics,
       version: VERSION,
       readiness,
-      config: { bodyLimit: config.GANTRY_BODY_LIMIT, origins: config.GANTRY_ORIGINS },
+      config: {
+        bodyLimit: config.GANTRY_BODY_LIMIT,
+        origins: config.GANTRY_ORIGINS,
+        images: {
+          maxBytes: parseByteSize(config.GANTRY_MAX_IMAGE_SIZE)!,
+          allowRemote: config.GANTRY_ALLOW_REMOTE_IMAGES === "true",
+          remoteTimeoutMs: parseKeepAlive(config.GANTRY_REMOTE_IMAGE_TIMEOUT)!,
+        },
+      },
     },
     {
       raw: [blobRoutes({ store, logger })],

@@ -55,6 +55,9 @@ function serverEnv(app: ResolvedApp, config: Pick<RenderConfig, "serverPort">): 
     GANTRY_GPU: gpuSetting(app),
     // The model volume may hold other apps' models: the pod lists and serves its app's model only.
     GANTRY_ONLY_MODELS: app.servedModel,
+    // A pod behind the gateway fetches no URLs on a caller's behalf (image_url parts must be data URLs); an app may
+    // turn it on through spec.env.
+    GANTRY_ALLOW_REMOTE_IMAGES: "false",
     // Inference threads follow the CPU request, so replicas never oversubscribe their share of a node.
     ...(cpus !== undefined && cpus >= 1 ? { GANTRY_THREADS: String(Math.floor(cpus)) } : {}),
   };

@@ -115,6 +115,8 @@ export const ShowResponseSchema = z.object({
   details: ModelDetailsSchema,
   model_info: z.record(z.string(), z.unknown()),
   capabilities: z.array(z.string()),
+  /** A vision model's projector: its GGUF metadata (clip.* keys, general.architecture "clip"), as Ollama shows it. */
+  projector_info: z.record(z.string(), z.unknown()).optional(),
   modified_at: z.string(),
   messages: z.array(StoredMessageSchema).optional(),
 });

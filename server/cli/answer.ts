@@ -49,8 +49,12 @@ export function formatStats(s: AnswerStats): string {
 const readImage = (file: string): string => {
   try {
     return fs.readFileSync(file).toString("base64");
-  } catch {
-    throw new Error(`cannot read image ${file}`);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new Error(
+      `cannot read image ${file}: ${code === "ENOENT" ? "no such file" : code === "EISDIR" ? "it is a directory" : (e as Error).message}`,
+      { cause: e },
+    );
   }
 };
 
@@ -65,11 +69,14 @@ export function userTurn(
     (p) => resolveUserPath(p, ctx.cwd),
     (p) => fs.statSync(p, { throwIfNoEntry: false })?.isFile() === true,
   );
+  // A missing image is an error of the whole turn (nothing is sent), not a path quietly asked about as text.
+  if (found.missing.length > 0) throw new Error(`cannot read image ${found.missing[0]}: no such file`);
   const files = [...extraImages, ...found.paths];
+  const images = files.map(readImage);
   for (const f of files) ctx.say(`Added image '${f}'`);
   return {
     role: "user",
     content: files.length > 0 ? found.prompt : text,
-    ...(files.length > 0 ? { images: files.map(readImage) } : {}),
+    ...(files.length > 0 ? { images } : {}),
   };
 }

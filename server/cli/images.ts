@@ -15,11 +15,13 @@ export interface ExtractedImages {
   prompt: string;
   /** Paths as written, with ~ and escapes resolved by `resolve`. */
   paths: string[];
+  /** Image paths (by their extension) that name no file: left in the prompt, for the caller to report. */
+  missing: string[];
 }
 
 /**
  * Finds existing image files named in a prompt. `resolve` turns a written path into a real one (~, relative to cwd);
- * `exists` says whether it is a file. Paths that do not exist stay in the prompt as text.
+ * `exists` says whether it is a file. Paths that do not exist stay in the prompt as text and are listed as missing.
  */
 export function extractImagePaths(
   prompt: string,
@@ -27,6 +29,7 @@ export function extractImagePaths(
   exists: (p: string) => boolean,
 ): ExtractedImages {
   const paths: string[] = [];
+  const missing: string[] = [];
   const rest = prompt.replace(
     PATH_TOKEN,
     (whole, _q: string | undefined, quoted: string | undefined, bare: string | undefined) => {
@@ -35,10 +38,13 @@ export function extractImagePaths(
       const unescaped = written.replace(/\\ /g, " ");
       if (!isImagePath(unescaped)) return whole;
       const real = resolve(unescaped);
-      if (!exists(real)) return whole;
+      if (!exists(real)) {
+        missing.push(unescaped);
+        return whole;
+      }
       paths.push(real);
       return trailing;
     },
   );
-  return { prompt: rest.replace(/[ \t]{2,}/g, " ").trim(), paths };
+  return { prompt: rest.replace(/[ \t]{2,}/g, " ").trim(), paths, missing };
 }

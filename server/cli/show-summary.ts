@@ -1,10 +1,12 @@
 // The readable summary `gantry show <model>` prints by default (Ollama's layout). Pure.
 import type { ShowResponse } from "../api/store-schemas.ts";
+import { humanParameterCount } from "../gguf/metadata.ts";
 
 type ShowSummaryInput = Pick<
   ShowResponse,
   "details" | "model_info" | "capabilities" | "parameters" | "system" | "license"
->;
+> &
+  Pick<Partial<ShowResponse>, "projector_info">;
 
 const section = (title: string, rows: readonly string[]): string[] =>
   rows.length === 0 ? [] : [`  ${title}`, ...rows.map((r) => `    ${r}`), ""];
@@ -39,6 +41,7 @@ export function formatShowSummary(show: ShowSummaryInput): string {
       ]),
     ),
     ...section("Capabilities", show.capabilities),
+    ...(show.projector_info ? section("Projector", projectorRows(show.projector_info)) : []),
     ...section(
       "Parameters",
       head(show.parameters, 50).map((l) => l.replace(/^(\S+)\s+/, (_m, k: string) => `${k.padEnd(16)}`)),
@@ -47,4 +50,20 @@ export function formatShowSummary(show: ShowSummaryInput): string {
     ...section("License", head(show.license, 2)),
   ];
   return lines.join("\n") + (lines.length ? "\n" : "");
+}
+
+/** A vision model's projector (Ollama's "Projector" section): architecture, parameters, image size, width. */
+function projectorRows(info: Record<string, unknown>): string[] {
+  const val = (key: string): string | undefined =>
+    typeof info[key] === "number" || typeof info[key] === "string" ? String(info[key]) : undefined;
+  const params = typeof info["general.parameter_count"] === "number" ? info["general.parameter_count"] : undefined;
+  return table([
+    ["architecture", val("general.architecture")],
+    ["parameters", params === undefined ? undefined : humanParameterCount(params)],
+    ["projector type", val("clip.projector_type")],
+    ["embedding length", val("clip.vision.embedding_length")],
+    ["dimensions", val("clip.vision.projection_dim")],
+    ["image size", val("clip.vision.image_size")],
+    ["patch size", val("clip.vision.patch_size")],
+  ]);
 }

@@ -11,6 +11,9 @@ import { llamaRuntime, type EngineBuildMode } from "./llama-runtime.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { ModelRegistry, shuttingDown, type LoadRequest } from "./model-registry.ts";
 import { applyAddonSettings } from "./native/node-llama-cpp.ts";
+import { DEFAULT_MAX_IMAGE_BYTES, type ImageLimits } from "./image-decode.ts";
+import { imagePrefill, imagePrompt } from "./image-prompt.ts";
+import { DEFAULT_MAX_IMAGE_PIXELS } from "./native/mtmd.ts";
 import { buildPrompt, type RenderTemplate } from "./prompt.ts";
 import { resolveSampling } from "./sampling.ts";
 import { resolveThreads } from "./threads.ts";
@@ -53,6 +56,8 @@ export interface EngineOptions {
    * decode steps).
    */
   threadpoolPoll?: number;
+  /** Limits on request images (vision models): encoded bytes and decoded pixels. */
+  imageLimits?: Partial<ImageLimits>;
 }
 
 export async function createEngine(opts: EngineOptions): Promise<Engine & { readonly threads: number }> {
@@ -69,6 +74,10 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
     inlineDecode: patched && tuning.inlineDecode !== false,
   };
   const metrics = opts.metrics ?? {};
+  const imageLimits: ImageLimits = {
+    maxBytes: opts.imageLimits?.maxBytes ?? DEFAULT_MAX_IMAGE_BYTES,
+    maxPixels: opts.imageLimits?.maxPixels ?? DEFAULT_MAX_IMAGE_PIXELS,
+  };
   const registry = new ModelRegistry({
     llama,
     logger: opts.logger,
@@ -107,38 +116,59 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
             chatWrapper: loaded.chatWrapper,
             renderTemplate: opts.renderTemplate,
             vocabSize: loaded.vocabSize,
+            ...(loaded.projector ? { imageMarker: loaded.projector.info.marker } : {}),
           },
           req.input,
         );
-        if (prompt.tokens.length >= loaded.contextLength)
-          throw contextOverflow(prompt.tokens.length, loaded.contextLength);
-        const grammar = await grammars.get(req.format);
-        // Waiting for a sequence to free up can take a whole generation: nobody should wait for this one meanwhile.
-        if (loaded.slots.busy >= loaded.parallel) req.arrival?.settle();
-        const slot = await loaded.slots.acquire(signal, (s) => commonPrefixLength(s.tokens, prompt.tokens));
+        const images =
+          prompt.withImages && loaded.projector
+            ? await imagePrompt(llama, loaded.projector, prompt.withImages, imageLimits)
+            : undefined;
         try {
-          yield* runGeneration({
-            loaded,
-            slot,
-            promptTokens: prompt.tokens,
-            stopStrings: [...prompt.stopStrings, ...grammarStopStrings(grammar)],
-            sampling,
-            grammar,
-            signal,
-            metrics,
-            startedNs,
-            loadDurationNs,
-            admission: tuning.fullSteps === false ? undefined : { arrival: req.arrival, arrivals },
-            ...(req.logprobs ? { logprobs: req.logprobs } : {}),
-            ...(req.returnTokens ? { returnTokens: true } : {}),
-          });
+          const promptTokens = images?.tokens ?? prompt.tokens;
+          if (promptTokens.length >= loaded.contextLength)
+            throw contextOverflow(promptTokens.length, loaded.contextLength);
+          const grammar = await grammars.get(req.format);
+          // Waiting for a sequence to free up can take a whole generation: nobody should wait for this one meanwhile.
+          if (loaded.slots.busy >= loaded.parallel) req.arrival?.settle();
+          const slot = await loaded.slots.acquire(signal, (s) => commonPrefixLength(s.tokens, promptTokens));
+          try {
+            yield* runGeneration({
+              loaded,
+              slot,
+              promptTokens,
+              stopStrings: [...prompt.stopStrings, ...grammarStopStrings(grammar)],
+              sampling,
+              grammar,
+              signal,
+              metrics,
+              startedNs,
+              loadDurationNs,
+              admission: tuning.fullSteps === false ? undefined : { arrival: req.arrival, arrivals },
+              ...(req.logprobs ? { logprobs: req.logprobs } : {}),
+              ...(req.returnTokens ? { returnTokens: true } : {}),
+              ...(images
+                ? {
+                    images: imagePrefill({
+                      prompt: images,
+                      slots: loaded.slots,
+                      projector: loaded.projector!,
+                      context: loaded.context,
+                      onEncode: (seconds) => metrics.onImageEncode?.(loaded.spec.name, seconds),
+                    }),
+                  }
+                : {}),
+            });
+          } finally {
+            loaded.slots.release(slot, (err) =>
+              opts.logger.warn(
+                { model: loaded.spec.name, err: err instanceof Error ? err.message : String(err) },
+                "could not move a busy sequence into a gap among the busy ones; this model's steps may take extra passes",
+              ),
+            );
+          }
         } finally {
-          loaded.slots.release(slot, (err) =>
-            opts.logger.warn(
-              { model: loaded.spec.name, err: err instanceof Error ? err.message : String(err) },
-              "could not move a busy sequence into a gap among the busy ones; this model's steps may take extra passes",
-            ),
-          );
+          await images?.dispose();
         }
       } finally {
         registry.release(loaded);

@@ -5,6 +5,7 @@ import { LlamaGrammarEvaluationState, type LlamaGrammar, type LlamaModel, type T
 import { AppError } from "../common/errors.ts";
 import type { Arrival, Arrivals } from "./arrivals.ts";
 import type { LoadedModel } from "./loaded-model.ts";
+import { isImageCell, type ImagePrefill } from "./image-prompt.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { repeatWindow, type ResolvedSampling } from "./sampling.ts";
 import type { Slot, SlotLoop } from "./slot-loop.ts";
@@ -31,6 +32,8 @@ export interface GenerationJob {
   logprobs?: { top: number };
   /** Put the exchange's token ids in the final stats. */
   returnTokens?: boolean;
+  /** A prompt with images (promptTokens then hold the images' positions as stand-ins): how to evaluate it. */
+  images?: ImagePrefill;
 }
 
 /** Longest wait for announced requests before a prompt is queued: a few ms is typical; the bound covers slow bodies. */
@@ -49,8 +52,13 @@ export const commonPrefixLength = (a: readonly Token[], b: readonly Token[]): nu
 /**
  * Keeps the part of the slot's KV cache that matches the prompt; returns the tokens still to evaluate (at least one).
  */
-export async function reusePrefix(slots: SlotLoop, slot: Slot, prompt: Token[]): Promise<Token[]> {
-  await slots.truncate(slot, (held) => Math.min(commonPrefixLength(held, prompt), prompt.length - 1));
+export async function reusePrefix(
+  slots: SlotLoop,
+  slot: Slot,
+  prompt: Token[],
+  keep: (n: number) => number = (n) => n,
+): Promise<Token[]> {
+  await slots.truncate(slot, (held) => keep(Math.min(commonPrefixLength(held, prompt), prompt.length - 1)));
   return prompt.slice(slot.tokens.length);
 }
 
@@ -59,8 +67,10 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
   const model = loaded.model;
   const name = loaded.spec.name;
   const slots = loaded.slots;
-  const toEvaluate = await reusePrefix(slots, slot, job.promptTokens);
-  const history: Token[] = [...job.promptTokens];
+  let toEvaluate = await reusePrefix(slots, slot, job.promptTokens, job.images?.keep);
+  // The tokens of the exchange (for repeat penalties and the returned context): no image positions.
+  const history: Token[] = job.images ? job.promptTokens.filter((t) => !isImageCell(t)) : [...job.promptTokens];
+  const promptHistory = history.length;
   // Without a seed, each request draws its own (as Ollama does).
   const sampler = new TokenSampler(
     slots.native,
@@ -112,6 +122,7 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
   // running streams' decode steps never wait for a newcomer that is itself waiting for a late arrival.
   job.admission?.arrival?.settle();
   await job.admission?.arrivals.quiet(ADMISSION_WAIT_MS);
+  if (job.images) toEvaluate = await job.images.prefill(slot, job.signal);
   slots.enter();
   try {
     // Join the next decode step with the others rather than queueing the prompt while one is in flight.
@@ -134,7 +145,7 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
       if (pendingLogprobs) {
         const p = sampler.takeLogprobs();
         // Spelled as the output text spells it: after the tokens generated before it (TokenTextStream).
-        const before = history.slice(Math.max(job.promptTokens.length, history.length - 5), -1);
+        const before = history.slice(Math.max(promptHistory, history.length - 5), -1);
         if (p) pendingLogprobs.push(outputLogprob(model, p, before));
       }
       const piece = stops.push(text.push(token));

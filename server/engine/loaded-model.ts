@@ -14,6 +14,7 @@ import type { EngineMetricsSink } from "./metrics.ts";
 import { nativeContextOf } from "./native/node-llama-cpp.ts";
 import { INLINE_DECODE, SlotLoop } from "./slot-loop.ts";
 import type { EngineTuning } from "./tuning.ts";
+import { loadProjector, mtmdAvailable, type Projector } from "./native/mtmd.ts";
 import type { ModelSpec } from "./types.ts";
 
 export interface LoadOptions {
@@ -52,6 +53,8 @@ export class LoadedModel {
   /** Layers offloaded to the GPU, of the model's total (the output layer counts as one): the processor split. */
   readonly gpuLayers: number;
   readonly totalLayers: number;
+  /** A vision model's projector (spec.projector loaded with mtmd): the model takes images. */
+  readonly projector: Projector | undefined;
   private readonly threads: number;
   private embeddingContext: Promise<LlamaEmbeddingContext> | undefined;
   /** Requests (and loads) holding this model: it is idle, and may be evicted, at 0. */
@@ -76,7 +79,9 @@ export class LoadedModel {
     loadDurationNs: number;
     threadpoolThreads: number;
     inlineSampling: boolean;
+    projector: Projector | undefined;
   }) {
+    this.projector = init.projector;
     this.spec = init.spec;
     this.model = init.model;
     this.context = init.context;
@@ -143,6 +148,11 @@ export class LoadedModel {
         (model.fileInfo.metadata.tokenizer?.chat_template
           ? resolveChatWrapper(model, { type: "jinjaTemplate" })
           : undefined) ?? resolveChatWrapper(model);
+      // A vision model's projector: without the patched build's image input the model still serves text.
+      const projector =
+        o.spec.projector !== undefined && mtmdAvailable(o.llama)
+          ? await loadProjector(model, o.spec.projector, { threads: o.threads })
+          : undefined;
       const loadDurationNs = Number(process.hrtime.bigint() - started);
       o.metrics.onLoad?.(name, loadDurationNs / 1e9);
       return new LoadedModel({
@@ -159,6 +169,7 @@ export class LoadedModel {
         loadDurationNs,
         threadpoolThreads: native.threadpoolThreads,
         inlineSampling: native.inlineSampling,
+        projector,
       });
     } catch (e) {
       await model.dispose();
@@ -217,6 +228,7 @@ export class LoadedModel {
     await this.slots.drained();
     const emb = this.embeddingContext;
     if (emb) await (await emb.catch(() => undefined))?.dispose();
+    await this.projector?.dispose();
     await this.context.dispose();
     await this.model.dispose();
   }

@@ -25,6 +25,8 @@ export interface EngineMetricsSink {
    * spanning a gap costs an extra pass over the weights); `ok` false = the move failed and the model stops moving them.
    */
   onSequenceMove?(model: string, ok: boolean): void;
+  /** A vision model's projector encoded an image (images in a sequence's cached prefix are not encoded again). */
+  onImageEncode?(model: string, seconds: number): void;
   /** A request was refused because the queue was full. */
   onRejected?(model: string): void;
 }

@@ -4,6 +4,8 @@
 // tokenized verbatim.
 import {
   JinjaTemplateChatWrapper,
+  LlamaText,
+  type LlamaTextValue,
   type ChatHistoryItem,
   type ChatWrapper,
   type LlamaModel,
@@ -23,9 +25,18 @@ export interface TemplateData {
 export type RenderTemplate = (template: string, data: TemplateData) => string;
 
 export interface BuiltPrompt {
+  /** The prompt's tokens (with images: empty, see `withImages`). */
   tokens: Token[];
   /** Plain-text stop triggers of the chat wrapper (in addition to end-of-generation tokens). */
   stopStrings: string[];
+  /** A prompt with images: its text tokens around them (images.length + 1 runs) and the images in prompt order. */
+  withImages?: { segments: Token[][]; images: RequestImage[] };
+}
+
+/** An image of a request, with the field it came from (for errors). */
+export interface RequestImage {
+  bytes: Uint8Array;
+  param: string;
 }
 
 export interface PromptContext {
@@ -35,14 +46,51 @@ export interface PromptContext {
   renderTemplate: RenderTemplate | undefined;
   /** Tokens in the model's vocabulary (ids are 0 to vocabSize - 1). */
   vocabSize: number;
+  /** A vision model's image marker (its projector's): images go into the text as markers. Absent: no images. */
+  imageMarker?: string;
 }
 
 export function buildPrompt(ctx: PromptContext, input: PromptInput): BuiltPrompt {
-  const hasImages =
-    input.kind === "chat" ? input.messages.some((m) => (m.images?.length ?? 0) > 0) : (input.images?.length ?? 0) > 0;
-  // node-llama-cpp has no image input; silently dropping images would make the model answer about nothing.
-  if (hasImages)
-    throw new AppError("BAD_REQUEST", `model "${ctx.spec.name}" does not support images`, { param: "images" });
+  const images = requestImages(input);
+  if (images.length === 0) return buildText(ctx, input);
+  // Silently dropping images would make the model answer about nothing.
+  if (ctx.imageMarker === undefined)
+    throw new AppError(
+      "BAD_REQUEST",
+      `model "${ctx.spec.name}" does not support images: it has no vision projector (mmproj); send images to a vision model`,
+      { param: images[0]!.param.replace(/\.\d+$/, "") },
+    );
+  // Each image goes in as the projector's marker, the images of a message before its text (as Ollama does); markers
+  // written in the text itself are dropped, so that markers and images always pair up.
+  const marker = ctx.imageMarker;
+  const mark = (text: string, n: number) => (n > 0 ? `${marker.repeat(n)}\n` : "") + text.split(marker).join("");
+  const marked: PromptInput =
+    input.kind === "chat"
+      ? { ...input, messages: input.messages.map((m) => ({ ...m, content: mark(m.content, m.images?.length ?? 0) })) }
+      : { ...input, prompt: mark(input.prompt, input.images?.length ?? 0) };
+  const built = buildText({ ...ctx, splitAt: marker }, marked);
+  const segments = built.withImages!.segments;
+  if (segments.length !== images.length + 1)
+    throw new AppError(
+      "BAD_REQUEST",
+      `the prompt template placed ${segments.length - 1} of the request's ${images.length} images; the template must include every message's content`,
+      { param: "images" },
+    );
+  return { tokens: [], stopStrings: built.stopStrings, withImages: { segments, images } };
+}
+
+/** The request's images in prompt order, each named by its field. */
+function requestImages(input: PromptInput): RequestImage[] {
+  if (input.kind === "prompt") return (input.images ?? []).map((bytes, j) => ({ bytes, param: `images.${j}` }));
+  return input.messages.flatMap((m, i) =>
+    (m.images ?? []).map((bytes, j) => ({ bytes, param: `messages.${i}.images.${j}` })),
+  );
+}
+
+/** Tokenizing with `splitAt`: the text is split there (an image's place) into runs of tokens, BOS on the first. */
+type TokenizeContext = PromptContext & { splitAt?: string };
+
+function buildText(ctx: TokenizeContext, input: PromptInput): BuiltPrompt {
   if (input.kind === "chat") {
     const history = withDefaultSystem([...ctx.spec.messages, ...input.messages], ctx.spec.system);
     if (ctx.spec.template !== undefined) return renderToTokens(ctx, ctx.spec.template, templateData(history));
@@ -52,8 +100,24 @@ export function buildPrompt(ctx: PromptContext, input: PromptInput): BuiltPrompt
   return input.context?.length ? afterContext(ctx, input.context, built) : built;
 }
 
+/** A prompt from its runs of tokens: one run = a text prompt; more = the runs around images. */
+function fromRuns(runs: Token[][], stopStrings: string[]): BuiltPrompt {
+  return runs.length === 1
+    ? { tokens: runs[0]!, stopStrings }
+    : { tokens: [], stopStrings, withImages: { segments: runs, images: [] } };
+}
+
+/** Tokenizes text (control tokens parsed) into runs split at ctx.splitAt; `first` adjusts the first run (BOS). */
+function tokenizeRuns(ctx: TokenizeContext, text: string, first: (tokens: Token[]) => Token[]): Token[][] {
+  const parts = ctx.splitAt === undefined ? [text] : text.split(ctx.splitAt);
+  return parts.map((part, i) => {
+    const tokens = part === "" ? [] : ctx.model.tokenize(part, true);
+    return i === 0 ? first(tokens) : tokens;
+  });
+}
+
 /** An earlier exchange's tokens, then the prompt (without a second BOS). Ids outside the vocabulary: BAD_REQUEST. */
-function afterContext(ctx: PromptContext, context: number[], built: BuiltPrompt): BuiltPrompt {
+function afterContext(ctx: TokenizeContext, context: number[], built: BuiltPrompt): BuiltPrompt {
   const bad = context.find((t) => !Number.isInteger(t) || t < 0 || t >= ctx.vocabSize);
   if (bad !== undefined)
     throw new AppError(
@@ -62,12 +126,23 @@ function afterContext(ctx: PromptContext, context: number[], built: BuiltPrompt)
       { param: "context" },
     );
   const bos = ctx.model.tokens.bos;
-  const rest = bos !== null && built.tokens[0] === bos ? built.tokens.slice(1) : built.tokens;
-  return { tokens: [...(context as Token[]), ...rest], stopStrings: built.stopStrings };
+  const withContext = (tokens: Token[]) => [
+    ...(context as Token[]),
+    ...(bos !== null && tokens[0] === bos ? tokens.slice(1) : tokens),
+  ];
+  if (built.withImages) {
+    const [first, ...rest] = built.withImages.segments;
+    return { ...built, withImages: { ...built.withImages, segments: [withContext(first!), ...rest] } };
+  }
+  return { tokens: withContext(built.tokens), stopStrings: built.stopStrings };
 }
 
-function formatPrompt(ctx: PromptContext, input: Extract<PromptInput, { kind: "prompt" }>): BuiltPrompt {
-  if (input.raw) return { tokens: withBos(ctx.model, ctx.model.tokenize(input.prompt, true)), stopStrings: [] };
+function formatPrompt(ctx: TokenizeContext, input: Extract<PromptInput, { kind: "prompt" }>): BuiltPrompt {
+  if (input.raw)
+    return fromRuns(
+      tokenizeRuns(ctx, input.prompt, (t) => withBos(ctx.model, t)),
+      [],
+    );
   const history = withDefaultSystem(
     [
       ...(input.system !== undefined ? [{ role: "system" as const, content: input.system }] : []),
@@ -100,7 +175,7 @@ export function templateData(history: ChatMessage[]): TemplateData {
   };
 }
 
-function renderToTokens(ctx: PromptContext, template: string, data: TemplateData): BuiltPrompt {
+function renderToTokens(ctx: TokenizeContext, template: string, data: TemplateData): BuiltPrompt {
   if (!ctx.renderTemplate)
     throw new AppError("TEMPLATE_ERROR", "TEMPLATE overrides are not supported: no template renderer configured");
   let text: string;
@@ -110,10 +185,13 @@ function renderToTokens(ctx: PromptContext, template: string, data: TemplateData
     if (isAppError(e)) throw e;
     throw new AppError("TEMPLATE_ERROR", `template error: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
   }
-  return { tokens: withBos(ctx.model, ctx.model.tokenize(text, true)), stopStrings: [] };
+  return fromRuns(
+    tokenizeRuns(ctx, text, (t) => withBos(ctx.model, t)),
+    [],
+  );
 }
 
-function fromChatWrapper(ctx: PromptContext, history: ChatMessage[]): BuiltPrompt {
+function fromChatWrapper(ctx: TokenizeContext, history: ChatMessage[]): BuiltPrompt {
   const chatHistory: ChatHistoryItem[] = history.map(toHistoryItem);
   // The last item is the (empty) model turn to be completed.
   chatHistory.push({ type: "model", response: [] });
@@ -123,7 +201,26 @@ function fromChatWrapper(ctx: PromptContext, history: ChatMessage[]): BuiltPromp
     // The Jinja wrapper ends a turn at "<|im_end|>\n" (the template's text after the marker); the marker alone ends it.
     .map((t) => t.values.join("").trimEnd())
     .filter((s) => s.length > 0);
-  return { tokens: bosAsLlamaCpp(ctx, state.contextText.tokenize(ctx.model.tokenizer)), stopStrings };
+  const runs = splitText(state.contextText, ctx.splitAt).map((part) => part.tokenize(ctx.model.tokenizer));
+  runs[0] = bosAsLlamaCpp(ctx, runs[0]!);
+  return fromRuns(runs, stopStrings);
+}
+
+/** The rendered text split at `at` in its plain-text values (special tokens never hold it). */
+function splitText(text: LlamaText, at: string | undefined): LlamaText[] {
+  if (at === undefined) return [text];
+  const parts: LlamaTextValue[][] = [[]];
+  for (const value of text.values) {
+    if (typeof value !== "string") {
+      parts.at(-1)!.push(value);
+      continue;
+    }
+    value.split(at).forEach((piece, i) => {
+      if (i > 0) parts.push([]);
+      if (piece !== "") parts.at(-1)!.push(piece);
+    });
+  }
+  return parts.map((values) => LlamaText(values));
 }
 
 /**

@@ -268,6 +268,29 @@ export class SlotLoop {
     while (this.editing) await this.editing;
   }
 
+  /**
+   * Decodes what is not a token run into the slot's sequence after what it holds (an image: `decode` gets the sequence
+   * id and the position to start at, and encodes and decodes its embeddings), between steps and holding the runtime's
+   * decode turn (an encode computes on every core too); the slot then holds `cells` for it. A failed decode leaves
+   * the slot empty (what the sequence holds is unknown then).
+   */
+  decodeOther(slot: Slot, cells: readonly Token[], decode: (sequenceId: number, position: number) => Promise<void>) {
+    return this.betweenSteps(async () => {
+      const turn = this.turns.take();
+      if (turn) await turn;
+      try {
+        await decode(slot.id, slot.tokens.length);
+        slot.tokens.push(...cells);
+      } catch (err) {
+        this.native.disposeSequence(slot.id);
+        slot.tokens.length = 0;
+        throw err;
+      } finally {
+        this.turns.give();
+      }
+    });
+  }
+
   /** Runs `edit` when no step is in flight, before the next step; edits run one at a time, in the order queued. */
   private betweenSteps(edit: () => void | Promise<void>): Promise<void> {
     return new Promise<void>((resolve, reject) => {

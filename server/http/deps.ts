@@ -2,6 +2,7 @@
 import type { Logger } from "../common/logger.ts";
 import type { Engine } from "../engine/types.ts";
 import type { ModelResolver } from "../store/types.ts";
+import type { ImageInputConfig } from "./images.ts";
 import type { ServerMetrics } from "./metrics.ts";
 
 export interface ReadinessState {
@@ -20,5 +21,6 @@ export interface ServerDeps {
   metrics: ServerMetrics;
   version: string;
   readiness: ReadinessState;
-  config: { bodyLimit: string; origins: string };
+  /** `images`: request image settings (default DEFAULT_IMAGE_INPUT). */
+  config: { bodyLimit: string; origins: string; images?: ImageInputConfig };
 }

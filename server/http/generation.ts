@@ -1,5 +1,6 @@
 // The generation core shared by /api/generate, /api/chat, /v1/chat/completions and /v1/completions: every route
 // translates its wire request into a GenerationPlan, then streams events through its own formatter.
+import { base64Images, DEFAULT_IMAGE_INPUT } from "./images.ts";
 import type { IncomingMessage, Server } from "node:http";
 import type { Socket } from "node:net";
 import type { RequestHandler, Response } from "express";
@@ -93,15 +94,12 @@ export function formatFrom(f: "json" | "" | Record<string, unknown> | undefined)
   return { schema: f };
 }
 
-export function decodeImages(images: string[] | undefined, field: string): Uint8Array[] | undefined {
-  if (!images?.length) return undefined;
-  return images.map((b64, i) => {
-    const data = b64.replace(/^data:[^;]+;base64,/, "");
-    if (!/^[A-Za-z0-9+/=\s]+$/.test(data))
-      throw new AppError("BAD_REQUEST", `invalid ${field}.${i}: not base64 image data`, { param: field });
-    return new Uint8Array(Buffer.from(data, "base64"));
-  });
-}
+/** The request's base64 images (Ollama's `images` fields), checked against the server's image settings. */
+export const decodeImages = (
+  deps: Pick<ServerDeps, "config">,
+  images: string[] | undefined,
+  field: string,
+): Uint8Array[] | undefined => base64Images(images, field, deps.config.images ?? DEFAULT_IMAGE_INPUT);
 
 /** The routes that generate (and decode in the shared batches). */
 const GENERATION_PATHS = new Set(["/api/generate", "/api/chat", "/v1/chat/completions", "/v1/completions"]);

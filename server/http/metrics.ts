@@ -99,6 +99,14 @@ export class ServerMetrics {
     registers: [this.registry],
   });
 
+  readonly imageEncodeSeconds = new Histogram({
+    name: "gantry_image_encode_seconds",
+    help: "Image encodes by a vision model's projector and their time (an image already in a sequence's cached prefix is not encoded again)",
+    labelNames: ["model"],
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
+    registers: [this.registry],
+  });
+
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: "gantry_process_" });
   }
@@ -125,6 +133,9 @@ export class ServerMetrics {
       },
       onSequenceMove: (model, ok) => {
         this.sequenceMoves.inc({ model, result: ok ? "ok" : "failed" });
+      },
+      onImageEncode: (model, seconds) => {
+        this.imageEncodeSeconds.observe({ model }, seconds);
       },
       onQueueDepth: (model, depth) => {
         this.queueDepth.set({ model }, depth);

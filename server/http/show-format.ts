@@ -23,6 +23,8 @@ export interface ModelfileInput {
   displayName: string;
   modelPath: string;
   adapterPaths: string[];
+  /** A vision model's projector GGUF: a second FROM line. */
+  projectorPath?: string;
   template?: string;
   system?: string;
   parameters: ModelParameters;
@@ -38,6 +40,7 @@ export function renderModelfile(m: ModelfileInput): string {
     `# FROM ${m.displayName}`,
     "",
     `FROM ${m.modelPath}`,
+    ...(m.projectorPath !== undefined ? [`FROM ${m.projectorPath}`] : []),
     ...m.adapterPaths.map((p) => `ADAPTER ${p}`),
   ];
   if (m.template !== undefined) lines.push(`TEMPLATE ${quoteBlock(m.template)}`);
@@ -61,6 +64,7 @@ export function showResponse(d: ModelDescription): ShowResponse {
       displayName: d.displayName,
       modelPath: layers.model.path,
       adapterPaths: layers.adapters.map((a) => a.path),
+      ...(layers.projector ? { projectorPath: layers.projector.path } : {}),
       ...(layers.template !== undefined ? { template: layers.template } : {}),
       ...(layers.system !== undefined ? { system: layers.system } : {}),
       parameters: layers.parameters,
@@ -73,6 +77,7 @@ export function showResponse(d: ModelDescription): ShowResponse {
     details: d.details,
     model_info: summary.modelInfo,
     capabilities: d.capabilities,
+    ...(d.projector ? { projector_info: d.projector.modelInfo } : {}),
     modified_at: d.modifiedAt.toISOString(),
     ...(layers.messages.length ? { messages: layers.messages } : {}),
   };

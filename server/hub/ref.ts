@@ -120,7 +120,9 @@ function chooseProjector(files: readonly HubFile[], quant: string | null): HubFi
     .filter((f) => isProjector(f.path))
     .sort((a, b) => a.size - b.size || a.path.localeCompare(b.path));
   const withQuant = (q: string) => projectors.find((f) => quantOf(f.path) === q);
-  return (quant ? withQuant(quant) : undefined) ?? withQuant("F16") ?? projectors[0];
+  // As Ollama and llama-server's -hf: the projector's precision matters more than its size (it is small next to the
+  // model), so F16, else Q8_0, before the smallest.
+  return (quant ? withQuant(quant) : undefined) ?? withQuant("F16") ?? withQuant("Q8_0") ?? projectors[0];
 }
 
 /** Picks the files to pull from a repo's file list. Throws MODEL_NOT_FOUND naming what is available. */

@@ -3,7 +3,8 @@
 // into $GANTRY_CACHE/engine/<key> (outside the repo) and links it where node-llama-cpp's getLlama looks for local
 // builds. The patch changes only the addon, so by default only the addon is compiled, against the llama.cpp/ggml
 // libraries of the installed prebuilt package (same llama.cpp release; server/setup/prebuilt-llama-cpp.cmake stands in
-// for llama.cpp's CMakeLists): about 30 CPU-seconds. GANTRY_ENGINE_BUILD=source (or no compatible prebuilt package)
+// for llama.cpp's CMakeLists; llama.cpp's tools/mtmd, the image input, is compiled from the bundled sources into the
+// addon): about 200 CPU-seconds. GANTRY_ENGINE_BUILD=source (or no compatible prebuilt package)
 // compiles llama.cpp and ggml too, tuned per GANTRY_ENGINE_CPU. Warm runs only check and re-link (well under a second).
 // Without build tools, or when the build fails, the server uses the prebuilt binary and says so; --strict (the test
 // command, image builds) fails instead. GANTRY_ENGINE_BUILD=prebuilt skips the build; GANTRY_ENGINE_REBUILD=1 retries a
@@ -241,13 +242,15 @@ export interface EnsureEngineOptions {
   mode?: EngineBuildMode;
   /** The setup's settings (server/setup/config.ts), parsed by the entry point. */
   settings: SetupEnv;
+  /** The build without image input (NLC_MTMD off), for the A/B benchmark of text generation (bench/addon-ab.ts). */
+  withoutMtmd?: boolean;
 }
 
 /**
- * CPU seconds one build takes, measured on the 2-core test machine (AVX-512, GCC 12): "addon" 28-32 (+ ~100 for
- * tools/mtmd if the patch links it), "source" about 480.
+ * CPU seconds one build takes, measured on the 2-core test machine (AVX-512, GCC 12): "addon" 28-32 for the addon's own
+ * files + about 160 for llama.cpp's tools/mtmd (image input, compiled into the addon), "source" about 480 + the same.
  */
-const BUILD_CPU_SECONDS: Record<EngineBuildStrategy, number> = { addon: 40, source: 480 };
+const BUILD_CPU_SECONDS: Record<EngineBuildStrategy, number> = { addon: 200, source: 640 };
 
 /**
  * The expected wall time of a build: its CPU seconds over the cores, and, when other work keeps the machine busy,
@@ -287,7 +290,12 @@ export async function ensurePatchedEngine(opts: EnsureEngineOptions): Promise<En
     return { state: "prebuilt", detail: "GANTRY_ENGINE_BUILD=prebuilt: not building the patched addon" };
   if (process.platform === "win32") return fallback("building the patched addon is not supported on Windows");
   const started = performance.now();
-  const build = patchedBuild({ mode, cacheDir: settings.GANTRY_CACHE, cpuTarget: settings.GANTRY_ENGINE_CPU });
+  const build = patchedBuild({
+    mode,
+    cacheDir: settings.GANTRY_CACHE,
+    cpuTarget: settings.GANTRY_ENGINE_CPU,
+    ...(opts.withoutMtmd ? { withoutMtmd: true } : {}),
+  });
   const ready = (how: string): EngineSetupResult => {
     const linkError = linkLocalBuild(build);
     if (linkError) return { state: "ready", detail: `${how}, but ${linkError}` };
@@ -319,7 +327,7 @@ export async function ensurePatchedEngine(opts: EnsureEngineOptions): Promise<En
           ? `against the prebuilt package's llama.cpp ${build.prebuilt!.release} libraries`
           : `with llama.cpp and ggml from the package's bundled sources (${build.cpuTarget} CPU target; ${build.sourceReason})`;
       say(
-        `building the patched node-llama-cpp ${build.nodeLlamaCppVersion} addon (persistent threadpool, inline sampling and decoding, penalty prefilter, direct top k) ${what}, once: ${expectedBuildTime(build.strategy)}`,
+        `building the patched node-llama-cpp ${build.nodeLlamaCppVersion} addon (persistent threadpool, inline sampling and decoding, penalty prefilter, direct top k${opts.withoutMtmd ? "" : ", image input"}) ${what}, once: ${expectedBuildTime(build.strategy)}`,
       );
       try {
         await compile(build, logFile, say, settings);

@@ -82,15 +82,29 @@ async function baseLayers(ctx: CreateContext, req: CreateModelInput, progress: P
       if (!fileName.toLowerCase().endsWith(".gguf")) {
         throw new AppError("UNSUPPORTED_FIELD", `"${fileName}": only GGUF files can be imported`, { param: "files" });
       }
+      // A projector (mmproj) is a GGUF of architecture "clip", whatever its file is called.
+      const uploaded = await uploadedGguf(ctx, "model", fileName, digest);
+      const summary = await ctx.gguf.get(uploaded.layer.digest, ctx.blobs.path(uploaded.layer.digest)).catch(() => {
+        throw new AppError("MODEL_INVALID_FILE", `"${fileName}" is not a readable GGUF file`, { param: "files" });
+      });
       layers.push(
-        await uploadedGguf(ctx, fileName.toLowerCase().includes("mmproj") ? "projector" : "model", fileName, digest),
+        summary.architecture === "clip"
+          ? { ...uploaded, layer: descriptor("projector", uploaded.layer.digest, uploaded.layer.size) }
+          : uploaded,
       );
     }
-    if (layers.filter((l) => layerKind(l.layer) === "model").length !== 1) {
-      throw new AppError("BAD_REQUEST", `"files" must contain exactly one model GGUF (split GGUFs are not supported)`, {
+    const count = (kind: LayerKind) => layers.filter((l) => layerKind(l.layer) === kind).length;
+    if (count("model") !== 1) {
+      throw new AppError(
+        "BAD_REQUEST",
+        `"files" must contain exactly one model GGUF (split GGUFs are not supported)${count("model") === 0 && count("projector") > 0 ? `; the files given are projectors (general.architecture "clip") only` : ""}`,
+        { param: "files" },
+      );
+    }
+    if (count("projector") > 1)
+      throw new AppError("BAD_REQUEST", `"files" may contain one projector (mmproj) GGUF, not ${count("projector")}`, {
         param: "files",
       });
-    }
     progress({ status: "parsing GGUF" });
     return layers;
   }

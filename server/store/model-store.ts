@@ -155,12 +155,18 @@ export class ModelStore implements ModelResolver {
     const summary = opts.verbose
       ? await readGgufSummary(layers.model.path, { verbose: true })
       : await this.gguf.get(layers.model.digest, layers.model.path);
+    const projector = layers.projector
+      ? await this.gguf.get(layers.projector.digest, layers.projector.path)
+      : undefined;
     return {
       displayName,
       layers,
       summary,
-      details: detailsOf(summary),
+      details: projector
+        ? { ...detailsOf(summary), families: [summary.architecture, projector.architecture] }
+        : detailsOf(summary),
       capabilities: modelCapabilities({ isEmbedding: summary.isEmbedding, hasProjector: !!layers.projector }),
+      ...(projector ? { projector } : {}),
       modifiedAt,
     };
   }

@@ -96,6 +96,8 @@ export interface ModelDescription {
   summary: GgufSummary;
   details: ModelDetails;
   capabilities: string[];
+  /** A vision model's projector GGUF header. */
+  projector?: GgufSummary;
   modifiedAt: Date;
 }
 

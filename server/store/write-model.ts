@@ -8,17 +8,21 @@ import {
   MANIFEST_MEDIA_TYPE,
   type Descriptor,
   type ManifestStore,
+  layerMediaType,
   type ModelConfig,
 } from "./manifests.ts";
 import type { ProgressListener } from "./types.ts";
 
-/** The config of a model from its GGUF header; a header the reader could not parse (null) gives "unknown" fields. */
-export function modelConfig(summary: GgufSummary | null): ModelConfig {
+/**
+ * The config of a model from its GGUF header; a header the reader could not parse (null) gives "unknown" fields. A
+ * vision model's families name its projector's architecture too, as Ollama's do ("llama", "clip").
+ */
+export function modelConfig(summary: GgufSummary | null, layers: readonly Descriptor[] = []): ModelConfig {
   const family = summary?.architecture ?? "unknown";
   return {
     model_format: "gguf",
     model_family: family,
-    model_families: [family],
+    model_families: layers.some((l) => l.mediaType === layerMediaType("projector")) ? [family, "clip"] : [family],
     model_type: summary?.parameterSize ?? "unknown",
     file_type: summary?.quantizationLevel ?? "unknown",
   };
@@ -32,7 +36,7 @@ export async function writeModel(
   summary: GgufSummary | null,
   progress: ProgressListener,
 ): Promise<void> {
-  const configBlob = await store.blobs.put(Buffer.from(JSON.stringify(modelConfig(summary)), "utf8"));
+  const configBlob = await store.blobs.put(Buffer.from(JSON.stringify(modelConfig(summary, layers)), "utf8"));
   progress({ status: "writing manifest" });
   await store.manifests.write(name, {
     schemaVersion: 2,

@@ -1,7 +1,8 @@
 // `npm run bench [section...]`: runs the benchmarks and prints their tables. Sections: serving, llama, causes, builds,
-// pull, cli, operator, platform, gateway (default: all). `llama` compares Gantry with llama.cpp's llama-server and
-// llama-bench built from the llama.cpp release node-llama-cpp ships; `causes` measures the two causes of the gap before
-// and after; `builds` compares the engine builds (patched addon on the prebuilt libraries, patched all from source,
+// pull, cli, operator, platform, gateway, vision (default: all). `llama` compares Gantry with llama.cpp's llama-server
+// and llama-bench built from the llama.cpp release node-llama-cpp ships; `causes` measures the two causes of the gap
+// before and after; `vision` image requests against llama-server --mmproj and text on the addon with and without mtmd;
+// `builds` compares the engine builds (patched addon on the prebuilt libraries, patched all from source,
 // prebuilt binary); `gateway` compares the gateway with going direct and with nginx, and measures cold starts on the
 // test cluster.
 // GANTRY_BENCH_ROUNDS (default 9 for serving: its paired ratios need that many to settle on 2 noisy cores; 3 for llama,
@@ -22,9 +23,22 @@ import { benchPlatform, PLATFORM_HEADER, platformTitle } from "./platform.ts";
 import { benchPull } from "./pull.ts";
 import { benchRunApp, RUN_APP_HEADER, runAppTitle } from "./run-app.ts";
 import { benchServing } from "./serving.ts";
+import { benchAddonAb } from "./addon-ab.ts";
+import { benchVision, VISION_HEADER, visionTableRows } from "./vision.ts";
 import { printTable } from "./table.ts";
 
-const all = ["serving", "llama", "causes", "builds", "pull", "cli", "operator", "platform", "gateway"] as const;
+const all = [
+  "serving",
+  "llama",
+  "causes",
+  "builds",
+  "pull",
+  "cli",
+  "operator",
+  "platform",
+  "gateway",
+  "vision",
+] as const;
 type Section = (typeof all)[number];
 const wanted = new Set<Section>(
   process.argv.slice(2).filter((a) => (all as readonly string[]).includes(a)) as Section[],
@@ -165,4 +179,15 @@ if (run("gateway")) {
       [[u.seconds, u.metered, u.orgs, u.writes, u.conflicts, u.writesPerOrgPerMinute]],
     );
   }
+}
+
+if (run("vision")) {
+  const rounds = Number(process.env.GANTRY_BENCH_ROUNDS ?? 3);
+  printTable(
+    `Vision: image requests on the generated pair (tiny llama + LLaVA-style projector, 96 px images, ${"greedy"}, 32 tokens), Gantry vs llama-server --mmproj on the same files, 2 threads, 4 parallel sequences, a new image per request, medians over ${rounds} interleaved rounds`,
+    VISION_HEADER,
+    visionTableRows(await benchVision(rounds)),
+  );
+  // The extension must not slow text down: the addon with mtmd against the same build without it.
+  await benchAddonAb(await benchModelPath("250m"), Number(process.env.GANTRY_BENCH_ROUNDS ?? 5), 2);
 }

@@ -7,6 +7,7 @@ import path from "node:path";
 import { ensureDefaultModelFile } from "../../server/setup/default-model.ts";
 import { writeBenchModel, type BenchShapeName } from "./gguf/bench.ts";
 import { writeTinyModel } from "./gguf/tiny.ts";
+import { writeVisionPair, type VisionPair } from "./gguf/vision.ts";
 
 // Bump when a generator's output changes, so stale cached files are not reused.
 const GENERATOR_VERSION = 3;
@@ -46,6 +47,28 @@ export function tinyModelPath(
   return cached(`tiny-v${GENERATOR_VERSION}-cl${controlLogit}-s${seed}${ctx ? `-ctx${ctx}` : ""}.gguf`, (f) =>
     writeTinyModel(f, { controlLogit, seed, ...(ctx ? { contextLength: ctx } : {}) }),
   );
+}
+
+/**
+ * The tiny vision pair (gguf/vision.ts): the tiny llama as model.gguf and its LLaVA-style projector as mmproj.gguf, in
+ * one directory (written into place as a whole, so a directory that exists is complete).
+ */
+export function visionPairPaths(): Promise<VisionPair> {
+  // Bump the suffix when gguf/vision.ts changes its output.
+  const dir = path.join(cacheDir(), `vision-v${GENERATOR_VERSION}.2`);
+  const pair = { model: path.join(dir, "model.gguf"), mmproj: path.join(dir, "mmproj.gguf") };
+  return cached(path.basename(dir), async () => {
+    const tmp = `${dir}.${process.pid}.tmp`;
+    fs.rmSync(tmp, { recursive: true, force: true });
+    await writeVisionPair(tmp);
+    try {
+      fs.renameSync(tmp, dir);
+    } catch (e) {
+      // Another process put its (identical) pair in place first.
+      fs.rmSync(tmp, { recursive: true, force: true });
+      if (!fs.existsSync(pair.mmproj)) throw e;
+    }
+  }).then(() => pair);
 }
 
 /** A benchmark-size random llama in Q8_0 ("250m" ≈ 250 MB, "1b" = TinyLlama shape ≈ 1.1 GiB) that never stops early. */

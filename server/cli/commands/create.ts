@@ -27,8 +27,14 @@ export function readModelfile(file: string): CreateRequestBody {
 
 /** The /api/create body: local model and adapter files become uploaded blobs, so a remote server works too. */
 export async function toApiRequest(ctx: CliContext, name: string, body: CreateRequestBody): Promise<CreateRequest> {
-  const { from, adapters, requires: _requires, parameters, ...rest } = body;
-  const base = isLocalPath(from) ? { files: await uploadFiles(ctx.client, [from], (l) => ctx.say(l)) } : { from };
+  const { from, adapters, projector, requires: _requires, parameters, ...rest } = body;
+  if (projector !== undefined && !isLocalPath(from))
+    throw new UsageError(
+      `the projector FROM ${projector} needs the model's FROM to be a local GGUF file too (not the model "${from}")`,
+    );
+  const base = isLocalPath(from)
+    ? { files: await uploadFiles(ctx.client, projector ? [from, projector] : [from], (l) => ctx.say(l)) }
+    : { from };
   const adapterMap =
     adapters && adapters.length > 0 ? { adapters: await uploadFiles(ctx.client, adapters, (l) => ctx.say(l)) } : {};
   // Parameter values were type-checked by the Modelfile parser; the server validates them again.

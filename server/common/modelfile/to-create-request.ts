@@ -23,6 +23,8 @@ export interface CreateRequestBody {
   messages?: CreateMessage[];
   license?: string | string[];
   adapters?: string[];
+  /** A vision model's projector (mmproj GGUF): a second FROM line naming a local file. */
+  projector?: string;
   requires?: string;
 }
 
@@ -43,7 +45,9 @@ export function toCreateRequest(mf: Modelfile, opts: CreateRequestOptions): Crea
   for (const c of mf.commands) {
     switch (c.name) {
       case "from":
-        from = isLocalPath(c.args) ? opts.resolvePath(c.args) : c.args;
+        // A second FROM naming a local GGUF is the projector of a vision model (as in Ollama); otherwise the last wins.
+        if (from !== undefined && isLocalPath(c.args)) body.projector = opts.resolvePath(c.args);
+        else from = isLocalPath(c.args) ? opts.resolvePath(c.args) : c.args;
         break;
       case "template":
         body.template = c.args;

@@ -1,9 +1,10 @@
-// Identity and location of the patched node-llama-cpp addon (persistent threadpool and inline sampling, see
-// node-llama-cpp-addon.patch): how it is built (the strategy), the CMake options it is built with, the cache directory
-// it lives in (outside the repo, keyed by the node-llama-cpp version, the platform and a hash of the patch, options and
-// strategy) and the folder name under which node-llama-cpp's getLlama({ build: "never", cmakeOptions }) looks for it
-// (llama/localBuilds/<folder> inside the package). Setup (server/setup/engine-build.ts) and the runtime
-// (server/engine/llama-runtime.ts) both call patchedBuild(), so they agree on which build to make and load.
+// Identity and location of the patched node-llama-cpp addon (persistent threadpool, inline sampling, image input
+// through llama.cpp's mtmd; see node-llama-cpp-addon.patch): how it is built (the strategy), the CMake options it is
+// built with, the cache directory it lives in (outside the repo, keyed by the node-llama-cpp version, the platform and
+// a hash of the patch, options and strategy) and the folder name under which node-llama-cpp's getLlama({ build:
+// "never", cmakeOptions }) looks for it (llama/localBuilds/<folder> inside the package). Setup
+// (server/setup/engine-build.ts) and the runtime (server/engine/llama-runtime.ts) both call patchedBuild(), so they
+// agree on which build to make and load.
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
@@ -21,6 +22,7 @@ export const PATCHED_CMAKE_OPTIONS: Readonly<Record<string, string>> = {
   GGML_OPENMP: "OFF",
   NLC_THREADPOOL: "ON",
   NLC_INLINE_SAMPLING: "ON",
+  NLC_MTMD: "ON",
 };
 
 /**
@@ -196,7 +198,14 @@ export interface PatchedBuild {
 }
 
 export function patchedBuild(
-  opts: { cacheDir?: string; packageDir?: string; cpuTarget?: EngineCpuTarget; mode?: "auto" | "source" } = {},
+  opts: {
+    cacheDir?: string;
+    packageDir?: string;
+    cpuTarget?: EngineCpuTarget;
+    mode?: "auto" | "source";
+    /** Without image input (NLC_MTMD off): the build the A/B benchmark compares the current one with. */
+    withoutMtmd?: boolean;
+  } = {},
 ): PatchedBuild {
   const packageDir = opts.packageDir ?? nodeLlamaCppDir();
   const cpuTarget = opts.cpuTarget ?? engineCpuTarget();
@@ -205,8 +214,11 @@ export function patchedBuild(
   const version = nodeLlamaCppVersion(packageDir);
   const platform = nlcPlatform();
   let key: string, cmakeOptions: Readonly<Record<string, string>>;
+  const patched = opts.withoutMtmd
+    ? Object.fromEntries(Object.entries(PATCHED_CMAKE_OPTIONS).filter(([k]) => k !== "NLC_MTMD"))
+    : PATCHED_CMAKE_OPTIONS;
   if (choice.strategy === "addon") {
-    cmakeOptions = { ...PATCHED_CMAKE_OPTIONS, ...ADDON_CMAKE_OPTIONS };
+    cmakeOptions = { ...patched, ...ADDON_CMAKE_OPTIONS };
     const digest = createHash("sha256")
       .update(fs.readFileSync(PATCH_FILE))
       .update(fs.readFileSync(PREBUILT_LLAMA_CMAKE))
@@ -216,10 +228,10 @@ export function patchedBuild(
       .slice(0, 12);
     key = `node-llama-cpp-${version}-${platform}-${process.arch}-addon-${digest}`;
   } else {
-    cmakeOptions = PATCHED_CMAKE_OPTIONS;
+    cmakeOptions = patched;
     const digest = createHash("sha256")
       .update(fs.readFileSync(PATCH_FILE))
-      .update(JSON.stringify(PATCHED_CMAKE_OPTIONS))
+      .update(JSON.stringify(patched))
       .update(String(BUILDER_VERSION))
       // The native target hashes as before (nothing added), so existing native builds stay valid.
       .update(cpuTarget === "native" ? "" : JSON.stringify(CPU_TARGET_CMAKE_OPTIONS[cpuTarget]))

@@ -5,6 +5,7 @@ import { parseBody } from "../../common/validate.ts";
 import type { GenerationStats, OutputTokenLogprob } from "../../engine/types.ts";
 import type { ServerDeps } from "../deps.ts";
 import { requireCapability, wantsThinking, type GenerationPlan } from "../generation.ts";
+import { DEFAULT_IMAGE_INPUT } from "../images.ts";
 import { logprobsRequest, openaiChatLogprobs, openaiCompletionLogprobs } from "../logprobs.ts";
 import { respondGeneration } from "../respond.ts";
 import { clientAbortSignal } from "../streams.ts";
@@ -55,7 +56,7 @@ export function openaiRoutes(deps: ServerDeps): Router {
     if (wantsThinking(body.reasoning_effort)) await requireCapability(deps, model, "thinking", "reasoning_effort");
     const plan: GenerationPlan = {
       model,
-      input: { kind: "chat", messages: toChatMessages(body.messages) },
+      input: { kind: "chat", messages: await toChatMessages(body.messages, deps.config.images ?? DEFAULT_IMAGE_INPUT) },
       options: samplingFromOpenAI(body),
       format: formatFromOpenAI(body),
       logprobs: logprobsRequest(body.logprobs, body.top_logprobs),
@@ -143,15 +144,7 @@ export function openaiRoutes(deps: ServerDeps): Router {
 
   r.get("/models", async (_req, res) => {
     const models = await deps.store.list();
-    res.json({
-      object: "list",
-      data: models.map((m) => ({
-        id: m.name,
-        object: "model",
-        created: Math.floor(m.modifiedAt.getTime() / 1000),
-        owned_by: "library",
-      })),
-    });
+    res.json({ object: "list", data: await Promise.all(models.map((m) => openaiModel(deps, m))) });
   });
 
   r.get("/models/*id", async (req, res) => {
@@ -159,7 +152,7 @@ export function openaiRoutes(deps: ServerDeps): Router {
     const id = Array.isArray(raw) ? raw.join("/") : raw;
     const m = (await deps.store.list()).find((x) => x.name === id || x.name === `${id}:latest`);
     if (!m) throw new AppError("MODEL_NOT_FOUND", `model "${id}" not found`, { param: "model" });
-    res.json({ id: m.name, object: "model", created: Math.floor(m.modifiedAt.getTime() / 1000), owned_by: "library" });
+    res.json(await openaiModel(deps, m));
   });
 
   r.post("/embeddings", async (req, res) => {
@@ -186,4 +179,19 @@ export function openaiRoutes(deps: ServerDeps): Router {
   });
 
   return r;
+}
+
+/** A model as /v1/models lists it, with what it can do (capabilities: "completion", "vision", "embedding"). */
+async function openaiModel(deps: ServerDeps, m: { name: string; modifiedAt: Date }) {
+  const capabilities = await deps.store
+    .resolve(m.name)
+    .then((spec) => deps.store.capabilities(spec))
+    .catch(() => undefined);
+  return {
+    id: m.name,
+    object: "model",
+    created: Math.floor(m.modifiedAt.getTime() / 1000),
+    owned_by: "library",
+    ...(capabilities ? { capabilities } : {}),
+  };
 }

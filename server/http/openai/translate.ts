@@ -1,7 +1,7 @@
 // Pure translation between OpenAI wire shapes and the engine's plan/stats.
 import { randomBytes } from "node:crypto";
-import { AppError } from "../../common/errors.ts";
 import type { ChatMessage, DoneReason, GenerationStats, OutputFormat, SamplingOptions } from "../../engine/types.ts";
+import { imageFromUrl, type ImageInputConfig } from "../images.ts";
 import type { ChatCompletionRequest, CompletionRequest, OpenAIMessage } from "./schemas.ts";
 
 export const newId = (prefix: string): string => `${prefix}-${randomBytes(12).toString("hex")}`;
@@ -19,36 +19,29 @@ export function usage(s: GenerationStats): { prompt_tokens: number; completion_t
   };
 }
 
-function imageFromUrl(url: string, where: string): Uint8Array {
-  const m = /^data:image\/[a-zA-Z0-9.+-]+;base64,([A-Za-z0-9+/=\s]+)$/.exec(url);
-  if (!m)
-    throw new AppError(
-      "BAD_REQUEST",
-      `invalid ${where}: only base64 data URLs (data:image/<type>;base64,...) are supported`,
-      { param: where },
-    );
-  return new Uint8Array(Buffer.from(m[1]!, "base64"));
-}
-
-/** OpenAI messages → engine chat messages (developer → system; content parts → text + images). */
-export function toChatMessages(messages: OpenAIMessage[]): ChatMessage[] {
-  return messages.map((m, i) => {
-    const role = m.role === "developer" ? "system" : m.role;
-    if (typeof m.content === "string" || m.content == null) return { role, content: m.content ?? "" };
-    const texts: string[] = [];
-    const images: Uint8Array[] = [];
-    m.content.forEach((p, j) => {
-      if (p.type === "text") texts.push(p.text);
-      else
-        images.push(
-          imageFromUrl(
-            typeof p.image_url === "string" ? p.image_url : p.image_url.url,
-            `messages.${i}.content.${j}.image_url`,
-          ),
-        );
-    });
-    return images.length ? { role, content: texts.join("\n"), images } : { role, content: texts.join("\n") };
-  });
+/** OpenAI messages → engine chat messages (developer → system; content parts → text + images, fetched if remote). */
+export async function toChatMessages(messages: OpenAIMessage[], images: ImageInputConfig): Promise<ChatMessage[]> {
+  return Promise.all(
+    messages.map(async (m, i): Promise<ChatMessage> => {
+      const role = m.role === "developer" ? "system" : m.role;
+      if (typeof m.content === "string" || m.content == null) return { role, content: m.content ?? "" };
+      const texts: string[] = [];
+      const urls: Array<Promise<Uint8Array>> = [];
+      m.content.forEach((p, j) => {
+        if (p.type === "text") texts.push(p.text);
+        else
+          urls.push(
+            imageFromUrl(
+              typeof p.image_url === "string" ? p.image_url : p.image_url.url,
+              `messages.${i}.content.${j}.image_url`,
+              images,
+            ),
+          );
+      });
+      const content = texts.join("\n");
+      return urls.length ? { role, content, images: await Promise.all(urls) } : { role, content };
+    }),
+  );
 }
 
 export function samplingFromOpenAI(r: ChatCompletionRequest | CompletionRequest): SamplingOptions {

@@ -27,7 +27,7 @@ export function chatRoutes(deps: ServerDeps): Router {
     const messages: ChatMessage[] = (body.messages ?? []).map((m, i) => ({
       role: m.role,
       content: m.content,
-      images: decodeImages(m.images, `messages.${i}.images`),
+      images: decodeImages(deps, m.images, `messages.${i}.images`),
     }));
     const plan: GenerationPlan = {
       model,

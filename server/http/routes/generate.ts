@@ -100,7 +100,7 @@ export function generateRoutes(deps: ServerDeps): Router {
         system: body.system,
         template: body.template,
         raw: body.raw,
-        images: decodeImages(body.images, "images"),
+        images: decodeImages(deps, body.images, "images"),
         ...(body.context?.length ? { context: body.context } : {}),
       },
       options: samplingFrom(body.options),

@@ -13,7 +13,8 @@ import { tinyModelPath } from "../../support/models.ts";
 
 let srv: TestServer;
 before(async () => {
-  srv = await startTestServer({ env: { GANTRY_BODY_LIMIT: "1mb" } });
+  // No remote image fetches: an http image URL is refused without any request leaving the machine.
+  srv = await startTestServer({ env: { GANTRY_BODY_LIMIT: "1mb", GANTRY_ALLOW_REMOTE_IMAGES: "false" } });
   await createModel(srv.url, "tiny", await tinyModelPath());
 });
 after(async () => {

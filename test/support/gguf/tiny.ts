@@ -15,6 +15,13 @@ export interface TinyModelOptions {
   controlLogit?: number;
   /** Trained context length in the metadata (default 512): longer lets a test keep a never-ending answer going. */
   contextLength?: number;
+  /** general.name (default "tiny-random-llama"). */
+  name?: string;
+  /**
+   * Scales the query and key weights (default 1): sharper attention, which then depends on the content and position of
+   * what it attends to instead of averaging over the whole context (the vision pair's text model uses it).
+   */
+  attentionSharpness?: number;
 }
 
 const CONTROL_LOGIT_OFFSET = 2.5;
@@ -84,8 +91,8 @@ export async function writeTinyModel(file: string, opts: TinyModelOptions = {}):
   const fillFor: Record<TensorRole, () => TensorFill> = {
     token_embd: () => fillF32((i) => embd[i]!),
     norm: () => fillF32(() => 1),
-    attn_q: () => gauss(0.1),
-    attn_k: () => gauss(0.1),
+    attn_q: () => gauss(0.1 * (opts.attentionSharpness ?? 1)),
+    attn_k: () => gauss(0.1 * (opts.attentionSharpness ?? 1)),
     attn_v: () => gauss(0.05),
     attn_output: () => noWriteToDim0(gauss(0.05)),
     ffn_gate: () => gauss(0.1),
@@ -102,7 +109,7 @@ export async function writeTinyModel(file: string, opts: TinyModelOptions = {}):
   return writeGguf(
     file,
     llamaMetadata({ ...TINY_SHAPE, nCtx: opts.contextLength ?? TINY_SHAPE.nCtx }, vocab, {
-      name: "tiny-random-llama",
+      name: opts.name ?? "tiny-random-llama",
       weightType: GGML_TYPE.F32,
     }),
     tensors,

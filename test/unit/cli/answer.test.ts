@@ -29,9 +29,13 @@ test("userTurn attaches image files named in the text as base64 and keeps other 
   assert.deepEqual(both.images, [Buffer.from("jpeg bytes").toString("base64")]);
 
   // No images: the text goes unchanged (spacing included).
-  assert.deepEqual(userTurn(ctx, "  plain   text ./missing.png "), {
+  assert.deepEqual(userTurn(ctx, "  plain   text ./notes.txt "), {
     role: "user",
-    content: "  plain   text ./missing.png ",
+    content: "  plain   text ./notes.txt ",
+  });
+  // An image path naming no file: the turn is refused with one clear message (nothing is sent).
+  assert.throws(() => userTurn(ctx, "what is ./missing.png"), {
+    message: "cannot read image ./missing.png: no such file",
   });
   fs.rmSync(dir, { recursive: true });
 });

@@ -2,6 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { decodeImages, formatFrom, keepAliveFrom, samplingFrom } from "../../../server/http/generation.ts";
 import type { AppError } from "../../../server/common/errors.ts";
+import { encodePng, solidImage } from "../../support/images.ts";
 
 test("Ollama options map onto engine options; stop becomes a list; inert options are dropped", () => {
   assert.deepEqual(samplingFrom({ temperature: 0, stop: "x", num_gpu: 1, use_mmap: true }), {
@@ -35,13 +36,18 @@ test("format", () => {
   assert.deepEqual(formatFrom({ type: "object" }), { schema: { type: "object" } });
 });
 
-test("images are base64; data URL prefixes are accepted; garbage is a 400", () => {
-  const [img] = decodeImages([Buffer.from("abc").toString("base64")], "images")!;
-  assert.equal(Buffer.from(img!).toString(), "abc");
-  assert.equal(Buffer.from(decodeImages(["data:image/png;base64,YWJj"], "images")![0]!).toString(), "abc");
-  assert.throws(
-    () => decodeImages(["not base64!!"], "images"),
-    (e: AppError) => e.status === 400,
+test("images are base64 image data; data URL prefixes are accepted; garbage is a 400 naming the field", () => {
+  const deps = { config: { bodyLimit: "1mb", origins: "" } };
+  const png = encodePng(solidImage(2, 2, [1, 2, 3]));
+  const [img] = decodeImages(deps, [png.toString("base64")], "images")!;
+  assert.deepEqual(Buffer.from(img!), png);
+  assert.deepEqual(
+    Buffer.from(decodeImages(deps, [`data:image/png;base64,${png.toString("base64")}`], "images")![0]!),
+    png,
   );
-  assert.equal(decodeImages([], "images"), undefined);
+  assert.throws(
+    () => decodeImages(deps, ["not base64!!"], "messages.0.images"),
+    (e: AppError) => e.status === 400 && e.message === "invalid messages.0.images.0: not base64 image data",
+  );
+  assert.equal(decodeImages(deps, [], "images"), undefined);
 });

@@ -7,6 +7,8 @@ import {
   samplingFromOpenAI,
   toChatMessages,
 } from "../../../server/http/openai/translate.ts";
+import { DEFAULT_IMAGE_INPUT } from "../../../server/http/images.ts";
+import { encodePng, solidImage } from "../../support/images.ts";
 import { ChatCompletionRequestSchema } from "../../../server/http/openai/schemas.ts";
 
 const req = (extra: object) =>
@@ -51,31 +53,39 @@ test("response_format", () => {
   );
 });
 
-test("messages: developer becomes system, parts become text and images", () => {
-  const png = Buffer.from("fake png bytes");
-  const msgs = toChatMessages([
-    { role: "developer", content: "be brief" },
-    {
-      role: "user",
-      content: [
-        { type: "text", text: "what is" },
-        { type: "text", text: "this?" },
-        { type: "image_url", image_url: { url: `data:image/png;base64,${png.toString("base64")}` } },
-      ],
-    },
-    { role: "assistant" },
-  ]);
+test("messages: developer becomes system, parts become text and images", async () => {
+  const png = encodePng(solidImage(2, 2, [1, 2, 3]));
+  const msgs = await toChatMessages(
+    [
+      { role: "developer", content: "be brief" },
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "what is" },
+          { type: "text", text: "this?" },
+          { type: "image_url", image_url: { url: `data:image/png;base64,${png.toString("base64")}` } },
+        ],
+      },
+      { role: "assistant" },
+    ],
+    DEFAULT_IMAGE_INPUT,
+  );
   assert.deepEqual(msgs[0], { role: "system", content: "be brief" });
   assert.equal(msgs[1]!.content, "what is\nthis?");
   assert.deepEqual(Buffer.from(msgs[1]!.images![0]!), png);
   assert.deepEqual(msgs[2], { role: "assistant", content: "" });
 });
 
-test("image URLs that are not base64 data URLs are refused", () => {
-  assert.throws(
-    () =>
-      toChatMessages([{ role: "user", content: [{ type: "image_url", image_url: "https://example.invalid/a.png" }] }]),
-    (e: AppError) => e.status === 400 && /data URL/.test(e.message),
+test("remote image URLs are refused when the server does not fetch them", async () => {
+  await assert.rejects(
+    toChatMessages([{ role: "user", content: [{ type: "image_url", image_url: "https://example.invalid/a.png" }] }], {
+      ...DEFAULT_IMAGE_INPUT,
+      allowRemote: false,
+    }),
+    (e: AppError) =>
+      e.status === 400 &&
+      e.message ===
+        "invalid messages.0.content.0.image_url: this server does not fetch remote images (GANTRY_ALLOW_REMOTE_IMAGES=false); send the image as a data URL",
   );
 });
 

@@ -117,6 +117,14 @@ describe("selectGgufFiles", () => {
     assert.deepEqual(paths(selectGgufFiles(repo, { file: "M-F16.GGUF" }).model), ["m-F16.gguf"]);
   });
 
+  it("without a projector of the model's precision or F16, takes the Q8_0 one over smaller ones", () => {
+    const s = selectGgufFiles(
+      [f("m.Q4_K_M.gguf", 400), f("mmproj-m-Q4_0.gguf", 30), f("mmproj-m-Q8_0.gguf", 50), f("mmproj-m-F32.gguf", 180)],
+      {},
+    );
+    assert.equal(s.projector?.path, "mmproj-m-Q8_0.gguf");
+  });
+
   it("falls back to the smallest non-projector GGUF when there is no Q4_K_M", () => {
     const s = selectGgufFiles([f("big.Q8_0.gguf", 900), f("small.Q5_K_S.gguf", 400), f("mmproj-tiny.gguf", 10)], {});
     assert.deepEqual(paths(s.model), ["small.Q5_K_S.gguf"]);

@@ -10,7 +10,7 @@ import { parseDigest } from "../../../server/store/digest.ts";
 import { parseModelName } from "../../../server/common/model-name.ts";
 import { ModelStore } from "../../../server/store/model-store.ts";
 import { showResponse } from "../../../server/http/show-format.ts";
-import { tinyModelPath } from "../../support/models.ts";
+import { tinyModelPath, visionPairPaths } from "../../support/models.ts";
 
 /** What /api/show answers for a model (the store describes it, the HTTP layer formats it). */
 const show = async (store: ModelStore, name: string) => showResponse(await store.describe(name));
@@ -117,22 +117,38 @@ test("create with overrides stores template, system, parameters, messages and li
   ]);
 });
 
-test("create from uploaded files: the model GGUF and an mmproj projector", async () => {
+test("create from uploaded files: the model GGUF and a projector, told apart by architecture (clip), not by name", async () => {
   const store = await newStore();
-  const model = await store.blobs.importFile(await tinyModelPath());
-  const projector = await store.blobs.importFile(await tinyModelPath({ seed: 7 }));
+  const pair = await visionPairPaths();
+  const model = await store.blobs.importFile(pair.model);
+  const projector = await store.blobs.importFile(pair.mmproj);
   const statuses = await createCollecting(store, {
     model: "vision",
-    files: { "model.gguf": model.digest, "mmproj-model-f16.gguf": projector.digest },
+    files: { "a.gguf": projector.digest, "b.gguf": model.digest },
   });
   assert.deepEqual(
-    statuses.filter((s) => s.includes("layer")),
-    [`using existing layer ${model.digest}`, `using existing layer ${projector.digest}`],
+    statuses.filter((s) => s.includes("layer")).sort(),
+    [`using existing layer ${model.digest}`, `using existing layer ${projector.digest}`].sort(),
   );
   const spec = await store.resolve("vision");
   assert.equal(spec.digest, model.digest);
   assert.equal(spec.projector, store.blobs.path(projector.digest));
-  assert.deepEqual((await show(store, "vision")).capabilities, ["completion", "vision"]);
+  const shown = await show(store, "vision");
+  assert.deepEqual(shown.capabilities, ["completion", "vision"]);
+  assert.equal(shown.projector_info?.["general.architecture"], "clip");
+  assert.deepEqual(shown.details.families, ["llama", "clip"]);
+  assert.match(shown.modelfile, new RegExp(`^FROM ${store.blobs.path(projector.digest)}$`, "m"));
+  assert.deepEqual((await store.list()).find((m) => m.name === "vision:latest")?.details.families, ["llama", "clip"]);
+  // A llama GGUF called mmproj is a second model, and a projector alone is no model.
+  const other = await store.blobs.importFile(await tinyModelPath({ seed: 7 }));
+  await assert.rejects(
+    store.create({ model: "two", files: { "model.gguf": model.digest, "mmproj-f16.gguf": other.digest } }),
+    /exactly one model GGUF/,
+  );
+  await assert.rejects(
+    store.create({ model: "none", files: { "mmproj.gguf": projector.digest } }),
+    /the files given are projectors \(general.architecture "clip"\) only/,
+  );
 });
 
 test("create rejects bad requests before writing anything", async () => {

@@ -69,7 +69,7 @@ describe("toCreateRequest", () => {
     const mf = parseModelfile(
       [
         "FROM first",
-        "FROM ../second.gguf",
+        "FROM second",
         "SYSTEM a",
         "SYSTEM b",
         "PARAMETER temperature 0.1",
@@ -85,7 +85,7 @@ describe("toCreateRequest", () => {
       ].join("\n"),
     );
     assert.deepEqual(toCreateRequest(mf, { resolvePath }), {
-      from: "/home/me/second.gguf",
+      from: "second",
       system: "b",
       requires: "0.5.0",
       parameters: { temperature: 0.2, use_mmap: false },
@@ -95,6 +95,15 @@ describe("toCreateRequest", () => {
       ],
       license: ["one", "two"],
       adapters: ["/home/me/models/lora-a.gguf", "/abs/lora-b.gguf"],
+    });
+  });
+
+  it("takes a second FROM naming a local GGUF as the projector of a vision model", () => {
+    const body = toCreateRequest(parseModelfile("FROM ./model.gguf\nFROM ../mmproj-f16.gguf\n"), { resolvePath });
+    assert.deepEqual(body, { from: "/home/me/models/model.gguf", projector: "/home/me/mmproj-f16.gguf" });
+    assert.deepEqual(toCreateRequest(parseModelfile("FROM llava\nFROM ./p.gguf"), { resolvePath }), {
+      from: "llava",
+      projector: "/home/me/models/p.gguf",
     });
   });
 

@@ -244,6 +244,7 @@ test("the server environment carries the spec's server settings", () => {
   assert.equal(serverEnv.GANTRY_CONTEXT_LENGTH, "8192");
   assert.equal(serverEnv.GANTRY_HOST, "0.0.0.0:9000");
   assert.equal(serverEnv.GANTRY_MODELS, "/models");
+  assert.equal(serverEnv.GANTRY_ALLOW_REMOTE_IMAGES, "false", "pods fetch no remote image URLs");
   const defaults = render(resolved()).serverEnv;
   assert.deepEqual(
     [defaults.GANTRY_KEEP_ALIVE, defaults.GANTRY_NUM_PARALLEL, defaults.GANTRY_CONTEXT_LENGTH, defaults.GANTRY_HOST],
