@@ -38,6 +38,20 @@ export function llamaRuntime(
 }
 
 async function load(threads: number, logger: Logger, mode: EngineBuildMode, gpu: GpuSetting): Promise<LlamaRuntime> {
+  try {
+    return await loadFor(threads, logger, mode, gpu);
+  } catch (err) {
+    if (gpu === "auto" || gpu === "off") throw err;
+    // As Ollama without a usable GPU: serve on the CPU and say so (ps then reports 100% CPU), rather than not at all.
+    logger.warn(
+      { gpu, err: err instanceof Error ? `${err.name}: ${err.message}` : String(err) },
+      `engine: GANTRY_GPU=${gpu} but no usable ${gpu} backend here; running on the CPU`,
+    );
+    return loadFor(threads, logger, mode, "off");
+  }
+}
+
+async function loadFor(threads: number, logger: Logger, mode: EngineBuildMode, gpu: GpuSetting): Promise<LlamaRuntime> {
   const patched = mode === "prebuilt" ? { reason: "GANTRY_ENGINE_BUILD=prebuilt" } : findPatchedBuild(mode, gpu);
   const llama = await getLlama({
     gpu: llamaGpuOption(gpu),
