@@ -214,8 +214,18 @@ test("deploy follows Scheduled, ModelCached, Ready to a pod that serves; a redep
 
   const redeploy = await deployLive("v2");
   assert.match(redeploy.stderr, new RegExp(`^ModelApp ${ns}/live updated \\(generation 2\\)`));
-  const after = await allPods("live");
-  assert.equal(after.length, 1, `one pod once deploy returns: ${after.map((p) => p.metadata?.name).join(", ")}`);
+  // Deploy returns once the new pod is ready; the Deployment then scales the old one down (a rolling update).
+  let after = await allPods("live");
+  for (
+    let waited = 0;
+    after.filter((p) => !p.metadata?.deletionTimestamp).length !== 1 && waited < 30_000;
+    waited += 200
+  ) {
+    await new Promise((r) => setTimeout(r, 200));
+    after = await allPods("live");
+  }
+  after = after.filter((p) => !p.metadata?.deletionTimestamp);
+  assert.equal(after.length, 1, `one pod after the rollout: ${after.map((p) => p.metadata?.name).join(", ")}`);
   assert.notEqual(after[0]!.metadata!.name, pod.metadata!.name, "a new pod");
   assert.ok(after[0]!.status?.conditions?.some((x) => x.type === "Ready" && x.status === "True"));
   const shown = await new Ollama({ host: `http://${after[0]!.status!.podIP}:11434` }).show({ model: "live:latest" });
