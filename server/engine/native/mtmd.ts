@@ -14,6 +14,7 @@
 // EncodedMedia kept by id (an LRU by `bytes`) saves the encode when only the KV cells were lost.
 import { createHash } from "node:crypto";
 import type { Llama, LlamaContext, LlamaModel, Token } from "node-llama-cpp";
+import { addonContextOf } from "./node-llama-cpp.ts";
 
 /** The formats decodeImage takes (stb_image in the addon). */
 export type ImageFormat = "JPEG" | "PNG" | "GIF" | "BMP";
@@ -105,26 +106,12 @@ interface MtmdBindings {
   AddonMtmdMedia: new () => NativeMedia;
 }
 
-/** The native context's batch calls used by evalChunks (as the step batcher makes them). */
-interface NativeBatchContext {
-  initBatch(size: number): void;
-  addToBatch(
-    sequenceId: number,
-    firstTokenSequenceIndex: number,
-    tokens: Uint32Array,
-    logitIndexes: Uint32Array,
-  ): Uint32Array;
-  decodeBatch(): Promise<void>;
-}
-
-// node-llama-cpp keeps the addon's exports in Llama._bindings, the native model in LlamaModel._model and the native
-// context in LlamaContext._ctx.
+// node-llama-cpp keeps the addon's exports in Llama._bindings and the native model in LlamaModel._model (the native
+// context: addonContextOf, the port's one accessor).
 const bindingsOf = (llama: Llama): Partial<MtmdBindings> =>
   (llama as unknown as { _bindings: Partial<MtmdBindings> })._bindings;
 const nativeModelOf = (model: LlamaModel): unknown => (model as unknown as { _model: unknown })._model;
 const llamaOf = (model: LlamaModel): Llama => (model as unknown as { _llama: Llama })._llama;
-const nativeContextOf = (context: LlamaContext): NativeBatchContext =>
-  (context as unknown as { _ctx: NativeBatchContext })._ctx;
 
 function mtmdBindings(llama: Llama): MtmdBindings {
   const b = bindingsOf(llama);
@@ -353,7 +340,7 @@ export class Projector {
   ): Promise<number> {
     return this.calls.run("decodeMedia", () =>
       media.calls.run("decodeMedia", () =>
-        this.native.decodeMedia(nativeContextOf(context), media.native, sequenceId, position, batchSize),
+        this.native.decodeMedia(addonContextOf(context), media.native, sequenceId, position, batchSize),
       ),
     );
   }
@@ -371,7 +358,7 @@ export class Projector {
   ): Promise<EvalResult> {
     const last = prompt.chunks.at(-1);
     if (!last || last.type !== "text") throw new Error("the prompt must end with text");
-    const native = nativeContextOf(context);
+    const native = addonContextOf(context);
     const batchSize = Math.max(1, Math.min(o.batchSize ?? context.batchSize, context.batchSize));
     let position = o.position,
       logitIndex = -1,

@@ -22,7 +22,7 @@ type AddonLogitsArgs = [false, false, [number[], boolean, boolean, boolean, numb
 type AddonSampleResult = [number, unknown, unknown, number[] | undefined, number | undefined];
 
 /** node-llama-cpp's internal AddonContext: the calls used here. */
-interface AddonContext {
+export interface AddonContext {
   initBatch(size: number): void;
   addToBatch(
     sequenceId: number,
@@ -50,7 +50,9 @@ interface ModelInternals {
   _model: unknown;
 }
 
-const addonContextOf = (context: LlamaContext): AddonContext => (context as unknown as { _ctx: AddonContext })._ctx;
+/** The addon's own context object (what native calls such as mtmd's decodeMedia take). */
+export const addonContextOf = (context: LlamaContext): AddonContext =>
+  (context as unknown as { _ctx: AddonContext })._ctx;
 
 const grammarStateOf = (grammar: LlamaGrammarEvaluationState): unknown =>
   (grammar as unknown as { _state?: unknown })._state;
