@@ -152,6 +152,8 @@ export class SlotLoop {
    */
   release(slot: Slot, onMoveFailed: (err: unknown) => void): void {
     this.pool.release(slot);
+    // Idle: the threadpool's threads would poll for a next decode on a core (NativeContext.pauseThreadpool).
+    if (this.pool.busy === 0 && this.native.pauseThreadpool) this.pauseThreadpool();
     if (!this.moveSlots) return;
     for (let move = this.pool.compact(); move; move = this.pool.compact()) {
       this.relocate(move.busy, move.free).then(
@@ -279,6 +281,9 @@ export class SlotLoop {
       const turn = this.turns.take();
       if (turn) await turn;
       try {
+        // The callback computes with threads of its own first (an image encode): the threadpool's threads would poll
+        // on a core meanwhile. Its decode wakes them.
+        this.native.pauseThreadpool?.();
         await decode(slot.id, slot.tokens.length);
         slot.tokens.push(...cells);
       } catch (err) {
@@ -288,6 +293,13 @@ export class SlotLoop {
       } finally {
         this.turns.give();
       }
+    });
+  }
+
+  /** Pauses the threadpool when no decode is in flight (between steps, after the edits queued before). */
+  private pauseThreadpool(): void {
+    void this.betweenSteps(() => {
+      this.native.pauseThreadpool?.();
     });
   }
 

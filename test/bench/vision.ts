@@ -27,13 +27,15 @@ interface Sample {
   genTokens: number;
 }
 
-interface VisionTarget {
+export interface VisionTarget {
   label: string;
   /** One request with this image; `encodeMs` is filled by `encodes` afterwards where the server reports it per run. */
   ask(image: Buffer): Promise<Omit<Sample, "encodeMs">>;
   /** Image encode milliseconds the server reported since the last call (one per image). */
   encodes(): Promise<number[]>;
   stop(): Promise<void>;
+  /** The server's process id (for CPU accounting). */
+  pid: number;
 }
 
 const body = (model: string, image: Buffer) => ({
@@ -61,7 +63,7 @@ async function post(url: string, payload: unknown): Promise<Record<string, unkno
   return (await r.json()) as Record<string, unknown>;
 }
 
-async function startGantryVision(): Promise<VisionTarget> {
+export async function startGantryVision(env: Record<string, string> = {}): Promise<VisionTarget> {
   const pair = await visionPairPaths();
   const srv = await startTestServer({
     env: {
@@ -70,6 +72,7 @@ async function startGantryVision(): Promise<VisionTarget> {
       GANTRY_CONTEXT_LENGTH: String(CONTEXT),
       GANTRY_KEEP_ALIVE: "-1",
       GANTRY_LOG_LEVEL: "warn",
+      ...env,
     },
   });
   const files: Record<string, string> = {};
@@ -92,6 +95,7 @@ async function startGantryVision(): Promise<VisionTarget> {
   };
   return {
     label: "gantry",
+    pid: srv.proc.pid!,
     async ask(image) {
       // /api/chat: the same turn, with Ollama's own prompt and generation durations.
       const start = performance.now();
@@ -124,7 +128,7 @@ async function startGantryVision(): Promise<VisionTarget> {
   };
 }
 
-async function startLlamaServerVision(binary: string): Promise<VisionTarget> {
+export async function startLlamaServerVision(binary: string): Promise<VisionTarget> {
   const pair = await visionPairPaths();
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
@@ -157,6 +161,7 @@ async function startLlamaServerVision(binary: string): Promise<VisionTarget> {
   }
   return {
     label: "llama-server --mmproj",
+    pid: proc.pid!,
     async ask(image) {
       const start = performance.now();
       const r = await post(`${url}/v1/chat/completions`, { ...body("vis", image), cache_prompt: false });

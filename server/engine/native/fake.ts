@@ -33,12 +33,21 @@ export class RecordingNativeContext implements NativeContext {
   failInline = false;
   /** Absent with `inline` false, as in the prebuilt addon. */
   readonly decodeBatchInline: (() => void) | undefined;
+  /** With `threadpool`: logs "pause", or "pause during a decode" when a worker decode is in flight (a bug). */
+  readonly pauseThreadpool: (() => boolean) | undefined;
   private decodeStarted: (() => void) | undefined;
   private batch = 0;
+  private decoding = 0;
 
-  constructor(opts: { inline?: boolean; batchSize?: number } = {}) {
+  constructor(opts: { inline?: boolean; batchSize?: number; threadpool?: boolean } = {}) {
     this.batchSize = opts.batchSize ?? 512;
     this.decodeBatchInline = (opts.inline ?? true) ? () => this.decodeInline() : undefined;
+    this.pauseThreadpool = opts.threadpool
+      ? () => {
+          this.log.push(this.decoding > 0 ? "pause during a decode" : "pause");
+          return true;
+        }
+      : undefined;
   }
 
   initBatch(size: number): void {
@@ -60,8 +69,10 @@ export class RecordingNativeContext implements NativeContext {
   decodeBatch(): Promise<void> {
     this.calls.push({ mode: "worker", tokens: this.batch });
     this.decodeStarted?.();
+    this.decoding++;
     return new Promise((resolve) =>
       setImmediate(() => {
+        this.decoding--;
         this.log.push("decoded");
         resolve();
       }),

@@ -46,7 +46,13 @@ export interface AddonContext {
 }
 
 interface ModelInternals {
-  _llama: { _bindings: { AddonSampler: new (model: unknown) => AddonSampler } };
+  _llama: {
+    _bindings: {
+      AddonSampler: new (model: unknown) => AddonSampler;
+      /** Patched addon with image input (node-llama-cpp-addon.patch, item 6). */
+      AddonMtmdContext?: { pauseThreadpool?(context: AddonContext): boolean };
+    };
+  };
   _model: unknown;
 }
 
@@ -81,6 +87,8 @@ const addonOf = (sampler: NativeSampler): AddonSampler => (sampler as AddonNativ
 export function nativeContextOf(context: LlamaContext, model: LlamaModel): NativeContext {
   const addon = addonContextOf(context);
   const inline = typeof addon.decodeBatchInline === "function" ? addon.decodeBatchInline.bind(addon) : undefined;
+  const mtmd = (model as unknown as ModelInternals)._llama._bindings.AddonMtmdContext;
+  const pause = typeof mtmd?.pauseThreadpool === "function" ? () => mtmd.pauseThreadpool!(addon) : undefined;
   return {
     batchSize: context.batchSize,
     threadpoolThreads: typeof addon.getThreadpoolThreads === "function" ? addon.getThreadpoolThreads() : 0,
@@ -89,6 +97,7 @@ export function nativeContextOf(context: LlamaContext, model: LlamaModel): Nativ
     addToBatch: (sequenceId, first, tokens, logitIndexes) => addon.addToBatch(sequenceId, first, tokens, logitIndexes),
     decodeBatch: () => addon.decodeBatch(),
     ...(inline ? { decodeBatchInline: inline } : {}),
+    ...(pause ? { pauseThreadpool: pause } : {}),
     sampleToken: (batchLogitIndex, sampler) => addon.sampleToken(batchLogitIndex, addonOf(sampler)) as Promise<number>,
     async tokenLogits(batchLogitIndex, sampler, tokens, top): Promise<RowLogits> {
       const [, , , pairs, weight] = (await addon.sampleToken(

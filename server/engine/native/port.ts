@@ -61,6 +61,13 @@ export interface NativeContext {
   decodeBatch(): Promise<void>;
   /** The same decode on the calling thread, returning when done (throws on failure); only where the runtime can. */
   decodeBatchInline?(): void;
+  /**
+   * Puts the persistent threadpool's threads to sleep until the next decode, which wakes them (patched addon). Between
+   * two decodes they otherwise poll for the next one on a core (ggml's poll level 50): worth it between generation
+   * steps, a waste of a core while the context is idle or something else computes (an image encode). Only while no
+   * decode on the context is in flight. Returns whether there was a pool to pause.
+   */
+  pauseThreadpool?(): boolean;
   /** Samples from a logit row of the last decode; -1 = no token. Settled at once for plain sampling (patched addon). */
   sampleToken(batchLogitIndex: number, sampler: NativeSampler): Promise<number>;
   /**

@@ -186,3 +186,37 @@ test("a generation step carries every slot with a token ready, in slot id order,
   assert.deepEqual(loop.stats.decodes, 2);
   for (const _ of slots) loop.leave();
 });
+
+test("the threadpool sleeps while the loop is idle and during decodeOther's own compute, never under a decode", async () => {
+  const native = new RecordingNativeContext({ inline: false, threadpool: true });
+  const loop = new SlotLoop(native, { parallel: 2, maxQueue: 8 });
+  const [a, b] = [await loop.acquire(undefined), await loop.acquire(undefined)];
+  await loop.evaluate(a, tokens(3), next);
+  // decodeOther (an image: encoded on threads of its own, then decoded): the pool sleeps before the callback runs.
+  const other = loop.decodeOther(b, tokens(2), async () => {
+    native.log.push("encode");
+    native.initBatch(2);
+    await native.decodeBatch();
+  });
+  const step = loop.evaluate(a, [1 as Token], next);
+  await Promise.all([other, step]);
+  assert.deepEqual(native.log.slice(native.log.indexOf("pause") - 1, native.log.indexOf("encode") + 1), [
+    "decoded",
+    "pause",
+    "encode",
+  ]);
+  // One slot still busy: not idle, no pause.
+  const pauses = native.log.filter((l) => l === "pause").length;
+  loop.release(b, () => assert.fail("the move failed"));
+  await loop.drained();
+  assert.equal(native.log.filter((l) => l === "pause").length, pauses);
+  // The last slot released while its step is in flight: the pause waits for the decode to finish.
+  const started = native.nextDecode();
+  const last = loop.evaluate(a, tokens(4), next);
+  await started;
+  loop.release(a, () => assert.fail("the move failed"));
+  await last;
+  await loop.drained();
+  assert.equal(native.log.at(-1), "pause");
+  assert.ok(!native.log.includes("pause during a decode"), native.log.join(", "));
+});
