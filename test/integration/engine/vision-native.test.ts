@@ -105,6 +105,24 @@ describe("image input on the patched addon (mtmd)", () => {
     assert.deepEqual(projector.info, { marker: "<__media__>", mrope: false, nonCausalImages: false });
   });
 
+  test("the context's threadpool sleeps once paused (no core spent polling) and the next decode wakes it: same answers", async () => {
+    const native = loaded.slots.native;
+    assert.ok(native.threadpoolThreads > 1, "the context has a persistent threadpool");
+    assert.ok(native.pauseThreadpool, "the patched build pauses it");
+    const pic = await image(encodePng(patternImage(64, 64, 7)));
+    const first = await answer(slot(0), "What is it?", [pic]);
+    assert.equal(native.pauseThreadpool(), true);
+    assert.equal(native.pauseThreadpool(), true, "pausing a paused pool is harmless");
+    // Paused, the pool's threads sleep: the process spends next to no CPU while idle. Unpaused, they would poll for the
+    // next decode (ggml's poll level 50: tens to hundreds of milliseconds of a core after each decode).
+    const cpu = process.cpuUsage();
+    await new Promise((r) => setTimeout(r, 300));
+    const { user, system } = process.cpuUsage(cpu);
+    assert.ok(user + system < 40_000, `${(user + system) / 1000} ms of CPU in 300 ms with the pool paused`);
+    // The next decode (the encode runs between decodes, with the pool paused by the step batcher) wakes the pool.
+    assert.deepEqual(await answer(slot(1), "What is it?", [pic]), first);
+  });
+
   test("greedy answers: the same image gives the same tokens on any sequence, another image other tokens", async () => {
     const a = encodeJpeg(patternImage(120, 90, 1));
     const b = encodeJpeg(patternImage(120, 90, 2));
