@@ -1,38 +1,12 @@
 // CPU time per image request, by thread, for Gantry and llama-server --mmproj on the generated vision pair: the
 // server process's utime + stime (and each thread's, grouped by thread name) over `n` sequential requests, each with a
 // new image (so every request encodes one). CPU time counts only what the server's own threads ran, so a loaded
-// machine skews it far less than latency. Usage:
+// machine skews it less than latency (run it twice or more, interleaved, and compare the lower figures). Usage:
 //   node test/bench/vision-cpu.ts [requests=40] [gantry|llama|both] [KEY=VALUE gantry env ...]
-import fs from "node:fs";
 import { llamaTools } from "./llama-cpp/tools.ts";
 import { encodePng, patternImage } from "../support/images.ts";
+import { processCpuMs, threadCpu } from "./process-cpu.ts";
 import { startGantryVision, startLlamaServerVision, type VisionTarget } from "./vision.ts";
-
-const TICK_MS = 10; // CLK_TCK = 100 on Linux
-
-/** CPU milliseconds per thread (tid -> name, ms) of a process, from /proc/<pid>/task/<tid>/stat. */
-export function threadCpu(pid: number): Map<number, { name: string; ms: number }> {
-  const out = new Map<number, { name: string; ms: number }>();
-  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
-    let stat: string;
-    try {
-      stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
-    } catch {
-      continue; // the thread exited
-    }
-    const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    out.set(Number(tid), { name, ms: (Number(fields[11]) + Number(fields[12])) * TICK_MS });
-  }
-  return out;
-}
-
-/** Process CPU milliseconds (utime + stime of all threads, also those that exited) from /proc/<pid>/stat. */
-export function processCpuMs(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
-}
 
 export interface CpuPerRequest {
   /** Whole process, per request (includes threads that came and went). */

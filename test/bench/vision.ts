@@ -9,6 +9,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import { llamaTools } from "./llama-cpp/tools.ts";
+import { processCpuMs } from "./process-cpu.ts";
 import { encodePng, patternImage } from "../support/images.ts";
 import { visionPairPaths } from "../support/models.ts";
 import { freePort, startTestServer } from "../support/server.ts";
@@ -25,12 +26,14 @@ interface Sample {
   promptMs: number;
   genMs: number;
   genTokens: number;
+  /** The server process's CPU time per request (utime + stime over the request's round, divided by its requests). */
+  cpuMs: number;
 }
 
 export interface VisionTarget {
   label: string;
   /** One request with this image; `encodeMs` is filled by `encodes` afterwards where the server reports it per run. */
-  ask(image: Buffer): Promise<Omit<Sample, "encodeMs">>;
+  ask(image: Buffer): Promise<Omit<Sample, "encodeMs" | "cpuMs">>;
   /** Image encode milliseconds the server reported since the last call (one per image). */
   encodes(): Promise<number[]>;
   stop(): Promise<void>;
@@ -208,9 +211,11 @@ export async function benchVision(rounds: number): Promise<VisionRow[]> {
       for (let round = 0; round < rounds; round++) {
         for (const t of round % 2 === 0 ? targets : [...targets].reverse()) {
           const images = Array.from({ length: concurrency }, () => encodePng(patternImage(96, 96, seed++)));
+          const cpu = processCpuMs(t.pid);
           const answers = await Promise.all(images.map((img) => t.ask(img)));
+          const cpuMs = (processCpuMs(t.pid) - cpu) / concurrency;
           const encodes = await t.encodes();
-          answers.forEach((a, i) => byTarget.get(t)!.push({ ...a, encodeMs: encodes[i] ?? Number.NaN }));
+          answers.forEach((a, i) => byTarget.get(t)!.push({ ...a, encodeMs: encodes[i] ?? Number.NaN, cpuMs }));
           process.stderr.write(`vision ${t.label} c${concurrency} round ${round + 1}/${rounds}\n`);
         }
       }
@@ -237,6 +242,7 @@ export function visionTableRows(rows: VisionRow[]): string[][] {
     med(r.samples.map((s) => s.promptMs)),
     med(r.samples.map((s) => s.genMs)),
     med(r.samples.map((s) => (s.genTokens * 1000) / s.genMs)),
+    med(r.samples.map((s) => s.cpuMs)),
   ]);
 }
 
@@ -249,4 +255,5 @@ export const VISION_HEADER = [
   "prompt ms (encode + prefill)",
   "generation ms",
   "gen tok/s per stream",
+  "server CPU ms/request",
 ];
