@@ -63,9 +63,9 @@ export interface EngineOptions {
 export async function createEngine(opts: EngineOptions): Promise<Engine & { readonly threads: number }> {
   const threads = resolveThreads(opts.threads);
   const tuning = opts.tuning ?? DEFAULT_TUNING;
-  // Before any context exists: the addon reads its settings when it creates one.
-  applyAddonSettings({ ...tuning.addon, threadpoolPoll: opts.threadpoolPoll ?? 50 });
   const { llama, build } = await llamaRuntime(threads, opts.logger, opts.engineBuild, opts.gpu);
+  // Before any context exists: the addon reads its settings when it creates one.
+  applyAddonSettings(llama, { ...tuning.addon, threadpoolPoll: opts.threadpoolPoll ?? 50 });
   const patched = build === "patched-local";
   const buildInfo: EngineBuildInfo = {
     build,

@@ -13,13 +13,17 @@ import { chat, collect, makeEngine, request, specFor } from "./helpers.ts";
 
 type AddonSwitch = keyof NonNullable<EngineTuning["addon"]>;
 
-/** Runs `fn` with one of the addon's switches set (it reads them when it builds a context or a sampler chain). */
+/**
+ * Runs `fn` with one of the addon's switches set (it reads them when it builds a context or a sampler chain), on the
+ * runtime the sampler probes use.
+ */
 async function withAddonSwitch<T>(name: AddonSwitch, on: boolean, fn: () => Promise<T>): Promise<T> {
-  applyAddonSettings({ [name]: on, threadpoolPoll: 50 });
+  const { llama } = await llamaRuntime(2, silentLogger);
+  assert.equal(applyAddonSettings(llama, { [name]: on, threadpoolPoll: 50 }), true, "the addon takes its settings");
   try {
     return await fn();
   } finally {
-    applyAddonSettings({ threadpoolPoll: 50 });
+    applyAddonSettings(llama, { threadpoolPoll: 50 });
   }
 }
 
@@ -220,6 +224,19 @@ test("a chain that starts with a top k takes it straight from the logits, and sa
     "penalties over the whole vocabulary come first",
   );
   assert.equal(await withAddonSwitch("directTopK", false, async () => leadingFor(BASE_CONFIG)), 0);
+  // The switches reach the addon through its API only: a wrong value is refused whole, and nothing is read from the
+  // environment any more.
+  const { llama } = await llamaRuntime(2, silentLogger);
+  const setSettings = (llama as unknown as { _bindings: { setGantrySettings(s: object): void } })._bindings
+    .setGantrySettings;
+  assert.throws(() => setSettings({ directTopK: false, penaltyPrefilter: "off" }), TypeError);
+  assert.equal(leadingFor(BASE_CONFIG), 40, "a refused call changes nothing");
+  process.env.NODE_LLAMA_CPP_DIRECT_TOP_K = "0";
+  try {
+    assert.equal(leadingFor(BASE_CONFIG), 40);
+  } finally {
+    delete process.env.NODE_LLAMA_CPP_DIRECT_TOP_K;
+  }
   // The same tokens with and without it, for each kind of leading top k; four sequences decoding in the same steps.
   const outputs = await outputsOffAndOn("directTopK", "direct-top-k", [
     { temperature: 1, seed: 21, top_k: 40, repeat_penalty: 1.5 },
