@@ -7,6 +7,7 @@ import { silentLogger } from "../../../server/common/logger.ts";
 import { llamaRuntime } from "../../../server/engine/llama-runtime.ts";
 import { applyAddonSettings } from "../../../server/engine/native/node-llama-cpp.ts";
 import type { EngineTuning } from "../../../server/engine/tuning.ts";
+import { testEngineBuild } from "../../support/engine-build.ts";
 import { tinyModelPath } from "../../support/models.ts";
 import { requirePatchedBuild } from "../../support/patched-engine.ts";
 import { chat, collect, makeEngine, request, specFor } from "./helpers.ts";
@@ -18,7 +19,7 @@ type AddonSwitch = keyof NonNullable<EngineTuning["addon"]>;
  * runtime the sampler probes use.
  */
 async function withAddonSwitch<T>(name: AddonSwitch, on: boolean, fn: () => Promise<T>): Promise<T> {
-  const { llama } = await llamaRuntime(2, silentLogger);
+  const { llama } = await llamaRuntime(2, silentLogger, testEngineBuild());
   assert.equal(applyAddonSettings(llama, { [name]: on, threadpoolPoll: 50 }), true, "the addon takes its settings");
   try {
     return await fn();
@@ -143,7 +144,7 @@ const PENALTIES = {
 
 /** Reads `read` off a native sampler configured with `config` (on the tiny model). */
 async function probeSampler<T>(read: (s: SamplerProbe) => T): Promise<(config: object) => T> {
-  const { llama } = await llamaRuntime(2, silentLogger);
+  const { llama } = await llamaRuntime(2, silentLogger, testEngineBuild());
   const model = await llama.loadModel({ modelPath: await tinyModelPath({ controlLogit: -8 }) });
   const internal = llama as unknown as { _bindings: { AddonSampler: new (m: unknown) => SamplerProbe } };
   after(() => model.dispose());
@@ -226,7 +227,7 @@ test("a chain that starts with a top k takes it straight from the logits, and sa
   assert.equal(await withAddonSwitch("directTopK", false, async () => leadingFor(BASE_CONFIG)), 0);
   // The switches reach the addon through its API only: a wrong value is refused whole, and nothing is read from the
   // environment any more.
-  const { llama } = await llamaRuntime(2, silentLogger);
+  const { llama } = await llamaRuntime(2, silentLogger, testEngineBuild());
   const setSettings = (llama as unknown as { _bindings: { setGantrySettings(s: object): void } })._bindings
     .setGantrySettings;
   assert.throws(() => setSettings({ directTopK: false, penaltyPrefilter: "off" }), TypeError);

@@ -48,7 +48,7 @@ describe("ensurePatchedEngine", () => {
 
   it("does not retry a failed build unless asked", async () => {
     const cache = path.join(tmp, "failed");
-    const build = patchedBuild({ cacheDir: cache });
+    const build = patchedBuild({ cacheDir: cache, mode: "auto", cpuTarget: "native" });
     fs.mkdirSync(build.dir, { recursive: true });
     fs.writeFileSync(
       path.join(build.dir, "status.json"),
