@@ -52,6 +52,20 @@ test("the patched build is used when setup built it, and every context attaches 
   }
 });
 
+test("the threadpool switch reaches the contexts created after it (the benchmark's threadpool-off run)", async () => {
+  requirePatchedBuild();
+  const model = specFor(await tinyModelPath({ controlLogit: -8 }), "threadpool-off");
+  const engine = await makeEngine({ threads: 2, numParallel: 1, tuning: { addon: { threadpool: false } } });
+  try {
+    assert.equal(engine.buildInfo.threadpool, false);
+    const r = await collect(engine.generate(request(model, chat("hi"), { num_predict: 4, seed: 1 })));
+    assert.equal(r.stats.evalCount, 4);
+    assert.equal(engine.running()[0]!.threadpoolThreads, 0);
+  } finally {
+    await engine.shutdown();
+  }
+});
+
 test("inline sampling draws the same tokens as sampling on libuv workers, and the switch reaches the context", async () => {
   requirePatchedBuild();
   // The addon reads the switch when a context is created: one engine per setting, same process.
