@@ -1,11 +1,14 @@
 // The inference binary: the patched local build that setup makes (a persistent threadpool per context, inline sampling
 // and decoding, the repeat-penalty prefilter), found and used by the engine. Required: these fail, never skip, where it
 // is missing (the prebuilt fallback is tested with the server).
+import path from "node:path";
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { silentLogger } from "../../../server/common/logger.ts";
 import { llamaRuntime } from "../../../server/engine/llama-runtime.ts";
 import { applyAddonSettings } from "../../../server/engine/native/node-llama-cpp.ts";
+import { patchedBuild } from "../../../server/engine/native/patched-build.ts";
+import { addonLacks } from "../../../server/setup/engine-build.ts";
 import type { EngineTuning } from "../../../server/engine/tuning.ts";
 import { testEngineBuild } from "../../support/engine-build.ts";
 import { tinyModelPath } from "../../support/models.ts";
@@ -30,6 +33,9 @@ async function withAddonSwitch<T>(name: AddonSwitch, on: boolean, fn: () => Prom
 
 test("the patched build is used when setup built it, and every context attaches a threadpool of its thread count", async () => {
   requirePatchedBuild();
+  // The build the environment selects (GANTRY_ENGINE_BUILD=source too) has all of the patch, image input included.
+  const built = patchedBuild(testEngineBuild());
+  assert.deepEqual(addonLacks(path.join(built.buildDir, "Release", "llama-addon.node"), built.cmakeOptions), []);
   const engine = await makeEngine({ threads: 2, numParallel: 2 });
   try {
     assert.deepEqual(engine.buildInfo, {
