@@ -55,3 +55,27 @@ export function bufferedDestination(dest: number | string = 1): DestinationStrea
 
 /** A logger that discards everything (tests and library defaults). */
 export const silentLogger: Logger = pino({ level: "silent" });
+
+/**
+ * A cheap writer of one kind of info line, for a process that logs a line per request (the gateway's access log): the
+ * caller builds the fields (the inside of a JSON object, e.g. `"status":200`, never keys or prompts), and the line
+ * goes to the logger's destination in pino's own format (level, time, bindings, fields, msg), skipping pino's
+ * serialisation and redaction of a whole object (about a tenth of a small proxied request's CPU time). Nothing is
+ * written when the logger's level is above info.
+ */
+export function infoLineWriter(logger: Logger): (fields: string, msg: string) => void {
+  const l = logger as unknown as Record<symbol, unknown>;
+  const stream = l[pino.symbols.streamSym] as { write(s: string): unknown } | undefined;
+  const bindings = String(l[pino.symbols.chindingsSym] ?? "");
+  let lastMs = 0,
+    lastIso = "";
+  return (fields, msg) => {
+    if (!stream || logger.levelVal > 30) return;
+    const now = Date.now();
+    if (now !== lastMs) {
+      lastMs = now;
+      lastIso = new Date(now).toISOString();
+    }
+    stream.write(`{"level":"info","time":"${lastIso}"${bindings},${fields},"msg":${JSON.stringify(msg)}}\n`);
+  };
+}
