@@ -3,6 +3,7 @@
 // nginx, /proc). Unlike requests/s, CPU per request is not skewed by other load on the machine, so a change to the
 // request path can be measured on a shared machine. Small GETs with `Authorization: Key`, as the gateway benchmark.
 //   node test/bench/gateway/cpu.ts [requests [rounds]]        (or GANTRY_BENCH_GATEWAY=cpu npm run bench gateway)
+//   GANTRY_BENCH_CPU_TARGETS=gateway,minimal (of direct, gateway, minimal, nginx): only those rows.
 //   GANTRY_BENCH_CPU_PROF=<dir>: the gateway also runs with --cpu-prof; its hottest functions (self time) are printed.
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
@@ -168,12 +169,15 @@ export async function benchGatewayCpu(n = 20_000, rounds = 3): Promise<void> {
   const nginx = bin ? await startNginx(bin, ngPort, upPort, key) : undefined;
   const rows: Array<Array<string | number>> = [];
   try {
+    const only = process.env.GANTRY_BENCH_CPU_TARGETS?.split(",");
     const targets = [
-      { name: "direct (stand-in upstream)", port: upPort, cpu: upstream.cpu },
-      { name: "gantry gateway (Key auth)", port: gwPort, cpu: gw.cpu },
-      { name: "floor: minimal Node proxy", port: minPort, cpu: minimal.cpu },
-      ...(nginx ? [{ name: "nginx 1 worker (header check)", port: ngPort, cpu: async () => procCpu(nginx.pid) }] : []),
-    ];
+      { id: "direct", name: "direct (stand-in upstream)", port: upPort, cpu: upstream.cpu },
+      { id: "gateway", name: "gantry gateway (Key auth)", port: gwPort, cpu: gw.cpu },
+      { id: "minimal", name: "floor: minimal Node proxy", port: minPort, cpu: minimal.cpu },
+      ...(nginx
+        ? [{ id: "nginx", name: "nginx 1 worker (header check)", port: ngPort, cpu: async () => procCpu(nginx.pid) }]
+        : []),
+    ].filter((t) => !only || only.includes(t.id));
     const got = new Map(
       targets.map((t) => [t.name, { one: [] as number[], many: [] as number[], up: [] as number[] }]),
     );
