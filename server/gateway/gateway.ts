@@ -146,14 +146,12 @@ export class Gateway {
           shape: r.shape,
           keyId: "-",
         })
-          .catch((err: unknown) => {
+          .then(this.ended, (err: unknown) => {
             this.d.logger.error({ err: String(err), requestId }, "request failed");
             sendGatewayError(res, r.shape, gatewayError(502, "the request failed in the gateway"), {
               "x-request-id": requestId,
             });
-          })
-          .finally(() => {
-            if (--this.running === 0) this.idle?.();
+            this.ended();
           });
         return;
       case "management":
@@ -176,6 +174,10 @@ export class Gateway {
         return;
       }
     }
+  };
+
+  private readonly ended = (): void => {
+    if (--this.running === 0) this.idle?.();
   };
 
   /** The listener of the metrics address (config metricsListen): /metrics, /healthz, /readyz only. */

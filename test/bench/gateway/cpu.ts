@@ -164,7 +164,11 @@ export async function benchGatewayCpu(n = 20_000, rounds = 3): Promise<void> {
   );
   const key = gw.line,
     auth = `Key ${key}`;
-  const minimal = await helper("minimal-proxy.ts", [String(minPort), origin, key]);
+  const minimal = await helper(
+    "minimal-proxy.ts",
+    [String(minPort), origin, key],
+    profDir ? ["--cpu-prof", `--cpu-prof-dir=${path.join(profDir, "minimal")}`] : [],
+  );
   const bin = nginxBinary();
   const nginx = bin ? await startNginx(bin, ngPort, upPort, key) : undefined;
   const rows: Array<Array<string | number>> = [];
