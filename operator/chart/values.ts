@@ -36,7 +36,11 @@ const OperatorValuesConfig = z.strictObject({
   resourceProfiles: o.resourceProfiles,
   podLabels: o.podLabels,
   podAnnotations: o.podAnnotations,
-  watchNamespace: z.string().describe(`${o.watchNamespace.description} Empty: all namespaces. Also the gateway's.`),
+  watchNamespace: z
+    .string()
+    .describe(
+      `${o.watchNamespace.description} Empty: all namespaces. Also the gateway's. Set: the chart grants both Roles in that namespace (which must exist) instead of ClusterRoles.`,
+    ),
   workers: o.workers,
   autoscaler: o.autoscaler,
 });

@@ -94,3 +94,19 @@ watchNamespace: {{ . | quote }}
 {{ toYaml . }}
 {{- end }}
 {{- end }}
+
+{{/*
+Where the operator's and the gateway's permissions apply: with operator.config.watchNamespace set, a Role and RoleBinding
+in that namespace (they touch nothing else); otherwise a ClusterRole and ClusterRoleBinding. Call with (list . "name").
+*/}}
+{{- define "gantry.scopedRoleKind" -}}
+{{- if .Values.operator.config.watchNamespace }}Role{{ else }}ClusterRole{{ end }}
+{{- end }}
+
+{{- define "gantry.scopedRoleMetadata" -}}
+{{- $root := index . 0 -}}
+name: {{ index . 1 }}
+{{- with $root.Values.operator.config.watchNamespace }}
+namespace: {{ . | quote }}
+{{- end }}
+{{- end }}

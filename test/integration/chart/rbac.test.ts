@@ -68,6 +68,8 @@ test("helm lint passes and every rendered object is accepted by the API server (
   assert.deepEqual(kinds, [
     "ClusterRole",
     "ClusterRole",
+    "ClusterRole", // the operator's TokenReviews
+    "ClusterRoleBinding",
     "ClusterRoleBinding",
     "ClusterRoleBinding",
     "ConfigMap",
@@ -193,6 +195,54 @@ test("helm install; an operator with the chart's ServiceAccount permissions reco
   assert.equal(await op.metric("gantry_operator_kube_requests_total", { code: "403" }), 0, "no request was forbidden");
   await op.stop();
   op = undefined;
+
+  // Scoped to one namespace (operator.config.watchNamespace): both ServiceAccounts get Roles in that namespace only,
+  // and the operator and the gateway still work with exactly those.
+  helm(
+    "upgrade",
+    "gantry",
+    CHART,
+    "-n",
+    releaseNs,
+    "--reuse-values",
+    "--set",
+    `operator.config.watchNamespace=${appNs}`,
+  );
+  const otherNs = await createTestNamespace(c.kc, "org-other");
+  for (const [who, ...what] of [
+    [kubeconfig, "patch", "modelapps.gantry.dev", "--subresource=status"],
+    [gwKubeconfig, "watch", "endpointslices"],
+  ] as const) {
+    const can = (...where: string[]) => kubectlNo({ ...c.cp, kubeconfig: who }, ["auth", "can-i", ...what, ...where]);
+    assert.match(can("-n", appNs), /yes/, `${what.join(" ")} in the watched namespace`);
+    assert.match(can("-n", otherNs), /no/, `${what.join(" ")} in another namespace`);
+    assert.match(can("-A"), /no/, `${what.join(" ")} in all namespaces`);
+  }
+  const scopedCm = await c.kc
+    .makeApiClient(CoreV1Api)
+    .readNamespacedConfigMap({ name: "gantry-operator", namespace: releaseNs });
+  const scopedConfig = parse(scopedCm.data?.["operator.yaml"] ?? "") as Record<string, unknown>;
+  assert.equal(scopedConfig.watchNamespace, appNs);
+  op = await startTestOperator({ kubeconfig }, scopedConfig);
+  await createApp(
+    c,
+    modelApp(appNs, "scoped", { model: "hf.co/acme/tiny:Q8_0", scaling: { minReplicas: 0, maxReplicas: 1 } }),
+  );
+  await waitForCondition(c, appNs, "scoped", "Ready", "True", "ScaledToZero");
+  assert.equal(
+    (await postLoad(op.url, gatewayToken, { gateway: "gw", apps: [{ namespace: appNs, name: "scoped", inFlight: 1 }] }))
+      .status,
+    204,
+    "TokenReviews stay cluster-wide",
+  );
+  await waitForCondition(c, appNs, "scoped", "Ready", "True", "Serving");
+  const scopedGw = await startTestGateway({ kubeconfig: gwKubeconfig }, { watchNamespace: appNs });
+  assert.equal((await fetch(`${scopedGw.url}/readyz`)).status, 200, "the gateway's watches list in the namespace");
+  await scopedGw.stop();
+  assert.equal(await op.metric("gantry_operator_kube_requests_total", { code: "403" }), 0, "no request was forbidden");
+  await op.stop();
+  op = undefined;
+  await c.kc.makeApiClient(CoreV1Api).deleteNamespace({ name: otherNs });
 
   helm("uninstall", "gantry", "-n", releaseNs, "--wait");
   await eventually("the operator's objects to be gone", async () =>

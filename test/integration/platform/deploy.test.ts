@@ -299,13 +299,14 @@ test("apps list, get, scale and logs on the org's apps, with JSON for scripts", 
   let followed = "";
   follow.stdout.on("data", (d: Buffer) => (followed += d.toString()));
   try {
-    await eventually("the followed log's first line", async () => (followed.length > 0 ? true : undefined), 30_000);
+    // Bounds for a loaded machine (a CLI process start and a log stream); a working -f is done in seconds.
+    await eventually("the followed log's first line", async () => (followed.length > 0 ? true : undefined), 90_000);
     const [pod] = await readyPods("live");
     await fetch(`http://${pod!.status!.podIP}:11434/api/tags?followed=1`);
     await eventually(
       "the request in the followed log",
       async () => (followed.includes("/api/tags") ? true : undefined),
-      30_000,
+      90_000,
     );
   } finally {
     follow.kill("SIGINT");

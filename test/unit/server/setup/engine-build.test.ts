@@ -73,13 +73,13 @@ describe("ensurePatchedEngine", () => {
 
 describe("expectedBuildTime", () => {
   it("divides a build's CPU time among the cores, and says how much longer the current load makes it", () => {
-    // The addon with mtmd (clip.cpp and its image code) compiled in: 200 CPU-s; everything from source: 640.
-    assert.equal(expectedBuildTime("addon", 2, 0.3), "about 2 minutes on 2 idle cores");
+    // The addon with mtmd (clip.cpp and its image code) compiled in: 145 CPU-s; everything from source: 625.
+    assert.equal(expectedBuildTime("addon", 2, 0.3), "about 70 s on 2 idle cores");
     assert.equal(expectedBuildTime("source", 2, 0.3), "about 5 minutes on 2 idle cores");
-    assert.equal(expectedBuildTime("addon", 8, 1), "about 30 s on 8 idle cores");
+    assert.equal(expectedBuildTime("addon", 8, 1), "about 20 s on 8 idle cores");
     assert.equal(
       expectedBuildTime("addon", 2, 10),
-      "about 2 minutes on 2 idle cores, 10 minutes at this machine's current load (10.0)",
+      "about 70 s on 2 idle cores, 7 minutes at this machine's current load (10.0)",
     );
   });
 });
