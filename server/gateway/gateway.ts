@@ -145,14 +145,13 @@ export class Gateway {
           query: r.query,
           shape: r.shape,
           keyId: "-",
-        })
-          .then(this.ended, (err: unknown) => {
-            this.d.logger.error({ err: String(err), requestId }, "request failed");
-            sendGatewayError(res, r.shape, gatewayError(502, "the request failed in the gateway"), {
-              "x-request-id": requestId,
-            });
-            this.ended();
+        }).then(this.ended, (err: unknown) => {
+          this.d.logger.error({ err: String(err), requestId }, "request failed");
+          sendGatewayError(res, r.shape, gatewayError(502, "the request failed in the gateway"), {
+            "x-request-id": requestId,
           });
+          this.ended();
+        });
         return;
       case "management":
         this.management(req, res, r.rest, r.query, requestId).catch((err: unknown) => {
