@@ -125,7 +125,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
         );
         const images =
           prompt.withImages && loaded.projector
-            ? await imagePrompt(llama, loaded.projector, prompt.withImages, imageLimits)
+            ? await imagePrompt(llama, loaded.projector, prompt.withImages, imageLimits, signal)
             : undefined;
         try {
           const promptTokens = images?.tokens ?? prompt.tokens;
@@ -157,6 +157,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
                       slots: loaded.slots,
                       projector: loaded.projector!,
                       context: loaded.context,
+                      encodes: loaded.imageEncodes,
                       onEncode: (seconds) => metrics.onImageEncode?.(loaded.spec.name, seconds),
                     }),
                   }

@@ -8,6 +8,7 @@ import { AppError } from "../common/errors.ts";
 import type { Slot, SlotLoop } from "./slot-loop.ts";
 import { clientClosed } from "./slot-pool.ts";
 import { decodeRequestImage, type ImageLimits } from "./image-decode.ts";
+import type { ImageEncodes } from "./image-encodes.ts";
 import type { Projector, TokenizedPrompt } from "./native/mtmd.ts";
 import type { BuiltPrompt } from "./prompt.ts";
 
@@ -29,13 +30,19 @@ export const imageCell = (id: string): Token => (-1 - Number.parseInt(id.slice(0
 
 export const isImageCell = (t: Token): boolean => t < 0;
 
-/** Decodes the prompt's images and splits them into the projector's chunks (BAD_REQUEST for a bad image). */
+/**
+ * Decodes the prompt's images and splits them into the projector's chunks (BAD_REQUEST for a bad image); stops when
+ * `signal` aborts (the client went away).
+ */
 export async function imagePrompt(
   llama: Llama,
   projector: Projector,
   built: NonNullable<BuiltPrompt["withImages"]>,
   limits: ImageLimits,
+  signal?: AbortSignal,
 ): Promise<ImagePrompt> {
+  // A client gone before or while its images are decoded: no further work for it.
+  if (signal?.aborted) throw clientClosed();
   const decoded = await Promise.all(built.images.map((img) => decodeRequestImage(llama, img.bytes, img.param, limits)));
   const sources: TokenizedPrompt[] = [];
   const dispose = () => Promise.all(sources.map((s) => s.dispose())).then(() => undefined);
@@ -51,6 +58,7 @@ export async function imagePrompt(
       addText(segment);
       const image = decoded[i];
       if (!image) continue;
+      if (signal?.aborted) throw clientClosed();
       // The projector's own chunks for one marker: the image, with whatever text the model puts around images.
       const source = await projector.tokenize(projector.info.marker, [image], {
         addSpecial: false,
@@ -120,6 +128,8 @@ export function imagePrefill(o: {
   slots: SlotLoop;
   projector: Projector;
   context: LlamaContext;
+  /** Encodings kept across requests: an image kept there is not encoded again. */
+  encodes: ImageEncodes;
   onEncode: (seconds: number) => void;
 }): ImagePrefill {
   return {
@@ -136,16 +146,18 @@ export function imagePrefill(o: {
           continue;
         }
         const cells = new Array<Token>(part.nPos).fill(imageCell(part.id));
-        await o.slots.decodeOther(slot, cells, async (sequenceId, position) => {
-          const started = performance.now();
-          const media = await o.projector.encode(part.source, part.index);
-          o.onEncode((performance.now() - started) / 1000);
-          try {
-            await o.projector.decodeMedia(o.context, media, sequenceId, position);
-          } finally {
-            await media.dispose();
-          }
-        });
+        await o.slots.decodeOther(slot, cells, (sequenceId, position) =>
+          o.encodes.with(
+            part.id,
+            async () => {
+              const started = performance.now();
+              const media = await o.projector.encode(part.source, part.index);
+              o.onEncode((performance.now() - started) / 1000);
+              return media;
+            },
+            (media) => o.projector.decodeMedia(o.context, media, sequenceId, position).then(() => undefined),
+          ),
+        );
       }
       if (signal.aborted) throw clientClosed();
       return last.tokens;

@@ -14,6 +14,7 @@ import type { EngineMetricsSink } from "./metrics.ts";
 import { nativeContextOf } from "./native/node-llama-cpp.ts";
 import { INLINE_DECODE, SlotLoop } from "./slot-loop.ts";
 import type { EngineTuning } from "./tuning.ts";
+import { ImageEncodes } from "./image-encodes.ts";
 import { loadProjector, mtmdAvailable, type Projector } from "./native/mtmd.ts";
 import type { ModelSpec } from "./types.ts";
 
@@ -55,6 +56,8 @@ export class LoadedModel {
   readonly totalLayers: number;
   /** A vision model's projector (spec.projector loaded with mtmd): the model takes images. */
   readonly projector: Projector | undefined;
+  /** The projector's encodings kept by image id, across sequences and requests. */
+  readonly imageEncodes = new ImageEncodes();
   private readonly threads: number;
   private embeddingContext: Promise<LlamaEmbeddingContext> | undefined;
   /** Requests (and loads) holding this model: it is idle, and may be evicted, at 0. */
@@ -228,6 +231,7 @@ export class LoadedModel {
     await this.slots.drained();
     const emb = this.embeddingContext;
     if (emb) await (await emb.catch(() => undefined))?.dispose();
+    await this.imageEncodes.clear();
     await this.projector?.dispose();
     await this.context.dispose();
     await this.model.dispose();

@@ -40,11 +40,17 @@ export function startSse(res: Response): LineStream {
   };
 }
 
-/** An AbortSignal that fires when the client goes away before the response finished. */
+/**
+ * An AbortSignal that fires when the client goes away before the response finished; already aborted when it went away
+ * before this was called (during the body's parsing or the model's lookup, say: "close" fired then, and a signal that
+ * waited for it would let the request run to its end for nobody).
+ */
 export function clientAbortSignal(res: Response): AbortSignal {
   const ac = new AbortController();
-  res.on("close", () => {
+  const gone = () => {
     if (!res.writableFinished) ac.abort(new Error("client disconnected"));
-  });
+  };
+  if (res.closed) gone();
+  else res.on("close", gone);
   return ac.signal;
 }

@@ -51,16 +51,20 @@ export function tinyModelPath(
 
 /**
  * The tiny vision pair (gguf/vision.ts): the tiny llama as model.gguf and its LLaVA-style projector as mmproj.gguf, in
- * one directory (written into place as a whole, so a directory that exists is complete).
+ * one directory (written into place as a whole, so a directory that exists is complete). controlLogit -8 and a large
+ * contextLength give a model whose streams stay open as long as a test needs (as tinyModelPath's).
  */
-export function visionPairPaths(): Promise<VisionPair> {
+export function visionPairPaths(opts: { controlLogit?: number; contextLength?: number } = {}): Promise<VisionPair> {
   // Bump the suffix when gguf/vision.ts changes its output.
-  const dir = path.join(cacheDir(), `vision-v${GENERATOR_VERSION}.2`);
+  const variant =
+    (opts.controlLogit !== undefined ? `-cl${opts.controlLogit}` : "") +
+    (opts.contextLength !== undefined ? `-ctx${opts.contextLength}` : "");
+  const dir = path.join(cacheDir(), `vision-v${GENERATOR_VERSION}.2${variant}`);
   const pair = { model: path.join(dir, "model.gguf"), mmproj: path.join(dir, "mmproj.gguf") };
   return cached(path.basename(dir), async () => {
     const tmp = `${dir}.${process.pid}.tmp`;
     fs.rmSync(tmp, { recursive: true, force: true });
-    await writeVisionPair(tmp);
+    await writeVisionPair(tmp, opts);
     try {
       fs.renameSync(tmp, dir);
     } catch (e) {

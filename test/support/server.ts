@@ -1,5 +1,6 @@
 // Starts `gantry serve` as a real child process (the way users run it) on a free port with its own model store.
 import { spawn, type ChildProcess } from "node:child_process";
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
@@ -136,6 +137,34 @@ export async function createModel(
   const r = await fetch(`${url}/api/create`, {
     method: "POST",
     body: JSON.stringify({ model: name, from, stream: false, ...extra }),
+  });
+  if (r.status !== 200) throw new Error(`create ${name} failed: ${r.status} ${await r.text()}`);
+}
+
+/**
+ * Creates a vision model in a running server as `gantry create` with two FROM lines does: both files uploaded as blobs
+ * and named in /api/create's `files` (the server tells the projector by its GGUF architecture).
+ */
+export async function createVisionModel(
+  url: string,
+  name: string,
+  pair: { model: string; mmproj: string },
+): Promise<void> {
+  const upload = async (file: string): Promise<string> => {
+    const bytes = fs.readFileSync(file);
+    const digest = `sha256:${createHash("sha256").update(bytes).digest("hex")}`;
+    const r = await fetch(`${url}/api/blobs/${digest}`, { method: "POST", body: bytes });
+    if (r.status !== 201 && r.status !== 200)
+      throw new Error(`upload of ${file} failed: ${r.status} ${await r.text()}`);
+    return digest;
+  };
+  const r = await fetch(`${url}/api/create`, {
+    method: "POST",
+    body: JSON.stringify({
+      model: name,
+      files: { "model.gguf": await upload(pair.model), "mmproj.gguf": await upload(pair.mmproj) },
+      stream: false,
+    }),
   });
   if (r.status !== 200) throw new Error(`create ${name} failed: ${r.status} ${await r.text()}`);
 }

@@ -5,6 +5,7 @@
 //   node minimal-proxy.ts <port> <upstream origin> <key>      prints "ready" once listening
 import http from "node:http";
 import { Pool, type Dispatcher } from "undici";
+import { reportCpuOnRequest } from "./cpu-report.ts";
 
 const [port, upstream, key] = process.argv.slice(2) as [string, string, string];
 const pool = new Pool(upstream, { connections: 64, pipelining: 1, keepAliveTimeout: 4000 });
@@ -43,5 +44,6 @@ const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
   req.resume();
   pool.dispatch({ path: req.url!.slice(PREFIX.length), method: req.method!, headers, body: null }, handler);
 });
+reportCpuOnRequest();
 server.listen(Number(port), "127.0.0.1", () => console.log("ready"));
 process.on("SIGTERM", () => process.exit(0));

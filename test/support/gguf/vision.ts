@@ -8,9 +8,11 @@
 // position per embedding); every other vision projector adds one of these.
 // Shape: 64 x 64 images in 16 x 16 patches = 16 image embeddings per image, a 64-wide 2-layer ViT: encoding takes well
 // under a millisecond of compute, and 30 images fit a 512-token context.
-// `npm run gguf:vision -- <dir>` writes <dir>/model.gguf and <dir>/mmproj.gguf.
+// `npm run gguf:vision -- <dir>` writes <dir>/model.gguf and <dir>/mmproj.gguf (--control-logit -8
+// --context-length 131072: a model whose answers practically never end, for streams a test holds open).
 import fs from "node:fs";
 import path from "node:path";
+import { parseArgs } from "node:util";
 import { makeRng } from "./numeric.ts";
 import { TINY_SHAPE, writeTinyModel } from "./tiny.ts";
 import { GGML_TYPE, GGUF_TYPE, kv, type GgmlType, type GgufMetadata } from "./types.ts";
@@ -156,26 +158,51 @@ export interface VisionPair {
   mmproj: string;
 }
 
+export interface VisionPairOptions {
+  seed?: number;
+  /** The text model's end-of-generation logit (tiny.ts): -8 = practically never stops (streams that stay open). */
+  controlLogit?: number;
+  /** The text model's trained context (512 by default): a large one lets a stream run as long as a test needs. */
+  contextLength?: number;
+}
+
 /** Writes <dir>/model.gguf (the tiny llama) and <dir>/mmproj.gguf (its projector). */
-export async function writeVisionPair(dir: string, opts: { seed?: number } = {}): Promise<VisionPair> {
+export async function writeVisionPair(dir: string, opts: VisionPairOptions = {}): Promise<VisionPair> {
   fs.mkdirSync(dir, { recursive: true });
   const pair = { model: path.join(dir, "model.gguf"), mmproj: path.join(dir, "mmproj.gguf") };
   const seed = opts.seed ?? 42;
   // End-of-generation now and then (as the tiny model's default), so answers have varied lengths. Sharper attention
   // than the plain tiny model's: its near-uniform attention averaged the image embeddings, so that the order of
   // several images made no difference and greedy answers fell into the same loops whatever the image.
-  await writeTinyModel(pair.model, { seed, name: "tiny-random-llava", attentionSharpness: 4 });
+  await writeTinyModel(pair.model, {
+    seed,
+    name: "tiny-random-llava",
+    attentionSharpness: 4,
+    ...(opts.controlLogit !== undefined ? { controlLogit: opts.controlLogit } : {}),
+    ...(opts.contextLength !== undefined ? { contextLength: opts.contextLength } : {}),
+  });
   await writeTinyProjector(pair.mmproj, { seed: seed + 1 });
   return pair;
 }
 
 if (import.meta.main) {
-  const arg = process.argv[2];
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: { "control-logit": { type: "string" }, "context-length": { type: "string" } },
+  });
+  const arg = positionals[0];
   if (!arg) {
-    process.stderr.write("usage: npm run gguf:vision -- <dir>   (writes <dir>/model.gguf and <dir>/mmproj.gguf)\n");
+    process.stderr.write(
+      "usage: npm run gguf:vision -- <dir> [--control-logit -8] [--context-length 131072]\n" +
+        "  writes <dir>/model.gguf and <dir>/mmproj.gguf; the options make a model that practically never stops\n",
+    );
     process.exit(2);
   }
+  const number = (v: string | undefined) => (v === undefined ? undefined : Number(v));
   // Under npm run, relative paths mean the caller's directory (INIT_CWD), not the package root.
-  const pair = await writeVisionPair(path.resolve(process.env.INIT_CWD ?? process.cwd(), arg));
+  const pair = await writeVisionPair(path.resolve(process.env.INIT_CWD ?? process.cwd(), arg), {
+    ...(values["control-logit"] !== undefined ? { controlLogit: number(values["control-logit"]) } : {}),
+    ...(values["context-length"] !== undefined ? { contextLength: number(values["context-length"]) } : {}),
+  });
   for (const f of [pair.model, pair.mmproj]) process.stdout.write(`${f} (${fs.statSync(f).size} bytes)\n`);
 }
