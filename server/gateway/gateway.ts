@@ -283,8 +283,9 @@ export class Gateway {
       }
       const headers = upstreamHeaders(req.rawHeaders, ctx.requestId, req.socket.remoteAddress);
       headers.push("content-length", String(payload ? payload.length : 0));
-      const retryUntil = this.now() + this.d.config.upstream.retrySeconds * 1000;
-      const holdUntil = this.now() + this.d.config.hold.timeoutSeconds * 1000;
+      const t = this.now();
+      const retryUntil = t + this.d.config.upstream.retrySeconds * 1000;
+      const holdUntil = t + this.d.config.hold.timeoutSeconds * 1000;
       let forwarding: { abort(reason: string): void } | undefined;
       active = {
         cancel: (cause) => {
