@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { AppError } from "../common/errors.ts";
 import { infoLineWriter, type Logger } from "../common/logger.ts";
-import { decideAccess, parseAuthorization, type KeyCheck } from "./auth.ts";
+import { decideAccess, type KeyCheck } from "./auth.ts";
 import type { GatewayConfig } from "./config.ts";
 import { gatewayError, sendGatewayError, type ErrorShape } from "./errors.ts";
 import { keepAliveLine, NDJSON_HEAD, SSE_HEAD, streamErrorEvent, streamKind, type StreamKind } from "./hold.ts";
@@ -200,8 +200,7 @@ export class Gateway {
   }
 
   private checkHeader(header: string | undefined): KeyCheck {
-    const parsed = parseAuthorization(header);
-    return parsed.ok ? this.verifier.check(parsed.keyId, parsed.secret, this.now()) : parsed;
+    return this.verifier.checkAuthorization(header, this.now());
   }
 
   private state(org: string, name: string): AppState {
@@ -284,8 +283,9 @@ export class Gateway {
       }
       const headers = upstreamHeaders(req.rawHeaders, ctx.requestId, req.socket.remoteAddress);
       headers.push("content-length", String(payload ? payload.length : 0));
-      const retryUntil = this.now() + this.d.config.upstream.retrySeconds * 1000;
-      const holdUntil = this.now() + this.d.config.hold.timeoutSeconds * 1000;
+      const t = this.now();
+      const retryUntil = t + this.d.config.upstream.retrySeconds * 1000;
+      const holdUntil = t + this.d.config.hold.timeoutSeconds * 1000;
       let forwarding: { abort(reason: string): void } | undefined;
       active = {
         cancel: (cause) => {

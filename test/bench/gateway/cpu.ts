@@ -16,7 +16,7 @@ import { nginxBinary, startNginx } from "./nginx.ts";
 const HERE = import.meta.dirname;
 const PATH = "/acme/chat/api/version";
 
-interface Helper {
+export interface Helper {
   proc: ChildProcess;
   line: string;
   cpu(): Promise<number>;
@@ -24,7 +24,7 @@ interface Helper {
 }
 
 /** Starts a helper with an IPC channel; resolves with its first stdout line (once it listens). */
-async function helper(script: string, args: string[], nodeArgs: string[] = []): Promise<Helper> {
+export async function helper(script: string, args: string[], nodeArgs: string[] = []): Promise<Helper> {
   const proc = spawn(process.execPath, [...nodeArgs, path.join(HERE, script), ...args], {
     stdio: ["ignore", "pipe", "inherit", "ipc"],
   });
