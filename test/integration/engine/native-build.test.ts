@@ -116,7 +116,12 @@ test("inline decoding generates the same tokens as decoding on libuv workers, an
   const model = specFor(await tinyModelPath({ controlLogit: -8 }), "inline-decode");
   const outputs: Record<string, string[]> = {};
   for (const inlineDecode of [false, true]) {
-    const engine = await makeEngine({ threads: 2, numParallel: 2, tuning: { inlineDecode } });
+    // Steps stay inline however slow a loaded machine makes them (the switch back to workers is not under test).
+    const engine = await makeEngine({
+      threads: 2,
+      numParallel: 2,
+      tuning: { inlineDecode, inlineDecodeMaxStepMs: 60_000 },
+    });
     try {
       assert.equal(engine.buildInfo.inlineDecode, inlineDecode);
       // Two sequences decoding in the same steps, with a prompt long enough for a worker step first.
