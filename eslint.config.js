@@ -69,13 +69,6 @@ export default tseslint.config(
     rules: { "no-restricted-properties": "off" },
   },
   {
-    // The exemptions: the native port hands the patched addon its switches (EngineTuning.addon) through the
-    // environment, the only input the patch reads them from; patched-build.ts was exempt before this branch (left as
-    // it was: the settings catalogue's owner decides).
-    files: ["server/engine/native/node-llama-cpp.ts", "server/engine/native/patched-build.ts"],
-    rules: { "no-restricted-properties": "off" },
-  },
-  {
     // The engine's native port: node-llama-cpp's private fields are read in server/engine/native/ only (port.ts).
     files: ["server/**/*.ts", "operator/**/*.ts"],
     ignores: ["server/engine/native/**"],

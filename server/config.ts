@@ -73,6 +73,16 @@ export const ServerConfigSchema = z.object({
     .describe(
       "Inference binary: auto = the patched node-llama-cpp build made by setup (persistent threadpool) when present, else the prebuilt one; source = the patched build with llama.cpp compiled from source too (setup makes it when set); prebuilt = always the package's prebuilt binary",
     ),
+  GANTRY_CACHE: z
+    .string()
+    .default(path.join(os.homedir(), ".cache", "gantry"))
+    .describe("Cache of everything setup downloads or builds (the patched engine, the default model)"),
+  GANTRY_ENGINE_CPU: z
+    .enum(["native", "portable"])
+    .default("native")
+    .describe(
+      "CPU target of a GANTRY_ENGINE_BUILD=source build: native = this machine's instruction set; portable = any x86-64/arm64 CPU (images)",
+    ),
   GANTRY_THREADPOOL_POLL: intFrom(0)
     .max(100)
     .default(50)

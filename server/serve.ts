@@ -5,6 +5,7 @@ import type { Logger } from "./common/logger.ts";
 import { parseHostPort } from "./common/host-port.ts";
 import { parseByteSize, type ServerConfig } from "./config.ts";
 import { createEngine } from "./engine/engine.ts";
+import { engineBuildSettings } from "./engine/native/patched-build.ts";
 import type { EngineTuning } from "./engine/tuning.ts";
 import type { Engine } from "./engine/types.ts";
 import { createServerApp } from "./http/app.ts";
@@ -52,7 +53,7 @@ export async function startServer(
   const engine = await createEngine({
     logger,
     threads: config.GANTRY_THREADS,
-    engineBuild: config.GANTRY_ENGINE_BUILD,
+    engineBuild: engineBuildSettings(config),
     gpu: config.GANTRY_GPU,
     ...(opts.tuning ? { tuning: opts.tuning } : {}),
     threadpoolPoll: config.GANTRY_THREADPOOL_POLL,

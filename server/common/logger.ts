@@ -1,4 +1,5 @@
 // Structured JSON logs (pino). Created once in a process's main and passed down; never logs prompts or keys.
+import fs from "node:fs";
 import { pino, type DestinationStream, type Logger as PinoLogger } from "pino";
 
 export type Logger = PinoLogger;
@@ -28,30 +29,87 @@ export function createLogger(opts: { level?: string; name?: string; destination?
   );
 }
 
+/** A buffered destination writes when this much is pending (and at the latest every 200 ms). */
+const WRITE_AT = 64 * 1024;
+/** Past this much pending (the destination does not take it), lines are dropped rather than memory used up. */
+const MAX_PENDING = 16 * 1024 * 1024;
+
 /**
- * A buffered log destination for a process that logs a line per request (the gateway): lines go out in blocks of
- * 4 KiB, and at the latest every 200 ms, instead of one write system call per line (a measurable share of a small
- * proxied request); whatever is pending is written on exit. `dest` is a file descriptor (1 = stdout) or a path.
+ * A buffered log destination for a process that logs a line per request (the gateway): lines are appended to a string
+ * and go out in blocks of 64 KiB, and at the latest every 200 ms, one asynchronous write at a time (partial writes and
+ * EAGAIN on a non-blocking pipe continue where they stopped); whatever is pending is written on exit. pino's own
+ * buffered destination (sonic-boom) spent 3-5 µs of CPU per line, a few per cent of a small proxied request; this
+ * costs about 0.2 µs. `dest` is a file descriptor (1 = stdout) or a path (appended to).
  */
-export function bufferedDestination(dest: number | string = 1): DestinationStream {
-  const out = pino.destination({ dest, sync: false, minLength: 4096 });
-  const flush = () => {
-    try {
-      out.flush();
-    } catch {
-      // not open yet, or closed: the next flush or exit writes it
+export function bufferedDestination(dest: number | string = 1): DestinationStream & { flushSync(): void } {
+  const fd = typeof dest === "number" ? dest : fs.openSync(dest, "a");
+  let pending = "";
+  let writing = false;
+  const send = (): void => {
+    if (writing || pending === "") return;
+    writing = true;
+    let buf = Buffer.from(pending);
+    pending = "";
+    const done = (err: NodeJS.ErrnoException | null, n: number): void => {
+      if (err?.code === "EAGAIN") {
+        setTimeout(() => fs.write(fd, buf, 0, buf.length, null, done), 10).unref();
+        return;
+      }
+      if (!err && n < buf.length) {
+        buf = buf.subarray(n);
+        fs.write(fd, buf, 0, buf.length, null, done);
+        return;
+      }
+      writing = false; // written, or failed with nowhere to report it
+      if (pending.length >= WRITE_AT) send();
+    };
+    fs.write(fd, buf, 0, buf.length, null, done);
+  };
+  const flushSync = (): void => {
+    let buf = Buffer.from(pending);
+    pending = "";
+    for (let tries = 0; buf.length > 0 && tries < 1000; tries++) {
+      try {
+        buf = buf.subarray(fs.writeSync(fd, buf));
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EAGAIN") return;
+      }
     }
   };
-  setInterval(flush, 200).unref();
-  process.once("exit", () => {
-    try {
-      out.flushSync();
-    } catch {
-      // nothing more can be done at exit
-    }
-  });
-  return out;
+  setInterval(send, 200).unref();
+  process.once("exit", flushSync);
+  return {
+    write(line: string) {
+      if (pending.length < MAX_PENDING) pending += line;
+      if (pending.length >= WRITE_AT) send();
+    },
+    flushSync,
+  };
 }
 
 /** A logger that discards everything (tests and library defaults). */
 export const silentLogger: Logger = pino({ level: "silent" });
+
+/**
+ * A cheap writer of one kind of info line, for a process that logs a line per request (the gateway's access log): the
+ * caller builds the fields (the inside of a JSON object, e.g. `"status":200`, never keys or prompts), and the line
+ * goes to the logger's destination in pino's own format (level, time, bindings, fields, msg), skipping pino's
+ * serialisation and redaction of a whole object (about a tenth of a small proxied request's CPU time). Nothing is
+ * written when the logger's level is above info.
+ */
+export function infoLineWriter(logger: Logger): (fields: string, msg: string) => void {
+  const l = logger as unknown as Record<symbol, unknown>;
+  const stream = l[pino.symbols.streamSym] as { write(s: string): unknown } | undefined;
+  const bindings = String(l[pino.symbols.chindingsSym] ?? "");
+  let lastMs = 0,
+    lastIso = "";
+  return (fields, msg) => {
+    if (!stream || logger.levelVal > 30) return;
+    const now = Date.now();
+    if (now !== lastMs) {
+      lastMs = now;
+      lastIso = new Date(now).toISOString();
+    }
+    stream.write(`{"level":"info","time":"${lastIso}"${bindings},${fields},"msg":${JSON.stringify(msg)}}\n`);
+  };
+}

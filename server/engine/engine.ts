@@ -7,7 +7,7 @@ import { embedTexts } from "./embedding.ts";
 import { vramBytes, type GpuSetting } from "./gpu.ts";
 import { commonPrefixLength, contextOverflow, runGeneration } from "./generation.ts";
 import { GrammarCache, grammarStopStrings } from "./grammars.ts";
-import { llamaRuntime, type EngineBuildMode } from "./llama-runtime.ts";
+import { llamaRuntime, type EngineBuildSettings } from "./llama-runtime.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { ModelRegistry, shuttingDown, type LoadRequest } from "./model-registry.ts";
 import { applyAddonSettings } from "./native/node-llama-cpp.ts";
@@ -47,8 +47,11 @@ export interface EngineOptions {
   renderTemplate?: RenderTemplate;
   /** Switches for measurements (benchmarks and A/B tests); default: none (tuning.ts). */
   tuning?: EngineTuning;
-  /** auto: the patched local build when setup made it, else the prebuilt binary; prebuilt: always the prebuilt one. */
-  engineBuild?: EngineBuildMode;
+  /**
+   * Which binary (GANTRY_ENGINE_BUILD, GANTRY_CACHE, GANTRY_ENGINE_CPU): auto = the patched local build when setup made
+   * it, else the prebuilt binary; source = the patched build of llama.cpp from source; prebuilt = the prebuilt one.
+   */
+  engineBuild: EngineBuildSettings;
   /** GPU backend (GANTRY_GPU); default off (the CPU). */
   gpu?: GpuSetting;
   /**
@@ -63,9 +66,9 @@ export interface EngineOptions {
 export async function createEngine(opts: EngineOptions): Promise<Engine & { readonly threads: number }> {
   const threads = resolveThreads(opts.threads);
   const tuning = opts.tuning ?? DEFAULT_TUNING;
-  // Before any context exists: the addon reads its settings when it creates one.
-  applyAddonSettings({ ...tuning.addon, threadpoolPoll: opts.threadpoolPoll ?? 50 });
   const { llama, build } = await llamaRuntime(threads, opts.logger, opts.engineBuild, opts.gpu);
+  // Before any context exists: the addon reads its settings when it creates one.
+  applyAddonSettings(llama, { ...tuning.addon, threadpoolPoll: opts.threadpoolPoll ?? 50 });
   const patched = build === "patched-local";
   const buildInfo: EngineBuildInfo = {
     build,

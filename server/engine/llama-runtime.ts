@@ -8,10 +8,16 @@
 import { getLlama, LlamaLogLevel, type Llama } from "node-llama-cpp";
 import type { Logger } from "../common/logger.ts";
 import { llamaGpuOption, type GpuSetting } from "./gpu.ts";
-import { linkLocalBuild, patchedBuild, readBuildStatus, type EngineBuildMode } from "./native/patched-build.ts";
+import {
+  linkLocalBuild,
+  patchedBuild,
+  readBuildStatus,
+  type EngineBuildMode,
+  type EngineBuildSettings,
+} from "./native/patched-build.ts";
 import type { EngineBuildInfo } from "./types.ts";
 
-export type { EngineBuildMode };
+export type { EngineBuildMode, EngineBuildSettings };
 
 export interface LlamaRuntime {
   llama: Llama;
@@ -21,25 +27,31 @@ export interface LlamaRuntime {
 
 const runtimes = new Map<string, Promise<LlamaRuntime>>();
 
+/** The runtime of `threads` threads on the binary `build` selects (see findPatchedBuild), loaded once per process. */
 export function llamaRuntime(
   threads: number,
   logger: Logger,
-  mode: EngineBuildMode = "auto",
+  build: EngineBuildSettings,
   gpu: GpuSetting = "off",
 ): Promise<LlamaRuntime> {
-  const key = `${threads}:${mode}:${gpu}`;
+  const key = JSON.stringify([threads, build.mode, build.cacheDir, build.cpuTarget, gpu]);
   let p = runtimes.get(key);
   if (!p) {
-    p = load(threads, logger, mode, gpu);
+    p = load(threads, logger, build, gpu);
     runtimes.set(key, p);
     p.catch(() => runtimes.delete(key));
   }
   return p;
 }
 
-async function load(threads: number, logger: Logger, mode: EngineBuildMode, gpu: GpuSetting): Promise<LlamaRuntime> {
+async function load(
+  threads: number,
+  logger: Logger,
+  build: EngineBuildSettings,
+  gpu: GpuSetting,
+): Promise<LlamaRuntime> {
   try {
-    return await loadFor(threads, logger, mode, gpu);
+    return await loadFor(threads, logger, build, gpu);
   } catch (err) {
     if (gpu === "auto" || gpu === "off") throw err;
     // As Ollama without a usable GPU: serve on the CPU and say so (ps then reports 100% CPU), rather than not at all.
@@ -47,12 +59,18 @@ async function load(threads: number, logger: Logger, mode: EngineBuildMode, gpu:
       { gpu, err: err instanceof Error ? `${err.name}: ${err.message}` : String(err) },
       `engine: GANTRY_GPU=${gpu} but no usable ${gpu} backend here; running on the CPU`,
     );
-    return loadFor(threads, logger, mode, "off");
+    return loadFor(threads, logger, build, "off");
   }
 }
 
-async function loadFor(threads: number, logger: Logger, mode: EngineBuildMode, gpu: GpuSetting): Promise<LlamaRuntime> {
-  const patched = mode === "prebuilt" ? { reason: "GANTRY_ENGINE_BUILD=prebuilt" } : findPatchedBuild(mode, gpu);
+async function loadFor(
+  threads: number,
+  logger: Logger,
+  settings: EngineBuildSettings,
+  gpu: GpuSetting,
+): Promise<LlamaRuntime> {
+  const mode = settings.mode;
+  const patched = mode === "prebuilt" ? { reason: "GANTRY_ENGINE_BUILD=prebuilt" } : findPatchedBuild(settings, gpu);
   const llama = await getLlama({
     gpu: llamaGpuOption(gpu),
     build: "never",
@@ -97,13 +115,13 @@ async function loadFor(threads: number, logger: Logger, mode: EngineBuildMode, g
 
 /** The patched build setup made, linked where getLlama finds it; or why there is none. */
 function findPatchedBuild(
-  mode: Exclude<EngineBuildMode, "prebuilt">,
+  settings: EngineBuildSettings,
   gpu: GpuSetting,
 ): { cmakeOptions: Readonly<Record<string, string>> } | { reason: string } {
   if (gpu !== "auto" && gpu !== "off")
     return { reason: `GANTRY_GPU=${gpu} asks for a GPU backend and the patched build is CPU-only` };
   try {
-    const build = patchedBuild({ mode });
+    const build = patchedBuild(settings);
     const status = readBuildStatus(build);
     if (status?.state !== "built") {
       return {

@@ -130,7 +130,10 @@ export class LoadedModel {
         parallel: o.parallel,
         maxQueue: o.maxQueue,
         turns: decodeTurnsFor(o.llama),
-        inline: (o.tuning.inlineDecode ?? true) ? INLINE_DECODE : undefined,
+        inline:
+          (o.tuning.inlineDecode ?? true)
+            ? { ...INLINE_DECODE, maxStepMs: o.tuning.inlineDecodeMaxStepMs ?? INLINE_DECODE.maxStepMs }
+            : undefined,
         fill: {
           ...(o.tuning.decodeWaitMs !== undefined ? { maxWaitMs: o.tuning.decodeWaitMs } : {}),
           fullSteps: o.tuning.fullSteps ?? true,

@@ -16,6 +16,13 @@ export const EngineTuningSchema = z
       .boolean()
       .optional()
       .describe("Small decode steps run on the JS thread where the addon allows it (default true)"),
+    inlineDecodeMaxStepMs: z
+      .number()
+      .positive()
+      .optional()
+      .describe(
+        "Small steps slower than this on average go back to a worker (default 100); tests that must see inline steps on a loaded machine raise it",
+      ),
     moveSlots: z
       .boolean()
       .optional()

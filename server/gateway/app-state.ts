@@ -2,6 +2,7 @@
 // refused a connection or passed the gateway's own health check, and the warm-up of a scale from zero. The pick of
 // a pod (least in-flight requests, ties rotated) is here.
 import type { AppError } from "../common/errors.ts";
+import { AppStats } from "./metrics.ts";
 import type { Endpoint } from "./ports.ts";
 
 /** One request in progress for an app: aborted with `cause` when the app is deleted or the gateway stops. */
@@ -25,12 +26,13 @@ export class AppState {
   probing = false;
   rr = 0;
   uid: string | undefined;
-  /** Metric children of this app, looked up once (label hashing is a measurable share of a small request). */
-  readonly children = new Map<string, unknown>();
+  /** The app's per-request metrics (kept by the metrics, which outlive this state). */
+  readonly stats: AppStats;
 
-  constructor(org: string, name: string) {
+  constructor(org: string, name: string, stats = new AppStats(org, name)) {
     this.org = org;
     this.name = name;
+    this.stats = stats;
   }
 
   /** The least-loaded usable pod, or undefined. */

@@ -5,8 +5,8 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { AppError } from "../common/errors.ts";
-import type { Logger } from "../common/logger.ts";
-import { decideAccess, parseAuthorization, type KeyCheck } from "./auth.ts";
+import { infoLineWriter, type Logger } from "../common/logger.ts";
+import { decideAccess, type KeyCheck } from "./auth.ts";
 import type { GatewayConfig } from "./config.ts";
 import { gatewayError, sendGatewayError, type ErrorShape } from "./errors.ts";
 import { keepAliveLine, NDJSON_HEAD, SSE_HEAD, streamErrorEvent, streamKind, type StreamKind } from "./hold.ts";
@@ -71,6 +71,8 @@ export class Gateway {
   private readonly limiter: KeyLimiter;
   private readonly management: ManagementHandler;
   private readonly now: () => number;
+  /** The access log: one JSON line per request, built by hand (logger.ts infoLineWriter). */
+  private readonly accessLog: (fields: string, msg: string) => void;
   private closing = false;
   private running = 0;
   private idle: (() => void) | undefined;
@@ -78,6 +80,7 @@ export class Gateway {
   constructor(d: GatewayDeps) {
     this.d = d;
     this.now = d.now ?? Date.now;
+    this.accessLog = infoLineWriter(d.logger);
     this.metrics = new GatewayMetrics(() =>
       [...this.states.values()].map((s) => ({ org: s.org, app: s.name, inFlight: s.inFlight, held: s.held })),
     );
@@ -142,16 +145,13 @@ export class Gateway {
           query: r.query,
           shape: r.shape,
           keyId: "-",
-        })
-          .catch((err: unknown) => {
-            this.d.logger.error({ err: String(err), requestId }, "request failed");
-            sendGatewayError(res, r.shape, gatewayError(502, "the request failed in the gateway"), {
-              "x-request-id": requestId,
-            });
-          })
-          .finally(() => {
-            if (--this.running === 0) this.idle?.();
+        }).then(this.ended, (err: unknown) => {
+          this.d.logger.error({ err: String(err), requestId }, "request failed");
+          sendGatewayError(res, r.shape, gatewayError(502, "the request failed in the gateway"), {
+            "x-request-id": requestId,
           });
+          this.ended();
+        });
         return;
       case "management":
         this.management(req, res, r.rest, r.query, requestId).catch((err: unknown) => {
@@ -175,6 +175,10 @@ export class Gateway {
     }
   };
 
+  private readonly ended = (): void => {
+    if (--this.running === 0) this.idle?.();
+  };
+
   /** The listener of the metrics address (config metricsListen): /metrics, /healthz, /readyz only. */
   readonly handleSystem = (req: IncomingMessage, res: ServerResponse): void => {
     const path = (req.url ?? "/").split("?")[0];
@@ -196,15 +200,14 @@ export class Gateway {
   }
 
   private checkHeader(header: string | undefined): KeyCheck {
-    const parsed = parseAuthorization(header);
-    return parsed.ok ? this.verifier.check(parsed.keyId, parsed.secret, this.now()) : parsed;
+    return this.verifier.checkAuthorization(header, this.now());
   }
 
   private state(org: string, name: string): AppState {
     const k = `${org}/${name}`;
     let s = this.states.get(k);
     if (!s) {
-      s = new AppState(org, name);
+      s = new AppState(org, name, this.metrics.app(org, name));
       this.states.set(k, s);
     }
     return s;
@@ -280,8 +283,9 @@ export class Gateway {
       }
       const headers = upstreamHeaders(req.rawHeaders, ctx.requestId, req.socket.remoteAddress);
       headers.push("content-length", String(payload ? payload.length : 0));
-      const retryUntil = this.now() + this.d.config.upstream.retrySeconds * 1000;
-      const holdUntil = this.now() + this.d.config.hold.timeoutSeconds * 1000;
+      const t = this.now();
+      const retryUntil = t + this.d.config.upstream.retrySeconds * 1000;
+      const holdUntil = t + this.d.config.hold.timeoutSeconds * 1000;
       let forwarding: { abort(reason: string): void } | undefined;
       active = {
         cancel: (cause) => {
@@ -563,28 +567,13 @@ export class Gateway {
   private observeTtfb(ctx: RequestContext): void {
     if (ctx.ttfbObserved) return;
     ctx.ttfbObserved = true;
-    const s = this.states.get(`${ctx.org}/${ctx.app}`);
-    const ttfb = (performance.now() - ctx.t0) / 1000;
-    if (s) this.child(s, "t", () => this.metrics.ttfb.labels(ctx.org, ctx.app)).observe(ttfb);
+    this.states.get(`${ctx.org}/${ctx.app}`)?.stats.ttfb.observe((performance.now() - ctx.t0) / 1000);
   }
 
   /** Metrics and the log line of a request refused before it reached the app. */
   private countOnly(ctx: RequestContext, status: number): void {
-    this.metrics.requests.inc({ org: ctx.org, app: ctx.app, code: String(status) });
-    this.d.logger.info(
-      { requestId: ctx.requestId, org: ctx.org, app: ctx.app, path: ctx.rest, status, keyId: ctx.keyId },
-      "request",
-    );
-  }
-
-  private child<T>(s: AppState, key: string, make: () => T): T {
-    let c = s.children.get(key) as T | undefined;
-    if (!c) {
-      c = make();
-      if (s.children.size > 10_000) s.children.clear();
-      s.children.set(key, c);
-    }
-    return c;
+    this.metrics.app(ctx.org, ctx.app).count(status);
+    this.logRequest(ctx, status, performance.now() - ctx.t0, undefined);
   }
 
   private finishRequest(
@@ -594,16 +583,14 @@ export class Gateway {
     tokens: { prompt: number; completion: number } | undefined,
   ) {
     const ms = performance.now() - ctx.t0;
-    const m = this.metrics,
-      { org, app, keyId } = ctx;
-    this.child(s, `r${status}`, () => m.requests.labels(org, app, String(status))).inc();
-    this.child(s, "d", () => m.duration.labels(org, app)).observe(ms / 1000);
-    this.child(s, `u${keyId}`, () => m.usageRequests.labels(org, app, keyId)).inc();
+    const stats = s.stats;
+    stats.count(status);
+    stats.duration.observe(ms / 1000);
+    const k = stats.key(ctx.keyId);
+    k.requests++;
     if (tokens) {
-      if (tokens.prompt)
-        this.child(s, `p${keyId}`, () => m.usageTokens.labels(org, app, keyId, "prompt")).inc(tokens.prompt);
-      if (tokens.completion)
-        this.child(s, `c${keyId}`, () => m.usageTokens.labels(org, app, keyId, "completion")).inc(tokens.completion);
+      k.prompt += tokens.prompt;
+      k.completion += tokens.completion;
     }
     this.d.usage?.record({
       org: ctx.org,
@@ -615,18 +602,23 @@ export class Gateway {
       durationMs: ms,
       at: this.now(),
     });
-    this.d.logger.info(
-      {
-        requestId: ctx.requestId,
-        org: ctx.org,
-        app: ctx.app,
-        method: ctx.req.method,
-        path: ctx.rest,
-        status,
-        keyId: ctx.keyId,
-        ms: Math.round(ms * 10) / 10,
-        ...(tokens ? { promptTokens: tokens.prompt, completionTokens: tokens.completion } : {}),
-      },
+    this.logRequest(ctx, status, ms, tokens);
+  }
+
+  /**
+   * The access log line. Its fields need no escaping but the path: the request id matches REQUEST_ID or is a UUID,
+   * org and app are DNS labels, the method passed node's parser, the key id is hex (or "-").
+   */
+  private logRequest(
+    ctx: RequestContext,
+    status: number,
+    ms: number,
+    tokens: { prompt: number; completion: number } | undefined,
+  ): void {
+    this.accessLog(
+      `"requestId":"${ctx.requestId}","org":"${ctx.org}","app":"${ctx.app}","method":"${ctx.req.method}",` +
+        `"path":${JSON.stringify(ctx.rest)},"status":${status},"keyId":"${ctx.keyId}","ms":${Math.round(ms * 10) / 10}` +
+        (tokens ? `,"promptTokens":${tokens.prompt},"completionTokens":${tokens.completion}` : ""),
       status === 499 ? "client closed the connection" : "request",
     );
   }

@@ -1,13 +1,15 @@
 // Checks presented keys against the key store, caching results briefly. A cached result is tied to the versions of
 // the key's Secrets, so a revoked (deleted) or changed key fails at once, however long the cache would keep it.
+// checkAuthorization keys its cache by the whole Authorization header, so a repeated caller costs one Map lookup and
+// the key's record lookup (for its version), without parsing the header again.
 import { checkKey, type KeyRecord } from "./keys.ts";
-import type { KeyCheck } from "./auth.ts";
+import { parseAuthorization, type KeyCheck } from "./auth.ts";
 import type { KeyStore } from "./ports.ts";
 
 const MAX_ENTRIES = 10_000;
 
 export class KeyVerifier {
-  private readonly cache = new Map<string, { versions: string; until: number; check: KeyCheck }>();
+  private readonly cache = new Map<string, { id: string; versions: string; until: number; check: KeyCheck }>();
   private readonly store: Pick<KeyStore, "byId">;
   private readonly ttlMs: number;
 
@@ -16,13 +18,27 @@ export class KeyVerifier {
     this.ttlMs = ttlMs;
   }
 
-  check(id: string, secret: string, now: number): KeyCheck {
+  /** The check of an Authorization header (missing or malformed ones included), cached by the header. */
+  checkAuthorization(header: string | undefined, now: number): KeyCheck {
+    if (header !== undefined) {
+      const hit = this.cache.get(header);
+      if (hit && hit.until > now) {
+        const records = this.store.byId(hit.id);
+        if (records.length === 0) return { ok: false, reason: "unknown" };
+        if (versionsOf(records) === hit.versions) return expiredNow(hit.check, records, now);
+      }
+    }
+    const parsed = parseAuthorization(header);
+    return parsed.ok ? this.check(parsed.keyId, parsed.secret, now, header) : parsed;
+  }
+
+  check(id: string, secret: string, now: number, cacheKey = `${id}:${secret}`): KeyCheck {
     const records = this.store.byId(id);
     if (records.length === 0) return { ok: false, reason: "unknown" };
-    const versions = records.length === 1 ? records[0]!.version : records.map((r) => r.version).join(",");
-    const cacheKey = `${id}:${secret}`;
+    const versions = versionsOf(records);
     const hit = this.cache.get(cacheKey);
-    if (hit && hit.versions === versions && hit.until > now) return expiredNow(hit.check, records, now);
+    if (hit && hit.id === id && hit.versions === versions && hit.until > now)
+      return expiredNow(hit.check, records, now);
     let check: KeyCheck = { ok: false, reason: "wrong_secret" };
     for (const rec of records) {
       const r = checkKey(rec, secret, now);
@@ -34,11 +50,14 @@ export class KeyVerifier {
     }
     if (this.ttlMs > 0) {
       if (this.cache.size >= MAX_ENTRIES) this.cache.clear();
-      this.cache.set(cacheKey, { versions, until: now + this.ttlMs, check });
+      this.cache.set(cacheKey, { id, versions, until: now + this.ttlMs, check });
     }
     return check;
   }
 }
+
+const versionsOf = (records: readonly KeyRecord[]): string =>
+  records.length === 1 ? records[0]!.version : records.map((r) => r.version).join(",");
 
 /** A cached success still ends when the key expires. */
 function expiredNow(check: KeyCheck, records: readonly KeyRecord[], now: number): KeyCheck {

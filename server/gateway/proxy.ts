@@ -130,96 +130,115 @@ export class Upstreams {
   }
 
   forward(origin: string, res: ServerResponse, o: ForwardOptions): Forwarding {
-    let controller: Dispatcher.DispatchController | undefined;
-    let abortReason: Error | undefined;
-    let started = o.committed !== undefined;
-    let settled = false;
-    let resolve!: (x: ProxyOutcome) => void;
-    const done = new Promise<ProxyOutcome>((r) => {
-      resolve = r;
-    });
-    const finish = (x: ProxyOutcome) => {
-      if (settled) return;
-      settled = true;
-      res.off("drain", onDrain);
-      resolve(x);
-    };
-    const onDrain = () => controller?.resume();
-    let scanner: UsageScanner | undefined;
-    let filter: UsageEventFilter | undefined;
-    let status = 0;
-    let errorBody: string | undefined; // a committed stream's failed answer, collected for its error event
-
-    const handler: Dispatcher.DispatchHandler = {
-      onRequestStart(c) {
-        controller = c;
-        if (abortReason) c.abort(abortReason);
-      },
-      onResponseStart(c, statusCode, headers) {
-        status = statusCode;
-        const type = String(headers["content-type"] ?? "");
-        o.onHead?.(statusCode, type);
-        if (o.committed) {
-          if (statusCode >= 400) errorBody = "";
-          else {
-            if (o.meter) scanner = new UsageScanner(type);
-            if (o.dropUsageEvent && type.includes("text/event-stream")) filter = new UsageEventFilter();
-          }
-          return;
-        }
-        if (o.meter) scanner = new UsageScanner(type);
-        if (o.dropUsageEvent && type.includes("text/event-stream")) filter = new UsageEventFilter();
-        started = true;
-        res.writeHead(statusCode, downstreamHeaders(headers, o.requestId));
-        // SSE/NDJSON: the head goes out now, not with the first token.
-        if (filter || type.includes("event-stream") || type.includes("ndjson")) res.flushHeaders();
-        void c;
-      },
-      onResponseData(c, chunk) {
-        if (errorBody !== undefined) {
-          if (errorBody.length < 65536) errorBody += chunk.toString("utf8");
-          return;
-        }
-        scanner?.push(chunk);
-        const out = filter ? filter.push(chunk) : chunk;
-        if (out.length > 0 && !res.write(out)) {
-          c.pause();
-          res.once("drain", onDrain);
-        }
-      },
-      onResponseEnd() {
-        if (errorBody !== undefined) {
-          res.end(o.errorEvent(status, errorBody));
-          finish({ kind: "done", status });
-          return;
-        }
-        const rest = filter?.end();
-        if (rest) res.end(rest);
-        else res.end();
-        const tokens = scanner?.end();
-        finish({ kind: "done", status, ...(tokens ? { tokens } : {}) });
-      },
-      onResponseError(_c, error) {
-        if (abortReason) finish({ kind: "aborted", started });
-        else if (!started && status === 0 && isConnectError(error)) finish({ kind: "refused", error });
-        else finish({ kind: "failed", error, started, ...(status ? { status } : {}) });
-      },
-    };
+    const f = new Forward(res, o);
     try {
       this.pool(origin).dispatch(
         { path: o.path, method: o.method, headers: o.headers, body: o.body, blocking: true },
-        handler,
+        f,
       );
     } catch (error) {
-      finish({ kind: "failed", error: error as Error, started: false });
+      f.finish({ kind: "failed", error: error as Error, started: false });
     }
-    return {
-      done,
-      abort(reason) {
-        if (settled || abortReason) return;
-        abortReason = new Error(reason);
-        if (controller) controller.abort(abortReason);
-      },
-    };
+    return f;
+  }
+}
+
+/**
+ * One forwarded exchange: undici's handler of the pod's answer (writing it into the client's response) and the
+ * caller's handle on it. A class, so a request allocates one object rather than a closure per callback.
+ */
+class Forward implements Dispatcher.DispatchHandler, Forwarding {
+  readonly done: Promise<ProxyOutcome>;
+  private resolve!: (x: ProxyOutcome) => void;
+  private readonly res: ServerResponse;
+  private readonly o: ForwardOptions;
+  private controller: Dispatcher.DispatchController | undefined;
+  private abortReason: Error | undefined;
+  private started: boolean;
+  private settled = false;
+  private scanner: UsageScanner | undefined;
+  private filter: UsageEventFilter | undefined;
+  private status = 0;
+  /** A committed stream's failed answer, collected for its error event. */
+  private errorBody: string | undefined;
+
+  constructor(res: ServerResponse, o: ForwardOptions) {
+    this.res = res;
+    this.o = o;
+    this.started = o.committed !== undefined;
+    this.done = new Promise<ProxyOutcome>((r) => {
+      this.resolve = r;
+    });
+  }
+
+  finish(x: ProxyOutcome): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.res.off("drain", this.onDrain);
+    this.resolve(x);
+  }
+
+  private readonly onDrain = (): void => this.controller?.resume();
+
+  abort(reason: string): void {
+    if (this.settled || this.abortReason) return;
+    this.abortReason = new Error(reason);
+    if (this.controller) this.controller.abort(this.abortReason);
+  }
+
+  onRequestStart(c: Dispatcher.DispatchController): void {
+    this.controller = c;
+    if (this.abortReason) c.abort(this.abortReason);
+  }
+
+  onResponseStart(_c: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    const o = this.o;
+    this.status = statusCode;
+    const type = String(headers["content-type"] ?? "");
+    o.onHead?.(statusCode, type);
+    if (o.committed && statusCode >= 400) {
+      this.errorBody = "";
+      return;
+    }
+    if (o.meter) this.scanner = new UsageScanner(type);
+    if (o.dropUsageEvent && type.includes("text/event-stream")) this.filter = new UsageEventFilter();
+    if (o.committed) return;
+    this.started = true;
+    this.res.writeHead(statusCode, downstreamHeaders(headers, o.requestId));
+    // SSE/NDJSON: the head goes out now, not with the first token.
+    if (this.filter || type.includes("event-stream") || type.includes("ndjson")) this.res.flushHeaders();
+  }
+
+  onResponseData(c: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.errorBody !== undefined) {
+      if (this.errorBody.length < 65536) this.errorBody += chunk.toString("utf8");
+      return;
+    }
+    this.scanner?.push(chunk);
+    const out = this.filter ? this.filter.push(chunk) : chunk;
+    if (out.length > 0 && !this.res.write(out)) {
+      c.pause();
+      this.res.once("drain", this.onDrain);
+    }
+  }
+
+  onResponseEnd(): void {
+    if (this.errorBody !== undefined) {
+      this.res.end(this.o.errorEvent(this.status, this.errorBody));
+      this.finish({ kind: "done", status: this.status });
+      return;
+    }
+    const rest = this.filter?.end();
+    if (rest) this.res.end(rest);
+    else this.res.end();
+    const tokens = this.scanner?.end();
+    this.finish({ kind: "done", status: this.status, ...(tokens ? { tokens } : {}) });
+  }
+
+  onResponseError(_c: Dispatcher.DispatchController, error: Error): void {
+    const { started, status } = this;
+    if (this.abortReason) this.finish({ kind: "aborted", started });
+    else if (!started && status === 0 && isConnectError(error)) this.finish({ kind: "refused", error });
+    else this.finish({ kind: "failed", error, started, ...(status ? { status } : {}) });
   }
 }

@@ -44,16 +44,27 @@ export class UsageTable {
   readonly rows = new Map<string, UsageRow>();
 
   add(u: RequestUsage): void {
-    this.addRow({
-      hour: hourOf(u.at),
-      app: u.app,
-      keyId: u.keyId,
-      requests: 1,
-      errors: u.status >= 400 ? 1 : 0,
-      promptTokens: u.promptTokens,
-      completionTokens: u.completionTokens,
-      durationMs: u.durationMs,
-    });
+    const hour = hourOf(u.at);
+    const have = this.rows.get(`${hour}|${u.app}|${u.keyId}`);
+    if (!have) {
+      this.addRow({
+        hour,
+        app: u.app,
+        keyId: u.keyId,
+        requests: 1,
+        errors: u.status >= 400 ? 1 : 0,
+        promptTokens: u.promptTokens,
+        completionTokens: u.completionTokens,
+        durationMs: u.durationMs,
+      });
+      return;
+    }
+    // The common case (a row for this hour, app and key exists): no object made per request.
+    have.requests++;
+    if (u.status >= 400) have.errors++;
+    have.promptTokens += u.promptTokens;
+    have.completionTokens += u.completionTokens;
+    have.durationMs += u.durationMs;
   }
 
   addRow(r: UsageRow): void {

@@ -1,22 +1,15 @@
 // The variables the engine setup reads (server/setup/env.sh's build step, `npm start`, and `gantry serve`/`gantry run`
 // before a server first starts): one zod schema, parsed at each entry point and passed down as values.
-import os from "node:os";
-import path from "node:path";
 import { z } from "zod";
 import { envFlag } from "../common/config.ts";
 import { ServerConfigSchema } from "../config.ts";
 
-export const SetupEnvSchema = ServerConfigSchema.pick({ GANTRY_ENGINE_BUILD: true }).extend({
-  GANTRY_CACHE: z
-    .string()
-    .default(path.join(os.homedir(), ".cache", "gantry"))
-    .describe("Cache of everything setup downloads or builds (the patched engine, the default model)"),
-  GANTRY_ENGINE_CPU: z
-    .enum(["native", "portable"])
-    .default("native")
-    .describe(
-      "CPU target of a GANTRY_ENGINE_BUILD=source build: native = this machine's instruction set; portable = any x86-64/arm64 CPU (images)",
-    ),
+// GANTRY_ENGINE_BUILD, GANTRY_CACHE and GANTRY_ENGINE_CPU are the server's too: it finds the build with them.
+export const SetupEnvSchema = ServerConfigSchema.pick({
+  GANTRY_ENGINE_BUILD: true,
+  GANTRY_CACHE: true,
+  GANTRY_ENGINE_CPU: true,
+}).extend({
   GANTRY_ENGINE_REBUILD: envFlag()
     .default(false)
     .describe("Retry a patched engine build that failed before (otherwise the prebuilt binary is used at once)"),

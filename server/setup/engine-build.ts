@@ -4,8 +4,9 @@
 // builds. The patch changes only the addon, so by default only the addon is compiled, against the llama.cpp/ggml
 // libraries of the installed prebuilt package (same llama.cpp release; server/setup/prebuilt-llama-cpp.cmake stands in
 // for llama.cpp's CMakeLists; llama.cpp's tools/mtmd, the image input, is compiled from the bundled sources into the
-// addon): about 200 CPU-seconds. GANTRY_ENGINE_BUILD=source (or no compatible prebuilt package)
-// compiles llama.cpp and ggml too, tuned per GANTRY_ENGINE_CPU. Warm runs only check and re-link (well under a second).
+// addon): about 145 CPU-seconds. GANTRY_ENGINE_BUILD=source (or no compatible prebuilt package) compiles llama.cpp
+// and ggml too, tuned per GANTRY_ENGINE_CPU, and tools/mtmd into the addon the same way (the patch's CMakeLists adds it
+// in both cases; a build without it is refused, see addonLacks). Warm runs only check and re-link (under a second).
 // Without build tools, or when the build fails, the server uses the prebuilt binary and says so; --strict (the test
 // command, image builds) fails instead. GANTRY_ENGINE_BUILD=prebuilt skips the build; GANTRY_ENGINE_REBUILD=1 retries a
 // build that failed before.
@@ -209,6 +210,8 @@ async function compile(
   if (copyOutputs(buildTree, releaseDir) === 0 || !fs.existsSync(path.join(releaseDir, "llama-addon.node"))) {
     throw new Error("the build produced no llama-addon.node");
   }
+  const lacks = addonLacks(path.join(releaseDir, "llama-addon.node"), build.cmakeOptions);
+  if (lacks.length > 0) throw new Error(`the built llama-addon.node lacks ${lacks.join(" and ")}`);
   fs.writeFileSync(
     path.join(releaseDir, "_nlcBuildMetadata.json"),
     JSON.stringify(await buildMetadata(build, packageDir)),
@@ -217,6 +220,18 @@ async function compile(
   fs.rmSync(build.dir, { recursive: true, force: true });
   fs.renameSync(out, build.dir);
   fs.rmSync(work, { recursive: true, force: true });
+}
+
+/**
+ * What the built addon lacks of the patch, by the names it registers with Node: the settings binding, and image input
+ * when the build has NLC_MTMD on (whichever way llama.cpp was built: a build that silently lost mtmd must not be
+ * cached as the patched engine).
+ */
+export function addonLacks(addonFile: string, cmakeOptions: Readonly<Record<string, string>>): string[] {
+  const binary = fs.readFileSync(addonFile);
+  const wanted: Array<[string, string]> = [["setGantrySettings", "the settings binding (setGantrySettings)"]];
+  if (cmakeOptions.NLC_MTMD === "ON") wanted.push(["AddonMtmdContext", "image input (AddonMtmdContext)"]);
+  return wanted.filter(([name]) => !binary.includes(name)).map(([, what]) => what);
 }
 
 function writeStatus(build: PatchedBuild, status: BuildStatus): void {

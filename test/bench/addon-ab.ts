@@ -20,13 +20,14 @@ import { SetupEnvSchema } from "../../server/setup/config.ts";
 import { ensurePatchedEngine } from "../../server/setup/engine-build.ts";
 import { resolveSampling } from "../../server/engine/sampling.ts";
 import type { Slot } from "../../server/engine/slot-loop.ts";
+import { testEngineBuild } from "../support/engine-build.ts";
 import { benchModelPath } from "../support/models.ts";
 import { median, printTable } from "./table.ts";
 
 // The builds as setup makes them now (the addon on the prebuilt libraries where it can), with and without mtmd.
 const BUILDS = {
-  before: patchedBuild({ withoutMtmd: true }).cmakeOptions,
-  after: patchedBuild().cmakeOptions,
+  before: patchedBuild({ ...testEngineBuild(), withoutMtmd: true }).cmakeOptions,
+  after: patchedBuild(testEngineBuild()).cmakeOptions,
 };
 type BuildName = keyof typeof BUILDS;
 

@@ -1,6 +1,7 @@
 // In-process throughput: drives the engine directly (no HTTP) so the HTTP-vs-in-process benchmark can compare.
 // The engine stays loaded across runs, as the server keeps its model loaded, so both sides do the same work.
 // Also runnable: `node test/bench/in-process.ts <model.gguf> [concurrency] [maxTokens]` prints one table row.
+import { testEngineBuild } from "../support/engine-build.ts";
 import { silentLogger } from "../../server/common/logger.ts";
 import { createEngine, type EngineOptions } from "../../server/engine/engine.ts";
 import type { ModelSpec } from "../../server/engine/types.ts";
@@ -31,6 +32,7 @@ export async function openInProcess(
     maxLoadedModels: 1,
     contextLength: 2048,
     defaultKeepAliveMs: null,
+    engineBuild: testEngineBuild(),
     ...engineOptions,
     metrics: {
       onDecode: (_m, _b, _s, _a, continued) => {

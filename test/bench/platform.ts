@@ -2,9 +2,9 @@
 // already cached in the app's model volume, until its first answered chat request — against the same ModelApp
 // applied with `kubectl apply` + `kubectl wait --for=condition=Ready`, side by side in interleaved rounds. Both run on
 // the test control plane with the operator and the process runtime (pods really start `gantry serve` and load the
-// model: SmolLM2-135M, served by a local hub and pulled into the volume once before the rounds). The request goes to
-// the ready pod's address (until the gateway serves {base_url}/<org>/<app>). Also runnable:
-// `node test/bench/platform.ts`.
+// model: SmolLM2-135M, served by a local hub and pulled into the volume once before the rounds). The first request goes
+// as a user's would: to the app's status.url through `gantry gateway` (a real process on the same control plane), with
+// a key made by `gantry keys create`. Also runnable: `node test/bench/platform.ts`.
 import { execFile } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -16,7 +16,16 @@ import { createTestNamespace, ensureTestCluster, kubeConfigFor } from "../cluste
 import { startHubServer } from "../support/hub-server.ts";
 import { installedGantry } from "../support/installed-gantry.ts";
 import { smollm2Path } from "../support/models.ts";
-import { installCrd, kubectl, kubectlResult, podsOperatorConfig, startTestOperator } from "../support/operator.ts";
+import { startTestGateway } from "../support/gateway.ts";
+import {
+  installCrd,
+  kubectl,
+  kubectlResult,
+  loadReportToken,
+  podsOperatorConfig,
+  startTestOperator,
+} from "../support/operator.ts";
+import { freePort } from "../support/server.ts";
 import { median } from "./table.ts";
 
 const run = promisify(execFile);
@@ -49,16 +58,32 @@ export async function benchPlatform(opts: { rounds?: number } = {}): Promise<Pla
     repo: "SmolLM2-135M-Instruct-GGUF",
     files: { "SmolLM2-135M-Instruct-Q4_K_M.gguf": await smollm2Path() },
   });
+  // The operator gives apps URLs under the gateway's address, so the gateway's port is chosen first.
+  const gwPort = await freePort();
   const op = await startTestOperator(
     cp,
-    podsOperatorConfig({ namespace: ns, hubPort: hub.port, lease: "gantry-bench-platform" }),
+    podsOperatorConfig({
+      namespace: ns,
+      hubPort: hub.port,
+      lease: "gantry-bench-platform",
+      extra: { gatewayUrl: `http://127.0.0.1:${gwPort}` },
+    }),
   );
   const work = fs.mkdtempSync(path.join(os.tmpdir(), "gantry-bench-platform-"));
+  fs.writeFileSync(path.join(work, "token"), loadReportToken(cp));
+  const gw = await startTestGateway(
+    cp,
+    { operatorUrls: [op.url], operatorTokenFile: path.join(work, "token"), watchNamespace: ns },
+    gwPort,
+  );
   const env = {
     ...process.env,
     KUBECONFIG: cp.kubeconfig,
     PATH: `${path.dirname(process.execPath)}:${process.env.PATH}`,
   };
+  const { key } = JSON.parse(
+    (await run(gantry.bin, ["keys", "create", "--org", ns, "--name", "bench", "--output", "json"], { env })).stdout,
+  ) as { key: string };
   fs.writeFileSync(
     path.join(work, "app.ts"),
     `import { defineApp } from "gantry";\nexport const chat = defineApp(${JSON.stringify(SPEC)});\n`,
@@ -73,14 +98,13 @@ export async function benchPlatform(opts: { rounds?: number } = {}): Promise<Pla
     );
     return file;
   };
-  /** Sends the first chat request to the app's ready pod; resolves when it is answered. */
+  /** Sends the first chat request to the app's URL (status.url) through the gateway; resolves when it is answered. */
   const firstAnswer = async (name: string) => {
-    const pods = (await core.listNamespacedPod({ namespace: ns, labelSelector: `gantry.dev/modelapp=${name}` })).items;
-    const pod = pods.find((p) => p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
-    if (!pod) throw new Error(`${name}: no ready pod after Ready`);
-    const r = await fetch(`http://${pod.status!.podIP}:11434/v1/chat/completions`, {
+    const url = kubectl(cp, ["get", "modelapp", name, "-n", ns, "-o", "jsonpath={.status.url}"]).trim();
+    if (!url.startsWith(gw.url)) throw new Error(`${name}: status.url ${url} is not under the gateway ${gw.url}`);
+    const r = await fetch(`${url}/v1/chat/completions`, {
       method: "POST",
-      headers: { "Content-Type": "application/json" },
+      headers: { "Content-Type": "application/json", Authorization: `Key ${key}` },
       body: JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "Hello!" }], max_tokens: 8 }),
     });
     if (r.status !== 200) throw new Error(`${name}: first request ${r.status} ${await r.text()}`);
@@ -121,6 +145,7 @@ export async function benchPlatform(opts: { rounds?: number } = {}): Promise<Pla
       { path: "kubectl apply -f app.yaml + kubectl wait --for=condition=Ready", ...pick(times.kubectl!), rounds },
     ];
   } finally {
+    await gw.stop();
     await op.stop();
     await core.deleteNamespace({ name: ns }).catch(() => undefined);
     await hub.close();
@@ -134,7 +159,7 @@ const pick = (t: { ready: number[]; answer: number[] }) => ({
 });
 
 export const platformTitle = (): string =>
-  `Platform: a cached model (SmolLM2-135M in the app's volume) from deploy to its first answered chat request (8 tokens, to the pod), on the test control plane with pods really running, median of interleaved rounds (load average ${os.loadavg()[0]!.toFixed(1)} on ${os.cpus().length} CPUs)`;
+  `Platform: a cached model (SmolLM2-135M in the app's volume) from deploy to its first answered chat request (8 tokens, through the gateway at the app's status.url), on the test control plane with pods really running, median of interleaved rounds (load average ${os.loadavg()[0]!.toFixed(1)} on ${os.cpus().length} CPUs)`;
 export const PLATFORM_HEADER = ["path", "to Ready s", "to first answer s", "rounds"];
 
 if (import.meta.main) {

@@ -13,6 +13,7 @@ import { benchModelPath, smollm2Path } from "../support/models.ts";
 import type { BenchShapeName } from "../support/gguf/bench.ts";
 import { benchCli } from "./cli.ts";
 import { benchGateway, gatewayParts } from "./gateway/bench.ts";
+import { benchGatewayCpu } from "./gateway/cpu.ts";
 import { benchEngineBuilds } from "./engine-builds.ts";
 import { benchColdStart, coldStartRow } from "./gateway/cold-start.ts";
 import { benchUsageWrites } from "./gateway/usage-writes.ts";
@@ -163,6 +164,7 @@ if (run("gateway")) {
       ["direct tok/s", "through the gateway tok/s", "gateway ÷ direct"],
       [[g.stream.directTps, g.stream.gatewayTps, g.stream.ratio]],
     );
+  if (parts.has("cpu")) await benchGatewayCpu();
   if (parts.has("cold")) {
     const cold = await benchColdStart(Number(process.env.GANTRY_BENCH_COLD_ROUNDS ?? 2));
     printTable(

@@ -3,9 +3,10 @@
 // build it cannot pass them untested.
 import assert from "node:assert/strict";
 import { patchedBuild, readBuildStatus } from "../../server/engine/native/patched-build.ts";
+import { testEngineBuild } from "./engine-build.ts";
 
 export function requirePatchedBuild(): void {
-  const build = patchedBuild();
+  const build = patchedBuild(testEngineBuild());
   const status = readBuildStatus(build);
   assert.equal(
     status?.state,

@@ -9,6 +9,7 @@ import { llamaRuntime } from "../../server/engine/llama-runtime.ts";
 import { LoadedModel } from "../../server/engine/loaded-model.ts";
 import { noMetrics } from "../../server/engine/metrics.ts";
 import { loadProjector, type Projector, type TokenizedPrompt } from "../../server/engine/native/mtmd.ts";
+import { testEngineBuild } from "./engine-build.ts";
 import { TokenSampler } from "../../server/engine/token-sampler.ts";
 import { resolveSampling } from "../../server/engine/sampling.ts";
 import type { Slot } from "../../server/engine/slot-loop.ts";
@@ -28,7 +29,7 @@ export interface VisionEngine {
 }
 
 export async function openVisionEngine(pair: VisionPair, o: { parallel: number }): Promise<VisionEngine> {
-  const { llama } = await llamaRuntime(2, silentLogger);
+  const { llama } = await llamaRuntime(2, silentLogger, testEngineBuild());
   const loaded = await LoadedModel.load({
     llama,
     spec: {

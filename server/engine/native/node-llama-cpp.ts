@@ -3,7 +3,7 @@
 // a grammar's native state in LlamaGrammarEvaluationState._state) and the methods and settings only Gantry's patched
 // addon has (node-llama-cpp-addon.patch). These are the calls node-llama-cpp's own JS layer makes, without its
 // sequence objects and batch dispatcher: the slot loop (../slot-loop.ts) schedules the decode steps itself.
-import type { LlamaContext, LlamaGrammarEvaluationState, LlamaModel } from "node-llama-cpp";
+import type { Llama, LlamaContext, LlamaGrammarEvaluationState, LlamaModel } from "node-llama-cpp";
 import type { NativeContext, NativeSampler, RowLogits, SamplerConfig } from "./port.ts";
 
 /** node-llama-cpp's internal AddonSampler. */
@@ -123,9 +123,9 @@ export function nativeContextOf(context: LlamaContext, model: LlamaModel): Nativ
 
 /**
  * The patched addon's own settings, for measurements and equivalence checks (EngineTuning.addon); unset = the
- * addon's default (on). The addon reads them from its environment (the patch's only input besides its API): the
+ * addon's default (on). The addon takes them through its setGantrySettings binding, process-wide: it reads the
  * threadpool ones and inline sampling when a context is created, the penalty prefilter when a sampler chain is built,
- * direct top k per sampling call. Set here, before the engine creates a context, and nowhere else.
+ * direct top k per sampling call. Set once the runtime is loaded, before the engine creates a context.
  */
 export interface AddonSettings {
   /** A persistent ggml threadpool per context. */
@@ -140,14 +140,22 @@ export interface AddonSettings {
   directTopK?: boolean;
 }
 
-export function applyAddonSettings(s: AddonSettings): void {
-  const flag = (name: string, on: boolean | undefined) => {
-    if (on === undefined) delete process.env[name];
-    else process.env[name] = on ? "1" : "0";
-  };
-  flag("NODE_LLAMA_CPP_THREADPOOL", s.threadpool);
-  flag("NODE_LLAMA_CPP_INLINE_SAMPLING", s.inlineSampling);
-  flag("NODE_LLAMA_CPP_PENALTY_PREFILTER", s.penaltyPrefilter);
-  flag("NODE_LLAMA_CPP_DIRECT_TOP_K", s.directTopK);
-  process.env.NODE_LLAMA_CPP_THREADPOOL_POLL = String(Math.max(0, Math.min(100, Math.round(s.threadpoolPoll))));
+type SetGantrySettings = (settings: Partial<AddonSettings>) => void;
+
+/**
+ * Hands `s` to the addon of `llama`; false when the addon is not the patched one (the prebuilt binary has none of these
+ * switches).
+ */
+export function applyAddonSettings(llama: Llama, s: AddonSettings): boolean {
+  const bindings = (llama as unknown as { _bindings: { setGantrySettings?: SetGantrySettings } })._bindings;
+  if (typeof bindings.setGantrySettings !== "function") return false;
+  const { threadpool, inlineSampling, penaltyPrefilter, directTopK } = s;
+  bindings.setGantrySettings({
+    ...(threadpool === undefined ? {} : { threadpool }),
+    ...(inlineSampling === undefined ? {} : { inlineSampling }),
+    ...(penaltyPrefilter === undefined ? {} : { penaltyPrefilter }),
+    ...(directTopK === undefined ? {} : { directTopK }),
+    threadpoolPoll: Math.max(0, Math.min(100, Math.round(s.threadpoolPoll))),
+  });
+  return true;
 }

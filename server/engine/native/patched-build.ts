@@ -7,7 +7,6 @@
 // agree on which build to make and load.
 import { createHash } from "node:crypto";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
@@ -52,19 +51,27 @@ export type EngineBuildStrategy = "addon" | "source";
  */
 export type EngineBuildMode = "auto" | "source" | "prebuilt";
 
-export function engineBuildMode(env: NodeJS.ProcessEnv = process.env): EngineBuildMode {
-  const v = env.GANTRY_ENGINE_BUILD ?? "auto";
-  if (v === "") return "auto";
-  if (v === "auto" || v === "source" || v === "prebuilt") return v;
-  throw new Error(`GANTRY_ENGINE_BUILD must be "auto", "source" or "prebuilt", not ${JSON.stringify(v)}`);
+/**
+ * Which patched build the setup makes and the runtime loads: the GANTRY_ENGINE_BUILD, GANTRY_CACHE and
+ * GANTRY_ENGINE_CPU settings (server/config.ts), parsed by the process's entry point and passed down.
+ */
+export interface EngineBuildSettings {
+  mode: EngineBuildMode;
+  /** GANTRY_CACHE: the build lives in <cacheDir>/engine/<key>. */
+  cacheDir: string;
+  cpuTarget: EngineCpuTarget;
 }
 
-export function engineCpuTarget(env: NodeJS.ProcessEnv = process.env): EngineCpuTarget {
-  const v = env.GANTRY_ENGINE_CPU ?? "native";
-  if (v === "" || v === "native") return "native";
-  if (v === "portable") return v;
-  throw new Error(`GANTRY_ENGINE_CPU must be "native" or "portable", not ${JSON.stringify(v)}`);
-}
+/** A process's parsed settings (server/config.ts, server/setup/config.ts) as build settings. */
+export const engineBuildSettings = (config: {
+  GANTRY_ENGINE_BUILD: EngineBuildMode;
+  GANTRY_CACHE: string;
+  GANTRY_ENGINE_CPU: EngineCpuTarget;
+}): EngineBuildSettings => ({
+  mode: config.GANTRY_ENGINE_BUILD,
+  cacheDir: config.GANTRY_CACHE,
+  cpuTarget: config.GANTRY_ENGINE_CPU,
+});
 
 /** Bump when the way the build is made changes (not the patch or the stub: their content is hashed). */
 const BUILDER_VERSION = 1;
@@ -83,8 +90,6 @@ export function nodeLlamaCppDir(): string {
 export function nodeLlamaCppVersion(dir = nodeLlamaCppDir()): string {
   return (JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8")) as { version: string }).version;
 }
-
-export const gantryCacheDir = (): string => process.env.GANTRY_CACHE || path.join(os.homedir(), ".cache", "gantry");
 
 /** node-llama-cpp's platform names. */
 export function nlcPlatform(platform: NodeJS.Platform = process.platform): string {
@@ -197,19 +202,18 @@ export interface PatchedBuild {
   nodeLlamaCppVersion: string;
 }
 
-export function patchedBuild(
-  opts: {
-    cacheDir?: string;
-    packageDir?: string;
-    cpuTarget?: EngineCpuTarget;
-    mode?: "auto" | "source";
-    /** Without image input (NLC_MTMD off): the build the A/B benchmark compares the current one with. */
-    withoutMtmd?: boolean;
-  } = {},
-): PatchedBuild {
+export function patchedBuild(opts: {
+  cacheDir: string;
+  cpuTarget: EngineCpuTarget;
+  /** "prebuilt" counts as "auto": the build that mode would make. */
+  mode: EngineBuildMode;
+  packageDir?: string;
+  /** Without image input (NLC_MTMD off): the build the A/B benchmark compares the current one with. */
+  withoutMtmd?: boolean;
+}): PatchedBuild {
   const packageDir = opts.packageDir ?? nodeLlamaCppDir();
-  const cpuTarget = opts.cpuTarget ?? engineCpuTarget();
-  const mode = opts.mode ?? (engineBuildMode() === "source" ? "source" : "auto");
+  const cpuTarget = opts.cpuTarget;
+  const mode = opts.mode === "source" ? "source" : "auto";
   const choice = buildStrategy(mode, packageDir);
   const version = nodeLlamaCppVersion(packageDir);
   const platform = nlcPlatform();
@@ -239,7 +243,7 @@ export function patchedBuild(
       .slice(0, 12);
     key = `node-llama-cpp-${version}-${platform}-${process.arch}${cpuTarget === "native" ? "" : `-${cpuTarget}`}-${digest}`;
   }
-  const dir = path.join(opts.cacheDir ?? gantryCacheDir(), "engine", key);
+  const dir = path.join(opts.cacheDir, "engine", key);
   const { folder } = localBuildFolderName(cmakeOptions, platform);
   return {
     key,

@@ -8,6 +8,7 @@ import { bufferedDestination, createLogger } from "../../../server/common/logger
 import { parseGatewayConfig } from "../../../server/gateway/config.ts";
 import { Gateway } from "../../../server/gateway/gateway.ts";
 import { endpointAt, MemoryKeys, MemoryUsage, StaticApps } from "../../../server/gateway/memory.ts";
+import { reportCpuOnRequest } from "./cpu-report.ts";
 
 const [port, upstream] = process.argv.slice(2) as [string, string];
 const apps = new StaticApps(),
@@ -23,6 +24,7 @@ const gateway = new Gateway({
   logger,
 });
 const server = http.createServer({ keepAliveTimeout: 65_000 }, gateway.handle);
+reportCpuOnRequest();
 server.listen(Number(port), "127.0.0.1", () => console.log(key));
 process.on("SIGTERM", () => process.exit(0));
 process.on("SIGINT", () => process.exit(0));

@@ -18,7 +18,7 @@ export async function startNginx(
   port: number,
   upstreamPort: number,
   key: string,
-): Promise<{ stop(): Promise<void> }> {
+): Promise<{ pid: number; stop(): Promise<void> }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gantry-bench-nginx-"));
   const conf = path.join(dir, "nginx.conf");
   fs.writeFileSync(
@@ -65,6 +65,7 @@ http {
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
+    pid: proc.pid!,
     stop: async () => {
       proc.kill("SIGTERM");
       await new Promise((r) => proc.once("exit", r));

@@ -6,7 +6,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { withDirLock } from "../../../server/common/dir-lock.ts";
-import { gantryCacheDir, nodeLlamaCppVersion } from "../../../server/engine/native/patched-build.ts";
+import { nodeLlamaCppVersion } from "../../../server/engine/native/patched-build.ts";
 import { parseEnv } from "../../../server/common/config.ts";
 import { SetupEnvSchema } from "../../../server/setup/config.ts";
 import { buildTools, bundledRelease, cloneBundledLlamaCpp, cmakeBuild } from "../../../server/setup/llama-source.ts";
@@ -45,7 +45,7 @@ export function llamaTools(names: readonly LlamaToolName[] = ["llama-server", "l
 async function ensure(names: readonly LlamaToolName[]): Promise<LlamaTools> {
   const rel = await bundledRelease();
   const dir = path.join(
-    gantryCacheDir(),
+    parseEnv(SetupEnvSchema).GANTRY_CACHE,
     "llama.cpp",
     `${rel.release}-${rel.commit.slice(0, 12)}-${process.platform}-${process.arch}`,
   );

@@ -1,6 +1,7 @@
 // Shared set-up for engine integration tests: an engine on the tiny generated models and a stream collector.
 import { silentLogger } from "../../../server/common/logger.ts";
 import { createEngine, type EngineOptions } from "../../../server/engine/engine.ts";
+import { testEngineBuild } from "../../support/engine-build.ts";
 import type { GenerateRequest, GenerationEvent, GenerationStats, ModelSpec } from "../../../server/engine/types.ts";
 
 export function makeEngine(opts: Partial<EngineOptions> = {}): ReturnType<typeof createEngine> {
@@ -12,6 +13,7 @@ export function makeEngine(opts: Partial<EngineOptions> = {}): ReturnType<typeof
     maxLoadedModels: 2,
     contextLength: 512,
     defaultKeepAliveMs: null,
+    engineBuild: testEngineBuild(),
     ...opts,
   });
 }

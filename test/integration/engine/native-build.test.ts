@@ -1,30 +1,41 @@
 // The inference binary: the patched local build that setup makes (a persistent threadpool per context, inline sampling
 // and decoding, the repeat-penalty prefilter), found and used by the engine. Required: these fail, never skip, where it
 // is missing (the prebuilt fallback is tested with the server).
+import path from "node:path";
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { silentLogger } from "../../../server/common/logger.ts";
 import { llamaRuntime } from "../../../server/engine/llama-runtime.ts";
 import { applyAddonSettings } from "../../../server/engine/native/node-llama-cpp.ts";
+import { patchedBuild } from "../../../server/engine/native/patched-build.ts";
+import { addonLacks } from "../../../server/setup/engine-build.ts";
 import type { EngineTuning } from "../../../server/engine/tuning.ts";
+import { testEngineBuild } from "../../support/engine-build.ts";
 import { tinyModelPath } from "../../support/models.ts";
 import { requirePatchedBuild } from "../../support/patched-engine.ts";
 import { chat, collect, makeEngine, request, specFor } from "./helpers.ts";
 
 type AddonSwitch = keyof NonNullable<EngineTuning["addon"]>;
 
-/** Runs `fn` with one of the addon's switches set (it reads them when it builds a context or a sampler chain). */
+/**
+ * Runs `fn` with one of the addon's switches set (it reads them when it builds a context or a sampler chain), on the
+ * runtime the sampler probes use.
+ */
 async function withAddonSwitch<T>(name: AddonSwitch, on: boolean, fn: () => Promise<T>): Promise<T> {
-  applyAddonSettings({ [name]: on, threadpoolPoll: 50 });
+  const { llama } = await llamaRuntime(2, silentLogger, testEngineBuild());
+  assert.equal(applyAddonSettings(llama, { [name]: on, threadpoolPoll: 50 }), true, "the addon takes its settings");
   try {
     return await fn();
   } finally {
-    applyAddonSettings({ threadpoolPoll: 50 });
+    applyAddonSettings(llama, { threadpoolPoll: 50 });
   }
 }
 
 test("the patched build is used when setup built it, and every context attaches a threadpool of its thread count", async () => {
   requirePatchedBuild();
+  // The build the environment selects (GANTRY_ENGINE_BUILD=source too) has all of the patch, image input included.
+  const built = patchedBuild(testEngineBuild());
+  assert.deepEqual(addonLacks(path.join(built.buildDir, "Release", "llama-addon.node"), built.cmakeOptions), []);
   const engine = await makeEngine({ threads: 2, numParallel: 2 });
   try {
     assert.deepEqual(engine.buildInfo, {
@@ -42,6 +53,20 @@ test("the patched build is used when setup built it, and every context attaches 
       [6, 6],
     );
     assert.equal(engine.running()[0]!.threadpoolThreads, 2);
+  } finally {
+    await engine.shutdown();
+  }
+});
+
+test("the threadpool switch reaches the contexts created after it (the benchmark's threadpool-off run)", async () => {
+  requirePatchedBuild();
+  const model = specFor(await tinyModelPath({ controlLogit: -8 }), "threadpool-off");
+  const engine = await makeEngine({ threads: 2, numParallel: 1, tuning: { addon: { threadpool: false } } });
+  try {
+    assert.equal(engine.buildInfo.threadpool, false);
+    const r = await collect(engine.generate(request(model, chat("hi"), { num_predict: 4, seed: 1 })));
+    assert.equal(r.stats.evalCount, 4);
+    assert.equal(engine.running()[0]!.threadpoolThreads, 0);
   } finally {
     await engine.shutdown();
   }
@@ -91,7 +116,12 @@ test("inline decoding generates the same tokens as decoding on libuv workers, an
   const model = specFor(await tinyModelPath({ controlLogit: -8 }), "inline-decode");
   const outputs: Record<string, string[]> = {};
   for (const inlineDecode of [false, true]) {
-    const engine = await makeEngine({ threads: 2, numParallel: 2, tuning: { inlineDecode } });
+    // Steps stay inline however slow a loaded machine makes them (the switch back to workers is not under test).
+    const engine = await makeEngine({
+      threads: 2,
+      numParallel: 2,
+      tuning: { inlineDecode, inlineDecodeMaxStepMs: 60_000 },
+    });
     try {
       assert.equal(engine.buildInfo.inlineDecode, inlineDecode);
       // Two sequences decoding in the same steps, with a prompt long enough for a worker step first.
@@ -139,7 +169,7 @@ const PENALTIES = {
 
 /** Reads `read` off a native sampler configured with `config` (on the tiny model). */
 async function probeSampler<T>(read: (s: SamplerProbe) => T): Promise<(config: object) => T> {
-  const { llama } = await llamaRuntime(2, silentLogger);
+  const { llama } = await llamaRuntime(2, silentLogger, testEngineBuild());
   const model = await llama.loadModel({ modelPath: await tinyModelPath({ controlLogit: -8 }) });
   const internal = llama as unknown as { _bindings: { AddonSampler: new (m: unknown) => SamplerProbe } };
   after(() => model.dispose());
@@ -220,6 +250,19 @@ test("a chain that starts with a top k takes it straight from the logits, and sa
     "penalties over the whole vocabulary come first",
   );
   assert.equal(await withAddonSwitch("directTopK", false, async () => leadingFor(BASE_CONFIG)), 0);
+  // The switches reach the addon through its API only: a wrong value is refused whole, and nothing is read from the
+  // environment any more.
+  const { llama } = await llamaRuntime(2, silentLogger, testEngineBuild());
+  const setSettings = (llama as unknown as { _bindings: { setGantrySettings(s: object): void } })._bindings
+    .setGantrySettings;
+  assert.throws(() => setSettings({ directTopK: false, penaltyPrefilter: "off" }), TypeError);
+  assert.equal(leadingFor(BASE_CONFIG), 40, "a refused call changes nothing");
+  process.env.NODE_LLAMA_CPP_DIRECT_TOP_K = "0";
+  try {
+    assert.equal(leadingFor(BASE_CONFIG), 40);
+  } finally {
+    delete process.env.NODE_LLAMA_CPP_DIRECT_TOP_K;
+  }
   // The same tokens with and without it, for each kind of leading top k; four sequences decoding in the same steps.
   const outputs = await outputsOffAndOn("directTopK", "direct-top-k", [
     { temperature: 1, seed: 21, top_k: 40, repeat_penalty: 1.5 },

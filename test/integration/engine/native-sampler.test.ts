@@ -10,6 +10,7 @@ import { nativeContextOf } from "../../../server/engine/native/node-llama-cpp.ts
 import type { NativeContext } from "../../../server/engine/native/port.ts";
 import { resolveSampling } from "../../../server/engine/sampling.ts";
 import { samplerConfig, TokenSampler } from "../../../server/engine/token-sampler.ts";
+import { testEngineBuild } from "../../support/engine-build.ts";
 import { tinyModelPath } from "../../support/models.ts";
 
 const WINDOW = 16;
@@ -23,7 +24,7 @@ async function decode(native: NativeContext, tokens: Token[], position: number):
 }
 
 test("sampling with the config applied once draws what applying it before every token draws", async () => {
-  const { llama } = await llamaRuntime(2, silentLogger);
+  const { llama } = await llamaRuntime(2, silentLogger, testEngineBuild());
   const model = await llama.loadModel({ modelPath: await tinyModelPath({ controlLogit: -8 }) });
   const context: LlamaContext = await model.createContext({ contextSize: 256, sequences: 1, threads: 2 });
   try {
@@ -67,7 +68,7 @@ test("sampling with the config applied once draws what applying it before every 
 });
 
 test("log probabilities are the log-softmax of the raw logits, whatever the sampler's temperature (as Ollama's)", async () => {
-  const { llama } = await llamaRuntime(2, silentLogger);
+  const { llama } = await llamaRuntime(2, silentLogger, testEngineBuild());
   const model = await llama.loadModel({ modelPath: await tinyModelPath({ controlLogit: -8 }) });
   const context: LlamaContext = await model.createContext({ contextSize: 256, sequences: 1, threads: 2 });
   const native = nativeContextOf(context, model);

@@ -10,6 +10,7 @@ import path from "node:path";
 import { after, before, test } from "node:test";
 import { patchedBuild, readBuildStatus } from "../../../server/engine/native/patched-build.ts";
 import { VERSION } from "../../../server/common/version.ts";
+import { testEngineBuild } from "../../support/engine-build.ts";
 import { installedGantry, type InstalledGantry } from "../../support/installed-gantry.ts";
 import { tinyModelPath } from "../../support/models.ts";
 import { freePort, REPO, startTestServer, type TestServer } from "../../support/server.ts";
@@ -76,7 +77,7 @@ test("gantry --version from the installed bin prints the version and nothing of 
 });
 
 test('gantry serve + gantry run <tiny model> "hi" from the install, on the engine build setup made (no rebuild)', async () => {
-  const built = readBuildStatus(patchedBuild())?.state === "built";
+  const built = readBuildStatus(patchedBuild(testEngineBuild()))?.state === "built";
   const server = await startTestServer({ bin: gantry.bin, env: { PATH: userPath() } });
   servers.push(server);
   const version = (await (await fetch(`${server.url}/api/version`)).json()) as { engine: { build: string } };

@@ -12,10 +12,11 @@ import os from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
 import { linkLocalBuild, patchedBuild, readBuildStatus } from "../../../server/engine/native/patched-build.ts";
+import { testEngineBuild } from "../../support/engine-build.ts";
 import { REPO } from "../../support/server.ts";
 
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "concurrent-setup-"));
-const realBuild = patchedBuild();
+const realBuild = patchedBuild(testEngineBuild());
 after(() => {
   // The setups linked node-llama-cpp's localBuilds folder to the scratch cache: point it back at the real one.
   linkLocalBuild(realBuild);

@@ -7,6 +7,7 @@ import { silentLogger } from "../../../server/common/logger.ts";
 import { ServerConfigSchema } from "../../../server/config.ts";
 import { startServer } from "../../../server/serve.ts";
 import { ModelStore } from "../../../server/store/model-store.ts";
+import { testEngineBuild } from "../../support/engine-build.ts";
 
 export interface StoreApp {
   url: string;
@@ -16,7 +17,14 @@ export interface StoreApp {
 
 export async function startStoreApp(): Promise<StoreApp> {
   const root = await fs.mkdtemp(path.join(os.tmpdir(), "gantry-store-http-"));
-  const config = ServerConfigSchema.parse({ GANTRY_HOST: "127.0.0.1:0", GANTRY_MODELS: root });
+  const build = testEngineBuild();
+  const config = ServerConfigSchema.parse({
+    GANTRY_HOST: "127.0.0.1:0",
+    GANTRY_MODELS: root,
+    GANTRY_ENGINE_BUILD: build.mode,
+    GANTRY_CACHE: build.cacheDir,
+    GANTRY_ENGINE_CPU: build.cpuTarget,
+  });
   const running = await startServer(config, silentLogger);
   return { url: running.url, store: new ModelStore({ root }), close: () => running.close(1_000) };
 }

@@ -145,10 +145,14 @@ describe("npm run lint's rule", () => {
       }
     });
 
-  it("allows it in the catalogue's shared module and in the native port (the addon reads its switches there)", async () => {
+  it("allows it in the catalogue's shared module only (the native port hands the addon its switches by a call)", async () => {
     const read = "export const x = process.env.GANTRY_X;\n";
+    const write = 'export const set = (): void => {\n  process.env.NODE_LLAMA_CPP_X = "1";\n};\n';
     assert.deepEqual(await lint("server/common/config.ts", read), []);
-    assert.deepEqual(await lint("server/engine/native/node-llama-cpp.ts", read), []);
+    for (const file of ["server/engine/native/node-llama-cpp.ts", "server/engine/native/patched-build.ts"]) {
+      assert.ok((await lint(file, read)).length > 0, `${file} reads no environment`);
+      assert.ok((await lint(file, write)).length > 0, `${file} writes no environment`);
+    }
     assert.ok((await lint("server/engine/new-module.ts", read)).length > 0, "the rest of the engine is held to it");
   });
 });

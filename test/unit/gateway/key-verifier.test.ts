@@ -51,3 +51,25 @@ test("an expiry ends a cached success; a copied key id in another org cannot sha
   assert.ok(first.ok && first.key.org === "acme");
   assert.deepEqual(v.check("0123456789abcdef", SECRET, now + 11_000), { ok: false, reason: "expired" });
 });
+
+test("checks by Authorization header: cached by the header, yet a revoked or changed key fails at once", () => {
+  let records: KeyRecord[] = [rec()];
+  const v = new KeyVerifier({ byId: () => records }, 60_000);
+  const header = `Key 0123456789abcdef:${SECRET}`;
+  assert.deepEqual(v.checkAuthorization(undefined, 0), { ok: false, reason: "missing" });
+  assert.deepEqual(v.checkAuthorization("Key nonsense", 0), { ok: false, reason: "malformed" });
+  assert.ok(v.checkAuthorization(header, 0).ok);
+  assert.ok(v.checkAuthorization(`Bearer 0123456789abcdef:${SECRET}`, 0).ok);
+  assert.deepEqual(v.checkAuthorization(`Key 0123456789abcdef:${"x".repeat(43)}`, 0), {
+    ok: false,
+    reason: "wrong_secret",
+  });
+  assert.ok(v.checkAuthorization(header, 1).ok, "from the cache");
+  records = [rec({ version: "2", hash: hashSecret("y".repeat(43)) })];
+  assert.deepEqual(v.checkAuthorization(header, 2), { ok: false, reason: "wrong_secret" }, "a changed key");
+  records = [];
+  assert.deepEqual(v.checkAuthorization(header, 3), { ok: false, reason: "unknown" }, "revoked");
+  records = [rec({ expires: "1970-01-01T00:00:10Z" })];
+  assert.ok(v.checkAuthorization(header, 4).ok);
+  assert.deepEqual(v.checkAuthorization(header, 11_000), { ok: false, reason: "expired" }, "expiry ends a cached hit");
+});

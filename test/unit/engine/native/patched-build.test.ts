@@ -4,10 +4,11 @@ import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
 import { pathToFileURL } from "node:url";
+import { parseEnv, type ConfigError } from "../../../../server/common/config.ts";
+import { ServerConfigSchema } from "../../../../server/config.ts";
 import {
   buildStrategy,
-  engineBuildMode,
-  engineCpuTarget,
+  engineBuildSettings,
   isCompleteBuild,
   linkLocalBuild,
   localBuildFolderName,
@@ -94,8 +95,8 @@ describe("build strategy", () => {
     }
     assert.equal(choice.strategy, "addon");
     assert.equal(choice.strategy === "addon" && choice.prebuilt.release, "v0.5.0");
-    const addon = patchedBuild({ cacheDir: tmp, packageDir: nlc, mode: "auto" });
-    const source = patchedBuild({ cacheDir: tmp, packageDir: nlc, mode: "source" });
+    const addon = patchedBuild({ cacheDir: tmp, packageDir: nlc, mode: "auto", cpuTarget: "native" });
+    const source = patchedBuild({ cacheDir: tmp, packageDir: nlc, mode: "source", cpuTarget: "native" });
     assert.equal(addon.strategy, "addon");
     assert.match(addon.key, /^node-llama-cpp-3\.22\.1-linux-[a-z0-9]+-addon-[0-9a-f]{12}$/);
     assert.equal(addon.cmakeOptions.GANTRY_PREBUILT_LIBS, "ON");
@@ -117,13 +118,13 @@ describe("build strategy", () => {
     ];
     for (const [install, why] of cases) {
       const nlc = fakeInstall(install);
-      const build = patchedBuild({ cacheDir: tmp, packageDir: nlc, mode: "auto" });
+      const build = patchedBuild({ cacheDir: tmp, packageDir: nlc, mode: "auto", cpuTarget: "native" });
       assert.equal(build.strategy, "source", JSON.stringify(install));
       if (linux) assert.match(build.sourceReason!, why);
       assert.match(build.key, /^node-llama-cpp-3\.22\.1-[a-z]+-[a-z0-9]+-[0-9a-f]{12}$/);
       assert.deepEqual(build.cmakeOptions, PATCHED_CMAKE_OPTIONS);
     }
-    const asked = patchedBuild({ cacheDir: tmp, packageDir: fakeInstall(), mode: "source" });
+    const asked = patchedBuild({ cacheDir: tmp, packageDir: fakeInstall(), mode: "source", cpuTarget: "native" });
     assert.equal(asked.strategy, "source");
     assert.equal(asked.sourceReason, "GANTRY_ENGINE_BUILD=source");
   });
@@ -133,13 +134,6 @@ describe("build strategy", () => {
     if (!linux) return assert.ok("reason" in found);
     assert.ok("dir" in found, JSON.stringify(found));
     assert.ok(fs.existsSync(path.join(found.dir, `libllama.${found.release}.so`)));
-  });
-
-  it("reads GANTRY_ENGINE_BUILD and refuses unknown values", () => {
-    assert.equal(engineBuildMode({}), "auto");
-    assert.equal(engineBuildMode({ GANTRY_ENGINE_BUILD: "source" }), "source");
-    assert.equal(engineBuildMode({ GANTRY_ENGINE_BUILD: "prebuilt" }), "prebuilt");
-    assert.throws(() => engineBuildMode({ GANTRY_ENGINE_BUILD: "fast" }), /must be "auto", "source" or "prebuilt"/);
   });
 });
 
@@ -174,8 +168,8 @@ describe("localBuildFolderName", () => {
 
 describe("patchedBuild", () => {
   it("is keyed by the node-llama-cpp version and lives under the cache, linked from the package's localBuilds", () => {
-    const a = patchedBuild({ cacheDir: tmp, packageDir: fakePackage("3.22.1") });
-    const b = patchedBuild({ cacheDir: tmp, packageDir: fakePackage("3.23.0") });
+    const a = patchedBuild({ cacheDir: tmp, packageDir: fakePackage("3.22.1"), mode: "auto", cpuTarget: "native" });
+    const b = patchedBuild({ cacheDir: tmp, packageDir: fakePackage("3.23.0"), mode: "auto", cpuTarget: "native" });
     assert.notEqual(a.key, b.key);
     assert.match(a.key, /^node-llama-cpp-3\.22\.1-/);
     assert.equal(path.dirname(a.dir), path.join(tmp, "engine"));
@@ -194,17 +188,34 @@ describe("patchedBuild", () => {
     assert.equal(portable.cpuTarget, "portable");
   });
 
-  it("reads the CPU target from GANTRY_ENGINE_CPU and refuses unknown ones", () => {
-    assert.equal(engineCpuTarget({}), "native");
-    assert.equal(engineCpuTarget({ GANTRY_ENGINE_CPU: "portable" }), "portable");
+  it("takes its settings from the server's schema, which refuses unknown ones", () => {
+    const parse = (env: Record<string, string>) => engineBuildSettings(parseEnv(ServerConfigSchema, env));
+    assert.deepEqual(parse({}), {
+      mode: "auto",
+      cacheDir: path.join(os.homedir(), ".cache", "gantry"),
+      cpuTarget: "native",
+    });
+    assert.deepEqual(parse({ GANTRY_ENGINE_BUILD: "source", GANTRY_CACHE: tmp, GANTRY_ENGINE_CPU: "portable" }), {
+      mode: "source",
+      cacheDir: tmp,
+      cpuTarget: "portable",
+    });
     assert.throws(
-      () => engineCpuTarget({ GANTRY_ENGINE_CPU: "avx512" }),
-      /GANTRY_ENGINE_CPU must be "native" or "portable"/,
+      () => parse({ GANTRY_ENGINE_BUILD: "fast", GANTRY_ENGINE_CPU: "avx512" }),
+      (e: ConfigError) => {
+        assert.equal(e.issues.length, 2);
+        return true;
+      },
     );
   });
 
   it("reports a build as built only when status and files agree", () => {
-    const build = patchedBuild({ cacheDir: path.join(tmp, "status"), packageDir: fakePackage("1.0.0") });
+    const build = patchedBuild({
+      cacheDir: path.join(tmp, "status"),
+      packageDir: fakePackage("1.0.0"),
+      mode: "auto",
+      cpuTarget: "native",
+    });
     assert.equal(readBuildStatus(build), undefined);
     fs.mkdirSync(build.dir, { recursive: true });
     fs.writeFileSync(path.join(build.dir, "status.json"), JSON.stringify({ state: "built", seconds: 1, builtAt: "x" }));
@@ -224,7 +235,12 @@ describe("patchedBuild", () => {
 
 describe("linkLocalBuild", () => {
   it("creates the link, keeps a correct one and replaces a stale one", () => {
-    const build = patchedBuild({ cacheDir: path.join(tmp, "link"), packageDir: fakePackage("1.0.0") });
+    const build = patchedBuild({
+      cacheDir: path.join(tmp, "link"),
+      packageDir: fakePackage("1.0.0"),
+      mode: "auto",
+      cpuTarget: "native",
+    });
     fs.mkdirSync(build.buildDir, { recursive: true });
     assert.equal(linkLocalBuild(build), undefined);
     assert.equal(fs.readlinkSync(build.linkPath), build.buildDir);

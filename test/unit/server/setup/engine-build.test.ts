@@ -6,7 +6,7 @@ import { after, describe, it } from "node:test";
 import { patchedBuild } from "../../../../server/engine/native/patched-build.ts";
 import { parseEnv } from "../../../../server/common/config.ts";
 import { SetupEnvSchema } from "../../../../server/setup/config.ts";
-import { ensurePatchedEngine, expectedBuildTime } from "../../../../server/setup/engine-build.ts";
+import { addonLacks, ensurePatchedEngine, expectedBuildTime } from "../../../../server/setup/engine-build.ts";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "engine-build-test-"));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -48,7 +48,7 @@ describe("ensurePatchedEngine", () => {
 
   it("does not retry a failed build unless asked", async () => {
     const cache = path.join(tmp, "failed");
-    const build = patchedBuild({ cacheDir: cache });
+    const build = patchedBuild({ cacheDir: cache, mode: "auto", cpuTarget: "native" });
     fs.mkdirSync(build.dir, { recursive: true });
     fs.writeFileSync(
       path.join(build.dir, "status.json"),
@@ -81,5 +81,25 @@ describe("expectedBuildTime", () => {
       expectedBuildTime("addon", 2, 10),
       "about 70 s on 2 idle cores, 7 minutes at this machine's current load (10.0)",
     );
+  });
+});
+
+describe("addonLacks", () => {
+  it("names what a built addon lacks of the patch: the settings binding, and image input when mtmd is on", () => {
+    const file = (name: string, text: string) => {
+      const p = path.join(tmp, name);
+      fs.writeFileSync(p, Buffer.concat([Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0]), Buffer.from(text)]));
+      return p;
+    };
+    const full = file("full.node", "\0setGantrySettings\0AddonMtmdContext\0");
+    const textOnly = file("text-only.node", "\0setGantrySettings\0");
+    const unpatched = file("unpatched.node", "\0AddonContext\0");
+    assert.deepEqual(addonLacks(full, { NLC_MTMD: "ON" }), []);
+    assert.deepEqual(addonLacks(textOnly, { NLC_MTMD: "ON" }), ["image input (AddonMtmdContext)"]);
+    assert.deepEqual(addonLacks(textOnly, {}), [], "the A/B build without mtmd");
+    assert.deepEqual(addonLacks(unpatched, { NLC_MTMD: "ON" }), [
+      "the settings binding (setGantrySettings)",
+      "image input (AddonMtmdContext)",
+    ]);
   });
 });
