@@ -74,14 +74,14 @@ function collected(
   name: string,
   help: string,
   type: "counter" | "histogram",
-  values: () => Values,
+  values: (name: string) => Values,
 ) {
   const m = {
     name,
     help,
     type,
     aggregator: "sum",
-    get: () => Promise.resolve({ name, help, type, aggregator: "sum", values: values() }),
+    get: () => Promise.resolve({ name, help, type, aggregator: "sum", values: values(name) }),
     reset: () => undefined,
   };
   registry.registerMetric(m as unknown as Metric);
@@ -134,14 +134,14 @@ export class GatewayMetrics {
       "gantry_gateway_request_duration_seconds",
       "Time from request to the end of the answer",
       "histogram",
-      () => histogramValues("gantry_gateway_request_duration_seconds", stats(), (s) => s.duration),
+      (name) => histogramValues(name, stats(), (s) => s.duration),
     );
     collected(
       this.registry,
       "gantry_gateway_time_to_first_byte_seconds",
       "Time from request to the pod's response head (including any hold while the app scales from zero)",
       "histogram",
-      () => histogramValues("gantry_gateway_time_to_first_byte_seconds", stats(), (s) => s.ttfb),
+      (name) => histogramValues(name, stats(), (s) => s.ttfb),
     );
     this.coldStart = new Histogram({
       name: "gantry_gateway_cold_start_seconds",

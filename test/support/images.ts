@@ -321,3 +321,17 @@ export function encodeJpeg(img: RgbImage, quality = 90): Buffer {
     0xd9,
   ]);
 }
+
+/** A data URL of encoded image bytes, as an OpenAI image part carries it. */
+export const dataUrl = (bytes: Buffer, mime = "image/png"): string => `data:${mime};base64,${bytes.toString("base64")}`;
+
+/** An OpenAI chat user message: a text part, then one image part per URL. */
+export function imageMessage(text: string, urls: string[]) {
+  return {
+    role: "user" as const,
+    content: [
+      { type: "text" as const, text },
+      ...urls.map((url) => ({ type: "image_url" as const, image_url: { url } })),
+    ],
+  };
+}

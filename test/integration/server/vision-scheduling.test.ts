@@ -12,7 +12,7 @@ import http from "node:http";
 import { Ollama } from "ollama";
 import OpenAI from "openai";
 import { imageTokens } from "../../support/gguf/vision.ts";
-import { encodeBmp, encodePng, patternImage } from "../../support/images.ts";
+import { dataUrl, encodeBmp, encodePng, imageMessage, patternImage } from "../../support/images.ts";
 import { visionPairPaths } from "../../support/models.ts";
 import { requirePatchedBuild } from "../../support/patched-engine.ts";
 import { createVisionModel, startTestServer, type TestServer } from "../../support/server.ts";
@@ -23,7 +23,6 @@ let openai: OpenAI;
 
 const png = (seed: number, side = 64) => encodePng(patternImage(side, side, seed));
 const b64 = (bytes: Buffer) => bytes.toString("base64");
-const dataUrl = (bytes: Buffer) => `data:image/png;base64,${b64(bytes)}`;
 const GREEDY = { temperature: 0, num_predict: 12, repeat_penalty: 1 };
 
 /** A model's value of a metric (gauge, counter, or a histogram's _count), 0 when absent. */
@@ -61,15 +60,7 @@ async function holdImageStream(image: Buffer, model = "endless"): Promise<AbortC
       model,
       stream: true,
       max_tokens: 100_000,
-      messages: [
-        {
-          role: "user",
-          content: [
-            { type: "text", text: "Tell me everything about this picture." },
-            { type: "image_url", image_url: { url: dataUrl(image) } },
-          ],
-        },
-      ],
+      messages: [imageMessage("Tell me everything about this picture.", [dataUrl(image)])],
     },
     { signal: ac.signal },
   );
@@ -281,15 +272,7 @@ describe("image requests in the scheduler", () => {
       model: "vis",
       temperature: 0,
       max_tokens: 12,
-      messages: [
-        {
-          role: "user",
-          content: [
-            { type: "text", text: "What is in this picture?" },
-            { type: "image_url", image_url: { url: dataUrl(png(9)) } },
-          ],
-        },
-      ],
+      messages: [imageMessage("What is in this picture?", [dataUrl(png(9))])],
     });
     assert.equal(r.usage!.prompt_tokens, withImage.prompt_eval_count);
     assert.equal(r.usage!.total_tokens, r.usage!.prompt_tokens + r.usage!.completion_tokens);

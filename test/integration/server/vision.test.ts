@@ -15,8 +15,10 @@ import { imageTokens } from "../../support/gguf/vision.ts";
 import {
   encodeBmp,
   encodeGif,
+  dataUrl,
   encodeJpeg,
   encodePng,
+  imageMessage,
   patternImage,
   solidImage,
   type RgbImage,
@@ -35,7 +37,6 @@ let remoteUrl: string;
 
 const IMAGE_A = encodePng(patternImage(120, 90, 1));
 const IMAGE_B = encodePng(patternImage(120, 90, 2));
-const dataUrl = (bytes: Buffer, mime = "image/png") => `data:${mime};base64,${bytes.toString("base64")}`;
 const GREEDY = { temperature: 0, num_predict: 12, repeat_penalty: 1 };
 
 async function upload(file: string): Promise<string> {
@@ -53,13 +54,10 @@ async function askOpenAI(images: Buffer[], text = "Describe this picture.") {
     temperature: 0,
     max_tokens: 12,
     messages: [
-      {
-        role: "user",
-        content: [
-          { type: "text", text },
-          ...images.map((b) => ({ type: "image_url" as const, image_url: { url: dataUrl(b) } })),
-        ],
-      },
+      imageMessage(
+        text,
+        images.map((b) => dataUrl(b)),
+      ),
     ],
   });
   return { text: r.choices[0]!.message.content ?? "", promptTokens: r.usage!.prompt_tokens };
@@ -286,15 +284,7 @@ describe("a vision model", () => {
       model: "hf.co/acme/TinyVision-GGUF",
       temperature: 0,
       max_tokens: 12,
-      messages: [
-        {
-          role: "user",
-          content: [
-            { type: "text", text: "Describe this picture." },
-            { type: "image_url", image_url: { url: dataUrl(IMAGE_A) } },
-          ],
-        },
-      ],
+      messages: [imageMessage("Describe this picture.", [dataUrl(IMAGE_A)])],
     });
     // The same files as "vis": the same answer.
     assert.equal(r.choices[0]!.message.content, (await askOpenAI([IMAGE_A])).text);
@@ -305,15 +295,7 @@ describe("a vision model", () => {
       model: "vis",
       temperature: 0,
       max_tokens: 12,
-      messages: [
-        {
-          role: "user",
-          content: [
-            { type: "text", text: "Describe this picture." },
-            { type: "image_url", image_url: { url: `${remoteUrl}/a.png` } },
-          ],
-        },
-      ],
+      messages: [imageMessage("Describe this picture.", [`${remoteUrl}/a.png`])],
     });
     assert.equal(r.choices[0]!.message.content, (await askOpenAI([IMAGE_A])).text);
   });
