@@ -14,14 +14,30 @@ export type AuthFailure =
 
 export type ParsedAuth = { ok: true; keyId: string; secret: string } | { ok: false; reason: "missing" | "malformed" };
 
+/** The scheme, the whitespace after it (spaces or tabs), and the credentials. */
+const CREDENTIALS = /^([^ \t]+)[ \t]+(.*)$/;
+
 export function parseAuthorization(header: string | undefined): ParsedAuth {
   if (header === undefined || header === "") return { ok: false, reason: "missing" };
-  const sp = header.indexOf(" ");
-  if (sp < 0) return { ok: false, reason: "malformed" };
-  const scheme = header.slice(0, sp).toLowerCase();
+  const m = CREDENTIALS.exec(header);
+  if (!m) return { ok: false, reason: "malformed" };
+  const scheme = m[1]!.toLowerCase();
   if (scheme !== "key" && scheme !== "bearer") return { ok: false, reason: "malformed" };
-  const key = parseApiKey(header.slice(sp + 1).trim());
+  const key = parseApiKey(m[2]!.trim());
   return key ? { ok: true, keyId: key.id, secret: key.secret } : { ok: false, reason: "malformed" };
+}
+
+/**
+ * The Authorization header of a request from its raw header list (name, value, ...). Node keeps only the first of
+ * several; here several are joined (`a, b`), which never parses as one key: an ambiguous request is refused.
+ */
+export function authorizationOf(first: string | undefined, raw: readonly string[]): string | undefined {
+  if (first === undefined) return undefined;
+  let all: string | undefined;
+  for (let i = 0; i < raw.length; i += 2)
+    if (raw[i]!.length === 13 && raw[i]!.toLowerCase() === "authorization")
+      all = all === undefined ? raw[i + 1]! : `${all}, ${raw[i + 1]!}`;
+  return all ?? first;
 }
 
 /** A key the store verified: whose it is and what it may do. */

@@ -37,6 +37,30 @@ export const GatewayConfigSchema = z
         "File holding the bearer token sent with load reports (default: the pod's ServiceAccount token when it exists).",
       ),
     watchNamespace: z.string().optional().describe("Serve only this namespace's apps (all namespaces when unset)."),
+    clientTimeouts: z
+      .object({
+        headersSeconds: z
+          .number()
+          .positive()
+          .default(60)
+          .describe("Time a client may take to send a request's headers (then 408 and the connection is closed)."),
+        requestSeconds: z
+          .number()
+          .positive()
+          .default(300)
+          .describe(
+            "Time a client may take to send a whole request, body included (408 after it); answers may take longer.",
+          ),
+      })
+      .default({ headersSeconds: 60, requestSeconds: 300 })
+      .describe("Limits on slow clients (slowloris): a connection never holds the gateway's resources forever."),
+    corsOrigins: z
+      .array(z.string())
+      .default(["*"])
+      .describe(
+        'Browser origins allowed to call the apps and the management API ("*": any; entries may hold "*" wildcards; ' +
+          "[]: none). Keys are sent as headers, never as cookies, so any origin is safe by default.",
+      ),
     maxBodyBytes: z
       .int()
       .min(1024)

@@ -6,8 +6,10 @@ import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { AppError } from "../common/errors.ts";
 import { infoLineWriter, type Logger } from "../common/logger.ts";
-import { decideAccess, type KeyCheck } from "./auth.ts";
+import { originMatches } from "../common/origins.ts";
+import { authorizationOf, decideAccess, type KeyCheck } from "./auth.ts";
 import type { GatewayConfig } from "./config.ts";
+import { EXPOSED_HEADERS, preflightHeaders } from "./cors.ts";
 import { gatewayError, sendGatewayError, type ErrorShape } from "./errors.ts";
 import { keepAliveLine, NDJSON_HEAD, SSE_HEAD, streamErrorEvent, streamKind, type StreamKind } from "./hold.ts";
 import { KeyVerifier } from "./key-verifier.ts";
@@ -62,6 +64,19 @@ interface RequestContext {
   ttfbObserved?: boolean;
 }
 
+/** A timeout of the upstream client (no answer head, or too long a pause in the answer). */
+const isTimeout = (e: Error): boolean => /timeout/i.test(`${(e as { code?: string }).code ?? ""} ${e.name}`);
+
+/**
+ * Sends `100 Continue` to a client that waits for it (`Expect: 100-continue`), once its body is wanted: a request
+ * refused before (401, 404, 413 by its Content-Length) is answered without the body ever being sent (node then closes
+ * the connection). node:http keeps the state on the response (`_expect_continue`, `_sent100`).
+ */
+function wantBody(res: ServerResponse): void {
+  const r = res as ServerResponse & { _expect_continue?: boolean; _sent100?: boolean };
+  if (r._expect_continue && !r._sent100) res.writeContinue();
+}
+
 export class Gateway {
   readonly metrics: GatewayMetrics;
   readonly upstreams: Upstreams;
@@ -99,7 +114,7 @@ export class Gateway {
       apps: d.apps,
       keys: d.keys,
       ...(d.usage ? { usage: d.usage } : {}),
-      check: (header) => this.checkHeader(header),
+      check: (req) => this.checkRequest(req),
       maxBodyBytes: c.maxBodyBytes,
       logger: d.logger,
       ...(d.publicUrl ? { publicUrl: d.publicUrl } : {}),
@@ -130,6 +145,20 @@ export class Gateway {
     const t0 = performance.now();
     const given = req.headers["x-request-id"];
     const requestId = typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
+    const origin = req.headers.origin;
+    if (origin !== undefined && originMatches(origin, this.d.config.corsOrigins)) {
+      res.setHeader("access-control-allow-origin", origin);
+      res.setHeader("vary", "Origin");
+      res.setHeader("access-control-expose-headers", EXPOSED_HEADERS);
+      if (req.method === "OPTIONS" && req.headers["access-control-request-method"] !== undefined) {
+        res.writeHead(204, {
+          ...preflightHeaders(req.headers["access-control-request-headers"]),
+          "x-request-id": requestId,
+        });
+        res.end();
+        return;
+      }
+    }
     const r = route(req.method ?? "GET", req.url ?? "/");
     switch (r.kind) {
       case "app":
@@ -154,6 +183,7 @@ export class Gateway {
         });
         return;
       case "management":
+        wantBody(res); // small JSON bodies, read by the handler: asked for at once
         this.management(req, res, r.rest, r.query, requestId).catch((err: unknown) => {
           this.d.logger.error({ err: String(err), requestId }, "management request failed");
           sendGatewayError(res, "openai", new AppError("INTERNAL", "internal error"), { "x-request-id": requestId });
@@ -199,8 +229,8 @@ export class Gateway {
     res.end(body);
   }
 
-  private checkHeader(header: string | undefined): KeyCheck {
-    return this.verifier.checkAuthorization(header, this.now());
+  private checkRequest(req: IncomingMessage): KeyCheck {
+    return this.verifier.checkAuthorization(authorizationOf(req.headers.authorization, req.rawHeaders), this.now());
   }
 
   private state(org: string, name: string): AppState {
@@ -233,7 +263,7 @@ export class Gateway {
       this.countOnly(ctx, this.fail(ctx, 404, `no app "${ctx.app}" in org "${ctx.org}"`));
       return;
     }
-    const decision = decideAccess(app.auth, ctx.org, this.checkHeader(req.headers.authorization));
+    const decision = decideAccess(app.auth, ctx.org, this.checkRequest(req));
     if (!decision.allow) {
       this.metrics.authFailures.inc({ reason: decision.reason });
       const headers: Record<string, string> =
@@ -287,6 +317,7 @@ export class Gateway {
       const retryUntil = t + this.d.config.upstream.retrySeconds * 1000;
       const holdUntil = t + this.d.config.hold.timeoutSeconds * 1000;
       let forwarding: { abort(reason: string): void } | undefined;
+      let resent = false;
       active = {
         cancel: (cause) => {
           ctx.cause ??= cause;
@@ -363,10 +394,27 @@ export class Gateway {
           } else status = 499;
           return;
         }
+        const timedOut = isTimeout(outcome.error);
+        if (!outcome.started && outcome.status === undefined && !timedOut && !resent && !ctx.cause && !res.destroyed) {
+          // The pod closed the connection without a byte of answer: most often a kept-alive connection it closed
+          // (idle timeout, shutdown) just as the request went out. Sent once more, on a fresh connection.
+          resent = true;
+          this.metrics.upstreamRetries.inc({ org: ctx.org, app: ctx.app });
+          this.d.logger.debug(
+            { requestId: ctx.requestId, pod: ep.id, err: outcome.error.message },
+            "pod closed; resent",
+          );
+          continue;
+        }
         this.d.logger.warn(
           { requestId: ctx.requestId, org: ctx.org, app: ctx.app, pod: ep.id, err: outcome.error.message },
           "the pod's answer broke off",
         );
+        if (timedOut && !outcome.status) {
+          status = 504;
+          this.sendError(ctx, gatewayError(504, `the app did not answer in time (${outcome.error.message})`));
+          return;
+        }
         status = outcome.status && !outcome.started ? outcome.status : 502;
         this.sendError(ctx, gatewayError(502, `the app's answer broke off: ${outcome.error.message}`));
         return;
@@ -381,16 +429,20 @@ export class Gateway {
 
   /** A GET's or HEAD's body is not forwarded: drained (413 when it says it is over the limit). */
   private skipBody(ctx: RequestContext): null | "done" {
-    ctx.req.resume();
     const max = this.d.config.maxBodyBytes;
-    if (Number(ctx.req.headers["content-length"] ?? 0) <= max) return null;
-    this.fail(ctx, 413, `request body is larger than ${max} bytes`, { connection: "close" });
-    return "done";
+    if (Number(ctx.req.headers["content-length"] ?? 0) > max) {
+      this.fail(ctx, 413, `request body is larger than ${max} bytes`, { connection: "close" });
+      return "done";
+    }
+    wantBody(ctx.res);
+    ctx.req.resume();
+    return null;
   }
 
   /** Reads the request body (bounded): the Buffer, null when there is none, or "done" when already answered. */
   private async readBody(ctx: RequestContext): Promise<Buffer | null | "done"> {
     const max = this.d.config.maxBodyBytes;
+    if (Number(ctx.req.headers["content-length"] ?? 0) <= max) wantBody(ctx.res);
     const body = await readRequestBody(ctx.req, max);
     if (body === "too-large") {
       this.fail(ctx, 413, `request body is larger than ${max} bytes`, { connection: "close" });

@@ -3,13 +3,13 @@
 // memory.ts — the app in a StaticApps table, a temporary key in MemoryKeys, usage in MemoryUsage — in front of a local
 // `gantry serve`. Plain /v1 and /api requests are the app's too. See docs/gateway.md.
 import { randomUUID } from "node:crypto";
-import http from "node:http";
 import type { AuthMode } from "../../operator/api/v1alpha1/modelapp.ts";
 import { connectUrl } from "../common/host-port.ts";
 import type { Logger } from "../common/logger.ts";
 import { appPathFor } from "../platform/local-app.ts";
 import { parseGatewayConfig } from "./config.ts";
 import { Gateway } from "./gateway.ts";
+import { createGatewayServer } from "./http-server.ts";
 import { endpointAt, MemoryKeys, MemoryUsage, StaticApps } from "./memory.ts";
 import type { AppInfo } from "./ports.ts";
 
@@ -59,7 +59,7 @@ export async function startLocalGateway(o: LocalGatewayOptions): Promise<LocalGa
   });
   // The gateway needs the URL, known once listening; no request is accepted before then.
   const handler: { gateway?: Gateway } = {};
-  const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0 }, (req, res) => {
+  const server = createGatewayServer(config, (req, res) => {
     req.url = appPathFor(req.url ?? "/", o.org, o.app);
     handler.gateway!.handle(req, res);
   });

@@ -11,6 +11,7 @@ import { VERSION } from "../common/version.ts";
 import { loadGatewayConfig, type GatewayConfig } from "./config.ts";
 import type { GatewayEnv } from "./env.ts";
 import { Gateway } from "./gateway.ts";
+import { createGatewayServer } from "./http-server.ts";
 import { KubeApps } from "./kube/apps.ts";
 import { KubeKeys } from "./kube/keys.ts";
 import { KubeUsage } from "./kube/usage.ts";
@@ -71,7 +72,7 @@ export async function startGateway(opts: GatewayOptions, logger: Logger): Promis
     ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
   });
   late.gateway = g;
-  const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0 }, g.handle);
+  const server = createGatewayServer(config, g.handle);
   const { host, port } = parseHostPort(config.listen, 8080);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

@@ -27,7 +27,7 @@ export interface ManagementDeps {
   apps: Pick<AppSource, "list">;
   keys: Pick<KeyStore, "list" | "create" | "revoke">;
   usage?: Pick<UsageStore, "query">;
-  check: (authorization: string | undefined) => KeyCheck;
+  check: (req: IncomingMessage) => KeyCheck;
   maxBodyBytes: number;
   logger: Logger;
   publicUrl?: string;
@@ -111,7 +111,7 @@ export function createManagement(d: ManagementDeps): ManagementHandler {
         resource = m[2]!,
         id = m[3];
       if (!isDnsLabel(org)) throw new AppError("NOT_FOUND", `org "${org}" is not a valid org id`);
-      const decision = decideAdmin(org, d.check(req.headers.authorization));
+      const decision = decideAdmin(org, d.check(req));
       if (!decision.allow) {
         d.onAuthFailure?.(decision.reason);
         throw gatewayError(

@@ -40,6 +40,22 @@ export type RouteDecision =
 /** The error shape of a path under an app: the OpenAI envelope under /v1, Ollama's {"error"} elsewhere. */
 export const shapeOf = (rest: string): ErrorShape => (rest === "/v1" || rest.startsWith("/v1/") ? "openai" : "ollama");
 
+const wellEncoded = (s: string): boolean => {
+  try {
+    decodeURIComponent(s);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * The error shape for any request target, before (or without) knowing its org and app: the OpenAI envelope when a
+ * `v1` segment is in the path or it is the management API, Ollama's otherwise.
+ */
+export const guessShape = (target: string): ErrorShape =>
+  target.startsWith("/_gantry") || /\/v1(?:[/?]|$)/.test(target) ? "openai" : "ollama";
+
 /** Decides what a request is. `url` is the request target (path and query, as node:http gives it). */
 export function route(method: string, url: string): RouteDecision {
   const q = url.indexOf("?");
@@ -53,23 +69,26 @@ export function route(method: string, url: string): RouteDecision {
   const org = s1 < 0 ? path.slice(1) : path.slice(1, s1);
   const app = s1 < 0 ? "" : s2 < 0 ? path.slice(s1 + 1) : path.slice(s1 + 1, s2);
   const rest = s2 < 0 ? "/" : path.slice(s2);
-  const shape = shapeOf(rest);
   if (!org || !app)
     return {
       kind: "error",
       status: 404,
       message: `${path} is not an app's URL: use /<org_id>/<app_id>/v1/... or /<org_id>/<app_id>/api/...`,
-      shape,
+      shape: guessShape(path),
     };
-  if (!isDnsLabel(org)) return { kind: "error", status: 404, message: `org "${org}" is not a valid org id`, shape };
-  if (!isDnsLabel(app)) return { kind: "error", status: 404, message: `app "${app}" is not a valid app id`, shape };
-  // Percent-encoding only where a name may need it (a model id in /v1/models/{id}): the pod routes on the raw path.
+  if (!isDnsLabel(org))
+    return { kind: "error", status: 404, message: `org "${org}" is not a valid org id`, shape: guessShape(path) };
+  if (!isDnsLabel(app))
+    return { kind: "error", status: 404, message: `app "${app}" is not a valid app id`, shape: guessShape(path) };
+  const shape = shapeOf(rest);
+  // Percent-encoding only where a name may need it (a model id in /v1/models/{id}), and well-formed: the pod routes
+  // on the raw path and decodes the id.
   if (
     rest.includes("/../") ||
     rest.endsWith("/..") ||
     rest.includes("/./") ||
     rest.includes("//") ||
-    (rest.includes("%") && !rest.startsWith("/v1/models/"))
+    (rest.includes("%") && (!rest.startsWith("/v1/models/") || !wellEncoded(rest)))
   )
     return { kind: "error", status: 400, message: `invalid path ${rest}`, shape };
   const methods = ALLOWED.get(rest);

@@ -1,24 +1,12 @@
 // CORS as Ollama does it: localhost origins on any port (and app/file/tauri schemes) always, plus GANTRY_ORIGINS.
 import type { RequestHandler } from "express";
+import { originMatches } from "../common/origins.ts";
 
 const LOCAL = /^(https?:\/\/(localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\])(:\d+)?|app:\/\/.*|file:\/\/.*|tauri:\/\/.*)$/;
 
 /** Pure: is this origin allowed? `extra` entries may be exact origins or "*" or contain a "*" wildcard. */
 export function originAllowed(origin: string, extra: string[]): boolean {
-  if (LOCAL.test(origin)) return true;
-  return extra.some((pattern) => {
-    if (pattern === "*") return true;
-    if (!pattern.includes("*")) return pattern === origin;
-    const re = new RegExp(
-      "^" +
-        pattern
-          .split("*")
-          .map((s) => s.replace(/[.+?^${}()|[\]\\]/g, "\\$&"))
-          .join(".*") +
-        "$",
-    );
-    return re.test(origin);
-  });
+  return LOCAL.test(origin) || originMatches(origin, extra);
 }
 
 export function cors(extraOrigins: string): RequestHandler {
