@@ -4,6 +4,7 @@
 // Measured against undici, node:http and nginx in `npm run bench gateway`.
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import { Http1Pool, type Http1Exchange, type Http1Handler, type Http1Options } from "./http1-client.ts";
+import { streamErrorEvent } from "./hold.ts";
 import { UsageEventFilter, UsageScanner } from "./usage.ts";
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1) and what the gateway sets itself: never copied across. */
@@ -80,10 +81,17 @@ export interface ForwardOptions {
   dropUsageEvent: boolean;
   /** Read token counts from the answer (generation and embedding routes; model listings carry none). */
   meter: boolean;
-  /** Called when the pod's response head arrives. */
-  onHead?: (status: number, contentType: string) => void;
-  /** Turns a failed pod answer into the error event of a committed stream. */
-  errorEvent: (status: number, body: string) => string;
+  /** What the caller learns of the answer as it arrives (the request's own record: no callback per request). */
+  sink: ForwardSink;
+}
+
+export interface ForwardSink {
+  /** When the request arrived (performance.now()). */
+  t0: number;
+  /** The content type of the answer, once its head is in (kept if already set). */
+  sentType?: string;
+  /** Time to the pod's answer's head, ms since t0. */
+  ttfbMs?: number;
 }
 
 /** A running forward: abort() stops it (the outcome is then "aborted"). */
@@ -187,16 +195,24 @@ class Forward implements Http1Handler, Forwarding {
     this.done = new Promise<ProxyOutcome>((r) => {
       this.resolve = r;
     });
+    res.on("close", this.onClientClose);
   }
 
   finish(x: ProxyOutcome): void {
     if (this.settled) return;
     this.settled = true;
-    this.res.off("drain", this.onDrain);
+    this.res.off("close", this.onClientClose);
+    if (this.onDrain) this.res.off("drain", this.onDrain);
     this.resolve(x);
   }
 
-  private readonly onDrain = (): void => this.exchange?.resume();
+  /** A client that goes away mid-answer: the pod's request is aborted at once (it frees the sequence). */
+  private readonly onClientClose = (): void => {
+    if (!this.res.writableFinished) this.abort("client closed the connection");
+  };
+
+  /** Made on the first backpressure only. */
+  private onDrain: (() => void) | undefined;
 
   abort(reason: string): void {
     if (this.settled || this.abortReason) return;
@@ -208,7 +224,8 @@ class Forward implements Http1Handler, Forwarding {
     const o = this.o;
     this.status = statusCode;
     const type = String(headers["content-type"] ?? "");
-    o.onHead?.(statusCode, type);
+    o.sink.sentType ??= type;
+    o.sink.ttfbMs ??= performance.now() - o.sink.t0;
     if (o.committed && statusCode >= 400) {
       this.errorBody = "";
       return;
@@ -231,13 +248,14 @@ class Forward implements Http1Handler, Forwarding {
     const out = this.filter ? this.filter.push(chunk) : chunk;
     if (out.length > 0 && !this.res.write(out)) {
       this.exchange?.pause();
+      this.onDrain ??= () => this.exchange?.resume();
       this.res.once("drain", this.onDrain);
     }
   }
 
   onEnd(): void {
     if (this.errorBody !== undefined) {
-      this.res.end(this.o.errorEvent(this.status, this.errorBody));
+      this.res.end(streamErrorEvent(this.o.committed ?? "ndjson", this.status, this.errorBody));
       this.finish({ kind: "done", status: this.status });
       return;
     }
