@@ -38,7 +38,8 @@ export interface Http1Request {
 /** What receives an answer. Exactly one of onEnd and onError is called, last. */
 export interface Http1Handler {
   onHead(status: number, headers: IncomingHttpHeaders): void;
-  onData(chunk: Buffer): void;
+  /** A piece of the body; `last`: the body is complete with it (onEnd follows at once). */
+  onData(chunk: Buffer, last: boolean): void;
   onEnd(): void;
   onError(error: Error): void;
 }
@@ -252,16 +253,16 @@ class Connection {
     if (body.kind === "length") {
       const n = Math.min(this.left, piece.length);
       this.left -= n;
-      ex.handler.onData(n === piece.length ? piece : piece.subarray(0, n));
+      ex.handler.onData(n === piece.length ? piece : piece.subarray(0, n), this.left === 0);
       if (this.ex === ex && this.left === 0) this.complete(ex, this.head.keepAlive && n === piece.length);
     } else if (body.kind === "chunked") {
       const decoder = this.chunked!;
       for (const part of decoder.push(piece)) {
-        ex.handler.onData(part);
+        ex.handler.onData(part, false);
         if (this.ex !== ex) return;
       }
       if (decoder.done) this.complete(ex, this.head.keepAlive && decoder.rest === piece.length);
-    } else ex.handler.onData(piece);
+    } else ex.handler.onData(piece, false);
   }
 
   /** The answer is whole: the connection goes back to the pool (or is closed), then the handler hears of it. */

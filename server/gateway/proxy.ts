@@ -239,12 +239,17 @@ class Forward implements Http1Handler, Forwarding {
     if (this.filter || type.includes("event-stream") || type.includes("ndjson")) this.res.flushHeaders();
   }
 
-  onData(chunk: Buffer): void {
+  onData(chunk: Buffer, last: boolean): void {
     if (this.errorBody !== undefined) {
       if (this.errorBody.length < 65536) this.errorBody += chunk.toString("utf8");
       return;
     }
     this.scanner?.push(chunk);
+    if (last && !this.filter) {
+      // The whole answer: head and body go out in one write, now (res.write would wait for the next tick).
+      this.res.end(chunk);
+      return;
+    }
     const out = this.filter ? this.filter.push(chunk) : chunk;
     if (out.length > 0 && !this.res.write(out)) {
       this.exchange?.pause();
@@ -261,7 +266,7 @@ class Forward implements Http1Handler, Forwarding {
     }
     const rest = this.filter?.end();
     if (rest) this.res.end(rest);
-    else this.res.end();
+    else if (!this.res.writableEnded) this.res.end();
     const tokens = this.scanner?.end();
     this.finish({ kind: "done", status: this.status, ...(tokens ? { tokens } : {}) });
   }
