@@ -6,8 +6,12 @@ import { AppStats } from "./metrics.ts";
 import type { Endpoint } from "./ports.ts";
 
 /** One request in progress for an app: aborted with `cause` when the app is deleted or the gateway stops. */
+/** A request under way at an app: what cutting it short needs. */
 export interface Active {
-  cancel(cause: AppError): void;
+  /** Set when the gateway (not the client) cut the request short. */
+  cause?: AppError;
+  /** Its exchange with a pod, while one runs. */
+  forwarding?: { abort(reason: string): void } | undefined;
 }
 
 export class AppState {
@@ -66,5 +70,14 @@ export class AppState {
 
   wake(): void {
     for (const w of [...this.waiters]) w();
+  }
+
+  /** Cuts every request under way short (the app was deleted or re-created, the gateway is stopping). */
+  cancelAll(cause: AppError): void {
+    for (const a of [...this.active]) {
+      a.cause ??= cause;
+      a.forwarding?.abort(cause.message);
+    }
+    this.wake();
   }
 }

@@ -11,11 +11,11 @@ import { authorizationOf, decideAccess, type KeyCheck } from "./auth.ts";
 import type { GatewayConfig } from "./config.ts";
 import { EXPOSED_HEADERS, preflightHeaders } from "./cors.ts";
 import { gatewayError, sendGatewayError, type ErrorShape } from "./errors.ts";
-import { keepAliveLine, NDJSON_HEAD, SSE_HEAD, streamErrorEvent, streamKind, type StreamKind } from "./hold.ts";
+import { keepAliveLine, NDJSON_HEAD, SSE_HEAD, streamKind, type StreamKind } from "./hold.ts";
 import { KeyVerifier } from "./key-verifier.ts";
 import { KeyLimiter } from "./limiter.ts";
 import { createManagement, type ManagementHandler } from "./management.ts";
-import { GatewayMetrics } from "./metrics.ts";
+import { GatewayMetrics, type AppStats } from "./metrics.ts";
 import { AppState, type Active } from "./app-state.ts";
 import { readRequestBody } from "./body.ts";
 import type { AppInfo, AppSource, Endpoint, KeyStore, LoadSink, UsageStore } from "./ports.ts";
@@ -44,7 +44,7 @@ const PROBE_EVERY_MS = 100;
 /** Held streams get their first keep-alive (and so their status line) after this long, not at once. */
 const FIRST_KEEPALIVE_MS = 1000;
 
-interface RequestContext {
+interface RequestContext extends Active {
   req: IncomingMessage;
   res: ServerResponse;
   requestId: string;
@@ -55,13 +55,12 @@ interface RequestContext {
   query: string;
   shape: ErrorShape;
   keyId: string;
-  /** Set when the gateway (not the client) cut the request short. */
-  cause?: AppError;
   /** A held streaming request whose status line and keep-alives went out already. */
   committed?: StreamKind;
   /** Content type of the answer sent so far (an error then ends a stream with an error event of its kind). */
   sentType?: string;
-  ttfbObserved?: boolean;
+  /** Time to the pod's first byte (ms since t0), once known. */
+  ttfbMs?: number;
 }
 
 /** A timeout of the upstream client (no answer head, or too long a pause in the answer). */
@@ -77,6 +76,21 @@ function wantBody(res: ServerResponse): void {
   if (r._expect_continue && !r._sent100) res.writeContinue();
 }
 
+/** A request that ended, waiting for its metrics, usage record and log line (Gateway.flushEnded). */
+interface Ended {
+  ctx: RequestContext;
+  stats: AppStats;
+  status: number;
+  ms: number;
+  at: number;
+  tokens: { prompt: number; completion: number } | undefined;
+}
+
+/** Ended requests are accounted for this long after they end at most (metrics scrapes and usage reads flush first). */
+const ACCOUNT_EVERY_MS = 50;
+/** ...or once this many are waiting. */
+const ACCOUNT_BATCH = 256;
+
 export class Gateway {
   readonly metrics: GatewayMetrics;
   readonly upstreams: Upstreams;
@@ -87,7 +101,9 @@ export class Gateway {
   private readonly management: ManagementHandler;
   private readonly now: () => number;
   /** The access log: one JSON line per request, built by hand (logger.ts infoLineWriter). */
-  private readonly accessLog: (fields: string, msg: string) => void;
+  private readonly accessLog: (fields: string, msg: string, at?: number) => void;
+  private ended_: Ended[] = [];
+  private accountTimer: NodeJS.Timeout | undefined;
   private closing = false;
   private running = 0;
   private idle: (() => void) | undefined;
@@ -113,7 +129,7 @@ export class Gateway {
     this.management = createManagement({
       apps: d.apps,
       keys: d.keys,
-      ...(d.usage ? { usage: d.usage } : {}),
+      ...(d.usage ? { usage: this.usageAfterFlush(d.usage) } : {}),
       check: (req) => this.checkRequest(req),
       maxBodyBytes: c.maxBodyBytes,
       logger: d.logger,
@@ -122,6 +138,16 @@ export class Gateway {
       onAuthFailure: (reason) => this.metrics.authFailures.inc({ reason }),
     });
     d.apps.onChange((org, name) => this.appChanged(org, name));
+  }
+
+  /** The usage store as the management API reads it: with the requests that ended just now. */
+  private usageAfterFlush(usage: UsageStore): Pick<UsageStore, "query"> {
+    return {
+      query: (org, from, to) => {
+        this.flushEnded();
+        return usage.query(org, from, to);
+      },
+    };
   }
 
   /** True when the caches have their first listing (and the gateway is not shutting down). */
@@ -218,6 +244,7 @@ export class Gateway {
 
   private async system(path: "/healthz" | "/readyz" | "/metrics", res: ServerResponse): Promise<void> {
     if (path === "/metrics") {
+      this.flushEnded();
       const text = await this.metrics.registry.metrics();
       res.writeHead(200, { "content-type": this.metrics.registry.contentType });
       res.end(text);
@@ -292,7 +319,7 @@ export class Gateway {
     const s = this.state(ctx.org, ctx.app);
     s.uid ??= app.uid;
     s.inFlight++;
-    let active: Active | undefined;
+    let active = false;
     let status = 0;
     let tokens: { prompt: number; completion: number } | undefined;
     try {
@@ -312,20 +339,12 @@ export class Gateway {
         }
       }
       const headers = upstreamHeaders(req.rawHeaders, ctx.requestId, req.socket.remoteAddress);
-      headers.push("content-length", String(payload ? payload.length : 0));
+      if (payload) headers.push("content-length", String(payload.length)); // none: no body (RFC 9112 §6.3)
       const t = this.now();
       const retryUntil = t + this.d.config.upstream.retrySeconds * 1000;
       const holdUntil = t + this.d.config.hold.timeoutSeconds * 1000;
-      let forwarding: { abort(reason: string): void } | undefined;
-      let resent = false;
-      active = {
-        cancel: (cause) => {
-          ctx.cause ??= cause;
-          forwarding?.abort(cause.message);
-          s.wake();
-        },
-      };
-      s.active.add(active);
+      s.active.add(ctx);
+      active = true;
       for (;;) {
         const ep =
           this.pickNow(ctx, s) ?? (await this.endpointFor(ctx, s, body, ctx.committed ? retryUntil : holdUntil));
@@ -348,24 +367,15 @@ export class Gateway {
           committed: ctx.committed,
           dropUsageEvent,
           meter: req.method === "POST" && ctx.rest !== "/api/show",
-          onHead: (_status, type) => {
-            ctx.sentType ??= type;
-            this.observeTtfb(ctx);
-          },
-          errorEvent: (st, text) => streamErrorEvent(ctx.committed ?? "ndjson", st, text),
+          sink: ctx,
         });
-        forwarding = f;
+        ctx.forwarding = f;
         if (ctx.cause) f.abort(ctx.cause.message);
-        const onClose = () => {
-          if (!res.writableFinished) f.abort("client closed the connection");
-        };
-        res.once("close", onClose);
         let outcome: ProxyOutcome;
         try {
           outcome = await f.done;
         } finally {
-          res.off("close", onClose);
-          forwarding = undefined;
+          ctx.forwarding = undefined;
           s.load.set(ep.id, (s.load.get(ep.id) ?? 1) - 1);
         }
         if (outcome.kind === "refused") {
@@ -394,23 +404,11 @@ export class Gateway {
           } else status = 499;
           return;
         }
-        const timedOut = isTimeout(outcome.error);
-        if (!outcome.started && outcome.status === undefined && !timedOut && !resent && !ctx.cause && !res.destroyed) {
-          // The pod closed the connection without a byte of answer: most often a kept-alive connection it closed
-          // (idle timeout, shutdown) just as the request went out. Sent once more, on a fresh connection.
-          resent = true;
-          this.metrics.upstreamRetries.inc({ org: ctx.org, app: ctx.app });
-          this.d.logger.debug(
-            { requestId: ctx.requestId, pod: ep.id, err: outcome.error.message },
-            "pod closed; resent",
-          );
-          continue;
-        }
         this.d.logger.warn(
           { requestId: ctx.requestId, org: ctx.org, app: ctx.app, pod: ep.id, err: outcome.error.message },
           "the pod's answer broke off",
         );
-        if (timedOut && !outcome.status) {
+        if (!outcome.status && isTimeout(outcome.error)) {
           status = 504;
           this.sendError(ctx, gatewayError(504, `the app did not answer in time (${outcome.error.message})`));
           return;
@@ -421,7 +419,7 @@ export class Gateway {
       }
     } finally {
       release?.();
-      if (active) s.active.delete(active);
+      if (active) s.active.delete(ctx);
       s.inFlight--;
       this.finishRequest(ctx, s, status || 499, tokens);
     }
@@ -605,21 +603,7 @@ export class Gateway {
   }
 
   private async healthy(origin: string): Promise<boolean> {
-    try {
-      const r = await this.upstreams
-        .pool(origin)
-        .request({ path: "/health", method: "GET", headersTimeout: 1000, bodyTimeout: 1000 });
-      await r.body.dump();
-      return r.statusCode === 200;
-    } catch {
-      return false;
-    }
-  }
-
-  private observeTtfb(ctx: RequestContext): void {
-    if (ctx.ttfbObserved) return;
-    ctx.ttfbObserved = true;
-    this.states.get(`${ctx.org}/${ctx.app}`)?.stats.ttfb.observe((performance.now() - ctx.t0) / 1000);
+    return (await this.upstreams.status(origin, "/health", 1000)) === 200;
   }
 
   /** Metrics and the log line of a request refused before it reached the app. */
@@ -628,34 +612,52 @@ export class Gateway {
     this.logRequest(ctx, status, performance.now() - ctx.t0, undefined);
   }
 
+  /**
+   * A request ended: its accounting (metrics, usage record, access log line) is queued and done in batches, after the
+   * answer went out and off the path of the next request on a busy connection.
+   */
   private finishRequest(
     ctx: RequestContext,
     s: AppState,
     status: number,
     tokens: { prompt: number; completion: number } | undefined,
   ) {
-    const ms = performance.now() - ctx.t0;
-    const stats = s.stats;
-    stats.count(status);
-    stats.duration.observe(ms / 1000);
-    const k = stats.key(ctx.keyId);
-    k.requests++;
-    if (tokens) {
-      k.prompt += tokens.prompt;
-      k.completion += tokens.completion;
-    }
-    this.d.usage?.record({
-      org: ctx.org,
-      app: ctx.app,
-      keyId: ctx.keyId,
-      status,
-      promptTokens: tokens?.prompt ?? 0,
-      completionTokens: tokens?.completion ?? 0,
-      durationMs: ms,
-      at: this.now(),
-    });
-    this.logRequest(ctx, status, ms, tokens);
+    this.ended_.push({ ctx, stats: s.stats, status, ms: performance.now() - ctx.t0, at: this.now(), tokens });
+    if (this.ended_.length >= ACCOUNT_BATCH) this.flushEnded();
+    else this.accountTimer ??= setTimeout(this.flushEnded, ACCOUNT_EVERY_MS).unref();
   }
+
+  /** Accounts for the ended requests: before a metrics scrape or usage read sees the totals, and on a timer. */
+  readonly flushEnded = (): void => {
+    if (this.accountTimer) clearTimeout(this.accountTimer);
+    this.accountTimer = undefined;
+    const batch = this.ended_;
+    if (batch.length === 0) return;
+    this.ended_ = [];
+    for (const e of batch) {
+      const { ctx, stats, status, ms, tokens } = e;
+      stats.count(status);
+      stats.duration.observe(ms / 1000);
+      if (ctx.ttfbMs !== undefined) stats.ttfb.observe(ctx.ttfbMs / 1000);
+      const k = stats.key(ctx.keyId);
+      k.requests++;
+      if (tokens) {
+        k.prompt += tokens.prompt;
+        k.completion += tokens.completion;
+      }
+      this.d.usage?.record({
+        org: ctx.org,
+        app: ctx.app,
+        keyId: ctx.keyId,
+        status,
+        promptTokens: tokens?.prompt ?? 0,
+        completionTokens: tokens?.completion ?? 0,
+        durationMs: ms,
+        at: e.at,
+      });
+      this.logRequest(ctx, status, ms, tokens, e.at);
+    }
+  };
 
   /**
    * The access log line. Its fields need no escaping but the path: the request id matches REQUEST_ID or is a UUID,
@@ -666,12 +668,14 @@ export class Gateway {
     status: number,
     ms: number,
     tokens: { prompt: number; completion: number } | undefined,
+    at?: number,
   ): void {
     this.accessLog(
       `"requestId":"${ctx.requestId}","org":"${ctx.org}","app":"${ctx.app}","method":"${ctx.req.method}",` +
         `"path":${JSON.stringify(ctx.rest)},"status":${status},"keyId":"${ctx.keyId}","ms":${Math.round(ms * 10) / 10}` +
         (tokens ? `,"promptTokens":${tokens.prompt},"completionTokens":${tokens.completion}` : ""),
       status === 499 ? "client closed the connection" : "request",
+      at,
     );
   }
 
@@ -682,7 +686,7 @@ export class Gateway {
     const app: AppInfo | undefined = this.d.apps.get(org, name);
     if (!app || (s.uid !== undefined && app.uid !== s.uid)) {
       const cause = gatewayError(404, `app "${name}" was deleted`);
-      for (const a of [...s.active]) a.cancel(cause);
+      s.cancelAll(cause);
       if (s.inFlight === 0) this.states.delete(`${org}/${name}`);
       else s.uid = app?.uid;
     }
@@ -704,7 +708,7 @@ export class Gateway {
         new Promise((r) => setTimeout(r, deadlineMs)),
       ]);
     const cause = new AppError("SHUTTING_DOWN", "the gateway is shutting down");
-    for (const s of this.states.values()) for (const a of [...s.active]) a.cancel(cause);
+    for (const s of this.states.values()) s.cancelAll(cause);
     if (this.running > 0)
       await Promise.race([
         new Promise<void>((r) => {
@@ -712,6 +716,7 @@ export class Gateway {
         }),
         new Promise((r) => setTimeout(r, 2000)),
       ]);
+    this.flushEnded();
     await this.d.usage?.flush().catch((err: unknown) => this.d.logger.warn({ err: String(err) }, "usage flush failed"));
     await this.upstreams.close();
   }

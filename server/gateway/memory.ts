@@ -52,6 +52,8 @@ export const endpointAt = (origin: string, ready = true): Endpoint => ({
 export class MemoryKeys implements KeyStore {
   readonly synced = true;
   private readonly keys = new Map<string, KeyRecord>();
+  /** Records by key id (the per-request lookup), kept with the map. */
+  private readonly ids = new Map<string, KeyRecord[]>();
   private version = 0;
   private readonly now: () => number;
 
@@ -60,7 +62,13 @@ export class MemoryKeys implements KeyStore {
   }
 
   byId(id: string): readonly KeyRecord[] {
-    return [...this.keys.values()].filter((k) => k.id === id);
+    return this.ids.get(id) ?? [];
+  }
+
+  private reindex(id: string): void {
+    const records = [...this.keys.values()].filter((k) => k.id === id);
+    if (records.length) this.ids.set(id, records);
+    else this.ids.delete(id);
   }
 
   list(org: string): KeyRecord[] {
@@ -80,11 +88,14 @@ export class MemoryKeys implements KeyStore {
       version: String(++this.version),
     };
     this.keys.set(`${org}/${k.id}`, record);
+    this.reindex(k.id);
     return { record, key: k.key };
   }
 
   async revoke(org: string, id: string): Promise<boolean> {
-    return this.keys.delete(`${org}/${id}`);
+    const had = this.keys.delete(`${org}/${id}`);
+    this.reindex(id);
+    return had;
   }
 }
 

@@ -1,9 +1,10 @@
-// Forwarding one request to one pod, with undici (a pool of keep-alive connections per pod) writing the answer
-// straight into the client's response as it arrives: no buffering, so SSE and NDJSON tokens pass at once.
-// A client that goes away aborts the upstream request (the pod frees the sequence). Measured against stream.pipeline
-// over node:http and against nginx in `npm run bench gateway`.
+// Forwarding one request to one pod over the gateway's HTTP/1.1 client (http1-client.ts: a pool of keep-alive
+// connections per pod), writing the answer straight into the client's response as it arrives: no buffering, so SSE
+// and NDJSON tokens pass at once. A client that goes away aborts the upstream request (the pod frees the sequence).
+// Measured against undici, node:http and nginx in `npm run bench gateway`.
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
-import { Pool, type Dispatcher } from "undici";
+import { Http1Pool, type Http1Exchange, type Http1Handler, type Http1Options } from "./http1-client.ts";
+import { streamErrorEvent } from "./hold.ts";
 import { UsageEventFilter, UsageScanner } from "./usage.ts";
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1) and what the gateway sets itself: never copied across. */
@@ -39,9 +40,11 @@ export function upstreamHeaders(raw: readonly string[], requestId: string, clien
   return out;
 }
 
-/** The response headers for the client: the pod's (undici's fresh object, changed in place), less hop-by-hop ones. */
+/**
+ * The response headers for the client: the pod's (a fresh object from the client's parser, which has taken out the
+ * hop-by-hop fields already), with the request id.
+ */
 export function downstreamHeaders(h: IncomingHttpHeaders, requestId: string): IncomingHttpHeaders {
-  for (const name of HOP_BY_HOP) if (name in h) delete h[name];
   h["x-request-id"] = requestId;
   return h;
 }
@@ -61,7 +64,7 @@ const CONNECT_ERRORS = new Set([
   "EHOSTUNREACH",
   "ENETUNREACH",
   "EADDRNOTAVAIL",
-  "UND_ERR_CONNECT_TIMEOUT",
+  "UPSTREAM_CONNECT_TIMEOUT",
   "ETIMEDOUT",
 ]);
 export const isConnectError = (e: unknown): boolean => CONNECT_ERRORS.has((e as { code?: string })?.code ?? "");
@@ -78,10 +81,17 @@ export interface ForwardOptions {
   dropUsageEvent: boolean;
   /** Read token counts from the answer (generation and embedding routes; model listings carry none). */
   meter: boolean;
-  /** Called when the pod's response head arrives. */
-  onHead?: (status: number, contentType: string) => void;
-  /** Turns a failed pod answer into the error event of a committed stream. */
-  errorEvent: (status: number, body: string) => string;
+  /** What the caller learns of the answer as it arrives (the request's own record: no callback per request). */
+  sink: ForwardSink;
+}
+
+export interface ForwardSink {
+  /** When the request arrived (performance.now()). */
+  t0: number;
+  /** The content type of the answer, once its head is in (kept if already set). */
+  sentType?: string;
+  /** Time to the pod's answer's head, ms since t0. */
+  ttfbMs?: number;
 }
 
 /** A running forward: abort() stops it (the outcome is then "aborted"). */
@@ -91,51 +101,67 @@ export interface Forwarding {
 }
 
 export class Upstreams {
-  private readonly pools = new Map<string, Pool>();
-  private readonly opts: Pool.Options;
+  private readonly pools = new Map<string, Http1Pool>();
+  private readonly opts: Http1Options;
 
   constructor(o: { connectionsPerPod: number; headersTimeoutMs: number; idleTimeoutMs: number }) {
     this.opts = {
       connections: o.connectionsPerPod,
-      pipelining: 1,
-      keepAliveTimeout: 4000,
-      headersTimeout: o.headersTimeoutMs,
-      bodyTimeout: o.idleTimeoutMs,
-      connect: { timeout: 3000 },
+      connectTimeoutMs: 3000,
+      headersTimeoutMs: o.headersTimeoutMs,
+      bodyTimeoutMs: o.idleTimeoutMs,
+      keepAliveMs: 4000,
     };
   }
 
-  pool(origin: string): Pool {
+  pool(origin: string): Http1Pool {
     let p = this.pools.get(origin);
     if (!p) {
-      p = new Pool(origin, this.opts);
+      p = new Http1Pool(origin, this.opts);
       this.pools.set(origin, p);
     }
     return p;
   }
 
-  /** Closes the pools of pods that are gone. */
+  /** Closes the pools of pods that are gone (their running answers finish). */
   retain(origins: ReadonlySet<string>): void {
     for (const [origin, p] of this.pools)
       if (!origins.has(origin)) {
         this.pools.delete(origin);
-        void p.close().catch(() => undefined);
+        p.close(false);
       }
   }
 
-  async close(): Promise<void> {
-    const all = [...this.pools.values()];
+  close(): void {
+    for (const p of this.pools.values()) p.close(true);
     this.pools.clear();
-    await Promise.all(all.map((p) => p.destroy().catch(() => undefined)));
+  }
+
+  /** The status of a GET (0 when there is no answer within the timeout). */
+  status(origin: string, path: string, timeoutMs: number): Promise<number> {
+    return new Promise((resolve) => {
+      let status = 0;
+      try {
+        this.pool(origin).request(
+          { method: "GET", path, headers: [], body: null, timeoutMs },
+          {
+            onHead: (s) => (status = s),
+            onData: () => undefined,
+            onEnd: () => resolve(status),
+            onError: () => resolve(0),
+          },
+        );
+      } catch {
+        resolve(0);
+      }
+    });
   }
 
   forward(origin: string, res: ServerResponse, o: ForwardOptions): Forwarding {
     const f = new Forward(res, o);
     try {
-      this.pool(origin).dispatch(
-        { path: o.path, method: o.method, headers: o.headers, body: o.body, blocking: true },
-        f,
-      );
+      f.exchange = this.pool(origin).request({ path: o.path, method: o.method, headers: o.headers, body: o.body }, f);
+      if (f.abortReason) f.exchange.abort(f.abortReason);
     } catch (error) {
       f.finish({ kind: "failed", error: error as Error, started: false });
     }
@@ -144,16 +170,16 @@ export class Upstreams {
 }
 
 /**
- * One forwarded exchange: undici's handler of the pod's answer (writing it into the client's response) and the
- * caller's handle on it. A class, so a request allocates one object rather than a closure per callback.
+ * One forwarded exchange: the handler of the pod's answer (writing it into the client's response) and the caller's
+ * handle on it. A class, so a request allocates one object rather than a closure per callback.
  */
-class Forward implements Dispatcher.DispatchHandler, Forwarding {
+class Forward implements Http1Handler, Forwarding {
   readonly done: Promise<ProxyOutcome>;
   private resolve!: (x: ProxyOutcome) => void;
   private readonly res: ServerResponse;
   private readonly o: ForwardOptions;
-  private controller: Dispatcher.DispatchController | undefined;
-  private abortReason: Error | undefined;
+  exchange: Http1Exchange | undefined;
+  abortReason: Error | undefined;
   private started: boolean;
   private settled = false;
   private scanner: UsageScanner | undefined;
@@ -169,33 +195,37 @@ class Forward implements Dispatcher.DispatchHandler, Forwarding {
     this.done = new Promise<ProxyOutcome>((r) => {
       this.resolve = r;
     });
+    res.on("close", this.onClientClose);
   }
 
   finish(x: ProxyOutcome): void {
     if (this.settled) return;
     this.settled = true;
-    this.res.off("drain", this.onDrain);
+    this.res.off("close", this.onClientClose);
+    if (this.onDrain) this.res.off("drain", this.onDrain);
     this.resolve(x);
   }
 
-  private readonly onDrain = (): void => this.controller?.resume();
+  /** A client that goes away mid-answer: the pod's request is aborted at once (it frees the sequence). */
+  private readonly onClientClose = (): void => {
+    if (!this.res.writableFinished) this.abort("client closed the connection");
+  };
+
+  /** Made on the first backpressure only. */
+  private onDrain: (() => void) | undefined;
 
   abort(reason: string): void {
     if (this.settled || this.abortReason) return;
     this.abortReason = new Error(reason);
-    if (this.controller) this.controller.abort(this.abortReason);
+    this.exchange?.abort(this.abortReason);
   }
 
-  onRequestStart(c: Dispatcher.DispatchController): void {
-    this.controller = c;
-    if (this.abortReason) c.abort(this.abortReason);
-  }
-
-  onResponseStart(_c: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+  onHead(statusCode: number, headers: IncomingHttpHeaders): void {
     const o = this.o;
     this.status = statusCode;
     const type = String(headers["content-type"] ?? "");
-    o.onHead?.(statusCode, type);
+    o.sink.sentType ??= type;
+    o.sink.ttfbMs ??= performance.now() - o.sink.t0;
     if (o.committed && statusCode >= 400) {
       this.errorBody = "";
       return;
@@ -209,33 +239,39 @@ class Forward implements Dispatcher.DispatchHandler, Forwarding {
     if (this.filter || type.includes("event-stream") || type.includes("ndjson")) this.res.flushHeaders();
   }
 
-  onResponseData(c: Dispatcher.DispatchController, chunk: Buffer): void {
+  onData(chunk: Buffer, last: boolean): void {
     if (this.errorBody !== undefined) {
       if (this.errorBody.length < 65536) this.errorBody += chunk.toString("utf8");
       return;
     }
     this.scanner?.push(chunk);
+    if (last && !this.filter) {
+      // The whole answer: head and body go out in one write, now (res.write would wait for the next tick).
+      this.res.end(chunk);
+      return;
+    }
     const out = this.filter ? this.filter.push(chunk) : chunk;
     if (out.length > 0 && !this.res.write(out)) {
-      c.pause();
+      this.exchange?.pause();
+      this.onDrain ??= () => this.exchange?.resume();
       this.res.once("drain", this.onDrain);
     }
   }
 
-  onResponseEnd(): void {
+  onEnd(): void {
     if (this.errorBody !== undefined) {
-      this.res.end(this.o.errorEvent(this.status, this.errorBody));
+      this.res.end(streamErrorEvent(this.o.committed ?? "ndjson", this.status, this.errorBody));
       this.finish({ kind: "done", status: this.status });
       return;
     }
     const rest = this.filter?.end();
     if (rest) this.res.end(rest);
-    else this.res.end();
+    else if (!this.res.writableEnded) this.res.end();
     const tokens = this.scanner?.end();
     this.finish({ kind: "done", status: this.status, ...(tokens ? { tokens } : {}) });
   }
 
-  onResponseError(_c: Dispatcher.DispatchController, error: Error): void {
+  onError(error: Error): void {
     const { started, status } = this;
     if (this.abortReason) this.finish({ kind: "aborted", started });
     else if (!started && status === 0 && isConnectError(error)) this.finish({ kind: "refused", error });

@@ -101,6 +101,7 @@ export async function runApp(args: string[], ctx: CliContext): Promise<void> {
       return;
     }
     stopping = true;
+    gateway.gateway.flushEnded(); // the lines of the requests answered so far come first
     ctx.stderr.write(`${ctx.stderr.isTTY ? "\n" : ""}stopping ${name}\n`);
     void (async () => {
       await gateway.close(5000);
