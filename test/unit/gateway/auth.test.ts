@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { decideAccess, decideAdmin, parseAuthorization, type KeyCheck } from "../../../server/gateway/auth.ts";
+import {
+  authorizationOf,
+  decideAccess,
+  decideAdmin,
+  parseAuthorization,
+  type KeyCheck,
+} from "../../../server/gateway/auth.ts";
 
 const ID = "0123456789abcdef";
 const SECRET = "A".repeat(43);
@@ -54,4 +60,14 @@ test("the management API: an admin key of that org only", () => {
   assert.equal(status(key("acme")), 403);
   assert.equal(status(key("other", "admin")), 403);
   assert.equal(status(key("acme", "admin")), 200);
+});
+
+test("Authorization: spaces or tabs after the scheme; several headers are joined and never parse as one key", () => {
+  for (const h of [`Key\t${ID}:${SECRET}`, `Key \t  ${ID}:${SECRET}`])
+    assert.deepEqual(parseAuthorization(h), { ok: true, keyId: ID, secret: SECRET }, JSON.stringify(h));
+  const good = `Key ${ID}:${SECRET}`;
+  assert.equal(authorizationOf(undefined, []), undefined);
+  assert.equal(authorizationOf(good, ["Host", "x", "Authorization", good]), good);
+  const two = authorizationOf(good, ["authorization", good, "AUTHORIZATION", "Key 1111111111111111:x"]);
+  assert.deepEqual(parseAuthorization(two), { ok: false, reason: "malformed" });
 });

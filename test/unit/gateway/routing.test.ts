@@ -57,6 +57,8 @@ test("org and app must be DNS labels; unknown paths are 404; traversal is refuse
     ["/acme/chat/v1/../api/pull", 400],
     ["/acme/chat//api/pull", 400],
     ["/acme/chat/api/%70ull", 400],
+    ["/acme/chat/v1/models/%ff", 400],
+    ["/acme/chat/v1/models/a%2", 400],
   ];
   for (const [url, status] of cases) {
     const r = route("GET", url);
@@ -65,6 +67,7 @@ test("org and app must be DNS labels; unknown paths are 404; traversal is refuse
   }
   assert.equal((route("GET", "/acme/nope/v1/x") as { shape: string }).shape, "openai");
   assert.equal((route("GET", "/acme/nope/api/x") as { shape: string }).shape, "ollama");
+  assert.equal((route("GET", "/Acme/chat/v1/models") as { shape: string }).shape, "openai", "an invalid org under /v1");
 });
 
 test("gateway routes", () => {
