@@ -93,9 +93,9 @@ export const silentLogger: Logger = pino({ level: "silent" });
 /**
  * A cheap writer of one kind of info line, for a process that logs a line per request (the gateway's access log): the
  * caller builds the fields (the inside of a JSON object, e.g. `"status":200`, never keys or prompts), and the line
- * goes to the logger's destination in pino's own format (level, time — `at`, or now —, bindings, fields, msg), skipping pino's
- * serialisation and redaction of a whole object (about a tenth of a small proxied request's CPU time). Nothing is
- * written when the logger's level is above info.
+ * goes to the logger's destination in pino's own format (level, time: `at` or now, bindings, fields, msg), skipping
+ * pino's serialisation and redaction of a whole object (about a tenth of a small proxied request's CPU time). Nothing
+ * is written when the logger's level is above info.
  */
 export function infoLineWriter(logger: Logger): (fields: string, msg: string, at?: number) => void {
   const l = logger as unknown as Record<symbol, unknown>;
