@@ -110,7 +110,7 @@ export function openaiErrorBody(e: AppError): {
   };
 }
 
-/** Maps body-parser failures (invalid JSON, body too large) to AppErrors. */
+/** Maps body-parser and router failures (invalid JSON, body too large, a URL that does not decode) to AppErrors. */
 export function fromBodyParserError(err: unknown): AppError | undefined {
   const e = err as { type?: string; status?: number; message?: string };
   if (e?.type === "entity.parse.failed")
@@ -120,6 +120,8 @@ export function fromBodyParserError(err: unknown): AppError | undefined {
   if (e?.type === "encoding.unsupported" || e?.type === "charset.unsupported")
     return new AppError("UNSUPPORTED_MEDIA_TYPE", e.message ?? "unsupported encoding");
   if (e?.type === "request.aborted") return new AppError("CLIENT_CLOSED", "client closed the request");
+  // A path parameter that does not percent-decode (e.g. /v1/models/%ff): the router's URIError, marked 400.
+  if (err instanceof URIError && e.status === 400) return new AppError("BAD_REQUEST", e.message ?? "malformed URL");
   // A body whose Content-Encoding does not decode: zlib (Z_*), zstd (ZSTD_*) and brotli (ERR__*) errors, given a 400.
   const code = (err as { code?: unknown } | null)?.code;
   if (e?.status === 400 && typeof code === "string" && /^(Z_|ZSTD_|ERR__)/.test(code))

@@ -138,6 +138,8 @@ const cases: Case[] = [
   ["v1 completions: two prompts", "/v1/completions", { model: "tiny", prompt: ["a", "b"] }, 400, "prompt"],
   ["v1 embeddings: token arrays", "/v1/embeddings", { model: "tiny", input: [1, 2, 3] }, 400, "input"],
   ["v1 models: unknown id", "GET /v1/models/nope", undefined, 404, "nope"],
+  ["v1 models: id that does not percent-decode", "GET /v1/models/%ff", undefined, 400, "decode"],
+  ["show: model path that does not percent-decode", "GET /api/tags/%ff", undefined, 404],
   ["v1 chat: GET is not allowed", "GET /v1/chat/completions", undefined, 405],
 ];
 
