@@ -69,11 +69,11 @@ const isTimeout = (e: Error): boolean => /timeout/i.test(`${(e as { code?: strin
 /**
  * Sends `100 Continue` to a client that waits for it (`Expect: 100-continue`), once its body is wanted: a request
  * refused before (401, 404, 413 by its Content-Length) is answered without the body ever being sent (node then closes
- * the connection). node:http keeps the state on the response (`_expect_continue`, `_sent100`).
+ * the connection). Called once per request, by the path that reads (or drains) its body.
  */
-function wantBody(res: ServerResponse): void {
-  const r = res as ServerResponse & { _expect_continue?: boolean; _sent100?: boolean };
-  if (r._expect_continue && !r._sent100) res.writeContinue();
+function wantBody(req: IncomingMessage, res: ServerResponse): void {
+  const expect = req.headers.expect;
+  if (expect !== undefined && !res.headersSent && expect.toLowerCase() === "100-continue") res.writeContinue();
 }
 
 /** A request that ended, waiting for its metrics, usage record and log line (Gateway.flushEnded). */
@@ -209,7 +209,7 @@ export class Gateway {
         });
         return;
       case "management":
-        wantBody(res); // small JSON bodies, read by the handler: asked for at once
+        wantBody(req, res); // small JSON bodies, read by the handler: asked for at once
         this.management(req, res, r.rest, r.query, requestId).catch((err: unknown) => {
           this.d.logger.error({ err: String(err), requestId }, "management request failed");
           sendGatewayError(res, "openai", new AppError("INTERNAL", "internal error"), { "x-request-id": requestId });
@@ -432,7 +432,7 @@ export class Gateway {
       this.fail(ctx, 413, `request body is larger than ${max} bytes`, { connection: "close" });
       return "done";
     }
-    wantBody(ctx.res);
+    wantBody(ctx.req, ctx.res);
     ctx.req.resume();
     return null;
   }
@@ -440,7 +440,7 @@ export class Gateway {
   /** Reads the request body (bounded): the Buffer, null when there is none, or "done" when already answered. */
   private async readBody(ctx: RequestContext): Promise<Buffer | null | "done"> {
     const max = this.d.config.maxBodyBytes;
-    if (Number(ctx.req.headers["content-length"] ?? 0) <= max) wantBody(ctx.res);
+    if (Number(ctx.req.headers["content-length"] ?? 0) <= max) wantBody(ctx.req, ctx.res);
     const body = await readRequestBody(ctx.req, max);
     if (body === "too-large") {
       this.fail(ctx, 413, `request body is larger than ${max} bytes`, { connection: "close" });
