@@ -532,6 +532,59 @@ test("load from two gateway replicas adds up in the operator; a client disconnec
   );
 });
 
+test("SIGTERM to a gateway process: new requests are refused, a running stream goes on until the deadline and ends cleanly; the pod's sequence is freed", async () => {
+  const pod = await readyPod("chat");
+  const podMetric = async (name: string) =>
+    sumMetric(await (await fetch(`http://${pod.status!.podIP}:11434/metrics`)).text(), name);
+  const gw3 = await startTestGateway(c.cp, { shutdownSeconds: 1 });
+  const r = await call(gw3.url, orgA, "chat", "/api/chat", {
+    method: "POST",
+    headers: { ...auth(keys.apiA!.key), "content-type": "application/json" },
+    body: JSON.stringify({
+      model: "chat:latest",
+      messages: [{ role: "user", content: "long" }],
+      options: { num_predict: LONG },
+    }),
+  });
+  assert.equal(r.status, 200);
+  const reader = r.body!.getReader();
+  await reader.read(); // the stream has started
+  const t0 = Date.now();
+  const exited = gw3.stop("SIGTERM");
+  await eventually(
+    "new requests refused",
+    async () => {
+      const x = await call(gw3.url, orgA, "chat", "/api/version", { headers: auth(keys.apiA!.key) }).catch(
+        () => undefined,
+      );
+      return x === undefined || x.status === 503 ? true : undefined;
+    },
+    5000,
+    20,
+  );
+  let text = "";
+  const decoder = new TextDecoder();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+  }
+  const endedMs = Date.now() - t0;
+  const last = JSON.parse(text.trim().split("\n").at(-1)!) as { done?: boolean; eval_count?: number; error?: string };
+  if (last.error !== undefined) {
+    // cut at the deadline, with an error line the ollama client throws, not a truncated stream
+    assert.match(last.error, /shutting down/);
+    assert.ok(endedMs >= 900, `the stream went on until the deadline (ended ${endedMs} ms after SIGTERM)`);
+  } else assert.deepEqual([last.done, last.eval_count], [true, LONG], "or it finished whole before the deadline");
+  assert.equal(await exited, 0);
+  await eventually(
+    "the pod's sequence freed",
+    async () => ((await podMetric("gantry_busy_sequences")) === 0 ? true : undefined),
+    5000,
+    20,
+  );
+});
+
 test("usage per key and app survives a gateway restart and adds up across replicas; tokens match the answers", async () => {
   const base = `${gw1.url}/_gantry/v1/orgs/${orgA}`;
   const created = (await (
