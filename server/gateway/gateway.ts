@@ -340,14 +340,22 @@ export class Gateway {
       }
       const headers = upstreamHeaders(req.rawHeaders, ctx.requestId, req.socket.remoteAddress);
       if (payload) headers.push("content-length", String(payload.length)); // none: no body (RFC 9112 §6.3)
-      const t = this.now();
-      const retryUntil = t + this.d.config.upstream.retrySeconds * 1000;
-      const holdUntil = t + this.d.config.hold.timeoutSeconds * 1000;
+      // Deadlines from the first moment one is needed (the common request needs none).
+      let t: number | undefined;
+      const retry = this.d.config.upstream.retrySeconds * 1000;
       s.active.add(ctx);
       active = true;
+      let known: AppInfo | undefined = app;
       for (;;) {
         const ep =
-          this.pickNow(ctx, s) ?? (await this.endpointFor(ctx, s, body, ctx.committed ? retryUntil : holdUntil));
+          this.pickNow(ctx, s, known) ??
+          (await this.endpointFor(
+            ctx,
+            s,
+            body,
+            (t ??= this.now()) + (ctx.committed ? retry : this.d.config.hold.timeoutSeconds * 1000),
+          ));
+        known = undefined;
         if (ep instanceof AppError) {
           status = ep.status;
           this.sendError(ctx, ep);
@@ -382,7 +390,7 @@ export class Gateway {
           s.failing.set(ep.id, this.now() + FAILING_MS);
           s.probed.delete(ep.id);
           this.metrics.upstreamRetries.inc({ org: ctx.org, app: ctx.app });
-          if (this.now() < retryUntil && !ctx.cause && !res.destroyed) {
+          if (this.now() < (t ??= this.now()) + retry && !ctx.cause && !res.destroyed) {
             this.d.logger.debug(
               { requestId: ctx.requestId, pod: ep.id, err: outcome.error.message },
               "pod refused; retrying",
@@ -449,10 +457,10 @@ export class Gateway {
     return body === "aborted" ? "done" : body;
   }
 
-  /** A usable pod at once (the common case, without a promise), or undefined. */
-  private pickNow(ctx: RequestContext, s: AppState): Endpoint | undefined {
+  /** A usable pod at once (the common case, without a promise), or undefined. `known`: the app, just looked up. */
+  private pickNow(ctx: RequestContext, s: AppState, known?: AppInfo): Endpoint | undefined {
     if (ctx.cause) return undefined;
-    const app = this.d.apps.get(ctx.org, ctx.app);
+    const app = known ?? this.d.apps.get(ctx.org, ctx.app);
     if (!app || (s.uid && app.uid !== s.uid)) return undefined;
     return s.pick(this.d.apps.endpoints(ctx.org, ctx.app), this.now());
   }
