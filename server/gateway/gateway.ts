@@ -2,7 +2,6 @@
 // the least-loaded ready pod → usage. It reads apps, pods, keys and usage only through the interfaces of ports.ts, so
 // the same code serves the cluster (kube/ watches) and a one-off local server (memory.ts). No Kubernetes API call is
 // made per request; everything comes from caches.
-import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { AppError } from "../common/errors.ts";
 import { infoLineWriter, type Logger } from "../common/logger.ts";
@@ -20,6 +19,7 @@ import { AppState, type Active } from "./app-state.ts";
 import { readRequestBody } from "./body.ts";
 import type { AppInfo, AppSource, Endpoint, KeyStore, LoadSink, UsageStore } from "./ports.ts";
 import { upstreamHeaders, Upstreams, type ProxyOutcome } from "./proxy.ts";
+import { requestIds } from "./request-id.ts";
 import { route } from "./routing.ts";
 import { addStreamUsage } from "./usage.ts";
 
@@ -103,6 +103,7 @@ export class Gateway {
   /** The access log: one JSON line per request, built by hand (logger.ts infoLineWriter). */
   private readonly accessLog: (fields: string, msg: string, at?: number) => void;
   private ended_: Ended[] = [];
+  private readonly newRequestId = requestIds();
   private accountTimer: NodeJS.Timeout | undefined;
   private closing = false;
   private running = 0;
@@ -170,7 +171,7 @@ export class Gateway {
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
     const t0 = performance.now();
     const given = req.headers["x-request-id"];
-    const requestId = typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
+    const requestId = typeof given === "string" && REQUEST_ID.test(given) ? given : this.newRequestId();
     const origin = req.headers.origin;
     if (origin !== undefined && originMatches(origin, this.d.config.corsOrigins)) {
       res.setHeader("access-control-allow-origin", origin);

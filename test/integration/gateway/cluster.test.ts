@@ -293,7 +293,14 @@ test("routing: management routes are refused, unknown apps are 404 in each API's
   assert.equal(tagged.status, 200);
   assert.equal(tagged.headers.get("x-request-id"), "trace-42");
   const fresh = await call(gw1.url, orgA, "chat", "/api/version", { headers: h });
-  assert.match(fresh.headers.get("x-request-id") ?? "", /^[0-9a-f-]{36}$/);
+  const again = await call(gw1.url, orgA, "chat", "/api/version", { headers: h });
+  assert.match(fresh.headers.get("x-request-id") ?? "", /^[0-9a-f]{32}$/);
+  assert.notEqual(fresh.headers.get("x-request-id"), again.headers.get("x-request-id"));
+  assert.notEqual(
+    fresh.headers.get("x-request-id")!.slice(0, 16),
+    (await call(gw2.url, orgA, "chat", "/api/version", { headers: h })).headers.get("x-request-id")!.slice(0, 16),
+    "another replica's ids differ",
+  );
 
   const big = await call(gw1.url, orgA, "chat", "/v1/chat/completions", {
     method: "POST",
