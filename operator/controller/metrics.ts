@@ -1,5 +1,6 @@
 // Prometheus metrics of the operator (prom-client, one registry per operator instance).
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { collectProcessMetrics } from "../../server/common/process-metrics.ts";
 import type { ModelApp } from "../api/v1alpha1/modelapp.ts";
 
 export class OperatorMetrics {
@@ -57,8 +58,7 @@ export class OperatorMetrics {
         }
       },
     });
-    if (opts.defaultMetrics ?? true)
-      collectDefaultMetrics({ register: this.registry, prefix: "gantry_operator_process_" });
+    if (opts.defaultMetrics ?? true) collectProcessMetrics(this.registry, "gantry_operator_process_");
     new Gauge({
       name: "gantry_operator_apps",
       help: "ModelApps by condition type and status",

@@ -3,7 +3,8 @@
 // (requests by code, latency and time-to-first-byte histograms, usage by key) is counted in plain numbers per app
 // (AppStats) and turned into series only when scraped: prom-client hashes the label values on every update, even
 // through a labelled child, a measurable share of a small proxied request (`npm run bench gateway`, part cpu).
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric, type MetricValue } from "prom-client";
+import { Counter, Gauge, Histogram, Registry, type Metric, type MetricValue } from "prom-client";
+import { collectProcessMetrics } from "../common/process-metrics.ts";
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
@@ -117,7 +118,7 @@ export class GatewayMetrics {
 
   constructor(counts: () => AppCounts[] = () => []) {
     const registers = [this.registry];
-    collectDefaultMetrics({ register: this.registry, prefix: "gantry_gateway_" });
+    collectProcessMetrics(this.registry, "gantry_gateway_");
     const stats = () => this.apps.values();
     collected(
       this.registry,

@@ -1,5 +1,6 @@
 // Prometheus metrics of the model server (prom-client, one registry per server instance).
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { collectProcessMetrics } from "../common/process-metrics.ts";
 import type { RequestHandler } from "express";
 import type { EngineMetricsSink } from "../engine/metrics.ts";
 
@@ -108,7 +109,7 @@ export class ServerMetrics {
   });
 
   constructor(opts: { defaultMetrics?: boolean } = {}) {
-    if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: "gantry_process_" });
+    if (opts.defaultMetrics ?? true) collectProcessMetrics(this.registry, "gantry_process_");
   }
 
   /**

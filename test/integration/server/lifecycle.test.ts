@@ -133,6 +133,10 @@ test("metrics and CORS", async () => {
       "gantry_decode_steps_total",
       "gantry_batch_fill_ratio",
       "gantry_in_flight_requests",
+      // the process's own (prom-client defaults): CPU, memory, event-loop lag
+      "gantry_process_process_cpu_seconds_total",
+      "gantry_process_process_resident_memory_bytes",
+      "gantry_process_nodejs_eventloop_lag_p99_seconds",
     ]) {
       assert.match(metrics, new RegExp(`^# TYPE ${name} `, "m"), name);
     }
