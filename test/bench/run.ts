@@ -161,8 +161,8 @@ if (run("gateway")) {
   if (g?.stream)
     printTable(
       `Gateway: tokens/s of a long stream (SmolLM2-135M, 256 tokens, NDJSON), client side, medians of ${g.stream.rounds} interleaved rounds; ${loadNote}. Target ≥ 0.99 × direct`,
-      ["direct tok/s", "through the gateway tok/s", "gateway ÷ direct"],
-      [[g.stream.directTps, g.stream.gatewayTps, g.stream.ratio]],
+      ["direct tok/s", "through the gateway tok/s", "gateway ÷ direct", "through nginx tok/s", "nginx ÷ direct"],
+      [[g.stream.directTps, g.stream.gatewayTps, g.stream.ratio, g.stream.nginxTps ?? "-", g.stream.nginxRatio ?? "-"]],
     );
   if (parts.has("cpu")) await benchGatewayCpu();
   if (parts.has("cold")) {

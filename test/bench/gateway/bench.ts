@@ -2,7 +2,8 @@
 // upstream `gantry serve`:
 // - small non-streaming requests (GET /api/version: the proxy's own cost, not the model's): latency at one
 //   connection (p50, p99; added = through − direct) and requests/s at 32 connections, auth on, interleaved rounds;
-// - tokens/s of a long stream (SmolLM2, 256 tokens, NDJSON) through the gateway against direct, interleaved rounds;
+// - tokens/s of a long stream (SmolLM2, 256 tokens, NDJSON) through the gateway and through nginx against direct,
+//   interleaved rounds;
 // - cold start to first token from zero replicas (the test control plane, operator and gateway processes, a pod of
 //   the process runtime) against the same model's own start: `gantry serve --model` spawned locally to first token.
 // Load generators run as their own processes (load.ts). Loopback and the test cluster's pod addresses only.
@@ -32,7 +33,9 @@ export interface ProxyRow {
 
 export interface GatewayBenchResult {
   proxy: ProxyRow[] | undefined;
-  stream: { directTps: number; gatewayTps: number; ratio: number; rounds: number } | undefined;
+  stream:
+    | { directTps: number; gatewayTps: number; ratio: number; nginxTps?: number; nginxRatio?: number; rounds: number }
+    | undefined;
   rounds: number;
   nginx: string | undefined;
   /** Load averages (1 min) before and after the run: the machine is shared. */
@@ -90,7 +93,8 @@ export async function benchGateway(
   const key = gw.line;
   const auth = `Key ${key}`;
   const bin = nginxBinary();
-  const nginx = bin && parts.has("proxy") ? await startNginx(bin, ngPort, srv.port, key) : undefined;
+  const nginx =
+    bin && (parts.has("proxy") || parts.has("stream")) ? await startNginx(bin, ngPort, srv.port, key) : undefined;
   const minimal = parts.has("proxy")
     ? await startHelper("minimal-proxy.ts", [String(minPort), srv.url, key])
     : undefined;
@@ -133,7 +137,9 @@ export async function benchGateway(
         };
       });
     }
-    const stream = parts.has("stream") ? await benchStream(srv.url, gwPort, auth, rounds) : undefined;
+    const stream = parts.has("stream")
+      ? await benchStream(srv.url, gwPort, nginx ? ngPort : undefined, auth, rounds)
+      : undefined;
     return { proxy, stream, rounds, nginx: bin, load: { before: loadBefore, after: os.loadavg()[0]! } };
   } finally {
     gw.stop();
@@ -143,8 +149,12 @@ export async function benchGateway(
   }
 }
 
-/** Tokens/s of a long stream (SmolLM2, 256 tokens), direct and through the gateway in interleaved rounds. */
-async function benchStream(upstream: string, gwPort: number, auth: string, rounds: number) {
+/**
+ * Tokens/s of a long stream (SmolLM2, 256 tokens), direct, through the gateway and through nginx (the same proxy hop
+ * without the gateway's work: on a machine where the proxy shares cores with the model, what any proxy costs) in
+ * interleaved rounds.
+ */
+async function benchStream(upstream: string, gwPort: number, ngPort: number | undefined, auth: string, rounds: number) {
   await createModel(upstream, "smollm2", await smollm2Path());
   const tps = async (url: string, headers: Record<string, string>) => {
     let first = 0,
@@ -173,24 +183,25 @@ async function benchStream(upstream: string, gwPort: number, auth: string, round
   };
   await tps(`${upstream}/api/generate`, {}); // load the model
   const d: number[] = [],
-    g: number[] = [];
+    g: number[] = [],
+    n: number[] = [];
   const streamRounds = Math.max(3, rounds);
   for (let r = 0; r < streamRounds; r++) {
     const viaDirect = () => tps(`${upstream}/api/generate`, {}).then((x) => d.push(x));
     const viaGateway = () =>
       tps(`http://127.0.0.1:${gwPort}/acme/chat/api/generate`, { authorization: auth }).then((x) => g.push(x));
-    if (r % 2 === 0) {
-      await viaDirect();
-      await viaGateway();
-    } else {
-      await viaGateway();
-      await viaDirect();
-    }
+    const viaNginx = () =>
+      ngPort === undefined
+        ? Promise.resolve()
+        : tps(`http://127.0.0.1:${ngPort}/acme/chat/api/generate`, { authorization: auth }).then((x) => n.push(x));
+    const order = [viaDirect, viaGateway, viaNginx];
+    for (const run of r % 2 === 0 ? order : order.reverse()) await run();
   }
   return {
     directTps: median(d),
     gatewayTps: median(g),
     ratio: median(g.map((x, i) => x / d[i]!)),
+    ...(n.length ? { nginxTps: median(n), nginxRatio: median(n.map((x, i) => x / d[i]!)) } : {}),
     rounds: streamRounds,
   };
 }
