@@ -434,13 +434,18 @@ export class Gateway {
     }
   }
 
-  /** A GET's or HEAD's body is not forwarded: drained (413 when it says it is over the limit). */
+  /**
+   * A GET's or HEAD's body is not forwarded: drained (413 when it says it is over the limit). Without one there is
+   * nothing to drain (node:http ends the request itself when the answer is done).
+   */
   private skipBody(ctx: RequestContext): null | "done" {
     const max = this.d.config.maxBodyBytes;
     if (Number(ctx.req.headers["content-length"] ?? 0) > max) {
       this.fail(ctx, 413, `request body is larger than ${max} bytes`, { connection: "close" });
       return "done";
     }
+    const h = ctx.req.headers;
+    if (h["content-length"] === undefined && h["transfer-encoding"] === undefined) return null; // no body to drain
     wantBody(ctx.req, ctx.res);
     ctx.req.resume();
     return null;

@@ -112,7 +112,7 @@ const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
     res.writeHead(401).end();
     return;
   }
-  req.resume();
+  if (req.headers["content-length"] !== undefined || req.headers["transfer-encoding"] !== undefined) req.resume();
   forward(req, res, req.url!.slice(PREFIX.length), forwardHeaders(req.rawHeaders));
 });
 reportCpuOnRequest();
