@@ -27,7 +27,26 @@ export interface ResponseHead {
   body: { kind: "length"; length: number } | { kind: "chunked" } | { kind: "close" };
 }
 
-const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: |$)/;
+const isDigit = (c: number): boolean => c >= 48 && c <= 57;
+
+/** `HTTP/1.x NNN[ reason]`: the minor version (0 or 1) and the status, or undefined. Character checks, no regex. */
+function statusLine(line: string): { minor: 0 | 1; status: number } | undefined {
+  if (line.length < 12 || !line.startsWith("HTTP/1.") || line.charCodeAt(8) !== 32) return undefined;
+  const minor = line.charCodeAt(7) - 48;
+  const a = line.charCodeAt(9),
+    b = line.charCodeAt(10),
+    c = line.charCodeAt(11);
+  if ((minor !== 0 && minor !== 1) || a < 49 || a > 57 || !isDigit(b) || !isDigit(c)) return undefined;
+  if (line.length > 12 && line.charCodeAt(12) !== 32) return undefined;
+  return { minor, status: (a - 48) * 100 + (b - 48) * 10 + (c - 48) };
+}
+
+/** A decimal of 1 to 15 digits, or -1. */
+function decimal(v: string): number {
+  if (v.length === 0 || v.length > 15) return -1;
+  for (let i = 0; i < v.length; i++) if (!isDigit(v.charCodeAt(i))) return -1;
+  return Number(v);
+}
 
 /**
  * Parses a response head (the bytes before the blank line, without it). `method` is the request's: the answer to a
@@ -37,9 +56,9 @@ const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: |$)/;
 export function parseResponseHead(head: string, method: string): ResponseHead {
   let eol = head.indexOf("\r\n");
   if (eol < 0) eol = head.length;
-  const m = STATUS_LINE.exec(head.slice(0, eol));
+  const m = statusLine(head.slice(0, eol));
   if (!m) throw new HttpParseError(`malformed status line: ${JSON.stringify(head.slice(0, Math.min(eol, 80)))}`);
-  const status = Number(m[2]);
+  const status = m.status;
   const headers: IncomingHttpHeaders = {};
   let contentLength: string | undefined, te: string | undefined, connection: string | undefined;
   let keepAliveField: string | undefined;
@@ -89,7 +108,9 @@ export function parseResponseHead(head: string, method: string): ResponseHead {
     headers[name] = have === undefined ? value : `${have as string}, ${value}`;
   }
   let keepAlive = true;
-  if (connection !== undefined) {
+  if (connection === undefined) keepAlive = m.minor === 1;
+  else if (connection !== "keep-alive") {
+    // (plain "keep-alive", what node:http sends, needs no look inside)
     const tokens = connection.toLowerCase().split(",");
     for (let t of tokens) {
       t = t.trim();
@@ -97,12 +118,18 @@ export function parseResponseHead(head: string, method: string): ResponseHead {
       else if (t !== "keep-alive" && t !== "" && t in headers) (named ??= []).push(t);
     }
     if (named) for (const n of named) delete headers[n];
-    if (m[1] === "0") keepAlive = keepAlive && tokens.some((t) => t.trim() === "keep-alive");
-  } else if (m[1] === "0") keepAlive = false;
+    if (m.minor === 0) keepAlive = keepAlive && tokens.some((t) => t.trim() === "keep-alive");
+  }
   let keepAliveMs: number | undefined;
   if (keepAliveField !== undefined) {
-    const t = /\btimeout=(\d+)/i.exec(keepAliveField);
-    if (t) keepAliveMs = Number(t[1]) * 1000;
+    const lower = keepAliveField.toLowerCase();
+    const at = lower.indexOf("timeout=");
+    if (at >= 0) {
+      let end = at + 8;
+      while (end < lower.length && isDigit(lower.charCodeAt(end))) end++;
+      const n = decimal(lower.slice(at + 8, end));
+      if (n >= 0) keepAliveMs = n * 1000;
+    }
   }
   let body: ResponseHead["body"];
   if (method === "HEAD" || status < 200 || status === 204 || status === 304) body = { kind: "length", length: 0 };
@@ -118,8 +145,9 @@ export function parseResponseHead(head: string, method: string): ResponseHead {
       keepAlive = false;
     }
   } else if (contentLength !== undefined) {
-    if (!/^\d{1,15}$/.test(contentLength)) throw new HttpParseError(`malformed Content-Length: ${contentLength}`);
-    body = { kind: "length", length: Number(contentLength) };
+    const length = decimal(contentLength);
+    if (length < 0) throw new HttpParseError(`malformed Content-Length: ${contentLength}`);
+    body = { kind: "length", length };
   } else {
     body = { kind: "close" };
     keepAlive = false;
