@@ -18,7 +18,7 @@ import { GatewayMetrics, type AppStats } from "./metrics.ts";
 import { AppState, type Active } from "./app-state.ts";
 import { readRequestBody } from "./body.ts";
 import type { AppInfo, AppSource, Endpoint, KeyStore, LoadSink, UsageStore } from "./ports.ts";
-import { upstreamHeaders, Upstreams, type ProxyOutcome } from "./proxy.ts";
+import { isTimeoutError, upstreamHeaders, Upstreams, type ProxyOutcome } from "./proxy.ts";
 import { requestIds } from "./request-id.ts";
 import { route } from "./routing.ts";
 import { addStreamUsage } from "./usage.ts";
@@ -64,8 +64,6 @@ interface RequestContext extends Active {
 }
 
 /** A timeout of the upstream client (no answer head, or too long a pause in the answer). */
-const isTimeout = (e: Error): boolean => /timeout/i.test(`${(e as { code?: string }).code ?? ""} ${e.name}`);
-
 /**
  * Sends `100 Continue` to a client that waits for it (`Expect: 100-continue`), once its body is wanted: a request
  * refused before (401, 404, 413 by its Content-Length) is answered without the body ever being sent (node then closes
@@ -417,7 +415,7 @@ export class Gateway {
           { requestId: ctx.requestId, org: ctx.org, app: ctx.app, pod: ep.id, err: outcome.error.message },
           "the pod's answer broke off",
         );
-        if (!outcome.status && isTimeout(outcome.error)) {
+        if (!outcome.status && isTimeoutError(outcome.error)) {
           status = 504;
           this.sendError(ctx, gatewayError(504, `the app did not answer in time (${outcome.error.message})`));
           return;

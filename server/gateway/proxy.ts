@@ -68,6 +68,9 @@ const CONNECT_ERRORS = new Set([
   "ETIMEDOUT",
 ]);
 export const isConnectError = (e: unknown): boolean => CONNECT_ERRORS.has((e as { code?: string })?.code ?? "");
+/** The pod took too long: to send its answer's head, or inside its body (http1-client.ts's codes). */
+export const isTimeoutError = (e: unknown): boolean =>
+  /^UPSTREAM_(HEADERS|BODY)_TIMEOUT$/.test((e as { code?: string })?.code ?? "");
 
 export interface ForwardOptions {
   method: string;

@@ -111,6 +111,25 @@ const gantry = async (args: string[]) => {
 const call = (base: string, org: string, app: string, rest: string, init: RequestInit = {}) =>
   fetch(`${base}/${org}/${app}${rest}`, init);
 const auth = (key: string, scheme = "Key") => ({ authorization: `${scheme} ${key}` });
+/** A JSON POST to org A's chat app with its api key. */
+const postChat = (base: string, rest: string, body: unknown, signal?: AbortSignal) =>
+  call(base, orgA, "chat", rest, {
+    method: "POST",
+    headers: { ...auth(keys.apiA!.key), "content-type": "application/json" },
+    body: JSON.stringify(body),
+    ...(signal ? { signal } : {}),
+  });
+
+/** The rest of a streamed body, as text. */
+async function readRest(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<string> {
+  let text = "";
+  const decoder = new TextDecoder();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return text;
+    text += decoder.decode(value, { stream: true });
+  }
+}
 
 const readyPod = (app: string): Promise<V1Pod> =>
   eventually(
@@ -489,17 +508,12 @@ test("load from two gateway replicas adds up in the operator; a client disconnec
   const streams = [gw1, gw1, gw2].map(async (gw, i) => {
     const ac = new AbortController();
     controllers.push(ac);
-    const r = await call(gw.url, orgA, "chat", "/v1/chat/completions", {
-      method: "POST",
-      headers: { ...auth(keys.apiA!.key), "content-type": "application/json" },
-      body: JSON.stringify({
-        model: "chat:latest",
-        messages: [{ role: "user", content: `long ${i}` }],
-        max_tokens: LONG,
-        stream: true,
-      }),
-      signal: ac.signal,
-    });
+    const r = await postChat(
+      gw.url,
+      "/v1/chat/completions",
+      { model: "chat:latest", messages: [{ role: "user", content: `long ${i}` }], max_tokens: LONG, stream: true },
+      ac.signal,
+    );
     assert.equal(r.status, 200);
     const reader = r.body!.getReader();
     await reader.read(); // the stream has started
@@ -544,14 +558,10 @@ test("SIGTERM to a gateway process: new requests are refused, a running stream g
   const podMetric = async (name: string) =>
     sumMetric(await (await fetch(`http://${pod.status!.podIP}:11434/metrics`)).text(), name);
   const gw3 = await startTestGateway(c.cp, { shutdownSeconds: 1 });
-  const r = await call(gw3.url, orgA, "chat", "/api/chat", {
-    method: "POST",
-    headers: { ...auth(keys.apiA!.key), "content-type": "application/json" },
-    body: JSON.stringify({
-      model: "chat:latest",
-      messages: [{ role: "user", content: "long" }],
-      options: { num_predict: LONG },
-    }),
+  const r = await postChat(gw3.url, "/api/chat", {
+    model: "chat:latest",
+    messages: [{ role: "user", content: "long" }],
+    options: { num_predict: LONG },
   });
   assert.equal(r.status, 200);
   const reader = r.body!.getReader();
@@ -569,13 +579,7 @@ test("SIGTERM to a gateway process: new requests are refused, a running stream g
     5000,
     20,
   );
-  let text = "";
-  const decoder = new TextDecoder();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    text += decoder.decode(value, { stream: true });
-  }
+  const text = await readRest(reader);
   const endedMs = Date.now() - t0;
   const last = JSON.parse(text.trim().split("\n").at(-1)!) as { done?: boolean; eval_count?: number; error?: string };
   if (last.error !== undefined) {
@@ -876,27 +880,17 @@ test("apps sharing a model volume: each lists and serves only its own model; the
 });
 
 test("an app deleted while a stream is in flight: the stream ends with an error event, new requests get 404", async () => {
-  const r = await call(gw1.url, orgA, "chat", "/v1/chat/completions", {
-    method: "POST",
-    headers: { ...auth(keys.apiA!.key), "content-type": "application/json" },
-    body: JSON.stringify({
-      model: "chat:latest",
-      messages: [{ role: "user", content: "long" }],
-      max_tokens: LONG,
-      stream: true,
-    }),
+  const r = await postChat(gw1.url, "/v1/chat/completions", {
+    model: "chat:latest",
+    messages: [{ role: "user", content: "long" }],
+    max_tokens: LONG,
+    stream: true,
   });
   assert.equal(r.status, 200);
   const reader = r.body!.getReader();
   await reader.read();
   kubectl(c.cp, ["delete", "modelapp", "chat", "-n", orgA, "--wait=false"]);
-  let text = "";
-  const decoder = new TextDecoder();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    text += decoder.decode(value, { stream: true });
-  }
+  const text = await readRest(reader);
   const last = text
     .trim()
     .split("\n")
