@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -35,7 +36,7 @@ test("nothing is written when the level is above info", () => {
   assert.deepEqual(c.out, []);
 });
 
-test("the buffered destination writes every line, in order, to a file and through a pipe at exit", async () => {
+test("the buffered destination writes every line, in order, to a file", async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gantry-log-"));
   try {
     const file = path.join(dir, "out.log");
@@ -43,22 +44,46 @@ test("the buffered destination writes every line, in order, to a file and throug
     const want = Array.from({ length: 20_000 }, (_, i) => `{"n":${i}}\n`).join("");
     for (const line of want.split(/(?<=\n)/)) out.write(line);
     out.flushSync();
-    await new Promise((r) => setTimeout(r, 300)); // an asynchronous block may still be in flight
     assert.equal(fs.readFileSync(file, "utf8"), want);
-    // A process that logs a lot and exits at once: all of it reaches the reader of its stdout.
-    const script = `import { bufferedDestination } from ${JSON.stringify(path.resolve("server/common/logger.ts"))};
-      const out = bufferedDestination(1);
-      for (let i = 0; i < 100000; i++) out.write('{"n":' + i + '}\\n');
-      setTimeout(() => process.exit(0), 50);`;
-    const r = spawnSync(process.execPath, ["--input-type=module", "-e", script], {
-      encoding: "utf8",
-      maxBuffer: 64 << 20,
-    });
-    assert.equal(r.status, 0, r.stderr);
-    const lines = r.stdout.trimEnd().split("\n");
-    assert.equal(lines.length, 100_000);
-    assert.ok(lines.every((l, i) => l === `{"n":${i}}`));
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+/**
+ * Runs a process that logs 120 000 lines through the buffered destination on its stdout and exits 20 ms after the first
+ * 100 000, while its reader starts reading only after 300 ms (the pipe is full when it exits); gives the lines.
+ */
+async function linesFromExitingLogger(nonBlockingStdout: boolean): Promise<string[]> {
+  const script = `import { bufferedDestination } from ${JSON.stringify(path.resolve("server/common/logger.ts"))};
+    ${nonBlockingStdout ? "process.stdout; // node opens a pipe on fd 1 in non-blocking mode" : ""}
+    const out = bufferedDestination(1);
+    for (let i = 0; i < 100000; i++) out.write('{"n":' + i + '}\\n');
+    setTimeout(() => {
+      for (let i = 100000; i < 120000; i++) out.write('{"n":' + i + '}\\n');
+      process.exit(0);
+    }, 20);`;
+  const child = spawn(process.execPath, ["--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "pipe"] });
+  child.stdout.pause();
+  await new Promise((r) => setTimeout(r, 300));
+  let text = "";
+  let errors = "";
+  child.stdout.setEncoding("utf8").on("data", (d: string) => (text += d));
+  child.stderr.setEncoding("utf8").on("data", (d: string) => (errors += d));
+  child.stdout.resume();
+  const [code] = (await once(child, "close")) as [number];
+  assert.equal(code, 0, errors);
+  return text.trimEnd().split("\n");
+}
+
+for (const nonBlocking of [false, true]) {
+  test(
+    `a process that logs a lot and exits at once: every line reaches a slow reader of its stdout, in order (${nonBlocking ? "non-blocking" : "blocking"} pipe)`,
+    { timeout: 30_000 },
+    async () => {
+      const lines = await linesFromExitingLogger(nonBlocking);
+      assert.equal(lines.length, 120_000);
+      assert.ok(lines.every((l, i) => l === `{"n":${i}}`));
+    },
+  );
+}
