@@ -1,9 +1,9 @@
 // Reading a request body into memory, bounded: the gateway buffers bodies (they are small JSON) so that a request a
 // pod refused can be sent to another one.
-import type { IncomingMessage } from "node:http";
+import type { IncomingRequest } from "./http1-server.ts";
 
 /** The body, null for GET/HEAD, "too-large" past `max` bytes (the rest is drained), "aborted" if the client left. */
-export function readRequestBody(req: IncomingMessage, max: number): Promise<Buffer | null | "too-large" | "aborted"> {
+export function readRequestBody(req: IncomingRequest, max: number): Promise<Buffer | null | "too-large" | "aborted"> {
   const declared = Number(req.headers["content-length"] ?? 0);
   if (declared > max) {
     req.resume();

@@ -2,7 +2,7 @@
 // the least-loaded ready pod → usage. It reads apps, pods, keys and usage only through the interfaces of ports.ts, so
 // the same code serves the cluster (kube/ watches) and a one-off local server (memory.ts). No Kubernetes API call is
 // made per request; everything comes from caches.
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingRequest, OutgoingResponse } from "./http1-server.ts";
 import { AppError } from "../common/errors.ts";
 import { infoLineWriter, type Logger } from "../common/logger.ts";
 import { originMatches } from "../common/origins.ts";
@@ -45,8 +45,8 @@ const PROBE_EVERY_MS = 100;
 const FIRST_KEEPALIVE_MS = 1000;
 
 interface RequestContext extends Active {
-  req: IncomingMessage;
-  res: ServerResponse;
+  req: IncomingRequest;
+  res: OutgoingResponse;
   requestId: string;
   t0: number;
   org: string;
@@ -69,7 +69,7 @@ interface RequestContext extends Active {
  * refused before (401, 404, 413 by its Content-Length) is answered without the body ever being sent (node then closes
  * the connection). Called once per request, by the path that reads (or drains) its body.
  */
-function wantBody(req: IncomingMessage, res: ServerResponse): void {
+function wantBody(req: IncomingRequest, res: OutgoingResponse): void {
   const expect = req.headers.expect;
   if (expect !== undefined && !res.headersSent && expect.toLowerCase() === "100-continue") res.writeContinue();
 }
@@ -165,8 +165,8 @@ export class Gateway {
     return out;
   }
 
-  /** The node:http request listener. */
-  readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
+  /** The request listener of the gateway's server (http-server.ts). */
+  readonly handle = (req: IncomingRequest, res: OutgoingResponse): void => {
     const t0 = performance.now();
     const given = req.headers["x-request-id"];
     const requestId = typeof given === "string" && REQUEST_ID.test(given) ? given : this.newRequestId();
@@ -235,13 +235,13 @@ export class Gateway {
   };
 
   /** The listener of the metrics address (config metricsListen): /metrics, /healthz, /readyz only. */
-  readonly handleSystem = (req: IncomingMessage, res: ServerResponse): void => {
+  readonly handleSystem = (req: IncomingRequest, res: OutgoingResponse): void => {
     const path = (req.url ?? "/").split("?")[0];
     if (path === "/metrics" || path === "/healthz" || path === "/readyz") void this.system(path, res);
     else sendGatewayError(res, "ollama", gatewayError(404, `${path} not found`));
   };
 
-  private async system(path: "/healthz" | "/readyz" | "/metrics", res: ServerResponse): Promise<void> {
+  private async system(path: "/healthz" | "/readyz" | "/metrics", res: OutgoingResponse): Promise<void> {
     if (path === "/metrics") {
       this.flushEnded();
       const text = await this.metrics.registry.metrics();
@@ -255,7 +255,7 @@ export class Gateway {
     res.end(body);
   }
 
-  private checkRequest(req: IncomingMessage): KeyCheck {
+  private checkRequest(req: IncomingRequest): KeyCheck {
     return this.verifier.checkAuthorization(authorizationOf(req.headers.authorization, req.rawHeaders), this.now());
   }
 

@@ -1,7 +1,6 @@
 // Composition root of `gantry gateway`: config → logger → kubeconfig → watches (ModelApps, EndpointSlices, key
 // Secrets, usage ConfigMaps) → the gateway pipeline → load reports to the operator → HTTP → graceful shutdown.
 import crypto from "node:crypto";
-import http from "node:http";
 import os from "node:os";
 import { parseHostPort } from "../common/host-port.ts";
 import { loadKubeConfig } from "../common/kubeconfig.ts";
@@ -12,6 +11,7 @@ import { loadGatewayConfig, type GatewayConfig } from "./config.ts";
 import type { GatewayEnv } from "./env.ts";
 import { Gateway } from "./gateway.ts";
 import { createGatewayServer } from "./http-server.ts";
+import type { Http1Server } from "./http1-server.ts";
 import { KubeApps } from "./kube/apps.ts";
 import { KubeKeys } from "./kube/keys.ts";
 import { KubeUsage } from "./kube/usage.ts";
@@ -78,10 +78,10 @@ export async function startGateway(opts: GatewayOptions, logger: Logger): Promis
     server.once("error", reject);
     server.listen(port, host, () => resolve());
   });
-  let metricsServer: http.Server | undefined;
+  let metricsServer: Http1Server | undefined;
   if (config.metricsListen) {
     const m = parseHostPort(config.metricsListen, 9090);
-    const ms = http.createServer(g.handleSystem);
+    const ms = createGatewayServer(config, g.handleSystem);
     await new Promise<void>((resolve, reject) => {
       ms.once("error", reject);
       ms.listen(m.port, m.host, () => resolve());

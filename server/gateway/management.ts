@@ -2,7 +2,8 @@
 // without secrets, revoke), its apps with status and URL, and its hourly usage. Every /orgs/<org>/ route needs an
 // admin key of that org: an api key gets 403, another org's admin key 403, no key 401. The OpenAPI document
 // (openapi.ts) is public. Errors use the OpenAI envelope.
-import type { IncomingMessage, ServerResponse } from "node:http";
+import { readRequestBody } from "./body.ts";
+import type { IncomingRequest, OutgoingResponse } from "./http1-server.ts";
 import type { z } from "zod";
 import { AppError } from "../common/errors.ts";
 import type { Logger } from "../common/logger.ts";
@@ -16,8 +17,8 @@ import { isDnsLabel } from "./routing.ts";
 import { CreateKeyRequestSchema, UsageQuerySchema, type KeyInfo } from "./schemas.ts";
 
 export type ManagementHandler = (
-  req: IncomingMessage,
-  res: ServerResponse,
+  req: IncomingRequest,
+  res: OutgoingResponse,
   path: string,
   query: string,
   requestId: string,
@@ -27,7 +28,7 @@ export interface ManagementDeps {
   apps: Pick<AppSource, "list">;
   keys: Pick<KeyStore, "list" | "create" | "revoke">;
   usage?: Pick<UsageStore, "query">;
-  check: (req: IncomingMessage) => KeyCheck;
+  check: (req: IncomingRequest) => KeyCheck;
   maxBodyBytes: number;
   logger: Logger;
   publicUrl?: string;
@@ -46,7 +47,7 @@ export const keyInfo = (r: KeyRecord): KeyInfo => ({
   ...(r.expires ? { expires: r.expires } : {}),
 });
 
-function sendJson(res: ServerResponse, status: number, body: unknown, requestId: string): void {
+function sendJson(res: OutgoingResponse, status: number, body: unknown, requestId: string): void {
   const text = JSON.stringify(body);
   res.writeHead(status, {
     "content-type": "application/json; charset=utf-8",
@@ -66,15 +67,11 @@ function parse<S extends z.ZodType>(schema: S, input: unknown): z.infer<S> {
   return r.data;
 }
 
-async function readJson(req: IncomingMessage, max: number): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const c of req as AsyncIterable<Buffer>) {
-    size += c.length;
-    if (size > max) throw new AppError("PAYLOAD_TOO_LARGE", `request body is larger than ${max} bytes`);
-    chunks.push(c);
-  }
-  const text = Buffer.concat(chunks).toString("utf8").trim();
+async function readJson(req: IncomingRequest, max: number): Promise<unknown> {
+  const body = await readRequestBody(req, max);
+  if (body === "too-large") throw new AppError("PAYLOAD_TOO_LARGE", `request body is larger than ${max} bytes`);
+  if (body === "aborted") throw new AppError("BAD_REQUEST", "the client closed the connection");
+  const text = (body ?? Buffer.alloc(0)).toString("utf8").trim();
   if (!text) return {};
   try {
     return JSON.parse(text);

@@ -2,7 +2,8 @@
 // connections per pod), writing the answer straight into the client's response as it arrives: no buffering, so SSE
 // and NDJSON tokens pass at once. A client that goes away aborts the upstream request (the pod frees the sequence).
 // Measured against undici, node:http and nginx in `npm run bench gateway`.
-import type { IncomingHttpHeaders, ServerResponse } from "node:http";
+import type { IncomingHttpHeaders } from "node:http";
+import type { OutgoingResponse } from "./http1-server.ts";
 import { Http1Pool, type Http1Exchange, type Http1Handler, type Http1Options } from "./http1-client.ts";
 import { streamErrorEvent } from "./hold.ts";
 import { UsageEventFilter, UsageScanner } from "./usage.ts";
@@ -160,7 +161,7 @@ export class Upstreams {
     });
   }
 
-  forward(origin: string, res: ServerResponse, o: ForwardOptions): Forwarding {
+  forward(origin: string, res: OutgoingResponse, o: ForwardOptions): Forwarding {
     const f = new Forward(res, o);
     try {
       f.exchange = this.pool(origin).request({ path: o.path, method: o.method, headers: o.headers, body: o.body }, f);
@@ -179,7 +180,7 @@ export class Upstreams {
 class Forward implements Http1Handler, Forwarding {
   readonly done: Promise<ProxyOutcome>;
   private resolve!: (x: ProxyOutcome) => void;
-  private readonly res: ServerResponse;
+  private readonly res: OutgoingResponse;
   private readonly o: ForwardOptions;
   exchange: Http1Exchange | undefined;
   abortReason: Error | undefined;
@@ -191,7 +192,7 @@ class Forward implements Http1Handler, Forwarding {
   /** A committed stream's failed answer, collected for its error event. */
   private errorBody: string | undefined;
 
-  constructor(res: ServerResponse, o: ForwardOptions) {
+  constructor(res: OutgoingResponse, o: ForwardOptions) {
     this.res = res;
     this.o = o;
     this.started = o.committed !== undefined;

@@ -13,6 +13,7 @@ import { silentLogger } from "../../../server/common/logger.ts";
 import { parseGatewayConfig } from "../../../server/gateway/config.ts";
 import { Gateway } from "../../../server/gateway/gateway.ts";
 import { createGatewayServer } from "../../../server/gateway/http-server.ts";
+import type { Http1Server } from "../../../server/gateway/http1-server.ts";
 import { endpointAt, MemoryKeys, StaticApps } from "../../../server/gateway/memory.ts";
 import { tinyModelPath } from "../../support/models.ts";
 import { createModel, startTestServer } from "../../support/server.ts";
@@ -20,7 +21,7 @@ import { createModel, startTestServer } from "../../support/server.ts";
 const MAX_BODY = 4096;
 const apps = new StaticApps(),
   keys = new MemoryKeys();
-let gateway: Gateway, server: http.Server, port: number, base: string, key: string;
+let gateway: Gateway, server: Http1Server, port: number, base: string, key: string;
 const pods: net.Server[] = [];
 
 const listen = async (s: net.Server): Promise<number> => {

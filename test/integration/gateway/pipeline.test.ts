@@ -11,20 +11,22 @@ import OpenAI from "openai";
 import { silentLogger } from "../../../server/common/logger.ts";
 import { parseGatewayConfig } from "../../../server/gateway/config.ts";
 import { Gateway } from "../../../server/gateway/gateway.ts";
+import { createGatewayServer } from "../../../server/gateway/http-server.ts";
+import type { Http1Server } from "../../../server/gateway/http1-server.ts";
 import { endpointAt, MemoryKeys, MemoryUsage, StaticApps } from "../../../server/gateway/memory.ts";
 import { tinyModelPath } from "../../support/models.ts";
 import { sumMetric } from "../../support/operator.ts";
 import { createModel, freePort, startTestServer, type TestServer } from "../../support/server.ts";
 
 let upstream: TestServer, echo: http.Server, echoUrl: string;
-let gateway: Gateway, server: http.Server, base: string;
+let gateway: Gateway, server: Http1Server, base: string;
 const apps = new StaticApps(),
   keys = new MemoryKeys(),
   usage = new MemoryUsage();
 let key: string;
 const seen: Array<{ url: string; headers: http.IncomingHttpHeaders }> = [];
 
-const listen = async (s: http.Server): Promise<string> => {
+const listen = async (s: http.Server | Http1Server): Promise<string> => {
   await new Promise<void>((r) => s.listen(0, "127.0.0.1", () => r()));
   return `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
 };
@@ -45,19 +47,14 @@ before(async () => {
   echoUrl = await listen(echo);
   apps.set({ org: "local", name: "chat", auth: "private", uid: "1" }, [endpointAt(upstream.url)]);
   apps.set({ org: "local", name: "echo", auth: "public", uid: "2" }, [endpointAt(echoUrl)]);
-  gateway = new Gateway({
-    config: parseGatewayConfig({
-      maxBodyBytes: 4096,
-      limits: { requestsPerSecond: 0, burst: 1, concurrent: 2 },
-      hold: { timeoutSeconds: 30, maxPerApp: 4, keepAliveSeconds: 1 },
-      upstream: { retrySeconds: 5 },
-    }),
-    apps,
-    keys,
-    usage,
-    logger: silentLogger,
+  const config = parseGatewayConfig({
+    maxBodyBytes: 4096,
+    limits: { requestsPerSecond: 0, burst: 1, concurrent: 2 },
+    hold: { timeoutSeconds: 30, maxPerApp: 4, keepAliveSeconds: 1 },
+    upstream: { retrySeconds: 5 },
   });
-  server = http.createServer(gateway.handle);
+  gateway = new Gateway({ config, apps, keys, usage, logger: silentLogger });
+  server = createGatewayServer(config, gateway.handle);
   base = await listen(server);
   key = (await keys.create("local", { scope: "api" })).key;
 });
