@@ -94,6 +94,12 @@ test("a handler's connection: close header closes the connection after the whole
   assert.equal(await c.closedByServer(), "");
 });
 
+test("an absolute-form request target is accepted (RFC 9112 section 3.2.2)", async () => {
+  const { a, c } = await exchange(get("http://test/echo?abs=1"));
+  assert.match(echoed(a).url, /\/echo\?abs=1$/);
+  c.socket.destroy();
+});
+
 // ---- Pipelining ----
 
 test("pipelining: requests sent in one write, with and without bodies, are answered in order on one connection", async () => {
@@ -229,7 +235,7 @@ test("HEAD gets the head and no body; 204 and 304 have no body; the next answer 
   const noContent = await c.answer();
   assert.equal(noContent.status, 204);
   assert.equal(noContent.header("transfer-encoding"), undefined, "no Transfer-Encoding in a 204");
-  assert.equal(noContent.header("content-length") ?? "0", "0", "no Content-Length (or 0) in a 204");
+  assert.equal(noContent.header("content-length"), undefined, "no Content-Length in a 204");
   assert.equal((await c.answer()).status, 304);
   assert.equal(echoed(await c.answer()).url, "/echo?after=empty", "no stray body bytes before the next answer");
   c.socket.destroy();
