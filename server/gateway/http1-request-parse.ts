@@ -56,7 +56,8 @@ const FIRST_ONLY = new Set([
 
 /** RFC 9110 token characters (method and field names). */
 const TCHAR = new Uint8Array(128);
-for (const c of "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") TCHAR[c.charCodeAt(0)] = 1;
+for (const c of "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+  TCHAR[c.charCodeAt(0)] = 1;
 
 function isToken(s: string, from: number, to: number): boolean {
   if (to <= from) return false;
@@ -68,7 +69,11 @@ function isToken(s: string, from: number, to: number): boolean {
 }
 
 /** Control characters other than HTAB, and CR or LF outside a CRLF pair. */
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
 const BAD_CHARS = /[\0-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n)|(?<!\r)\n/;
+
+/** RFC 9110 §7.2 Host: uri-host [":" port], the host a reg-name or an IP literal; may be empty. */
+const HOST = /^(?:\[[0-9A-Fa-f:.]+\]|[\w\-.~!$&'()*+,;=%]*)(?::\d*)?$/;
 
 /** A decimal of 1 to 15 digits, or -1. */
 function decimal(v: string): number {
@@ -132,6 +137,7 @@ export function parseRequestHead(head: string): RequestHead {
     pos = next + 2;
     rawHeaders.push(raw, value);
     const have = headers[name];
+    if (name === "host" && have !== undefined) throw bad("more than one Host header");
     if (name === "content-length") {
       if (contentLength !== undefined && contentLength !== value) throw bad("conflicting Content-Length");
       contentLength = value;
@@ -143,6 +149,7 @@ export function parseRequestHead(head: string): RequestHead {
     else if (!FIRST_ONLY.has(name) && name !== "content-length") headers[name] = `${have as string}, ${value}`;
   }
   if (minor === 1 && headers.host === undefined) throw bad("an HTTP/1.1 request needs a Host header");
+  if (headers.host !== undefined && !HOST.test(headers.host)) throw bad("invalid Host header");
   let keepAlive = minor === 1;
   if (connection !== undefined) {
     const tokens = connection.toLowerCase().split(",");

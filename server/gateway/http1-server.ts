@@ -7,7 +7,7 @@ import { EventEmitter } from "node:events";
 import http, { type IncomingHttpHeaders, type OutgoingHttpHeader, type OutgoingHttpHeaders } from "node:http";
 import net from "node:net";
 import { ChunkedDecoder } from "./http1-parse.ts";
-import { MAX_REQUEST_HEAD_BYTES, parseRequestHead, RequestParseError } from "./http1-request-parse.ts";
+import { MAX_REQUEST_HEAD_BYTES, parseRequestHead, type RequestParseError } from "./http1-request-parse.ts";
 
 export interface Http1ServerOptions {
   /** How long a connection may sit idle between requests. */
@@ -182,8 +182,10 @@ export class OutgoingResponse extends EventEmitter {
     if (!this.headersSent) this.conn.socket.write(this.headBytes(undefined, false), "latin1");
   }
 
+  /** `100 Continue`: the client may send its body (an HTTP/1.0 client knows no interim answers: nothing is sent). */
   writeContinue(): void {
-    if (!this.headersSent && !this.conn.socket.destroyed) this.conn.socket.write(CONTINUE, "latin1");
+    if (this.minor === 1 && !this.headersSent && !this.conn.socket.destroyed)
+      this.conn.socket.write(CONTINUE, "latin1");
   }
 
   write(chunk: string | Buffer): boolean {
@@ -304,7 +306,6 @@ class Connection {
   private idleSince = 0;
   private parsing = false;
   private refused = false;
-  private clientEnded = false;
 
   constructor(socket: net.Socket, server: Http1Server) {
     this.socket = socket;
@@ -348,11 +349,13 @@ class Connection {
     this.res?.emit("drain");
   };
 
-  /** The client sent its last byte (half-close): the request under way is still answered, then the connection ends. */
+  /**
+   * The client sent its last byte: as node:http does, a request under way is given up (the client is taken to be
+   * gone: the answer's `close` tells the gateway to stop the pod's work), and the connection ends.
+   */
   private readonly onEnd = (): void => {
-    this.clientEnded = true;
-    if (this.res && !this.res.headersSent) this.res.keepAlive = false;
-    if (this.req === undefined) this.socket.end();
+    if (this.res && !this.res.writableEnded) this.socket.destroy();
+    else this.socket.end();
   };
 
   private readonly onError = (): void => {
@@ -391,7 +394,11 @@ class Connection {
         } catch (err) {
           const e = err as RequestParseError;
           const target = /^[A-Z]+ (\S+)/.exec(buf.toString("latin1", 0, Math.min(end, 2048)))?.[1] ?? "/";
-          this.refuse(e.status ?? 400, e.status === 431 ? "the request line or headers are too large" : `malformed HTTP request (${e.message})`, target);
+          this.refuse(
+            e.status ?? 400,
+            e.status === 431 ? "the request line or headers are too large" : `malformed HTTP request (${e.message})`,
+            target,
+          );
           return;
         }
         const rest = end + 4 < buf.length ? buf.subarray(end + 4) : undefined;
@@ -499,10 +506,6 @@ class Connection {
     this.res = undefined;
     this.headDone = false;
     this.idleSince = Date.now();
-    if (this.clientEnded && !this.buf) {
-      this.socket.end();
-      return;
-    }
     if (this.socket.isPaused()) this.socket.resume();
     if (this.buf) {
       this.startedAt = Date.now();
@@ -536,7 +539,8 @@ class Connection {
     }
     if (this.startedAt === 0) return;
     const o = this.server.options;
-    if (!this.headDone && now - this.startedAt > o.headersTimeoutMs) this.refuse(408, "the request was not received in time");
+    if (!this.headDone && now - this.startedAt > o.headersTimeoutMs)
+      this.refuse(408, "the request was not received in time");
     else if (now - this.startedAt > o.requestTimeoutMs) this.refuse(408, "the request was not received in time");
   }
 }
