@@ -152,13 +152,14 @@ export function parseRequestHead(head: string): RequestHead {
   if (headers.host !== undefined && !HOST.test(headers.host)) throw bad("invalid Host header");
   let keepAlive = minor === 1;
   if (connection !== undefined) {
-    const tokens = connection.toLowerCase().split(",");
-    for (let t of tokens) {
-      t = t.trim();
-      if (t === "close") keepAlive = false;
-      else if (t === "keep-alive" && minor === 0) keepAlive = true;
+    let close = false,
+      keep = false;
+    for (const t of connection.toLowerCase().split(",")) {
+      const token = t.trim();
+      if (token === "close") close = true;
+      else if (token === "keep-alive") keep = true;
     }
-    if (tokens.some((t) => t.trim() === "close")) keepAlive = false;
+    keepAlive = !close && (minor === 1 || keep);
   }
   let body: RequestHead["body"];
   if (te !== undefined) {

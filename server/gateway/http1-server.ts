@@ -306,6 +306,8 @@ class Connection {
   private idleSince = 0;
   private parsing = false;
   private refused = false;
+  /** How far the buffer was searched for the end of a head already. */
+  private scanned = 0;
 
   constructor(socket: net.Socket, server: Http1Server) {
     this.socket = socket;
@@ -335,7 +337,7 @@ class Connection {
       if (at >= chunk.length) return;
       chunk = chunk.subarray(at);
     }
-    this.buf = this.buf ? Buffer.concat([this.buf, chunk]) : chunk;
+    this.buf = this.buf ? this.append(this.buf, chunk) : chunk;
     if (this.req) {
       if (this.buf.length > MAX_BUFFERED) this.socket.pause();
       return;
@@ -344,6 +346,23 @@ class Connection {
     this.idleSince = 0;
     this.parse();
   };
+
+  /** Room to grow the buffer in (so a head sent a byte at a time costs linear, not quadratic, copying). */
+  private spare: Buffer | undefined;
+
+  private append(buf: Buffer, chunk: Buffer): Buffer {
+    const n = buf.length + chunk.length;
+    const s = this.spare;
+    if (s && buf.buffer === s.buffer && buf.byteOffset === s.byteOffset && n <= s.length) {
+      chunk.copy(s, buf.length);
+      return s.subarray(0, n);
+    }
+    const grown = Buffer.allocUnsafe(Math.max(n * 2, 4096));
+    buf.copy(grown, 0);
+    chunk.copy(grown, buf.length);
+    this.spare = grown;
+    return grown.subarray(0, n);
+  }
 
   private readonly onDrain = (): void => {
     this.res?.emit("drain");
@@ -380,9 +399,13 @@ class Connection {
         let buf: Buffer = this.buf;
         let skip = 0;
         while (skip + 1 < buf.length && buf[skip] === 13 && buf[skip + 1] === 10) skip += 2; // empty lines before
-        if (skip > 0) buf = buf.subarray(skip);
-        const end = buf.indexOf(CRLFCRLF);
+        if (skip > 0) {
+          buf = buf.subarray(skip);
+          this.scanned = 0;
+        }
+        const end = buf.indexOf(CRLFCRLF, this.scanned);
         if (end < 0) {
+          this.scanned = Math.max(0, buf.length - 3);
           this.buf = buf.length > 0 ? buf : undefined;
           if (buf.length > MAX_REQUEST_HEAD_BYTES) this.refuse(431, "the request line or headers are too large");
           else if (buf.includes("\n\n")) this.refuse(400, "malformed HTTP request (bare LF)");
@@ -403,6 +426,8 @@ class Connection {
         }
         const rest = end + 4 < buf.length ? buf.subarray(end + 4) : undefined;
         this.buf = undefined;
+        this.scanned = 0;
+        this.spare = undefined;
         this.headDone = true;
         const hasBody = head.body.kind === "chunked" || head.body.length > 0;
         const req = new IncomingRequest(head, this.socket, hasBody);
