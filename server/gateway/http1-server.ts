@@ -200,10 +200,11 @@ export class OutgoingResponse extends EventEmitter {
 
   end(chunk?: string | Buffer): this {
     if (this.writableEnded) return this;
-    this.writableEnded = true;
     const body = chunk === undefined ? undefined : typeof chunk === "string" ? Buffer.from(chunk) : chunk;
-    if (!this.conn.socket.destroyed) {
-      const head = this.headersSent ? undefined : this.headBytes(body, true);
+    const destroyed = this.conn.socket.destroyed;
+    const head = this.headersSent || destroyed ? undefined : this.headBytes(body, true); // (may throw: not ended)
+    this.writableEnded = true;
+    if (!destroyed) {
       this.send(head, body, true);
       this.writableFinished = true;
     }
@@ -226,7 +227,6 @@ export class OutgoingResponse extends EventEmitter {
 
   /** The head, as latin1 text; `whole`: `body` is all of the body (so its length can be given). */
   private headBytes(body: Buffer | undefined, whole: boolean): string {
-    this.headersSent = true;
     const status = this.statusCode;
     this.noBody = this.head || status < 200 || status === 204 || status === 304;
     let out = `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? "Unknown"}\r\n`;
@@ -274,6 +274,7 @@ export class OutgoingResponse extends EventEmitter {
       if (!this.keepAlive) out += "connection: close\r\n";
       else if (this.minor === 0) out += "connection: keep-alive\r\n";
     }
+    this.headersSent = true; // (not before: a field refused above leaves the answer unsent, for an error answer)
     return `${out}\r\n`;
   }
 

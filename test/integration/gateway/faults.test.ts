@@ -286,6 +286,22 @@ test("a pod that closes a kept-alive connection just as the next request arrives
   }
 });
 
+test("a pod's header value with a bare CR or LF is never passed on: the client gets 502 in the API's shape", async () => {
+  for (const bad of ["\n", "\r"]) {
+    const name = bad === "\n" ? "lf" : "cr";
+    await pod(
+      `injector-${name}`,
+      net.createServer((s) =>
+        s.once("data", () => s.write(`HTTP/1.1 200 OK\r\nx-a: 1${bad}x-injected: yes\r\ncontent-length: 2\r\n\r\n{}`)),
+      ),
+    );
+    const r = await fetch(`${base}/o/injector-${name}/v1/models`, { signal: AbortSignal.timeout(30_000) });
+    assert.equal(r.status, 502, name);
+    assert.equal(r.headers.get("x-injected"), null, name);
+    assert.equal(((await r.json()) as { error: { type: string } }).error.type, "server_error", name);
+  }
+});
+
 test("a pod that does not answer within upstream.headersTimeoutSeconds: 504 in the API's shape", async () => {
   await pod(
     "silent",
