@@ -29,6 +29,8 @@ export type RequestListener = (req: IncomingRequest, res: OutgoingResponse) => v
 const CHECK_EVERY_MS = 1000;
 /** Bytes of pipelined requests buffered while one is answered, before the connection stops reading. */
 const MAX_BUFFERED = 64 * 1024;
+/** How long a connection the server ended may wait for the client to close its side. */
+const END_GRACE_MS = 5000;
 /** An unread request body of at most this much is read and dropped after the answer; a larger one closes. */
 const MAX_DRAIN = 1024 * 1024;
 const CRLFCRLF = Buffer.from("\r\n\r\n");
@@ -501,7 +503,7 @@ class Connection {
     if (res !== this.res) return;
     if (!res.keepAlive || this.socket.destroyed) {
       this.finish(res);
-      this.socket.end();
+      this.endSoon();
       return;
     }
     const req = this.req!;
@@ -510,7 +512,7 @@ class Connection {
       const expect = req.headers.expect;
       if ((expect !== undefined && expect.toLowerCase() === "100-continue") || this.left > MAX_DRAIN) {
         this.finish(res);
-        this.socket.end();
+        this.endSoon();
         return;
       }
       this.draining = true;
@@ -540,6 +542,17 @@ class Connection {
     }
   }
 
+  /**
+   * Ends the connection after `last` (the answer was its last): a client that does not close its side within 5 s of
+   * having been sent everything is disconnected (the server takes half-closed connections: one left open by the
+   * client would otherwise hold its socket for ever).
+   */
+  private endSoon(last?: string): void {
+    const grace = (): void => void setTimeout(() => this.socket.destroy(), END_GRACE_MS).unref();
+    if (last === undefined) this.socket.end(grace);
+    else this.socket.end(last, "latin1", grace);
+  }
+
   /** Answers with the server's own refusal and closes. */
   refuse(status: 400 | 408 | 431, message: string, target = "/"): void {
     this.refused = true;
@@ -553,7 +566,7 @@ class Connection {
       this.res.headersSent = true;
       this.res.writableEnded = true;
     }
-    this.socket.end(this.server.options.refusal(status, message, target), "latin1");
+    this.endSoon(this.server.options.refusal(status, message, target));
   }
 
   /** Applies the timeouts (called every second). */

@@ -1,6 +1,7 @@
 // The gateway's HTTP/1.1 server where it is stricter than node:http's was (RFC 9112/9110): a request line without a
 // version, Host rules, no interim answer to an HTTP/1.0 client, and an HTTP/1.0 keep-alive answer with a length.
 import assert from "node:assert/strict";
+import net from "node:net";
 import { after, before, test } from "node:test";
 import { closeServers, echoed, start } from "../../support/conformance-server.ts";
 import { Conn, get } from "../../support/raw-http.ts";
@@ -66,4 +67,20 @@ test("HTTP/1.0 with Connection: keep-alive keeps the connection after res.end(ch
   await c.send(get("/echo?gap=10ka-2", ["Connection: keep-alive"], "1.0"));
   assert.equal(echoed(await c.answer()).url, "/echo?gap=10ka-2");
   c.socket.destroy();
+});
+
+test("a client that keeps its side open after a Connection: close answer is let go (no socket held for ever)", async () => {
+  const { server, port: p } = await start();
+  const s = net.connect({ port: p, host: "127.0.0.1", allowHalfOpen: true }); // does not close when the server does
+  let text = "";
+  s.setEncoding("latin1").on("data", (d: string) => (text += d));
+  const ended = new Promise((r) => s.once("end", r));
+  s.write("GET /echo HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+  await ended; // the server's FIN, after the answer
+  assert.match(text, /^HTTP\/1\.1 200 /);
+  assert.equal(server.live.size, 1, "the half-closed connection is still the server's");
+  const until = Date.now() + 30_000;
+  while (server.live.size > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+  assert.equal(server.live.size, 0, "the server let go of the connection the client left open");
+  s.destroy();
 });
