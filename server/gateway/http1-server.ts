@@ -168,8 +168,7 @@ export class OutgoingResponse extends EventEmitter {
 
   getHeader(name: string): OutgoingHttpHeader | undefined {
     const n = name.toLowerCase();
-    if (this.given) for (const k in this.given) if (k.toLowerCase() === n) return this.given[k];
-    return this.fields?.[n];
+    return this.getGiven(n) ?? this.fields?.[n];
   }
 
   writeHead(status: number, headers?: OutgoingHttpHeaders): this {
@@ -336,7 +335,7 @@ class Connection {
   private readonly onData = (chunk: Buffer): void => {
     if (this.refused) return;
     if (this.req && (this.left > 0 || this.decoder)) {
-      const at = this.feedBody(chunk, 0);
+      const at = this.feedBody(chunk);
       if (at >= chunk.length) return;
       chunk = chunk.subarray(at);
     }
@@ -442,7 +441,7 @@ class Connection {
         if (!hasBody) this.startedAt = 0;
         this.server.listener(req, res);
         if (rest) {
-          const at = hasBody && this.req === req ? this.feedBody(rest, 0) : 0;
+          const at = hasBody && this.req === req ? this.feedBody(rest) : 0;
           if (at < rest.length) this.buf = rest.subarray(at);
         }
         if (this.req !== undefined && this.buf && this.buf.length > MAX_BUFFERED) this.socket.pause();
@@ -452,13 +451,13 @@ class Connection {
     }
   }
 
-  /** Hands the body bytes of `piece` from `from` on to the request; returns where the body ended in the piece. */
-  private feedBody(piece: Buffer, from: number): number {
+  /** Hands the body bytes at the start of `piece` on to the request; returns where the body ended in the piece. */
+  private feedBody(piece: Buffer): number {
     const req = this.req!;
     if (this.decoder) {
       let pieces: Buffer[];
       try {
-        pieces = this.decoder.push(from > 0 ? piece.subarray(from) : piece);
+        pieces = this.decoder.push(piece);
       } catch (err) {
         this.decoder = undefined;
         if (this.res && !this.res.headersSent) this.refuse(400, `malformed HTTP request (${(err as Error).message})`);
@@ -467,18 +466,18 @@ class Connection {
       }
       for (const p of pieces) this.deliver(req, p);
       if (!this.decoder.done) return piece.length;
-      const at = from + this.decoder.rest;
+      const at = this.decoder.rest;
       this.decoder = undefined;
       this.bodyDone(req);
       return at;
     }
-    const n = Math.min(this.left, piece.length - from);
+    const n = Math.min(this.left, piece.length);
     if (n > 0) {
       this.left -= n;
-      this.deliver(req, from === 0 && n === piece.length ? piece : piece.subarray(from, from + n));
+      this.deliver(req, n === piece.length ? piece : piece.subarray(0, n));
     }
     if (this.left === 0) this.bodyDone(req);
-    return from + n;
+    return n;
   }
 
   private deliver(req: IncomingRequest, piece: Buffer): void {
@@ -578,9 +577,8 @@ class Connection {
     }
     if (this.startedAt === 0) return;
     const o = this.server.options;
-    if (!this.headDone && now - this.startedAt > o.headersTimeoutMs)
+    if (now - this.startedAt > (this.headDone ? o.requestTimeoutMs : o.headersTimeoutMs))
       this.refuse(408, "the request was not received in time");
-    else if (now - this.startedAt > o.requestTimeoutMs) this.refuse(408, "the request was not received in time");
   }
 }
 
