@@ -15,8 +15,8 @@ export interface TestGateway {
   metrics(): Promise<string>;
   metric(name: string, labels?: Record<string, string>): Promise<number>;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
-  /** Starts it again on the same port with the same config (after stop). */
-  restart(): Promise<void>;
+  /** Starts it again on the same port (after stop), with the same config or with `config` in its place. */
+  restart(config?: Record<string, unknown>): Promise<void>;
 }
 
 export async function startTestGateway(
@@ -27,7 +27,9 @@ export async function startTestGateway(
   port ??= await freePort();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gantry-gateway-"));
   const configFile = path.join(dir, "gateway.yaml");
-  fs.writeFileSync(configFile, stringify({ ...config, listen: `127.0.0.1:${port}` }));
+  const writeConfig = (c: Record<string, unknown>) =>
+    fs.writeFileSync(configFile, stringify({ ...c, listen: `127.0.0.1:${port}` }));
+  writeConfig(config);
   const url = `http://127.0.0.1:${port}`;
   let out = "";
   const spawn = () =>
@@ -46,7 +48,8 @@ export async function startTestGateway(
     metrics,
     metric: async (name, labels) => sumMetric(await metrics(), name, labels),
     stop: (signal) => p.stop(signal),
-    restart: async () => {
+    restart: async (config) => {
+      if (config) writeConfig(config);
       out += p.logs();
       p = await spawn();
     },

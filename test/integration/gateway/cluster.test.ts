@@ -1,5 +1,6 @@
 // `gantry gateway` on the test control plane with pods that really run (`gantry serve` on the tiny generated model),
-// as a user of the hosted deployment meets it: two gateway replicas and the operator run on the host, keys are made
+// as a user of the hosted deployment meets it: two gateway replicas and the operator run on the host (and a third
+// replica that reports no load, so what only it holds cannot wake an app), keys are made
 // with `gantry keys` from the kubeconfig, and the `openai` and `ollama` npm clients and curl call
 // {gateway}/<org>/<app>/... with the key. Apps are reused across tests where that is what a user would do (the auth
 // mode of one app is switched between rounds of the auth matrix) to keep the file to two apps.
@@ -32,7 +33,8 @@ import {
 } from "../operator/helpers.ts";
 
 const run = promisify(execFile);
-let c: OperatorCluster, op: TestOperator, hub: HubServer, gw1: TestGateway, gw2: TestGateway;
+let c: OperatorCluster, op: TestOperator, hub: HubServer, gw1: TestGateway, gw2: TestGateway, gw3: TestGateway;
+let config: Record<string, unknown>;
 let orgA: string, orgB: string, core: CoreV1Api;
 /** Keys by role; every secret made here, to check none ever shows up in logs or Secrets. */
 const keys: Record<string, { id: string; key: string }> = {};
@@ -70,7 +72,7 @@ before(async () => {
   });
   const tokenFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "gantry-gw-token-")), "token");
   fs.writeFileSync(tokenFile, loadReportToken(c.cp));
-  const config = {
+  config = {
     operatorUrls: [op.url],
     operatorTokenFile: tokenFile,
     maxBodyBytes: 65536,
@@ -78,8 +80,10 @@ before(async () => {
     limits: { requestsPerSecond: 50, burst: 100, concurrent: 16, orgs: { [orgB]: { requestsPerSecond: 1, burst: 2 } } },
   };
   gw1 = await startTestGateway(c.cp, config, gw1Port);
-  // The second replica holds requests briefly and few of them: the warm-up timeout and the hold cap.
-  gw2 = await startTestGateway(c.cp, { ...config, hold: { timeoutSeconds: 2, maxPerApp: 1, keepAliveSeconds: 1 } });
+  gw2 = await startTestGateway(c.cp, config);
+  // The third reports load to no operator, so an app only it holds requests for stays at zero whatever the machine's
+  // speed: it holds 1 request per app for at most 1 s (the warm-up timeout and the hold cap).
+  gw3 = await startTestGateway(c.cp, quiet(1));
   await createApp(
     c,
     modelApp(orgA, "chat", {
@@ -93,9 +97,17 @@ before(async () => {
   );
 });
 
+/** The config of the replica that reports no load, holding 1 request per app for `timeoutSeconds`. */
+const quiet = (timeoutSeconds: number) => ({
+  ...config,
+  operatorUrls: [],
+  hold: { timeoutSeconds, maxPerApp: 1, keepAliveSeconds: 1 },
+});
+
 after(async () => {
   await gw1?.stop();
   await gw2?.stop();
+  await gw3?.stop();
   await op?.stop();
   for (const ns of [orgA, orgB]) await core?.deleteNamespace({ name: ns }).catch(() => undefined);
   await hub?.close();
@@ -714,7 +726,7 @@ test("scale from zero: held requests get keep-alives and are answered; the hold 
     }),
   );
   await waitForCondition(c, orgA, "sleepy", "Ready", "True", "ScaledToZero");
-  for (const gw of [gw1, gw2])
+  for (const gw of [gw1, gw3])
     await eventually("the gateway knows the app", async () => {
       const r = await fetch(`${gw.url}/_gantry/v1/orgs/${orgA}/apps`, { headers: auth(keys.adminA!.key) });
       const { apps } = (await r.json()) as { apps: Array<{ name: string }> };
@@ -723,33 +735,43 @@ test("scale from zero: held requests get keep-alives and are answered; the hold 
   const h = { ...auth(keys.apiA!.key), "content-type": "application/json" };
   const chatBody = (stream: boolean, max = 6) =>
     JSON.stringify({ model: "sleepy:latest", messages: [{ role: "user", content: "wake" }], max_tokens: max, stream });
-  const t0 = Date.now();
-  // Gateway 2 holds at most 1 request per app, for at most 2 s.
-  const timedOut = call(gw2.url, orgA, "sleepy", "/v1/chat/completions", {
+  // Nothing wakes the app while only gateway 3 holds requests for it: 1 held, the next refused, then the timeout.
+  const timedOut = call(gw3.url, orgA, "sleepy", "/v1/chat/completions", {
     method: "POST",
     headers: h,
     body: chatBody(false),
   });
   await eventually(
-    "gateway 2 holds one",
+    "gateway 3 holds one",
     async () =>
-      (await gw2.metric("gantry_gateway_held_requests", { org: orgA, app: "sleepy" })) === 1 ? true : undefined,
+      (await gw3.metric("gantry_gateway_held_requests", { org: orgA, app: "sleepy" })) === 1 ? true : undefined,
     5000,
     20,
   );
-  const capped = await call(gw2.url, orgA, "sleepy", "/v1/chat/completions", {
+  const capped = await call(gw3.url, orgA, "sleepy", "/v1/chat/completions", {
     method: "POST",
     headers: h,
     body: chatBody(false),
   });
   assert.equal(capped.status, 429);
   assert.ok(Number(capped.headers.get("retry-after")) >= 1);
-  // Gateway 1 holds these until the pod is ready.
-  const sse = call(gw1.url, orgA, "sleepy", "/v1/chat/completions", {
+  const r503 = await timedOut;
+  assert.equal(r503.status, 503);
+  assert.ok(Number(r503.headers.get("retry-after")) >= 1);
+  assert.equal(((await r503.json()) as { error: { code: string } }).error.code, "warmup_timeout");
+  assert.equal((await readApp(c, orgA, "sleepy")).spec.replicas ?? 0, 0, "a replica reporting no load woke nothing");
+
+  // Gateway 3 now holds for long: a stream it holds gets keep-alive comments (the head and the first one come after
+  // 1 s) while nothing wakes the app, and is answered once gateway 1's requests have woken it.
+  await gw3.stop();
+  await gw3.restart(quiet(300));
+  const sseRes = await call(gw3.url, orgA, "sleepy", "/v1/chat/completions", {
     method: "POST",
     headers: h,
     body: chatBody(true),
   });
+  assert.equal(sseRes.status, 200);
+  const t0 = Date.now();
   const ndjson = call(gw1.url, orgA, "sleepy", "/api/chat", {
     method: "POST",
     headers: h,
@@ -766,13 +788,6 @@ test("scale from zero: held requests get keep-alives and are answered; the hold 
       max_tokens: 3,
     },
   );
-
-  const r503 = await timedOut;
-  assert.equal(r503.status, 503);
-  assert.ok(Number(r503.headers.get("retry-after")) >= 1);
-  assert.equal(((await r503.json()) as { error: { code: string } }).error.code, "warmup_timeout");
-  const sseRes = await sse;
-  assert.equal(sseRes.status, 200);
   const sseLines = await lines(sseRes);
   const coldMs = Date.now() - t0;
   assert.equal(sseLines[0], ": warming up", "keep-alive comments while the app warms");
@@ -922,7 +937,7 @@ test("an app that cannot start without a change is answered 503 with the reason 
 });
 
 test("no secret ever appears in a gateway's or the operator's logs", () => {
-  const logs = gw1.logs() + gw2.logs() + op.logs();
+  const logs = gw1.logs() + gw2.logs() + gw3.logs() + op.logs();
   assert.ok(logs.length > 1000);
   for (const s of secrets) assert.ok(!logs.includes(s), "a key secret was logged");
   assert.match(gw1.logs(), /"keyId":"[0-9a-f]{16}"/, "key ids are logged");
