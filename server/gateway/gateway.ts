@@ -286,7 +286,9 @@ export class Gateway {
     }
     const app = this.d.apps.get(ctx.org, ctx.app);
     if (!app) {
-      this.countOnly(ctx, this.fail(ctx, 404, `no app "${ctx.app}" in org "${ctx.org}"`));
+      // Counted under org and app "-": the names are the caller's, and a series per made-up name would grow the
+      // gateway's memory and Prometheus's series without bound, for anyone who can send a request.
+      this.countOnly(ctx, this.fail(ctx, 404, `no app "${ctx.app}" in org "${ctx.org}"`), this.metrics.app("-", "-"));
       return;
     }
     const decision = decideAccess(app.auth, ctx.org, this.checkRequest(req));
@@ -619,8 +621,8 @@ export class Gateway {
   }
 
   /** Metrics and the log line of a request refused before it reached the app. */
-  private countOnly(ctx: RequestContext, status: number): void {
-    this.metrics.app(ctx.org, ctx.app).count(status);
+  private countOnly(ctx: RequestContext, status: number, stats = this.metrics.app(ctx.org, ctx.app)): void {
+    stats.count(status);
     this.logRequest(ctx, status, performance.now() - ctx.t0, undefined);
   }
 

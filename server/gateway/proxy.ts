@@ -27,8 +27,12 @@ const NOT_FORWARDED = new Set([...HOP_BY_HOP, "authorization", "host", "content-
 export function upstreamHeaders(raw: readonly string[], requestId: string, clientIp: string | undefined): string[] {
   const out: string[] = [];
   let forwardedFor: string | undefined;
+  /** The fields the client's Connection header names: hop-by-hop as well (RFC 9110 §7.6.1). */
+  let listed: Set<string> | undefined;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!.toLowerCase();
+    if (name === "connection")
+      for (const t of raw[i + 1]!.split(",")) (listed ??= new Set()).add(t.trim().toLowerCase());
     if (NOT_FORWARDED.has(name)) continue;
     if (name === "x-forwarded-for") {
       forwardedFor = forwardedFor ? `${forwardedFor}, ${raw[i + 1]}` : raw[i + 1];
@@ -36,6 +40,7 @@ export function upstreamHeaders(raw: readonly string[], requestId: string, clien
     }
     out.push(name, raw[i + 1]!);
   }
+  if (listed) for (let i = out.length - 2; i >= 0; i -= 2) if (listed.has(out[i]!)) out.splice(i, 2);
   out.push("x-request-id", requestId);
   if (clientIp) out.push("x-forwarded-for", forwardedFor ? `${forwardedFor}, ${clientIp}` : clientIp);
   return out;

@@ -108,6 +108,28 @@ test("headers: Authorization and hop-by-hop headers stay at the gateway; X-Reque
   assert.equal(got.headers["x-forwarded-for"], "127.0.0.1");
 });
 
+test("headers named in Connection are hop-by-hop too (RFC 9110 §7.6.1): the pod never sees them", async () => {
+  const r = await new Promise<http.IncomingMessage>((resolve, reject) => {
+    const req = http.get(`${base}/local/echo/api/tags`, {
+      headers: { connection: "keep-alive, X-Session-Secret", "x-session-secret": "s3cret", "x-kept": "1" },
+    });
+    req.once("response", resolve).once("error", reject);
+  });
+  r.resume();
+  assert.equal(r.statusCode, 200);
+  const got = seen.at(-1)!;
+  assert.equal(got.headers["x-session-secret"], undefined);
+  assert.equal(got.headers["x-kept"], "1");
+});
+
+test('requests to made-up orgs and apps are counted under org and app "-", never one series per name', async () => {
+  for (let i = 0; i < 3; i++) assert.equal((await fetch(`${base}/made-up-org-${i}/app-${i}/v1/models`)).status, 404);
+  assert.equal((await fetch(`${base}/local/made-up-app/api/tags`)).status, 404);
+  const text = await gateway.metrics.registry.metrics();
+  assert.doesNotMatch(text, /made-up/);
+  assert.ok(sumMetric(text, "gantry_gateway_requests_total", { org: "-", app: "-", code: "404" }) >= 4);
+});
+
 test("a pod that refuses connections is skipped; the request is answered by another", async () => {
   const dead = `http://127.0.0.1:${await freePort()}`;
   apps.set({ org: "local", name: "chat", auth: "private", uid: "1" }, [endpointAt(dead), endpointAt(upstream.url)]);
