@@ -140,7 +140,9 @@ export function parseExpiry(value: string, now: Date): Date {
     const unit = { d: 86_400_000, h: 3_600_000, m: 60_000, s: 1000 }[m[2] as "d" | "h" | "m" | "s"];
     const n = Number(m[1]);
     if (n <= 0) throw new Error(`invalid expiry "${value}": must be positive`);
-    return new Date(now.getTime() + n * unit);
+    const at = new Date(now.getTime() + n * unit);
+    if (Number.isNaN(at.getTime())) throw new Error(`invalid expiry "${value}": too far in the future`);
+    return at;
   }
   const t = Date.parse(value);
   if (Number.isNaN(t) || !/^\d{4}-\d{2}-\d{2}/.test(value.trim()))

@@ -130,6 +130,21 @@ test('requests to made-up orgs and apps are counted under org and app "-", never
   assert.ok(sumMetric(text, "gantry_gateway_requests_total", { org: "-", app: "-", code: "404" }) >= 4);
 });
 
+test("management API: an expiry past what a date holds is 400 on expires, and no key is stored", async () => {
+  const admin = (await keys.create("local", { scope: "admin" })).key;
+  const before = keys.list("local").length;
+  const r = await fetch(`${base}/_gantry/v1/orgs/local/keys`, {
+    method: "POST",
+    headers: { authorization: `Key ${admin}`, "content-type": "application/json" },
+    body: JSON.stringify({ expires: "99999999d" }),
+  });
+  assert.equal(r.status, 400);
+  const e = ((await r.json()) as { error: { param: string; message: string } }).error;
+  assert.equal(e.param, "expires");
+  assert.match(e.message, /too far in the future/);
+  assert.equal(keys.list("local").length, before);
+});
+
 test("a pod that refuses connections is skipped; the request is answered by another", async () => {
   const dead = `http://127.0.0.1:${await freePort()}`;
   apps.set({ org: "local", name: "chat", auth: "private", uid: "1" }, [endpointAt(dead), endpointAt(upstream.url)]);
