@@ -56,8 +56,17 @@ const wellEncoded = (s: string): boolean => {
 export const guessShape = (target: string): ErrorShape =>
   target.startsWith("/_gantry") || /\/v1(?:[/?]|$)/.test(target) ? "openai" : "ollama";
 
-/** Decides what a request is. `url` is the request target (path and query, as node:http gives it). */
-export function route(method: string, url: string): RouteDecision {
+/** The path and query of an absolute-form target (`http://host/path?q`, RFC 9112 §3.2.2); others unchanged. */
+function originForm(target: string): string {
+  const m = /^https?:\/\/[^/?#]*/i.exec(target);
+  if (!m) return target;
+  const rest = target.slice(m[0].length);
+  return rest.charCodeAt(0) === 47 ? rest : `/${rest}`;
+}
+
+/** Decides what a request is from its method and request target (origin-form `/path?q`, or absolute-form). */
+export function route(method: string, target: string): RouteDecision {
+  const url = target.charCodeAt(0) === 47 ? target : originForm(target);
   const q = url.indexOf("?");
   const path = q < 0 ? url : url.slice(0, q);
   const query = q < 0 ? "" : url.slice(q);

@@ -33,6 +33,20 @@ test("app routes: org and app are stripped, the rest and the query go to the pod
   assert.equal((route("POST", "/acme/chat/api/tags") as { allow: string }).allow, "GET");
 });
 
+test("an absolute-form target (RFC 9112 §3.2.2: a server MUST accept it) routes as its path", () => {
+  assert.deepEqual(
+    route("POST", "http://gw.example:8080/acme/chat/v1/chat/completions?x=1"),
+    route("POST", "/acme/chat/v1/chat/completions?x=1"),
+  );
+  assert.deepEqual(
+    route("GET", "HTTPS://gw.example/_gantry/v1/openapi.json"),
+    route("GET", "/_gantry/v1/openapi.json"),
+  );
+  assert.deepEqual(route("GET", "http://gw.example/healthz"), route("GET", "/healthz"));
+  assert.equal(route("GET", "http://gw.example").kind, "error");
+  assert.equal(route("GET", "http://gw.example?x").kind, "error");
+});
+
 test("the pods' management routes are refused with 403 in the API's shape", () => {
   for (const rest of ["/api/pull", "/api/create", "/api/delete", "/api/copy", "/api/blobs/sha256-abc", "/api/push"]) {
     const r = route("POST", `/acme/chat${rest}`);
