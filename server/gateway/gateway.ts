@@ -237,8 +237,13 @@ export class Gateway {
   /** The listener of the metrics address (config metricsListen): /metrics, /healthz, /readyz only. */
   readonly handleSystem = (req: IncomingRequest, res: OutgoingResponse): void => {
     const path = (req.url ?? "/").split("?")[0];
-    if (path === "/metrics" || path === "/healthz" || path === "/readyz") void this.system(path, res);
-    else sendGatewayError(res, "ollama", gatewayError(404, `${path} not found`));
+    if (path !== "/metrics" && path !== "/healthz" && path !== "/readyz")
+      sendGatewayError(res, "ollama", gatewayError(404, `${path} not found`));
+    else if (req.method === "GET" || req.method === "HEAD") void this.system(path, res);
+    else
+      sendGatewayError(res, "ollama", gatewayError(405, `method ${req.method} not allowed on ${path}`), {
+        allow: "GET, HEAD",
+      });
   };
 
   private async system(path: "/healthz" | "/readyz" | "/metrics", res: OutgoingResponse): Promise<void> {

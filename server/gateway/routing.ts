@@ -70,7 +70,11 @@ export function route(method: string, target: string): RouteDecision {
   const q = url.indexOf("?");
   const path = q < 0 ? url : url.slice(0, q);
   const query = q < 0 ? "" : url.slice(q);
-  if (path === "/healthz" || path === "/readyz" || path === "/metrics") return { kind: "system", path };
+  if (path === "/healthz" || path === "/readyz" || path === "/metrics") {
+    if (method === "GET" || method === "HEAD") return { kind: "system", path };
+    const message = `method ${method} not allowed on ${path}`;
+    return { kind: "error", status: 405, message, shape: "ollama", allow: "GET, HEAD" };
+  }
   if (path === "/_gantry" || path.startsWith("/_gantry/")) return { kind: "management", rest: path, query };
   // /<org>/<app><rest>
   const s1 = path.indexOf("/", 1);

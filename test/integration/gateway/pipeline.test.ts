@@ -145,6 +145,26 @@ test("management API: an expiry past what a date holds is 400 on expires, and no
   assert.equal(keys.list("local").length, before);
 });
 
+test("/healthz, /readyz and /metrics answer GET and HEAD, other methods 405, on the main and the metrics address", async () => {
+  const metricsServer = createGatewayServer(parseGatewayConfig({}), gateway.handleSystem);
+  const metricsBase = await listen(metricsServer);
+  try {
+    for (const at of [base, metricsBase]) {
+      assert.equal((await fetch(`${at}/healthz`)).status, 200);
+      assert.equal((await fetch(`${at}/readyz`, { method: "HEAD" })).status, 200);
+      assert.match(await (await fetch(`${at}/metrics`)).text(), /gantry_gateway_requests_total/);
+      const post = await fetch(`${at}/healthz`, { method: "POST" });
+      assert.equal(post.status, 405, at);
+      assert.equal(post.headers.get("allow"), "GET, HEAD");
+      assert.equal((await fetch(`${at}/metrics`, { method: "DELETE" })).status, 405);
+    }
+    assert.equal((await fetch(`${metricsBase}/local/echo/api/tags`)).status, 404, "only the process's routes there");
+  } finally {
+    metricsServer.closeAllConnections();
+    metricsServer.close();
+  }
+});
+
 test("a pod that refuses connections is skipped; the request is answered by another", async () => {
   const dead = `http://127.0.0.1:${await freePort()}`;
   apps.set({ org: "local", name: "chat", auth: "private", uid: "1" }, [endpointAt(dead), endpointAt(upstream.url)]);

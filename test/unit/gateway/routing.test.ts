@@ -87,6 +87,15 @@ test("org and app must be DNS labels; unknown paths are 404; traversal is refuse
 test("gateway routes", () => {
   assert.deepEqual(route("GET", "/healthz"), { kind: "system", path: "/healthz" });
   assert.deepEqual(route("GET", "/metrics"), { kind: "system", path: "/metrics" });
+  assert.deepEqual(route("HEAD", "/readyz"), { kind: "system", path: "/readyz" });
+  for (const method of ["POST", "DELETE", "PUT"])
+    assert.deepEqual(route(method, "/healthz"), {
+      kind: "error",
+      status: 405,
+      message: `method ${method} not allowed on /healthz`,
+      shape: "ollama",
+      allow: "GET, HEAD",
+    });
   assert.deepEqual(route("GET", "/_gantry/v1/orgs/acme/keys?x"), {
     kind: "management",
     rest: "/_gantry/v1/orgs/acme/keys",
