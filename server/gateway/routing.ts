@@ -113,7 +113,7 @@ export function route(method: string, target: string): RouteDecision {
       status: 405,
       message: `method ${method} not allowed on ${rest}`,
       shape,
-      allow: [...methods].join(", "),
+      allow: methods.has("GET") ? [...methods, "HEAD"].join(", ") : [...methods].join(", "),
     };
   }
   if (rest.startsWith("/v1/models/") && (method === "GET" || method === "HEAD") && rest.length > "/v1/models/".length)

@@ -30,7 +30,9 @@ test("app routes: org and app are stripped, the rest and the query go to the pod
     assert.equal(r.kind, "app", `${method} ${rest}`);
   }
   assert.equal((route("POST", "/acme/chat/api/tags") as { status: number }).status, 405);
-  assert.equal((route("POST", "/acme/chat/api/tags") as { allow: string }).allow, "GET");
+  // HEAD works wherever GET does (RFC 9110 §9.3.2), so Allow says so.
+  assert.equal((route("POST", "/acme/chat/api/tags") as { allow: string }).allow, "GET, HEAD");
+  assert.equal((route("GET", "/acme/chat/api/chat") as { allow: string }).allow, "POST");
 });
 
 test("an absolute-form target (RFC 9112 §3.2.2: a server MUST accept it) routes as its path", () => {
