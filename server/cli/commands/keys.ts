@@ -48,7 +48,7 @@ export const keysCommand: Command = {
     const { loadCliConfig } = await import("../../platform/cli-config.ts");
     const { connect, kubeErrorMessage, PlatformError } = await import("../../platform/kube-target.ts");
     const { createKeySecret, listKeySecrets, revokeKeySecret } = await import("../../gateway/kube/key-admin.ts");
-    const { KEY_SCOPES, parseExpiry } = await import("../../gateway/keys.ts");
+    const { KEY_NAME_MAX, KEY_SCOPES, parseExpiry } = await import("../../gateway/keys.ts");
     const { isDnsLabel } = await import("../../gateway/routing.ts");
     const { keyInfo } = await import("../../gateway/management.ts");
     if (!isDnsLabel(org)) throw new UsageError(`keys: "${org}" is not a valid org (a namespace name)`);
@@ -62,6 +62,9 @@ export const keysCommand: Command = {
     const core = target.kc.makeApiClient(CoreV1Api);
     const api = <T>(p: Promise<T>): Promise<T> =>
       p.catch((e: unknown) => {
+        // The client's errors: an answer (a numeric code) or no connection (a cause); ours pass unchanged.
+        const c = e as { code?: unknown; cause?: unknown } | undefined;
+        if (typeof c?.code !== "number" && c?.cause === undefined) throw e;
         throw new PlatformError(kubeErrorMessage(e, target, `keys ${action}`));
       });
     const out = (text: string) => ctx.stdout.write(text);
@@ -74,6 +77,8 @@ export const keysCommand: Command = {
       const now = new Date();
       const expires = expiresFlag === undefined ? undefined : parseExpiry(expiresFlag, now);
       const name = stringFlag(flags.name);
+      if (name !== undefined && name.length > KEY_NAME_MAX)
+        throw new UsageError(`keys create: --name is at most ${KEY_NAME_MAX} characters`);
       const { record, key } = await api(
         createKeySecret(core, org, {
           scope: scope as "api" | "admin",

@@ -47,6 +47,8 @@ test("a key Secret holds the hash, never the secret, and reads back", () => {
   assert.equal(checkKey(rec, generateApiKey().secret, now.getTime()), "wrong_secret");
   assert.equal(checkKey(undefined, k.secret, now.getTime()), "unknown");
   assert.equal(readKeySecret({ metadata: { namespace: "acme" }, data: { id: "eA==" } }), undefined);
+  // A key the gateway could not read back is never built (it would be stored, listed by no one, usable by no one).
+  assert.throws(() => keySecret("acme", k, { scope: "api", name: "n".repeat(254), now }), /invalid key: .*name/);
 });
 
 test("expiry: durations and RFC 3339 times; past or nonsense is refused", () => {

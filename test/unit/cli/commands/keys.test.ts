@@ -84,3 +84,13 @@ test("keys with a context the kubeconfig does not have: says which it has", asyn
   assert.equal(r.code, 1);
   assert.match(r.stderr, /no context "prod" in the kubeconfig \(it has: dev\)/);
 });
+
+test("keys create with a --name over 253 characters is refused before anything is written", async () => {
+  let requests = 0;
+  api.once("request", () => requests++);
+  const file = kubeconfig(`http://127.0.0.1:${(api.address() as AddressInfo).port}`, "name.kubeconfig");
+  const r = await keys(["create", "--org", "acme", "--name", "n".repeat(254), "--kubeconfig", file]);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /^Error: keys create: --name is at most 253 characters/);
+  assert.equal(requests, 0);
+});
