@@ -16,7 +16,7 @@ import { KeyLimiter } from "./limiter.ts";
 import { createManagement, type ManagementHandler } from "./management.ts";
 import { GatewayMetrics, type AppStats } from "./metrics.ts";
 import { AppState, type Active } from "./app-state.ts";
-import { readRequestBody } from "./body.ts";
+import { KEEP_ALIVE_ROUTES, readRequestBody, withoutKeepAlive } from "./body.ts";
 import type { AppInfo, AppSource, Endpoint, KeyStore, LoadSink, UsageStore } from "./ports.ts";
 import { isTimeoutError, upstreamHeaders, Upstreams, type ProxyOutcome } from "./proxy.ts";
 import { requestIds } from "./request-id.ts";
@@ -343,7 +343,7 @@ export class Gateway {
           payload = withUsage.body;
           dropUsageEvent = true;
         }
-      }
+      } else if (body && KEEP_ALIVE_ROUTES.has(ctx.rest)) payload = withoutKeepAlive(body) ?? body;
       const headers = upstreamHeaders(req.rawHeaders, ctx.requestId, req.socket.remoteAddress);
       if (payload) headers.push("content-length", String(payload.length)); // none: no body (RFC 9112 §6.3)
       // Deadlines from the first moment one is needed (the common request needs none).

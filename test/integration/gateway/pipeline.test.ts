@@ -24,7 +24,7 @@ const apps = new StaticApps(),
   keys = new MemoryKeys(),
   usage = new MemoryUsage();
 let key: string;
-const seen: Array<{ url: string; headers: http.IncomingHttpHeaders }> = [];
+const seen: Array<{ url: string; headers: http.IncomingHttpHeaders; body: string }> = [];
 
 const listen = async (s: http.Server | Http1Server): Promise<string> => {
   await new Promise<void>((r) => s.listen(0, "127.0.0.1", () => r()));
@@ -37,8 +37,9 @@ before(async () => {
   await createModel(upstream.url, "tiny", await tinyModelPath({ controlLogit: -8, contextLength: 131_072 }));
   // A stand-in pod that shows what it received.
   echo = http.createServer((req, res) => {
-    seen.push({ url: req.url ?? "", headers: req.headers });
-    req.resume();
+    const got = { url: req.url ?? "", headers: req.headers, body: "" };
+    seen.push(got);
+    req.on("data", (c: Buffer) => (got.body += c.toString()));
     req.on("end", () => {
       res.writeHead(200, { "content-type": "application/json", connection: "keep-alive", "x-pod": "echo" });
       res.end(JSON.stringify({ ok: true }));
@@ -163,6 +164,31 @@ test("/healthz, /readyz and /metrics answer GET and HEAD, other methods 405, on 
     metricsServer.closeAllConnections();
     metricsServer.close();
   }
+});
+
+test("a caller's keep_alive never reaches the pod: nobody can unload the model every caller of the app uses", async () => {
+  for (const [rest, body] of [
+    ["/api/generate", '{"model":"m","keep_alive":0}'],
+    ["/api/chat", '{"model":"m","messages":[],"keep\\u005falive":"1s"}'],
+    ["/api/embed", '{"model":"m","input":"x","keep_alive":0}'],
+  ] as const) {
+    const r = await fetch(`${base}/local/echo${rest}`, { method: "POST", body });
+    assert.equal(r.status, 200);
+    await r.arrayBuffer();
+    const got = JSON.parse(seen.at(-1)!.body) as Record<string, unknown>;
+    assert.equal(got.model, "m", rest);
+    assert.ok(!("keep_alive" in got), `${rest}: ${seen.at(-1)!.body}`);
+  }
+  // The real server: a load request with keep_alive 0 loads instead of unloading; the model stays loaded.
+  const h = { authorization: `Key ${key}` };
+  const r = await fetch(`${base}/local/chat/api/generate`, {
+    method: "POST",
+    headers: h,
+    body: JSON.stringify({ model: "tiny", keep_alive: 0 }),
+  });
+  assert.notEqual(((await r.json()) as { done_reason: string }).done_reason, "unload");
+  const ps = (await (await fetch(`${base}/local/chat/api/ps`, { headers: h })).json()) as { models: unknown[] };
+  assert.equal(ps.models.length, 1);
 });
 
 test("a pod that refuses connections is skipped; the request is answered by another", async () => {
