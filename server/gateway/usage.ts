@@ -203,7 +203,8 @@ export class UsageScanner {
  * and whether to filter, or undefined when the body is left alone.
  */
 export function addStreamUsage(body: Buffer): { body: Buffer } | undefined {
-  if (body.indexOf('"stream"') < 0) return undefined;
+  // A key may be written with \u escapes ("str\u0065am"): such bodies are parsed too, or their tokens go unmetered.
+  if (body.indexOf('"stream"') < 0 && body.indexOf("\\u") < 0) return undefined;
   let parsed: unknown;
   try {
     parsed = JSON.parse(body.toString("utf8"));
@@ -213,7 +214,9 @@ export function addStreamUsage(body: Buffer): { body: Buffer } | undefined {
   if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) return undefined;
   const o = parsed as { stream?: unknown; stream_options?: { include_usage?: unknown } | null };
   if (o.stream !== true) return undefined;
-  if (o.stream_options && typeof o.stream_options === "object" && o.stream_options.include_usage !== undefined)
+  // Asked for: passed on as it is. Turned off (include_usage: false) counts as not asked: the pod sends usage anyway
+  // (to meter it) and the client does not see it.
+  if (o.stream_options && typeof o.stream_options === "object" && o.stream_options.include_usage === true)
     return undefined;
   const options = o.stream_options && typeof o.stream_options === "object" ? o.stream_options : {};
   return { body: Buffer.from(JSON.stringify({ ...o, stream_options: { ...options, include_usage: true } })) };

@@ -89,6 +89,28 @@ test("the openai client through the in-process gateway; usage is metered from th
   assert.equal(rows[0]?.promptTokens, r.usage?.prompt_tokens);
 });
 
+test("a stream that turns usage off (include_usage: false) is metered all the same; the client sees no usage", async () => {
+  const own = (await keys.create("local", { scope: "api" })).key;
+  const r = await fetch(`${base}/local/chat/v1/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Key ${own}`, "content-type": "application/json" },
+    body: JSON.stringify({
+      model: "tiny",
+      messages: [{ role: "user", content: "hi" }],
+      max_tokens: 5,
+      stream: true,
+      stream_options: { include_usage: false },
+    }),
+  });
+  const text = await r.text();
+  assert.match(text, /data: \[DONE\]/);
+  assert.doesNotMatch(text, /"usage"/);
+  const admin = (await keys.create("local", { scope: "admin" })).key;
+  const got = await fetch(`${base}/_gantry/v1/orgs/local/usage`, { headers: { authorization: `Key ${admin}` } });
+  const rows = ((await got.json()) as { usage: Array<{ keyId: string; completionTokens: number }> }).usage;
+  assert.equal(rows.find((u) => u.keyId === own.split(":")[0])?.completionTokens, 5);
+});
+
 test("headers: Authorization and hop-by-hop headers stay at the gateway; X-Request-Id and X-Forwarded-For go on", async () => {
   const r = await new Promise<http.IncomingMessage>((resolve, reject) => {
     const req = http.get(`${base}/local/echo/api/tags?x=1`, {

@@ -80,12 +80,18 @@ test("a streaming OpenAI request gets include_usage when it did not ask; the usa
     messages: [],
     stream_options: { include_usage: true },
   });
-  for (const body of [
-    { stream: false },
-    { model: "m" },
-    { stream: true, stream_options: { include_usage: false } },
+  // Turning usage off, or writing the key with escapes, does not turn metering off: the client still sees no usage.
+  assert.deepEqual(
+    JSON.parse(
+      addStreamUsage(Buffer.from('{"stream":true,"stream_options":{"include_usage":false}}'))!.body.toString(),
+    ),
     { stream: true, stream_options: { include_usage: true } },
-  ])
+  );
+  assert.deepEqual(JSON.parse(addStreamUsage(Buffer.from('{"str\\u0065am":true}'))!.body.toString()), {
+    stream: true,
+    stream_options: { include_usage: true },
+  });
+  for (const body of [{ stream: false }, { model: "m" }, { stream: true, stream_options: { include_usage: true } }])
     assert.equal(addStreamUsage(Buffer.from(JSON.stringify(body))), undefined, JSON.stringify(body));
   assert.equal(addStreamUsage(Buffer.from('{"stream": tru')), undefined);
 
