@@ -411,6 +411,8 @@ export class Gateway {
           tokens = outcome.tokens;
           return;
         }
+        // A broken-off answer is metered for what the client got (proxy.ts Forward: the token events passed).
+        tokens = outcome.tokens;
         if (outcome.kind === "aborted") {
           if (ctx.cause) {
             status = ctx.cause.status;

@@ -61,9 +61,9 @@ export type ProxyOutcome =
   /** No connection could be made: nothing was sent, so another pod may be tried. */
   | { kind: "refused"; error: Error }
   /** The exchange broke after it started (`started`: the client already has part of the answer). */
-  | { kind: "failed"; error: Error; started: boolean; status?: number }
+  | { kind: "failed"; error: Error; started: boolean; status?: number; tokens?: { prompt: number; completion: number } }
   /** Aborted on purpose (the client went away, the app was deleted, shutdown) */
-  | { kind: "aborted"; started: boolean };
+  | { kind: "aborted"; started: boolean; tokens?: { prompt: number; completion: number } };
 
 const CONNECT_ERRORS = new Set([
   "ECONNREFUSED",
@@ -282,8 +282,10 @@ class Forward implements Http1Handler, Forwarding {
 
   onError(error: Error): void {
     const { started, status } = this;
-    if (this.abortReason) this.finish({ kind: "aborted", started });
+    const partial = this.scanner?.partial();
+    const tokens = partial ? { tokens: partial } : {};
+    if (this.abortReason) this.finish({ kind: "aborted", started, ...tokens });
     else if (!started && status === 0 && isConnectError(error)) this.finish({ kind: "refused", error });
-    else this.finish({ kind: "failed", error, started, ...(status ? { status } : {}) });
+    else this.finish({ kind: "failed", error, started, ...(status ? { status } : {}), ...tokens });
   }
 }

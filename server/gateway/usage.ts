@@ -139,6 +139,8 @@ export class UsageScanner {
   private readonly kind: "json" | "ndjson" | "sse" | "other";
   private buf = "";
   private tooBig = false;
+  /** Token events of a stream passed so far (SSE chunks with content, NDJSON lines before the last). */
+  private events = 0;
   tokens: { prompt: number; completion: number } | undefined;
 
   constructor(contentType: string) {
@@ -174,6 +176,12 @@ export class UsageScanner {
   }
 
   private line(line: string): void {
+    if (
+      this.kind === "sse"
+        ? line.startsWith("data:") && line.includes('"finish_reason":null')
+        : line.includes('"done":false')
+    )
+      this.events++;
     if (!line.includes('"usage"') && !line.includes('"eval_count"') && !line.includes('"prompt_eval_count"')) return;
     const json = this.kind === "sse" ? (line.startsWith("data:") ? line.slice(5).trim() : "") : line;
     if (!json) return;
@@ -194,6 +202,15 @@ export class UsageScanner {
       this.buf = "";
     } else if (this.buf) this.line(this.buf);
     return this.tokens;
+  }
+
+  /**
+   * The counts of an answer that broke off (the client left, the pod failed): the pod's own when they came, else the
+   * token events the client received (a stream carries one token per event, or a few merged where a token ends inside
+   * a UTF-8 character: a lower bound), so a stream left before its last event is not free.
+   */
+  partial(): { prompt: number; completion: number } | undefined {
+    return this.tokens ?? (this.events > 0 ? { prompt: 0, completion: this.events } : undefined);
   }
 }
 

@@ -111,6 +111,36 @@ test("a stream that turns usage off (include_usage: false) is metered all the sa
   assert.equal(rows.find((u) => u.keyId === own.split(":")[0])?.completionTokens, 5);
 });
 
+test("a client that leaves a stream before its end is metered for the tokens it received", async () => {
+  const own = (await keys.create("local", { scope: "api" })).key;
+  const ac = new AbortController();
+  const r = await fetch(`${base}/local/chat/api/generate`, {
+    method: "POST",
+    headers: { authorization: `Key ${own}` },
+    body: JSON.stringify({ model: "tiny", prompt: "hi", options: { num_predict: 100_000 } }),
+    signal: ac.signal,
+  });
+  const reader = r.body!.getReader();
+  let lines = 0;
+  while (lines < 20) {
+    const { value } = await reader.read();
+    lines += new TextDecoder().decode(value).split("\n").length - 1;
+  }
+  ac.abort();
+  await reader.cancel().catch(() => undefined);
+  const admin = (await keys.create("local", { scope: "admin" })).key;
+  const id = own.split(":")[0];
+  // The gateway ends the request when it sees the client leave: wait for its row (no timing involved).
+  let completion: number | undefined;
+  while (completion === undefined) {
+    const got = await fetch(`${base}/_gantry/v1/orgs/local/usage`, { headers: { authorization: `Key ${admin}` } });
+    const rows = ((await got.json()) as { usage: Array<{ keyId: string; completionTokens: number }> }).usage;
+    completion = rows.find((u) => u.keyId === id)?.completionTokens;
+    if (completion === undefined) await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.ok(completion >= 20, `metered ${completion} completion tokens for a stream left after 20`);
+});
+
 test("headers: Authorization and hop-by-hop headers stay at the gateway; X-Request-Id and X-Forwarded-For go on", async () => {
   const r = await new Promise<http.IncomingMessage>((resolve, reject) => {
     const req = http.get(`${base}/local/echo/api/tags?x=1`, {
