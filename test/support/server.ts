@@ -51,7 +51,7 @@ export async function spawnGantry(
   env: Record<string, string>,
   readyUrl: string,
   ready: (status: number) => boolean,
-  opts: { bin?: string; script?: string } = {},
+  opts: { bin?: string; script?: string; pollMs?: number } = {},
 ): Promise<GantryProcess> {
   let out = "";
   // An executable gantry (an installed package's bin), another entry script, or this checkout's sources.
@@ -81,7 +81,7 @@ export async function spawnGantry(
       proc.kill("SIGKILL");
       throw new Error(`gantry ${args[0]} did not become ready:\n${out}`);
     }
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, opts.pollMs ?? 100));
   }
   return {
     proc,
@@ -105,6 +105,8 @@ export async function startTestServer(
     bin?: string;
     /** The engine's measurement switches (test/support/tuned-serve.ts runs the server then). */
     tuning?: EngineTuning;
+    /** How often /health is asked until it answers (default 100 ms). */
+    pollMs?: number;
   } = {},
 ): Promise<TestServer> {
   const port = await freePort();
@@ -122,7 +124,10 @@ export async function startTestServer(
     },
     `${url}/health`,
     (status) => status === 200 || (status === 503 && opts.waitReady === false),
-    opts.bin ? { bin: opts.bin } : opts.tuning ? { script: TUNED_SERVE } : {},
+    {
+      ...(opts.bin ? { bin: opts.bin } : opts.tuning ? { script: TUNED_SERVE } : {}),
+      ...(opts.pollMs ? { pollMs: opts.pollMs } : {}),
+    },
   );
   return { url, port, modelsDir, proc: p.proc, logs: p.logs, stop: () => p.stop() };
 }

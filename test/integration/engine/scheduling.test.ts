@@ -373,9 +373,10 @@ test("a stream ending between two others leaves a gap: the last one moves into i
 });
 
 /**
- * Four requests that reach the engine ~5 ms apart (as HTTP requests sent together do); returns the decode steps' fills.
+ * Four requests announced together that reach the engine ~5 ms apart (as HTTP requests sent together do); returns the
+ * decode steps' fills.
  */
-async function burst(announce: boolean): Promise<number[]> {
+async function burst(): Promise<number[]> {
   const fills: number[] = [];
   const engine = await makeEngine({
     numParallel: 4,
@@ -385,12 +386,10 @@ async function burst(announce: boolean): Promise<number[]> {
   try {
     const model = await endless();
     await engine.load(model, {});
-    const arrivals = Array.from({ length: 4 }, () => (announce ? engine.announce() : undefined));
+    const arrivals = Array.from({ length: 4 }, () => engine.announce());
     const runs = arrivals.map(async (arrival, i) => {
       await new Promise((r) => setTimeout(r, 5 * i));
-      return collect(
-        engine.generate(request(model, chat(`burst ${i}`), { num_predict: 4, seed: i }, arrival ? { arrival } : {})),
-      );
+      return collect(engine.generate(request(model, chat(`burst ${i}`), { num_predict: 4, seed: i }, { arrival })));
     });
     assert.deepEqual(
       (await Promise.all(runs)).map((r) => r.stats.evalCount),
@@ -403,11 +402,11 @@ async function burst(announce: boolean): Promise<number[]> {
 }
 
 test("burst admission: requests announced together are prefilled in one decode step, not the first one alone", async () => {
-  const fills = await burst(true);
+  const fills = await burst();
   assert.equal(fills[0], 4, `the first decode step carried ${fills[0]} prompts`);
   assert.equal(fills.length, 4, "one step per token position");
-  // Without announcements the first request's prompt goes alone: what the announcements are for.
-  assert.equal((await burst(false))[0], 1);
+  // Without announcements the first request's prompt usually goes alone (what the announcements are for), but whether
+  // the next one, 5 ms later, joins it depends on the machine's speed: that contrast is for a benchmark, not a test.
 });
 
 test("burst admission: an announced request that never arrives delays the others only by the bound", async () => {

@@ -194,7 +194,10 @@ test("a new connection reset before an answer fails (no retry); a malformed answ
   await assert.rejects(send(pool, { path: "/reset" }), { code: "ECONNRESET" });
   await assert.rejects(send(pool), { code: "UPSTREAM_BAD_RESPONSE" });
   assert.equal(requests, 2);
-  await new Promise((r) => setTimeout(r, 50));
+  // The pod sees the client's close a moment later (no fixed time: a loaded machine takes longer).
+  const until = Date.now() + 10_000;
+  while (!conns.every((c) => c.destroyed || c.readableEnded) && Date.now() < until)
+    await new Promise((r) => setTimeout(r, 10));
   assert.ok(
     conns.every((c) => c.destroyed || c.readableEnded),
     "both connections are closed",
@@ -205,8 +208,7 @@ test("a new connection reset before an answer fails (no retry); a malformed answ
 test("no pod listening: the socket's code, so the caller can try another pod", async () => {
   const server = net.createServer();
   const origin = await listen(server);
-  server.close();
-  await new Promise((r) => setTimeout(r, 20));
+  await new Promise((r) => server.close(r));
   const pool = new Http1Pool(origin, OPTS);
   await assert.rejects(send(pool), { code: "ECONNREFUSED" });
   pool.close(true);
@@ -296,9 +298,11 @@ test("idle connections close after the keep-alive time, before the pod's own idl
   const pool = new Http1Pool(await listen(server), { ...OPTS, keepAliveMs: 600 });
   await send(pool);
   const t = performance.now();
-  for (let i = 0; i < 100 && closedAt === 0; i++) await new Promise((r) => setTimeout(r, 50));
+  for (let i = 0; i < 400 && closedAt === 0; i++) await new Promise((r) => setTimeout(r, 50));
   assert.ok(closedAt > 0, "the client closed its idle connection");
-  assert.ok(closedAt - t < 1500, `closed ${Math.round(closedAt - t)} ms after going idle`);
+  // About 0.6 s (the sweep runs every 0.5 s): the bound leaves a loaded machine's late timers room and still tells the
+  // 600 ms asked for here from the 4 s of OPTS (closed after 3.5 s at the earliest).
+  assert.ok(closedAt - t < 3000, `closed ${Math.round(closedAt - t)} ms after going idle`);
   pool.close(true);
 });
 

@@ -17,6 +17,7 @@ import { endpointAt, MemoryKeys, MemoryUsage, StaticApps } from "../../../server
 import { tinyModelPath } from "../../support/models.ts";
 import { sumMetric } from "../../support/operator.ts";
 import { createModel, freePort, startTestServer, type TestServer } from "../../support/server.ts";
+import { eventually } from "../operator/helpers.ts";
 
 let upstream: TestServer, echo: http.Server, echoUrl: string;
 let gateway: Gateway, server: Http1Server, base: string;
@@ -268,10 +269,18 @@ test("an app without a pod holds requests (SSE keep-alives) and sends them on wh
     headers: h,
     body: chatBody(false, 3),
   });
-  await new Promise((r) => setTimeout(r, 2300));
+  // The app gets its pod once two keep-alives have come (not after a sleep: a slow machine sends the second later).
+  const reader = (await sse).body!.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  while ((text.match(/^: warming up$/gm) ?? []).length < 2) {
+    const r = await reader.read();
+    assert.ok(!r.done, `the held stream ended early: ${text}`);
+    text += r.value;
+  }
+  await eventually("both requests held", async () => (gateway.loadSnapshot()[0]?.inFlight === 2 ? true : undefined));
   assert.deepEqual(gateway.loadSnapshot(), [{ namespace: "local", name: "later", inFlight: 2 }]);
   apps.set({ org: "local", name: "later", auth: "private", uid: "3" }, [endpointAt(upstream.url, false)]);
-  const text = await (await sse).text();
+  for (let r = await reader.read(); !r.done; r = await reader.read()) text += r.value;
   const lines = text.split("\n").filter(Boolean);
   assert.deepEqual(lines.slice(0, 2), [": warming up", ": warming up"]);
   assert.equal(lines.at(-1), "data: [DONE]");
@@ -287,16 +296,20 @@ test("an app without a pod holds requests (SSE keep-alives) and sends them on wh
 
 test("a client that goes away while held stops waiting; the app keeps warming", async () => {
   apps.set({ org: "local", name: "cold", auth: "private", uid: "4" }, []);
+  const held = async () =>
+    sumMetric(await gateway.metrics.registry.metrics(), "gantry_gateway_held_requests", { app: "cold" });
   const ac = new AbortController();
   const r = fetch(`${base}/local/cold/api/version`, { headers: { authorization: `Key ${key}` }, signal: ac.signal });
-  await new Promise((res) => setTimeout(res, 300));
+  await eventually("the request held", async () => ((await held()) === 1 ? true : undefined), 10_000, 20);
   ac.abort();
   await assert.rejects(r);
-  await new Promise((res) => setTimeout(res, 100));
+  // Once the gateway has let the request go, the app still counts as warming (until the hold timeout, 30 s).
+  await eventually("the request let go", async () => ((await held()) === 0 ? true : undefined), 10_000, 20);
   assert.deepEqual(gateway.loadSnapshot(), [{ namespace: "local", name: "cold", inFlight: 1 }], "still warming");
   apps.delete("local", "cold");
-  await new Promise((res) => setTimeout(res, 400));
-  assert.deepEqual(gateway.loadSnapshot(), []);
+  await eventually("the deleted app no longer warming", async () =>
+    gateway.loadSnapshot().length === 0 ? true : undefined,
+  );
 });
 
 test("per-key concurrency: the third concurrent request of a key gets 429 with Retry-After", async () => {
@@ -317,8 +330,12 @@ test("per-key concurrency: the third concurrent request of a key gets 429 with R
   assert.match(((await third.json()) as { error: string }).error, /concurrent requests/);
   ac.abort();
   for (const s of started) await s.body?.cancel().catch(() => undefined);
-  await new Promise((r) => setTimeout(r, 200));
-  assert.equal((await fetch(`${base}/local/chat/api/version`, { headers: h })).status, 200);
+  // The slots are given back once the gateway has seen the clients go (not within a fixed time).
+  await eventually("a request of the key accepted again", async () => {
+    const r = await fetch(`${base}/local/chat/api/version`, { headers: h });
+    await r.body?.cancel();
+    return r.status === 200 ? true : undefined;
+  });
 });
 
 test("bad input: body too large 413, invalid JSON passed to the pod (400 in its shape)", async () => {

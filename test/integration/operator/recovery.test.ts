@@ -55,9 +55,9 @@ test("an operator without permissions retries its watches and recovers once they
     { watchNamespace: ns, leaderElection: { name: `gantry-late-${ns}`, namespace: ns } },
     { waitReady: false },
   );
-  await new Promise((r) => setTimeout(r, 3000));
+  // Its first watch fails however long the process takes to start (not a check 3 s after the spawn).
+  await eventually("a failed watch", async () => (/watch failed; restarting/.test(op!.logs()) ? true : undefined));
   assert.equal((await fetch(`${op.url}/readyz`)).status, 503, "not ready while nothing can be listed");
-  assert.match(op.logs(), /watch failed; restarting/);
 
   await c.kc.makeApiClient(RbacAuthorizationV1Api).createClusterRoleBinding({
     body: {

@@ -33,7 +33,8 @@ it("writes a batch that stops growing after the idle time, so progress shows dat
   const ends: number[] = [];
   const w = new BatchWriter(fh, 0, (end) => ends.push(end), { batchBytes: 1 << 20, idleMs: 20 });
   await w.push(Buffer.alloc(500));
-  await sleep(100);
+  // Written once the 20 ms idle time has passed and the write is done (no flush): waited for, however slow the disk.
+  for (const until = Date.now() + 10_000; ends.length === 0 && Date.now() < until;) await sleep(10);
   assert.deepEqual(ends, [500]);
   await w.flush();
   await fh.close();
