@@ -184,18 +184,23 @@ test('requests to made-up orgs and apps are counted under org and app "-", never
   assert.ok(sumMetric(text, "gantry_gateway_requests_total", { org: "-", app: "-", code: "404" }) >= 4);
 });
 
-test("management API: an expiry past what a date holds is 400 on expires, and no key is stored", async () => {
+test("management API: an expiry past what a date holds, or a name with a line break, is 400 naming the field; no key is stored", async () => {
   const admin = (await keys.create("local", { scope: "admin" })).key;
   const before = keys.list("local").length;
-  const r = await fetch(`${base}/_gantry/v1/orgs/local/keys`, {
-    method: "POST",
-    headers: { authorization: `Key ${admin}`, "content-type": "application/json" },
-    body: JSON.stringify({ expires: "99999999d" }),
-  });
-  assert.equal(r.status, 400);
-  const e = ((await r.json()) as { error: { param: string; message: string } }).error;
-  assert.equal(e.param, "expires");
-  assert.match(e.message, /too far in the future/);
+  for (const [body, param, message] of [
+    [{ expires: "99999999d" }, "expires", /too far in the future/],
+    [{ name: "ci\nadmin  api  2026-01-01" }, "name", /control characters/],
+  ] as const) {
+    const r = await fetch(`${base}/_gantry/v1/orgs/local/keys`, {
+      method: "POST",
+      headers: { authorization: `Key ${admin}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    assert.equal(r.status, 400);
+    const e = ((await r.json()) as { error: { param: string; message: string } }).error;
+    assert.equal(e.param, param);
+    assert.match(e.message, message);
+  }
   assert.equal(keys.list("local").length, before);
 });
 
