@@ -53,10 +53,15 @@ export const AppSchema = z
 
 export const AppListSchema = z.object({ apps: z.array(AppSchema) }).describe("The org's apps.");
 
+/** A point in time in a query: an RFC 3339 time, or a date (2026-11-25) meaning its midnight UTC. */
+const Instant = z.union([z.iso.datetime({ offset: true }), z.iso.date()]);
+
 export const UsageQuerySchema = z
   .object({
-    from: z.iso.datetime({ offset: true }).optional().describe("Start (RFC 3339); 24 hours before `to` by default."),
-    to: z.iso.datetime({ offset: true }).optional().describe("End, exclusive (RFC 3339); now by default."),
+    from: Instant.optional().describe(
+      "Start (RFC 3339, or a date: its midnight UTC); 24 hours before `to` by default.",
+    ),
+    to: Instant.optional().describe("End, exclusive (RFC 3339, or a date: its midnight UTC); now by default."),
   })
   .strict();
 
