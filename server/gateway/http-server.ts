@@ -9,6 +9,7 @@ import { AppError, type ErrorCode } from "../common/errors.ts";
 import type { GatewayConfig } from "./config.ts";
 import { errorJson } from "./errors.ts";
 import { Http1Server, type RequestListener } from "./http1-server.ts";
+import { requestIds } from "./request-id.ts";
 import { guessShape } from "./routing.ts";
 
 const REFUSAL_CODE: Record<400 | 408 | 431, ErrorCode> = {
@@ -17,13 +18,16 @@ const REFUSAL_CODE: Record<400 | 408 | 431, ErrorCode> = {
   431: "HEADERS_TOO_LARGE",
 };
 
-/** The whole raw answer to a request the server refused, in the shape of the API its target names. Pure. */
-export function refusalResponse(status: 400 | 408 | 431, message: string, target: string): string {
+/**
+ * The whole raw answer to a request the server refused, in the shape of the API its target names, with a request id
+ * of its own (the request's X-Request-Id, if it sent one, is in the part that could not be read). Pure.
+ */
+export function refusalResponse(status: 400 | 408 | 431, message: string, target: string, requestId: string): string {
   const e = new AppError(REFUSAL_CODE[status], message);
   const body = errorJson(guessShape(target), e);
   return (
     `HTTP/1.1 ${e.status} ${http.STATUS_CODES[e.status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+    `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`
   );
 }
 
@@ -32,12 +36,13 @@ export function createGatewayServer(
   handler: RequestListener,
 ): Http1Server {
   const requestTimeoutMs = config.clientTimeouts.requestSeconds * 1000;
+  const ids = requestIds();
   return new Http1Server(
     {
       keepAliveTimeoutMs: 65_000,
       requestTimeoutMs,
       headersTimeoutMs: Math.min(config.clientTimeouts.headersSeconds * 1000, requestTimeoutMs),
-      refusal: refusalResponse,
+      refusal: (status, message, target) => refusalResponse(status, message, target, ids()),
     },
     handler,
   );

@@ -118,7 +118,7 @@ test("a client that sends headers and then stalls (headers or body) gets 408 in 
   assert.equal(ok.status, 200);
 });
 
-test("headers too large: 431 in the API's shape, malformed requests 400, never an empty answer", async () => {
+test("headers too large: 431 in the API's shape with a request id, malformed requests 400, never an empty answer", async () => {
   for (const [path, shape] of [
     ["/o/echo/v1/models", "openai"],
     ["/o/echo/api/tags", "ollama"],
@@ -126,6 +126,7 @@ test("headers too large: 431 in the API's shape, malformed requests 400, never a
     const c = await raw([`GET ${path}?q=${"a".repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`]);
     const got = await c.closed;
     assert.deepEqual(statuses(got), [431], path);
+    assert.match(got, /\r\nX-Request-Id: [0-9a-f]{32}\r\n/i, "an id to quote when reporting it");
     const e = (bodyOf(got) as { error: unknown }).error;
     assert.equal(shape === "openai" ? typeof (e as { message: string }).message : typeof e, "string", path);
   }

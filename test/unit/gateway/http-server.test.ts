@@ -10,15 +10,20 @@ const parse = (raw: string) => {
 };
 
 test("a request the server refused gets a complete JSON answer in the shape its request target names", () => {
-  const big = parse(refusalResponse(431, "the request line or headers are too large", "/acme/chat/v1/models?x=aaaa"));
+  const big = parse(
+    refusalResponse(431, "the request line or headers are too large", "/acme/chat/v1/models?x=aaaa", "r1"),
+  );
   assert.equal(big.status, 431);
   assert.match(big.head, /Connection: close/);
+  assert.match(big.head, /\r\nX-Request-Id: r1\r\n/);
   assert.match(big.head, new RegExp(`Content-Length: ${Buffer.byteLength(JSON.stringify(big.body))}`));
   assert.equal((big.body.error as { type: string }).type, "invalid_request_error");
-  const api = parse(refusalResponse(400, "malformed HTTP request (malformed header field)", "/acme/chat/api/chat"));
+  const api = parse(
+    refusalResponse(400, "malformed HTTP request (malformed header field)", "/acme/chat/api/chat", "r2"),
+  );
   assert.equal(api.status, 400);
   assert.match(api.body.error as string, /malformed header field/);
-  assert.equal(parse(refusalResponse(408, "the request was not received in time", "/")).status, 408);
+  assert.equal(parse(refusalResponse(408, "the request was not received in time", "/", "r3")).status, 408);
 });
 
 test("the error shape of any path: OpenAI under a v1 segment and the management API, Ollama's otherwise", () => {
