@@ -66,12 +66,16 @@ export const GatewayConfigSchema = z
       .min(1024)
       .default(32 << 20)
       .describe("Largest request body accepted (413 above it)."),
-    limits: LimitsSchema.extend({
-      orgs: z
-        .record(z.string(), LimitsSchema.partial())
-        .default({})
-        .describe("Per-org overrides of the per-key limits, by org (namespace)."),
-    })
+    limits: z
+      .object({
+        requestsPerSecond: LimitsSchema.shape.requestsPerSecond.default(DEFAULT_LIMITS.requestsPerSecond),
+        burst: LimitsSchema.shape.burst.default(DEFAULT_LIMITS.burst),
+        concurrent: LimitsSchema.shape.concurrent.default(DEFAULT_LIMITS.concurrent),
+        orgs: z
+          .record(z.string(), LimitsSchema.partial())
+          .default({})
+          .describe("Per-org overrides of the per-key limits, by org (namespace)."),
+      })
       .default({ ...DEFAULT_LIMITS, orgs: {} })
       .describe("Per-key request limits; 429 with Retry-After beyond them."),
     hold: z

@@ -97,6 +97,16 @@ test("values outside the schema are refused", () => {
   assert.throws(() => helm("template", "gantry", CHART, "--set", "operator.nonsense=1"), /nonsense|additional/i);
 });
 
+test("one gateway limit set alone keeps the others' defaults (helm --set gateway.config.limits.requestsPerSecond)", () => {
+  const rendered = helm("template", "gantry", CHART, "--set", "gateway.config.limits.requestsPerSecond=100");
+  const config = parseAllDocuments(rendered)
+    .map((d) => d.toJS() as { kind?: string; metadata?: { name?: string }; data?: Record<string, string> } | null)
+    .find((o) => o?.kind === "ConfigMap" && o.metadata?.name === "gantry-gateway");
+  assert.ok(config?.data, "the gateway's ConfigMap");
+  const limits = parseGatewayConfig(parse(Object.values(config.data)[0]!)).limits;
+  assert.deepEqual([limits.requestsPerSecond, limits.burst, limits.concurrent], [100, 40, 16]);
+});
+
 test("helm install; an operator with the chart's ServiceAccount permissions reconciles, reports status and scales apps", async () => {
   helm(
     "install",
