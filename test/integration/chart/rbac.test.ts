@@ -97,6 +97,38 @@ test("values outside the schema are refused", () => {
   assert.throws(() => helm("template", "gantry", CHART, "--set", "operator.nonsense=1"), /nonsense|additional/i);
 });
 
+test("NOTES.txt: its steps work as printed (the key is kept, the curl sends the app's model to a URL this machine reaches)", () => {
+  const notes = (...set: string[]): string => {
+    const out = helm(
+      "install",
+      "r",
+      CHART,
+      "-n",
+      "gantry-system",
+      "--dry-run=client",
+      "--set",
+      "crds.enabled=false",
+      ...set,
+    );
+    return out.slice(out.indexOf("NOTES:"));
+  };
+  const check = (text: string, base: string) => {
+    const keyVar = /export (\w+)=\$\(gantry keys create --org acme /.exec(text)?.[1];
+    assert.ok(keyVar, `step 1 keeps the printed key in a variable:\n${text}`);
+    const model = /\n {4}model: (\S+)\n/.exec(text)?.[1];
+    assert.ok(model, text);
+    assert.ok(text.includes(`curl ${base}/acme/chat/v1/chat/completions`), text);
+    assert.ok(text.includes(`-H "Authorization: Key $${keyVar}"`), text);
+    assert.ok(text.includes(`-d '{"model":"${model}","messages":[{"role":"user","content":"hi"}]`), text);
+  };
+  const local = notes();
+  assert.ok(local.includes("port-forward svc/r-gantry-gateway 8080:80"), local);
+  check(local, "http://127.0.0.1:8080");
+  const ingress = notes("--set", "gateway.ingress.enabled=true", "--set", "gateway.ingress.host=g.example.com");
+  assert.ok(!ingress.includes("port-forward"), ingress);
+  check(ingress, "http://g.example.com");
+});
+
 test("one gateway limit set alone keeps the others' defaults (helm --set gateway.config.limits.requestsPerSecond)", () => {
   const rendered = helm("template", "gantry", CHART, "--set", "gateway.config.limits.requestsPerSecond=100");
   const config = parseAllDocuments(rendered)
