@@ -75,7 +75,13 @@ export function decideAccess(mode: AuthMode, org: string, check: KeyCheck): Acce
 
 /** The management API of an org: an admin key of that org and nothing else. */
 export function decideAdmin(org: string, check: KeyCheck): AccessDecision {
-  if (!check.ok) return { allow: false, status: 401, reason: check.reason, message: MESSAGES[check.reason] };
+  if (!check.ok) {
+    const message =
+      check.reason === "missing"
+        ? "managing an org needs an admin key of the org: send Authorization: Key <key_id>:<key_secret>"
+        : MESSAGES[check.reason];
+    return { allow: false, status: 401, reason: check.reason, message };
+  }
   if (check.key.org !== org) return { allow: false, status: 403, reason: "other_org", message: MESSAGES.other_org };
   if (check.key.scope !== "admin") return { allow: false, status: 403, reason: "scope", message: MESSAGES.scope };
   return { allow: true, key: check.key };

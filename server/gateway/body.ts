@@ -36,3 +36,31 @@ export function readRequestBody(req: IncomingRequest, max: number): Promise<Buff
     });
   });
 }
+
+/** The Ollama routes whose bodies may hold `keep_alive`. */
+export const KEEP_ALIVE_ROUTES: ReadonlySet<string> = new Set([
+  "/api/chat",
+  "/api/generate",
+  "/api/embed",
+  "/api/embeddings",
+]);
+
+/**
+ * An Ollama request body without its `keep_alive`: through the gateway an app's model stays loaded as its spec says
+ * (server.keepAlive), since a caller's keep_alive would let anyone unload (`0`) or time out the model every other
+ * caller uses. Undefined when there is nothing to take out (or the body is not a JSON object: the pod answers that).
+ */
+export function withoutKeepAlive(body: Buffer): Buffer | undefined {
+  // A key may be written with \u escapes ("keep\u005falive"): such bodies are parsed too.
+  if (body.indexOf("keep_alive") < 0 && body.indexOf("\\u") < 0) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString("utf8"));
+  } catch {
+    return undefined;
+  }
+  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed) || !Object.hasOwn(parsed, "keep_alive"))
+    return undefined;
+  const { keep_alive: _, ...rest } = parsed as Record<string, unknown>;
+  return Buffer.from(JSON.stringify(rest));
+}

@@ -68,6 +68,7 @@ export const GatewayConfigSchema = z
       .describe("Largest request body accepted (413 above it)."),
     limits: z
       .object({
+        // Each default on its own: a config that sets one limit keeps the others' defaults.
         requestsPerSecond: LimitsSchema.shape.requestsPerSecond.default(DEFAULT_LIMITS.requestsPerSecond),
         burst: LimitsSchema.shape.burst.default(DEFAULT_LIMITS.burst),
         concurrent: LimitsSchema.shape.concurrent.default(DEFAULT_LIMITS.concurrent),

@@ -16,7 +16,7 @@ import { KeyLimiter } from "./limiter.ts";
 import { createManagement, type ManagementHandler } from "./management.ts";
 import { GatewayMetrics, type AppStats } from "./metrics.ts";
 import { AppState, type Active } from "./app-state.ts";
-import { readRequestBody } from "./body.ts";
+import { KEEP_ALIVE_ROUTES, readRequestBody, withoutKeepAlive } from "./body.ts";
 import type { AppInfo, AppSource, Endpoint, KeyStore, LoadSink, UsageStore } from "./ports.ts";
 import { isTimeoutError, upstreamHeaders, Upstreams, type ProxyOutcome } from "./proxy.ts";
 import { requestIds } from "./request-id.ts";
@@ -237,8 +237,13 @@ export class Gateway {
   /** The listener of the metrics address (config metricsListen): /metrics, /healthz, /readyz only. */
   readonly handleSystem = (req: IncomingRequest, res: OutgoingResponse): void => {
     const path = (req.url ?? "/").split("?")[0];
-    if (path === "/metrics" || path === "/healthz" || path === "/readyz") void this.system(path, res);
-    else sendGatewayError(res, "ollama", gatewayError(404, `${path} not found`));
+    if (path !== "/metrics" && path !== "/healthz" && path !== "/readyz")
+      sendGatewayError(res, "ollama", gatewayError(404, `${path} not found`));
+    else if (req.method === "GET" || req.method === "HEAD") void this.system(path, res);
+    else
+      sendGatewayError(res, "ollama", gatewayError(405, `method ${req.method} not allowed on ${path}`), {
+        allow: "GET, HEAD",
+      });
   };
 
   private async system(path: "/healthz" | "/readyz" | "/metrics", res: OutgoingResponse): Promise<void> {
@@ -286,7 +291,9 @@ export class Gateway {
     }
     const app = this.d.apps.get(ctx.org, ctx.app);
     if (!app) {
-      this.countOnly(ctx, this.fail(ctx, 404, `no app "${ctx.app}" in org "${ctx.org}"`));
+      // Counted under org and app "-": the names are the caller's, and a series per made-up name would grow the
+      // gateway's memory and Prometheus's series without bound, for anyone who can send a request.
+      this.countOnly(ctx, this.fail(ctx, 404, `no app "${ctx.app}" in org "${ctx.org}"`), this.metrics.app("-", "-"));
       return;
     }
     const decision = decideAccess(app.auth, ctx.org, this.checkRequest(req));
@@ -336,7 +343,7 @@ export class Gateway {
           payload = withUsage.body;
           dropUsageEvent = true;
         }
-      }
+      } else if (body && KEEP_ALIVE_ROUTES.has(ctx.rest)) payload = withoutKeepAlive(body) ?? body;
       const headers = upstreamHeaders(req.rawHeaders, ctx.requestId, req.socket.remoteAddress);
       if (payload) headers.push("content-length", String(payload.length)); // none: no body (RFC 9112 §6.3)
       // Deadlines from the first moment one is needed (the common request needs none).
@@ -404,6 +411,8 @@ export class Gateway {
           tokens = outcome.tokens;
           return;
         }
+        // A broken-off answer is metered for what the client got (proxy.ts Forward: the token events passed).
+        tokens = outcome.tokens;
         if (outcome.kind === "aborted") {
           if (ctx.cause) {
             status = ctx.cause.status;
@@ -619,8 +628,8 @@ export class Gateway {
   }
 
   /** Metrics and the log line of a request refused before it reached the app. */
-  private countOnly(ctx: RequestContext, status: number): void {
-    this.metrics.app(ctx.org, ctx.app).count(status);
+  private countOnly(ctx: RequestContext, status: number, stats = this.metrics.app(ctx.org, ctx.app)): void {
+    stats.count(status);
     this.logRequest(ctx, status, performance.now() - ctx.t0, undefined);
   }
 

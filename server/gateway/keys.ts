@@ -12,9 +12,12 @@
 // compared in constant time (crypto.timingSafeEqual).
 import crypto from "node:crypto";
 import { z } from "zod";
+import { formatIssue } from "../common/validate.ts";
 
 export const KEY_LABEL = "gantry.dev/api-key";
 export const KEY_SCOPES = ["api", "admin"] as const;
+/** The longest name (description) a key may have. */
+export const KEY_NAME_MAX = 253;
 export type KeyScope = (typeof KEY_SCOPES)[number];
 
 const KEY_ID = /^[0-9a-f]{16}$/;
@@ -63,7 +66,7 @@ export const ApiKeySecretDataSchema = z
     id: z.string().regex(KEY_ID).describe("The key id (the part before the colon)."),
     hash: z.string().regex(HASH).describe("hmac-sha256$<salt>$<digest> of the key secret (base64url)."),
     scope: z.enum(KEY_SCOPES).describe("api: call the org's apps; admin: also manage the org (keys, apps, usage)."),
-    name: z.string().max(253).default("").describe("A name or description for people."),
+    name: z.string().max(KEY_NAME_MAX).default("").describe("A name or description for people."),
     created: z.iso.datetime({ offset: true }).describe("When the key was created (RFC 3339)."),
     expires: z.iso
       .datetime({ offset: true })
@@ -94,6 +97,9 @@ export function keySecret(
     created: opts.now.toISOString(),
     ...(opts.expires ? { expires: opts.expires.toISOString() } : {}),
   };
+  // Never store a key the gateway could not read back (it would be a Secret nobody sees in a list or can use).
+  const checked = ApiKeySecretDataSchema.safeParse(data);
+  if (!checked.success) throw new Error(`invalid key: ${formatIssue(checked.error.issues[0]!)}`);
   return {
     apiVersion: "v1",
     kind: "Secret",
@@ -140,7 +146,9 @@ export function parseExpiry(value: string, now: Date): Date {
     const unit = { d: 86_400_000, h: 3_600_000, m: 60_000, s: 1000 }[m[2] as "d" | "h" | "m" | "s"];
     const n = Number(m[1]);
     if (n <= 0) throw new Error(`invalid expiry "${value}": must be positive`);
-    return new Date(now.getTime() + n * unit);
+    const at = new Date(now.getTime() + n * unit);
+    if (Number.isNaN(at.getTime())) throw new Error(`invalid expiry "${value}": too far in the future`);
+    return at;
   }
   const t = Date.parse(value);
   if (Number.isNaN(t) || !/^\d{4}-\d{2}-\d{2}/.test(value.trim()))

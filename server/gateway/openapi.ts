@@ -25,6 +25,8 @@ const json = (s: z.ZodType, description: string) => ({
 const errors = {
   "401": json(ErrorResponseSchema, "No key, or an invalid one (WWW-Authenticate: Key)."),
   "403": json(ErrorResponseSchema, "Not an admin key of this org."),
+  "404": json(ErrorResponseSchema, "The org id is not a DNS label."),
+  "405": json(ErrorResponseSchema, "Another method: the Allow header lists the path's methods."),
 };
 
 const orgParam = {
@@ -61,13 +63,15 @@ export function openApiDocument(): Record<string, unknown> {
         post: {
           summary: "Create a key; its secret is in the answer, once",
           requestBody: {
-            required: true,
+            // An empty body is a key with the defaults (scope api, no name, no expiry).
+            required: false,
             content: { "application/json": { schema: schema(CreateKeyRequestSchema, "input") } },
           },
           responses: {
+            ...errors,
             "201": json(CreatedKeySchema, "The new key."),
             "400": json(ErrorResponseSchema, "Invalid body."),
-            ...errors,
+            "413": json(ErrorResponseSchema, "A body over the gateway's maxBodyBytes."),
           },
         },
       },
@@ -76,9 +80,9 @@ export function openApiDocument(): Record<string, unknown> {
         delete: {
           summary: "Revoke a key: it stops working on every gateway within a second",
           responses: {
-            "204": { description: "Revoked." },
-            "404": json(ErrorResponseSchema, "No such key."),
             ...errors,
+            "204": { description: "Revoked." },
+            "404": json(ErrorResponseSchema, "The org has no such key, or the org id is not a DNS label."),
           },
         },
       },
@@ -103,9 +107,9 @@ export function openApiDocument(): Record<string, unknown> {
         get: {
           summary: "Hourly usage per app and key (requests, errors, prompt and completion tokens, time)",
           responses: {
+            ...errors,
             "200": json(UsageResponseSchema, "The usage."),
             "400": json(ErrorResponseSchema, "Invalid from/to."),
-            ...errors,
           },
         },
       },

@@ -27,8 +27,12 @@ const NOT_FORWARDED = new Set([...HOP_BY_HOP, "authorization", "host", "content-
 export function upstreamHeaders(raw: readonly string[], requestId: string, clientIp: string | undefined): string[] {
   const out: string[] = [];
   let forwardedFor: string | undefined;
+  /** The fields the client's Connection header names: hop-by-hop as well (RFC 9110 §7.6.1). */
+  let listed: Set<string> | undefined;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!.toLowerCase();
+    if (name === "connection")
+      for (const t of raw[i + 1]!.split(",")) (listed ??= new Set()).add(t.trim().toLowerCase());
     if (NOT_FORWARDED.has(name)) continue;
     if (name === "x-forwarded-for") {
       forwardedFor = forwardedFor ? `${forwardedFor}, ${raw[i + 1]}` : raw[i + 1];
@@ -36,6 +40,7 @@ export function upstreamHeaders(raw: readonly string[], requestId: string, clien
     }
     out.push(name, raw[i + 1]!);
   }
+  if (listed) for (let i = out.length - 2; i >= 0; i -= 2) if (listed.has(out[i]!)) out.splice(i, 2);
   out.push("x-request-id", requestId);
   if (clientIp) out.push("x-forwarded-for", forwardedFor ? `${forwardedFor}, ${clientIp}` : clientIp);
   return out;
@@ -56,9 +61,9 @@ export type ProxyOutcome =
   /** No connection could be made: nothing was sent, so another pod may be tried. */
   | { kind: "refused"; error: Error }
   /** The exchange broke after it started (`started`: the client already has part of the answer). */
-  | { kind: "failed"; error: Error; started: boolean; status?: number }
+  | { kind: "failed"; error: Error; started: boolean; status?: number; tokens?: { prompt: number; completion: number } }
   /** Aborted on purpose (the client went away, the app was deleted, shutdown) */
-  | { kind: "aborted"; started: boolean };
+  | { kind: "aborted"; started: boolean; tokens?: { prompt: number; completion: number } };
 
 const CONNECT_ERRORS = new Set([
   "ECONNREFUSED",
@@ -277,8 +282,10 @@ class Forward implements Http1Handler, Forwarding {
 
   onError(error: Error): void {
     const { started, status } = this;
-    if (this.abortReason) this.finish({ kind: "aborted", started });
+    const partial = this.scanner?.partial();
+    const tokens = partial ? { tokens: partial } : {};
+    if (this.abortReason) this.finish({ kind: "aborted", started, ...tokens });
     else if (!started && status === 0 && isConnectError(error)) this.finish({ kind: "refused", error });
-    else this.finish({ kind: "failed", error, started, ...(status ? { status } : {}) });
+    else this.finish({ kind: "failed", error, started, ...(status ? { status } : {}), ...tokens });
   }
 }

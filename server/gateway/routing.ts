@@ -56,12 +56,25 @@ const wellEncoded = (s: string): boolean => {
 export const guessShape = (target: string): ErrorShape =>
   target.startsWith("/_gantry") || /\/v1(?:[/?]|$)/.test(target) ? "openai" : "ollama";
 
-/** Decides what a request is. `url` is the request target (path and query, as node:http gives it). */
-export function route(method: string, url: string): RouteDecision {
+/** The path and query of an absolute-form target (`http://host/path?q`, RFC 9112 §3.2.2); others unchanged. */
+function originForm(target: string): string {
+  const m = /^https?:\/\/[^/?#]*/i.exec(target);
+  if (!m) return target;
+  const rest = target.slice(m[0].length);
+  return rest.charCodeAt(0) === 47 ? rest : `/${rest}`;
+}
+
+/** Decides what a request is from its method and request target (origin-form `/path?q`, or absolute-form). */
+export function route(method: string, target: string): RouteDecision {
+  const url = target.charCodeAt(0) === 47 ? target : originForm(target);
   const q = url.indexOf("?");
   const path = q < 0 ? url : url.slice(0, q);
   const query = q < 0 ? "" : url.slice(q);
-  if (path === "/healthz" || path === "/readyz" || path === "/metrics") return { kind: "system", path };
+  if (path === "/healthz" || path === "/readyz" || path === "/metrics") {
+    if (method === "GET" || method === "HEAD") return { kind: "system", path };
+    const message = `method ${method} not allowed on ${path}`;
+    return { kind: "error", status: 405, message, shape: "ollama", allow: "GET, HEAD" };
+  }
   if (path === "/_gantry" || path.startsWith("/_gantry/")) return { kind: "management", rest: path, query };
   // /<org>/<app><rest>
   const s1 = path.indexOf("/", 1);
@@ -100,7 +113,7 @@ export function route(method: string, url: string): RouteDecision {
       status: 405,
       message: `method ${method} not allowed on ${rest}`,
       shape,
-      allow: [...methods].join(", "),
+      allow: methods.has("GET") ? [...methods, "HEAD"].join(", ") : [...methods].join(", "),
     };
   }
   if (rest.startsWith("/v1/models/") && (method === "GET" || method === "HEAD") && rest.length > "/v1/models/".length)

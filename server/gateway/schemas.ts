@@ -2,13 +2,13 @@
 // which the handlers validate and openapi.ts derives the OpenAPI document.
 import { z } from "zod";
 import { AUTH_MODES } from "../../operator/api/v1alpha1/modelapp.ts";
-import { KEY_SCOPES } from "./keys.ts";
+import { KEY_NAME_MAX, KEY_SCOPES } from "./keys.ts";
 import { UsageRowSchema } from "./usage.ts";
 
 export const CreateKeyRequestSchema = z
   .object({
     scope: z.enum(KEY_SCOPES).default("api").describe("api: call the org's apps; admin: also manage the org."),
-    name: z.string().max(253).optional().describe("A name or description for people."),
+    name: z.string().max(KEY_NAME_MAX).optional().describe("A name or description for people."),
     expires: z
       .string()
       .optional()

@@ -139,6 +139,8 @@ export class UsageScanner {
   private readonly kind: "json" | "ndjson" | "sse" | "other";
   private buf = "";
   private tooBig = false;
+  /** Token events of a stream passed so far (SSE chunks with content, NDJSON lines before the last). */
+  private events = 0;
   tokens: { prompt: number; completion: number } | undefined;
 
   constructor(contentType: string) {
@@ -174,6 +176,12 @@ export class UsageScanner {
   }
 
   private line(line: string): void {
+    if (
+      this.kind === "sse"
+        ? line.startsWith("data:") && line.includes('"finish_reason":null')
+        : line.includes('"done":false')
+    )
+      this.events++;
     if (!line.includes('"usage"') && !line.includes('"eval_count"') && !line.includes('"prompt_eval_count"')) return;
     const json = this.kind === "sse" ? (line.startsWith("data:") ? line.slice(5).trim() : "") : line;
     if (!json) return;
@@ -195,6 +203,15 @@ export class UsageScanner {
     } else if (this.buf) this.line(this.buf);
     return this.tokens;
   }
+
+  /**
+   * The counts of an answer that broke off (the client left, the pod failed): the pod's own when they came, else the
+   * token events the client received (a stream carries one token per event, or a few merged where a token ends inside
+   * a UTF-8 character: a lower bound), so a stream left before its last event is not free.
+   */
+  partial(): { prompt: number; completion: number } | undefined {
+    return this.tokens ?? (this.events > 0 ? { prompt: 0, completion: this.events } : undefined);
+  }
 }
 
 /**
@@ -203,7 +220,8 @@ export class UsageScanner {
  * and whether to filter, or undefined when the body is left alone.
  */
 export function addStreamUsage(body: Buffer): { body: Buffer } | undefined {
-  if (body.indexOf('"stream"') < 0) return undefined;
+  // A key may be written with \u escapes ("str\u0065am"): such bodies are parsed too, or their tokens go unmetered.
+  if (body.indexOf('"stream"') < 0 && body.indexOf("\\u") < 0) return undefined;
   let parsed: unknown;
   try {
     parsed = JSON.parse(body.toString("utf8"));
@@ -213,7 +231,9 @@ export function addStreamUsage(body: Buffer): { body: Buffer } | undefined {
   if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) return undefined;
   const o = parsed as { stream?: unknown; stream_options?: { include_usage?: unknown } | null };
   if (o.stream !== true) return undefined;
-  if (o.stream_options && typeof o.stream_options === "object" && o.stream_options.include_usage !== undefined)
+  // Asked for: passed on as it is. Turned off (include_usage: false) counts as not asked: the pod sends usage anyway
+  // (to meter it) and the client does not see it.
+  if (o.stream_options && typeof o.stream_options === "object" && o.stream_options.include_usage === true)
     return undefined;
   const options = o.stream_options && typeof o.stream_options === "object" ? o.stream_options : {};
   return { body: Buffer.from(JSON.stringify({ ...o, stream_options: { ...options, include_usage: true } })) };

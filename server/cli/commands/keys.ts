@@ -5,7 +5,8 @@ import type { Command } from "../context.ts";
 import { formatTable } from "../format.ts";
 
 const USAGE = "gantry keys create|list|revoke [<key_id>] --org <org>";
-const FLAGS = "[--scope api|admin] [--name N] [--expires 30d|<RFC 3339 time>] [--output json] [--kubeconfig <file>]";
+const FLAGS =
+  "[--scope api|admin] [--name N] [--expires 30d|<RFC 3339 time>] [--output json] [--kubeconfig <file>] [--context <name>]";
 
 export const keysCommand: Command = {
   name: "keys",
@@ -18,7 +19,7 @@ export const keysCommand: Command = {
     "  list     the org's keys, without secrets\n" +
     "  revoke   deletes a key: it stops working on every gateway within a second\n" +
     "Scopes: api calls the org's apps; admin also manages the org through the gateway's management API.\n" +
-    "Uses --kubeconfig, else KUBECONFIG, ~/.kube/config or the in-cluster service account.\n",
+    "Uses --kubeconfig, else KUBECONFIG, ~/.kube/config or the in-cluster service account; --context, else the current.\n",
   async run(args, ctx) {
     const { positionals, flags } = parseArgs("keys", args, {
       org: { type: "string" },
@@ -27,6 +28,7 @@ export const keysCommand: Command = {
       expires: { type: "string" },
       output: { type: "string", short: "o" },
       kubeconfig: { type: "string" },
+      context: { type: "string" },
     });
     const [action, ...rest] = positionals;
     const org = stringFlag(flags.org);
@@ -42,17 +44,29 @@ export const keysCommand: Command = {
       throw new UsageError(`keys ${action}: --scope, --name and --expires are for create`);
 
     // client-node is slow to load: only here.
-    const { CoreV1Api, KubeConfig } = await import("@kubernetes/client-node");
+    const { CoreV1Api } = await import("@kubernetes/client-node");
+    const { loadCliConfig } = await import("../../platform/cli-config.ts");
+    const { connect, kubeErrorMessage, PlatformError } = await import("../../platform/kube-target.ts");
     const { createKeySecret, listKeySecrets, revokeKeySecret } = await import("../../gateway/kube/key-admin.ts");
-    const { KEY_SCOPES, parseExpiry } = await import("../../gateway/keys.ts");
+    const { KEY_NAME_MAX, KEY_SCOPES, parseExpiry } = await import("../../gateway/keys.ts");
     const { isDnsLabel } = await import("../../gateway/routing.ts");
     const { keyInfo } = await import("../../gateway/management.ts");
     if (!isDnsLabel(org)) throw new UsageError(`keys: "${org}" is not a valid org (a namespace name)`);
-    const kc = new KubeConfig();
-    const file = stringFlag(flags.kubeconfig);
-    if (file) kc.loadFromFile(file);
-    else kc.loadFromDefault();
-    const core = kc.makeApiClient(CoreV1Api);
+    // The cluster as kubectl picks it (--kubeconfig, KUBECONFIG, ~/.kube/config, in-cluster; --context), and the API
+    // server's errors as one sentence (an org that does not exist, a cluster that cannot be reached).
+    const target = connect(
+      { kubeconfig: stringFlag(flags.kubeconfig), context: stringFlag(flags.context), org },
+      loadCliConfig(ctx.config),
+      ctx.config,
+    );
+    const core = target.kc.makeApiClient(CoreV1Api);
+    const api = <T>(p: Promise<T>): Promise<T> =>
+      p.catch((e: unknown) => {
+        // The client's errors: an answer (a numeric code) or no connection (a cause); ours pass unchanged.
+        const c = e as { code?: unknown; cause?: unknown } | undefined;
+        if (typeof c?.code !== "number" && c?.cause === undefined) throw e;
+        throw new PlatformError(kubeErrorMessage(e, target, `keys ${action}`));
+      });
     const out = (text: string) => ctx.stdout.write(text);
 
     if (action === "create") {
@@ -63,12 +77,16 @@ export const keysCommand: Command = {
       const now = new Date();
       const expires = expiresFlag === undefined ? undefined : parseExpiry(expiresFlag, now);
       const name = stringFlag(flags.name);
-      const { record, key } = await createKeySecret(core, org, {
-        scope: scope as "api" | "admin",
-        now,
-        ...(name !== undefined ? { name } : {}),
-        ...(expires ? { expires } : {}),
-      });
+      if (name !== undefined && name.length > KEY_NAME_MAX)
+        throw new UsageError(`keys create: --name is at most ${KEY_NAME_MAX} characters`);
+      const { record, key } = await api(
+        createKeySecret(core, org, {
+          scope: scope as "api" | "admin",
+          now,
+          ...(name !== undefined ? { name } : {}),
+          ...(expires ? { expires } : {}),
+        }),
+      );
       if (json) out(`${JSON.stringify({ ...keyInfo(record), key })}\n`);
       else {
         out(`${key}\n`);
@@ -80,7 +98,7 @@ export const keysCommand: Command = {
       return;
     }
     if (action === "list") {
-      const keys = (await listKeySecrets(core, org)).map(keyInfo);
+      const keys = (await api(listKeySecrets(core, org))).map(keyInfo);
       if (json) out(`${JSON.stringify({ keys })}\n`);
       else
         out(
@@ -93,7 +111,7 @@ export const keysCommand: Command = {
     }
     if (rest.length !== 1) throw new UsageError(`keys revoke: name one key id (usage: ${USAGE} ${FLAGS})`);
     const id = rest[0]!;
-    if (!(await revokeKeySecret(core, org, id))) throw new Error(`org ${org} has no key ${id}`);
+    if (!(await api(revokeKeySecret(core, org, id)))) throw new Error(`org ${org} has no key ${id}`);
     if (json) out(`${JSON.stringify({ id, org, revoked: true })}\n`);
     else ctx.say(`Revoked key ${id} of org ${org}.`);
   },

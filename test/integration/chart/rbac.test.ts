@@ -90,6 +90,19 @@ test("helm lint passes and every rendered object is accepted by the API server (
     kubectl(c.cp, ["apply", "--dry-run=server", "-f", "-"], rendered),
     /customresourcedefinition.apiextensions.k8s.io\/modelapps.gantry.dev .*\(server dry run\)/,
   );
+  // A terminating gateway keeps serving until Services and load balancers stop sending to it (no connection is
+  // refused in a rolling update), and its grace period covers that wait plus the streams' shutdownSeconds.
+  const gateway = parseAllDocuments(rendered)
+    .map((d) => d.toJS() as { kind?: string; metadata?: { name?: string }; spec?: Record<string, unknown> } | null)
+    .find((o) => o?.kind === "Deployment" && o.metadata?.name === "gantry-gateway")!;
+  const pod = (gateway.spec!.template as { spec: Record<string, unknown> }).spec;
+  const container = (pod.containers as Array<{ lifecycle?: { preStop?: { sleep?: { seconds: number } } } }>)[0]!;
+  const drain = container.lifecycle?.preStop?.sleep?.seconds ?? 0;
+  assert.ok(drain >= 1, "a preStop wait before SIGTERM");
+  assert.ok(
+    (pod.terminationGracePeriodSeconds as number) >= drain + parseGatewayConfig({}).shutdownSeconds,
+    "the grace period covers the wait and the shutdown",
+  );
 });
 
 test("values outside the schema are refused", () => {

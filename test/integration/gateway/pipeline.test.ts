@@ -25,7 +25,7 @@ const apps = new StaticApps(),
   keys = new MemoryKeys(),
   usage = new MemoryUsage();
 let key: string;
-const seen: Array<{ url: string; headers: http.IncomingHttpHeaders }> = [];
+const seen: Array<{ url: string; headers: http.IncomingHttpHeaders; body: string }> = [];
 
 const listen = async (s: http.Server | Http1Server): Promise<string> => {
   await new Promise<void>((r) => s.listen(0, "127.0.0.1", () => r()));
@@ -38,8 +38,9 @@ before(async () => {
   await createModel(upstream.url, "tiny", await tinyModelPath({ controlLogit: -8, contextLength: 131_072 }));
   // A stand-in pod that shows what it received.
   echo = http.createServer((req, res) => {
-    seen.push({ url: req.url ?? "", headers: req.headers });
-    req.resume();
+    const got = { url: req.url ?? "", headers: req.headers, body: "" };
+    seen.push(got);
+    req.on("data", (c: Buffer) => (got.body += c.toString()));
     req.on("end", () => {
       res.writeHead(200, { "content-type": "application/json", connection: "keep-alive", "x-pod": "echo" });
       res.end(JSON.stringify({ ok: true }));
@@ -89,6 +90,58 @@ test("the openai client through the in-process gateway; usage is metered from th
   assert.equal(rows[0]?.promptTokens, r.usage?.prompt_tokens);
 });
 
+test("a stream that turns usage off (include_usage: false) is metered all the same; the client sees no usage", async () => {
+  const own = (await keys.create("local", { scope: "api" })).key;
+  const r = await fetch(`${base}/local/chat/v1/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Key ${own}`, "content-type": "application/json" },
+    body: JSON.stringify({
+      model: "tiny",
+      messages: [{ role: "user", content: "hi" }],
+      max_tokens: 5,
+      stream: true,
+      stream_options: { include_usage: false },
+    }),
+  });
+  const text = await r.text();
+  assert.match(text, /data: \[DONE\]/);
+  assert.doesNotMatch(text, /"usage"/);
+  const admin = (await keys.create("local", { scope: "admin" })).key;
+  const got = await fetch(`${base}/_gantry/v1/orgs/local/usage`, { headers: { authorization: `Key ${admin}` } });
+  const rows = ((await got.json()) as { usage: Array<{ keyId: string; completionTokens: number }> }).usage;
+  assert.equal(rows.find((u) => u.keyId === own.split(":")[0])?.completionTokens, 5);
+});
+
+test("a client that leaves a stream before its end is metered for the tokens it received", async () => {
+  const own = (await keys.create("local", { scope: "api" })).key;
+  const ac = new AbortController();
+  const r = await fetch(`${base}/local/chat/api/generate`, {
+    method: "POST",
+    headers: { authorization: `Key ${own}` },
+    body: JSON.stringify({ model: "tiny", prompt: "hi", options: { num_predict: 100_000 } }),
+    signal: ac.signal,
+  });
+  const reader = r.body!.getReader();
+  let lines = 0;
+  while (lines < 20) {
+    const { value } = await reader.read();
+    lines += new TextDecoder().decode(value).split("\n").length - 1;
+  }
+  ac.abort();
+  await reader.cancel().catch(() => undefined);
+  const admin = (await keys.create("local", { scope: "admin" })).key;
+  const id = own.split(":")[0];
+  // The gateway ends the request when it sees the client leave: wait for its row (no timing involved).
+  let completion: number | undefined;
+  while (completion === undefined) {
+    const got = await fetch(`${base}/_gantry/v1/orgs/local/usage`, { headers: { authorization: `Key ${admin}` } });
+    const rows = ((await got.json()) as { usage: Array<{ keyId: string; completionTokens: number }> }).usage;
+    completion = rows.find((u) => u.keyId === id)?.completionTokens;
+    if (completion === undefined) await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.ok(completion >= 20, `metered ${completion} completion tokens for a stream left after 20`);
+});
+
 test("headers: Authorization and hop-by-hop headers stay at the gateway; X-Request-Id and X-Forwarded-For go on", async () => {
   const r = await new Promise<http.IncomingMessage>((resolve, reject) => {
     const req = http.get(`${base}/local/echo/api/tags?x=1`, {
@@ -107,6 +160,88 @@ test("headers: Authorization and hop-by-hop headers stay at the gateway; X-Reque
   assert.equal(got.headers.te, undefined);
   assert.equal(got.headers["x-request-id"], "abc-1");
   assert.equal(got.headers["x-forwarded-for"], "127.0.0.1");
+});
+
+test("headers named in Connection are hop-by-hop too (RFC 9110 §7.6.1): the pod never sees them", async () => {
+  const r = await new Promise<http.IncomingMessage>((resolve, reject) => {
+    const req = http.get(`${base}/local/echo/api/tags`, {
+      headers: { connection: "keep-alive, X-Session-Secret", "x-session-secret": "s3cret", "x-kept": "1" },
+    });
+    req.once("response", resolve).once("error", reject);
+  });
+  r.resume();
+  assert.equal(r.statusCode, 200);
+  const got = seen.at(-1)!;
+  assert.equal(got.headers["x-session-secret"], undefined);
+  assert.equal(got.headers["x-kept"], "1");
+});
+
+test('requests to made-up orgs and apps are counted under org and app "-", never one series per name', async () => {
+  for (let i = 0; i < 3; i++) assert.equal((await fetch(`${base}/made-up-org-${i}/app-${i}/v1/models`)).status, 404);
+  assert.equal((await fetch(`${base}/local/made-up-app/api/tags`)).status, 404);
+  const text = await gateway.metrics.registry.metrics();
+  assert.doesNotMatch(text, /made-up/);
+  assert.ok(sumMetric(text, "gantry_gateway_requests_total", { org: "-", app: "-", code: "404" }) >= 4);
+});
+
+test("management API: an expiry past what a date holds is 400 on expires, and no key is stored", async () => {
+  const admin = (await keys.create("local", { scope: "admin" })).key;
+  const before = keys.list("local").length;
+  const r = await fetch(`${base}/_gantry/v1/orgs/local/keys`, {
+    method: "POST",
+    headers: { authorization: `Key ${admin}`, "content-type": "application/json" },
+    body: JSON.stringify({ expires: "99999999d" }),
+  });
+  assert.equal(r.status, 400);
+  const e = ((await r.json()) as { error: { param: string; message: string } }).error;
+  assert.equal(e.param, "expires");
+  assert.match(e.message, /too far in the future/);
+  assert.equal(keys.list("local").length, before);
+});
+
+test("/healthz, /readyz and /metrics answer GET and HEAD, other methods 405, on the main and the metrics address", async () => {
+  const metricsServer = createGatewayServer(parseGatewayConfig({}), gateway.handleSystem);
+  const metricsBase = await listen(metricsServer);
+  try {
+    for (const at of [base, metricsBase]) {
+      assert.equal((await fetch(`${at}/healthz`)).status, 200);
+      assert.equal((await fetch(`${at}/readyz`, { method: "HEAD" })).status, 200);
+      assert.match(await (await fetch(`${at}/metrics`)).text(), /gantry_gateway_requests_total/);
+      const post = await fetch(`${at}/healthz`, { method: "POST" });
+      assert.equal(post.status, 405, at);
+      assert.equal(post.headers.get("allow"), "GET, HEAD");
+      assert.equal((await fetch(`${at}/metrics`, { method: "DELETE" })).status, 405);
+    }
+    assert.equal((await fetch(`${metricsBase}/local/echo/api/tags`)).status, 404, "only the process's routes there");
+  } finally {
+    metricsServer.closeAllConnections();
+    metricsServer.close();
+  }
+});
+
+test("a caller's keep_alive never reaches the pod: nobody can unload the model every caller of the app uses", async () => {
+  for (const [rest, body] of [
+    ["/api/generate", '{"model":"m","keep_alive":0}'],
+    ["/api/chat", '{"model":"m","messages":[],"keep\\u005falive":"1s"}'],
+    ["/api/embed", '{"model":"m","input":"x","keep_alive":0}'],
+  ] as const) {
+    const r = await fetch(`${base}/local/echo${rest}`, { method: "POST", body });
+    assert.equal(r.status, 200);
+    await r.arrayBuffer();
+    const got = JSON.parse(seen.at(-1)!.body) as Record<string, unknown>;
+    assert.equal(got.model, "m", rest);
+    assert.ok(!("keep_alive" in got), `${rest}: ${seen.at(-1)!.body}`);
+  }
+  // The real server: a load request with keep_alive 0 loads instead of unloading; the model stays loaded.
+  const h = { authorization: `Key ${key}` };
+  const r = await fetch(`${base}/local/chat/api/generate`, {
+    method: "POST",
+    headers: h,
+    body: JSON.stringify({ model: "tiny", keep_alive: 0 }),
+  });
+  assert.notEqual(((await r.json()) as { done_reason: string }).done_reason, "unload");
+  const ps = (await (await fetch(`${base}/local/chat/api/ps`, { headers: h })).json()) as { models: unknown[] };
+  assert.equal(ps.models.length, 1);
 });
 
 test("a pod that refuses connections is skipped; the request is answered by another", async () => {

@@ -60,6 +60,8 @@ test("the management API: an admin key of that org only", () => {
   assert.equal(status(key("acme")), 403);
   assert.equal(status(key("other", "admin")), 403);
   assert.equal(status(key("acme", "admin")), 200);
+  const missing = decideAdmin("acme", bad("missing"));
+  assert.ok(!missing.allow && /admin key/.test(missing.message), "the 401 says what the management API needs");
 });
 
 test("Authorization: spaces or tabs after the scheme; several headers are joined and never parse as one key", () => {

@@ -14,6 +14,16 @@ test("defaults", () => {
   assert.equal(c.limits.orgs && Object.keys(c.limits.orgs).length, 0);
 });
 
+test("a section given in part keeps the defaults of the rest (limits as hold and upstream do)", () => {
+  const c = parseGatewayConfig({ limits: { requestsPerSecond: 100 }, hold: { timeoutSeconds: 60 } });
+  assert.deepEqual(c.limits, { requestsPerSecond: 100, burst: 40, concurrent: 16, orgs: {} });
+  assert.equal(c.hold.maxPerApp, 256);
+  // Per-org overrides stay partial: what an org does not set is the defaults'.
+  assert.deepEqual(parseGatewayConfig({ limits: { orgs: { acme: { concurrent: 4 } } } }).limits.orgs, {
+    acme: { concurrent: 4 },
+  });
+});
+
 test("every invalid key is reported; unknown keys are refused", () => {
   try {
     parseGatewayConfig({ listen: 1, operatorUrls: ["not a url"], hold: { maxPerApp: -1 }, nonsense: true });

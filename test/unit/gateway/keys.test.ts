@@ -47,6 +47,8 @@ test("a key Secret holds the hash, never the secret, and reads back", () => {
   assert.equal(checkKey(rec, generateApiKey().secret, now.getTime()), "wrong_secret");
   assert.equal(checkKey(undefined, k.secret, now.getTime()), "unknown");
   assert.equal(readKeySecret({ metadata: { namespace: "acme" }, data: { id: "eA==" } }), undefined);
+  // A key the gateway could not read back is never built (it would be stored, listed by no one, usable by no one).
+  assert.throws(() => keySecret("acme", k, { scope: "api", name: "n".repeat(254), now }), /invalid key: .*name/);
 });
 
 test("expiry: durations and RFC 3339 times; past or nonsense is refused", () => {
@@ -56,6 +58,7 @@ test("expiry: durations and RFC 3339 times; past or nonsense is refused", () => 
   assert.equal(parseExpiry("90m", now).toISOString(), "2026-01-01T01:30:00.000Z");
   assert.equal(parseExpiry("2s", now).toISOString(), "2026-01-01T00:00:02.000Z");
   assert.equal(parseExpiry("2026-03-01T00:00:00Z", now).toISOString(), "2026-03-01T00:00:00.000Z");
-  for (const bad of ["0d", "-1d", "soon", "2025-01-01T00:00:00Z", "30x", ""])
+  // Past the largest time a Date holds (year 275760): a clear error, not "Invalid time value" from toISOString.
+  for (const bad of ["0d", "-1d", "soon", "2025-01-01T00:00:00Z", "30x", "", "99999999d", "9".repeat(400) + "s"])
     assert.throws(() => parseExpiry(bad, now), /invalid expiry/, bad);
 });

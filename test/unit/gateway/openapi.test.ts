@@ -23,4 +23,12 @@ test("the management API's OpenAPI document is derived from the zod schemas", ()
   for (const field of ["promptTokens", "completionTokens", "keyId", "hour", "from", "to"])
     assert.ok(usage.includes(field), field);
   assert.ok(JSON.stringify(doc).includes("401") && JSON.stringify(doc).includes("403"));
+  // What the API answers, as it answers: an empty body creates a key with the defaults; bodies over maxBodyBytes are
+  // 413; every path has other methods (405) and an org id that is not a DNS label (404).
+  assert.equal((create.requestBody as { required: boolean }).required, false);
+  assert.ok(create.responses?.["413"]);
+  for (const [path, item] of Object.entries(doc.paths))
+    for (const [method, op] of Object.entries(item))
+      if (method !== "parameters")
+        for (const code of ["401", "403", "404", "405"]) assert.ok(op.responses?.[code], `${method} ${path} ${code}`);
 });

@@ -30,7 +30,23 @@ test("app routes: org and app are stripped, the rest and the query go to the pod
     assert.equal(r.kind, "app", `${method} ${rest}`);
   }
   assert.equal((route("POST", "/acme/chat/api/tags") as { status: number }).status, 405);
-  assert.equal((route("POST", "/acme/chat/api/tags") as { allow: string }).allow, "GET");
+  // HEAD works wherever GET does (RFC 9110 §9.3.2), so Allow says so.
+  assert.equal((route("POST", "/acme/chat/api/tags") as { allow: string }).allow, "GET, HEAD");
+  assert.equal((route("GET", "/acme/chat/api/chat") as { allow: string }).allow, "POST");
+});
+
+test("an absolute-form target (RFC 9112 §3.2.2: a server MUST accept it) routes as its path", () => {
+  assert.deepEqual(
+    route("POST", "http://gw.example:8080/acme/chat/v1/chat/completions?x=1"),
+    route("POST", "/acme/chat/v1/chat/completions?x=1"),
+  );
+  assert.deepEqual(
+    route("GET", "HTTPS://gw.example/_gantry/v1/openapi.json"),
+    route("GET", "/_gantry/v1/openapi.json"),
+  );
+  assert.deepEqual(route("GET", "http://gw.example/healthz"), route("GET", "/healthz"));
+  assert.equal(route("GET", "http://gw.example").kind, "error");
+  assert.equal(route("GET", "http://gw.example?x").kind, "error");
 });
 
 test("the pods' management routes are refused with 403 in the API's shape", () => {
@@ -73,6 +89,15 @@ test("org and app must be DNS labels; unknown paths are 404; traversal is refuse
 test("gateway routes", () => {
   assert.deepEqual(route("GET", "/healthz"), { kind: "system", path: "/healthz" });
   assert.deepEqual(route("GET", "/metrics"), { kind: "system", path: "/metrics" });
+  assert.deepEqual(route("HEAD", "/readyz"), { kind: "system", path: "/readyz" });
+  for (const method of ["POST", "DELETE", "PUT"])
+    assert.deepEqual(route(method, "/healthz"), {
+      kind: "error",
+      status: 405,
+      message: `method ${method} not allowed on /healthz`,
+      shape: "ollama",
+      allow: "GET, HEAD",
+    });
   assert.deepEqual(route("GET", "/_gantry/v1/orgs/acme/keys?x"), {
     kind: "management",
     rest: "/_gantry/v1/orgs/acme/keys",

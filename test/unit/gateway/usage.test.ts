@@ -72,6 +72,29 @@ test("the scanner reads counts from JSON, NDJSON and SSE answers split anywhere"
   assert.equal(feed("text/plain", json, 10), undefined);
 });
 
+test("a stream that breaks off before its counts is metered by the token events that passed", () => {
+  const partial = (type: string, text: string) => {
+    const s = new UsageScanner(type);
+    s.push(Buffer.from(text));
+    return s.partial();
+  };
+  const chunk = (content: string) =>
+    `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`;
+  assert.deepEqual(partial("text/event-stream", chunk("a") + chunk("b") + chunk("c")), { prompt: 0, completion: 3 });
+  // The finish chunk and [DONE] are not tokens.
+  const finish = `data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: "length" }] })}\n\n`;
+  assert.deepEqual(partial("text/event-stream", chunk("a") + finish + "data: [DONE]\n\n"), {
+    prompt: 0,
+    completion: 1,
+  });
+  const line = (response: string) => `${JSON.stringify({ model: "m", response, done: false })}\n`;
+  assert.deepEqual(partial("application/x-ndjson", line("a") + line("b")), { prompt: 0, completion: 2 });
+  assert.equal(partial("application/x-ndjson", ""), undefined);
+  // When the pod's counts came, they are the answer.
+  const done = `${JSON.stringify({ done: true, prompt_eval_count: 5, eval_count: 6 })}\n`;
+  assert.deepEqual(partial("application/x-ndjson", line("a") + done), { prompt: 5, completion: 6 });
+});
+
 test("a streaming OpenAI request gets include_usage when it did not ask; the usage-only event is dropped again", () => {
   const asked = addStreamUsage(Buffer.from(JSON.stringify({ model: "m", stream: true, messages: [] })));
   assert.deepEqual(JSON.parse(asked!.body.toString()), {
@@ -80,12 +103,18 @@ test("a streaming OpenAI request gets include_usage when it did not ask; the usa
     messages: [],
     stream_options: { include_usage: true },
   });
-  for (const body of [
-    { stream: false },
-    { model: "m" },
-    { stream: true, stream_options: { include_usage: false } },
+  // Turning usage off, or writing the key with escapes, does not turn metering off: the client still sees no usage.
+  assert.deepEqual(
+    JSON.parse(
+      addStreamUsage(Buffer.from('{"stream":true,"stream_options":{"include_usage":false}}'))!.body.toString(),
+    ),
     { stream: true, stream_options: { include_usage: true } },
-  ])
+  );
+  assert.deepEqual(JSON.parse(addStreamUsage(Buffer.from('{"str\\u0065am":true}'))!.body.toString()), {
+    stream: true,
+    stream_options: { include_usage: true },
+  });
+  for (const body of [{ stream: false }, { model: "m" }, { stream: true, stream_options: { include_usage: true } }])
     assert.equal(addStreamUsage(Buffer.from(JSON.stringify(body))), undefined, JSON.stringify(body));
   assert.equal(addStreamUsage(Buffer.from('{"stream": tru')), undefined);
 
