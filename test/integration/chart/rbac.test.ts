@@ -142,6 +142,47 @@ test("NOTES.txt: its steps work as printed (the key is kept, the curl sends the 
   check(ingress, "http://g.example.com");
 });
 
+test("the gateway's /metrics (org, app and key ids) is scraped on its own port, not on the one the Service, Ingress and route publish", () => {
+  type Obj = {
+    kind?: string;
+    metadata?: { name?: string };
+    spec?: Record<string, unknown>;
+    data?: Record<string, string>;
+  };
+  const objs = parseAllDocuments(
+    helm(
+      "template",
+      "gantry",
+      CHART,
+      ...["--set", "monitoring.serviceMonitor.enabled=true", "--set", "gateway.ingress.enabled=true"],
+      ...["--set", "gateway.httpRoute.enabled=true", "--set", "gateway.httpRoute.parentRefs[0].name=public"],
+    ),
+  )
+    .map((d) => d.toJS() as Obj | null)
+    .filter((o): o is Obj => Boolean(o));
+  const named = (kind: string) => objs.find((o) => o.kind === kind && o.metadata?.name === "gantry-gateway");
+  const config = parseGatewayConfig(parse(Object.values(named("ConfigMap")!.data!)[0]!));
+  assert.ok(config.metricsListen, "a separate metrics address");
+  const metricsPort = Number(config.metricsListen.split(":").pop());
+  assert.notEqual(metricsPort, Number(config.listen.split(":").pop()));
+  const container = (
+    named("Deployment")!.spec as {
+      template: { spec: { containers: { ports: { name: string; containerPort: number }[] }[] } };
+    }
+  ).template.spec.containers[0]!;
+  const portName = container.ports.find((p) => p.containerPort === metricsPort)?.name;
+  assert.ok(portName, JSON.stringify(container.ports));
+  const servicePorts = (named("Service")!.spec as { ports: { name: string; targetPort: string }[] }).ports;
+  const scraped = (named("ServiceMonitor")!.spec as { endpoints: { port: string; path: string }[] }).endpoints;
+  assert.deepEqual(
+    scraped.map((e) => [e.port, e.path]),
+    [[servicePorts.find((p) => p.targetPort === portName)?.name, "/metrics"]],
+  );
+  // What users reach goes to the main port only, where /metrics is a 404.
+  const published = JSON.stringify([named("Ingress")?.spec, named("HTTPRoute")?.spec]);
+  assert.ok(!published.includes(`"${scraped[0]!.port}"`), published);
+});
+
 test("one gateway limit set alone keeps the others' defaults (helm --set gateway.config.limits.requestsPerSecond)", () => {
   const rendered = helm("template", "gantry", CHART, "--set", "gateway.config.limits.requestsPerSecond=100");
   const config = parseAllDocuments(rendered)
