@@ -5,6 +5,7 @@ import fs from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { ConfigError } from "../server/common/config.ts";
+import { ListenAddressSchema } from "../server/common/host-port.ts";
 import { VERSION } from "../server/common/version.ts";
 import type { OperatorEnv } from "./env.ts";
 import { ResourceProfileSchema, type ResourceProfile } from "./render/config.ts";
@@ -43,10 +44,9 @@ export const OperatorConfigSchema = z
     serverPort: z.int().min(1).max(65535).default(11434),
     watchNamespace: z.string().optional().describe("Reconcile only this namespace (all namespaces when unset)."),
     workers: z.int().min(1).max(64).default(8).describe("Reconciles running at once (never two for the same app)."),
-    listen: z
-      .string()
-      .default("0.0.0.0:8080")
-      .describe("Address of /healthz, /readyz, /metrics and the load-report API."),
+    listen: ListenAddressSchema.default("0.0.0.0:8080").describe(
+      "Address of /healthz, /readyz, /metrics and the load-report API.",
+    ),
     leaderElection: z
       .object({
         enabled: z

@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
 import { SharedSettings } from "./common/config.ts";
+import { HostPortSchema } from "./common/host-port.ts";
 import { parseKeepAlive } from "./common/duration.ts";
 import { GPU_SETTINGS } from "./engine/gpu.ts";
 
@@ -18,10 +19,9 @@ export function parseByteSize(v: string): number | undefined {
 }
 
 export const ServerConfigSchema = z.object({
-  GANTRY_HOST: z
-    .string()
-    .default("127.0.0.1:11434")
-    .describe("Address the server listens on and the CLI connects to (host:port, or http://host:port)"),
+  GANTRY_HOST: HostPortSchema.default("127.0.0.1:11434").describe(
+    "Address the server listens on and the CLI connects to (host:port, or http://host:port)",
+  ),
   GANTRY_MODELS: z
     .string()
     .default(path.join(os.homedir(), ".gantry", "models"))

@@ -1,4 +1,5 @@
 // Listen and connect addresses. Pure.
+import { z } from "zod";
 
 /** host:port from GANTRY_HOST, accepting "host", "host:port", "http://host:port" (as OLLAMA_HOST does). */
 export function parseHostPort(value: string, defaultPort = 11434): { host: string; port: number } {
@@ -22,3 +23,24 @@ export function connectUrl(host: string, port: number, scheme = "http"): string 
   const h = host === "0.0.0.0" ? "127.0.0.1" : host === "::" ? "::1" : host;
   return `${scheme}://${h.includes(":") ? `[${h}]` : h}:${port}`;
 }
+
+const LISTEN = /^(?:\[([^\]]+)\]|([^\s:/[\]]+)):(\d{1,5})$/;
+
+/**
+ * A process's listen address in its config: host:port with both given (0.0.0.0:8080, 127.0.0.1:8080, [::]:8080), so
+ * that a bare port or an out-of-range one is a configuration error saying what to write, not a listen on host "8080".
+ */
+export const ListenAddressSchema = z.string().refine(
+  (v) => {
+    const m = LISTEN.exec(v.trim());
+    return m !== null && Number(m[3]) <= 65535;
+  },
+  {
+    error: (i) => `${JSON.stringify(i.input)} is not host:port with a port up to 65535 (e.g. 0.0.0.0:8080, [::]:8080)`,
+  },
+);
+
+/** GANTRY_HOST as Ollama's OLLAMA_HOST takes it (parseHostPort), with a port that exists. */
+export const HostPortSchema = z.string().refine((v) => parseHostPort(v).port <= 65535, {
+  error: (i) => `${JSON.stringify(i.input)} has a port over 65535`,
+});

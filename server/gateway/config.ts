@@ -4,6 +4,7 @@ import fs from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { ConfigError } from "../common/config.ts";
+import { ListenAddressSchema } from "../common/host-port.ts";
 
 const LimitsSchema = z.object({
   requestsPerSecond: z.number().min(0).describe("Sustained requests per second per key (0 = unlimited)."),
@@ -15,13 +16,12 @@ const DEFAULT_LIMITS = { requestsPerSecond: 20, burst: 40, concurrent: 16 };
 
 export const GatewayConfigSchema = z
   .object({
-    listen: z.string().default("0.0.0.0:8080").describe("Address of the gateway (apps, management API, probes)."),
-    metricsListen: z
-      .string()
-      .optional()
-      .describe(
-        "A separate address for /metrics, /healthz and /readyz (then /metrics is not served on listen, which users reach).",
-      ),
+    listen: ListenAddressSchema.default("0.0.0.0:8080").describe(
+      "Address of the gateway (apps, management API, probes).",
+    ),
+    metricsListen: ListenAddressSchema.optional().describe(
+      "A separate address for /metrics, /healthz and /readyz (then /metrics is not served on listen, which users reach).",
+    ),
     publicUrl: z
       .url()
       .optional()

@@ -18,6 +18,16 @@ export const KEY_LABEL = "gantry.dev/api-key";
 export const KEY_SCOPES = ["api", "admin"] as const;
 /** The longest name (description) a key may have. */
 export const KEY_NAME_MAX = 253;
+
+/**
+ * A new key's name: printable (a line break or other control character would break `gantry keys list`'s table and
+ * logs that show it), at most KEY_NAME_MAX characters. Stored names are read with the length bound only.
+ */
+export const NewKeyNameSchema = z
+  .string()
+  .max(KEY_NAME_MAX, { error: `is at most ${KEY_NAME_MAX} characters` })
+  .refine((n) => !/\p{Cc}/u.test(n), { error: "may not hold control characters (line breaks, tabs, ...)" })
+  .describe("A name or description for people.");
 export type KeyScope = (typeof KEY_SCOPES)[number];
 
 const KEY_ID = /^[0-9a-f]{16}$/;

@@ -2,13 +2,13 @@
 // which the handlers validate and openapi.ts derives the OpenAPI document.
 import { z } from "zod";
 import { AUTH_MODES } from "../../operator/api/v1alpha1/modelapp.ts";
-import { KEY_NAME_MAX, KEY_SCOPES } from "./keys.ts";
+import { KEY_SCOPES, NewKeyNameSchema } from "./keys.ts";
 import { UsageRowSchema } from "./usage.ts";
 
 export const CreateKeyRequestSchema = z
   .object({
     scope: z.enum(KEY_SCOPES).default("api").describe("api: call the org's apps; admin: also manage the org."),
-    name: z.string().max(KEY_NAME_MAX).optional().describe("A name or description for people."),
+    name: NewKeyNameSchema.optional(),
     expires: z
       .string()
       .optional()
@@ -53,10 +53,15 @@ export const AppSchema = z
 
 export const AppListSchema = z.object({ apps: z.array(AppSchema) }).describe("The org's apps.");
 
+/** A point in time in a query: an RFC 3339 time, or a date (2026-11-25) meaning its midnight UTC. */
+const Instant = z.union([z.iso.datetime({ offset: true }), z.iso.date()]);
+
 export const UsageQuerySchema = z
   .object({
-    from: z.iso.datetime({ offset: true }).optional().describe("Start (RFC 3339); 24 hours before `to` by default."),
-    to: z.iso.datetime({ offset: true }).optional().describe("End, exclusive (RFC 3339); now by default."),
+    from: Instant.optional().describe(
+      "Start (RFC 3339, or a date: its midnight UTC); 24 hours before `to` by default.",
+    ),
+    to: Instant.optional().describe("End, exclusive (RFC 3339, or a date: its midnight UTC); now by default."),
   })
   .strict();
 

@@ -48,7 +48,7 @@ export const keysCommand: Command = {
     const { loadCliConfig } = await import("../../platform/cli-config.ts");
     const { connect, kubeErrorMessage, PlatformError } = await import("../../platform/kube-target.ts");
     const { createKeySecret, listKeySecrets, revokeKeySecret } = await import("../../gateway/kube/key-admin.ts");
-    const { KEY_NAME_MAX, KEY_SCOPES, parseExpiry } = await import("../../gateway/keys.ts");
+    const { KEY_SCOPES, NewKeyNameSchema, parseExpiry } = await import("../../gateway/keys.ts");
     const { isDnsLabel } = await import("../../gateway/routing.ts");
     const { keyInfo } = await import("../../gateway/management.ts");
     if (!isDnsLabel(org)) throw new UsageError(`keys: "${org}" is not a valid org (a namespace name)`);
@@ -77,8 +77,8 @@ export const keysCommand: Command = {
       const now = new Date();
       const expires = expiresFlag === undefined ? undefined : parseExpiry(expiresFlag, now);
       const name = stringFlag(flags.name);
-      if (name !== undefined && name.length > KEY_NAME_MAX)
-        throw new UsageError(`keys create: --name is at most ${KEY_NAME_MAX} characters`);
+      const nameIssue = name === undefined ? undefined : NewKeyNameSchema.safeParse(name).error?.issues[0];
+      if (nameIssue) throw new UsageError(`keys create: --name ${nameIssue.message}`);
       const { record, key } = await api(
         createKeySecret(core, org, {
           scope: scope as "api" | "admin",

@@ -84,10 +84,24 @@ test("the openai client through the in-process gateway; usage is metered from th
   const admin = (await keys.create("local", { scope: "admin" })).key;
   const got = await fetch(`${base}/_gantry/v1/orgs/local/usage`, { headers: { authorization: `Key ${admin}` } });
   assert.equal(got.status, 200);
-  const rows = ((await got.json()) as { usage: Array<{ completionTokens: number; promptTokens: number }> }).usage;
+  const rows = (
+    (await got.json()) as { usage: Array<{ hour: string; completionTokens: number; promptTokens: number }> }
+  ).usage;
   assert.equal(rows.length, 1);
   assert.equal(rows[0]?.completionTokens, 7);
   assert.equal(rows[0]?.promptTokens, r.usage?.prompt_tokens);
+  // A day asked for by its date (midnight UTC to midnight UTC, `to` exclusive), as a person writes it.
+  const day = (offset: number) => new Date(Date.parse(rows[0]!.hour) + offset * 86_400_000).toISOString().slice(0, 10);
+  const usageOf = async (q: string) => {
+    const res = await fetch(`${base}/_gantry/v1/orgs/local/usage?${q}`, { headers: { authorization: `Key ${admin}` } });
+    return { status: res.status, body: (await res.json()) as { usage?: unknown[]; from?: string } };
+  };
+  const that = await usageOf(`from=${day(0)}&to=${day(1)}`);
+  assert.equal(that.status, 200);
+  assert.equal(that.body.from, `${day(0)}T00:00:00.000Z`);
+  assert.deepEqual(that.body.usage, rows);
+  assert.deepEqual((await usageOf(`from=${day(-1)}&to=${day(0)}`)).body.usage, [], "the day before");
+  assert.equal((await usageOf("from=yesterday")).status, 400);
 });
 
 test("a stream that turns usage off (include_usage: false) is metered all the same; the client sees no usage", async () => {
@@ -184,18 +198,23 @@ test('requests to made-up orgs and apps are counted under org and app "-", never
   assert.ok(sumMetric(text, "gantry_gateway_requests_total", { org: "-", app: "-", code: "404" }) >= 4);
 });
 
-test("management API: an expiry past what a date holds is 400 on expires, and no key is stored", async () => {
+test("management API: an expiry past what a date holds, or a name with a line break, is 400 naming the field; no key is stored", async () => {
   const admin = (await keys.create("local", { scope: "admin" })).key;
   const before = keys.list("local").length;
-  const r = await fetch(`${base}/_gantry/v1/orgs/local/keys`, {
-    method: "POST",
-    headers: { authorization: `Key ${admin}`, "content-type": "application/json" },
-    body: JSON.stringify({ expires: "99999999d" }),
-  });
-  assert.equal(r.status, 400);
-  const e = ((await r.json()) as { error: { param: string; message: string } }).error;
-  assert.equal(e.param, "expires");
-  assert.match(e.message, /too far in the future/);
+  for (const [body, param, message] of [
+    [{ expires: "99999999d" }, "expires", /too far in the future/],
+    [{ name: "ci\nadmin  api  2026-01-01" }, "name", /control characters/],
+  ] as const) {
+    const r = await fetch(`${base}/_gantry/v1/orgs/local/keys`, {
+      method: "POST",
+      headers: { authorization: `Key ${admin}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    assert.equal(r.status, 400);
+    const e = ((await r.json()) as { error: { param: string; message: string } }).error;
+    assert.equal(e.param, param);
+    assert.match(e.message, message);
+  }
   assert.equal(keys.list("local").length, before);
 });
 

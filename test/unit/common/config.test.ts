@@ -19,10 +19,12 @@ test("every invalid variable is reported at once", () => {
         GANTRY_NUM_PARALLEL: "zero",
         GANTRY_KEEP_ALIVE: "soon",
         GANTRY_LOG_LEVEL: "loud",
+        GANTRY_HOST: "0.0.0.0:99999",
       }),
     (e: ConfigError) => {
       assert.ok(e instanceof ConfigError);
-      assert.equal(e.issues.length, 3);
+      assert.equal(e.issues.length, 4);
+      assert.match(e.message, /GANTRY_HOST: "0\.0\.0\.0:99999" has a port over 65535/);
       assert.match(e.message, /GANTRY_NUM_PARALLEL/);
       assert.match(e.message, /GANTRY_KEEP_ALIVE/);
       assert.match(e.message, /GANTRY_LOG_LEVEL/);

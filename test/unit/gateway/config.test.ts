@@ -36,6 +36,19 @@ test("every invalid key is reported; unknown keys are refused", () => {
   }
 });
 
+test("listen addresses are host:port: a bare port, a missing host or a port over 65535 says what to write", () => {
+  assert.equal(parseGatewayConfig({ listen: "[::]:8081", metricsListen: "127.0.0.1:0" }).listen, "[::]:8081");
+  for (const bad of ["8080", ":8080", "0.0.0.0:99999", "http://0.0.0.0:8080"])
+    for (const key of ["listen", "metricsListen"])
+      assert.throws(
+        () => parseGatewayConfig({ [key]: bad }),
+        (e: unknown) =>
+          e instanceof ConfigError &&
+          e.issues.some((i) => i.includes(key) && i.includes("host:port") && i.includes(bad)),
+        `${key}: ${bad}`,
+      );
+});
+
 test("a YAML file, with flags over it", () => {
   const f = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "gw-config-")), "gateway.yaml");
   fs.writeFileSync(

@@ -86,6 +86,7 @@ test("an invalid config reports every bad key", () => {
     parseOperatorConfig({
       workers: 0,
       serverPort: 70000,
+      listen: "8080",
       gatewayUrl: "not a url",
       imagePullPolicy: "Sometimes",
       resourceProfiles: { Bad_Name: {}, ok: { tolerations: [{ operator: "In" }] } },
@@ -94,6 +95,7 @@ test("an invalid config reports every bad key", () => {
   for (const key of [
     "workers",
     "serverPort",
+    "listen",
     "gatewayUrl",
     "imagePullPolicy",
     "resourceProfiles.Bad_Name",
@@ -104,7 +106,7 @@ test("an invalid config reports every bad key", () => {
       `${key} in ${JSON.stringify(issues)}`,
     );
   }
-  assert.equal(issues.length, 6);
+  assert.equal(issues.length, 7);
 });
 
 test("an unknown top-level key is rejected, naming the key", () => {

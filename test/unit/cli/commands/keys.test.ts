@@ -85,12 +85,19 @@ test("keys with a context the kubeconfig does not have: says which it has", asyn
   assert.match(r.stderr, /no context "prod" in the kubeconfig \(it has: dev\)/);
 });
 
-test("keys create with a --name over 253 characters is refused before anything is written", async () => {
+test("keys create with a --name over 253 characters or with a line break is refused before anything is written", async () => {
   let requests = 0;
-  api.once("request", () => requests++);
+  const count = () => requests++;
+  api.on("request", count);
   const file = kubeconfig(`http://127.0.0.1:${(api.address() as AddressInfo).port}`, "name.kubeconfig");
-  const r = await keys(["create", "--org", "acme", "--name", "n".repeat(254), "--kubeconfig", file]);
-  assert.equal(r.code, 1);
-  assert.match(r.stderr, /^Error: keys create: --name is at most 253 characters/);
+  for (const [name, message] of [
+    ["n".repeat(254), /^Error: keys create: --name is at most 253 characters/],
+    ["ci\nsecond line", /^Error: keys create: --name may not hold control characters/],
+  ] as const) {
+    const r = await keys(["create", "--org", "acme", "--name", name, "--kubeconfig", file]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, message);
+  }
+  api.off("request", count);
   assert.equal(requests, 0);
 });
