@@ -35,6 +35,8 @@ export class ModelStore implements ModelResolver {
   private readonly fileDigests = new Map<string, Promise<Digest>>();
   /** With `only`: the models this store shows (qualified names in lower case, .gguf paths resolved). */
   private readonly only: ReadonlySet<string> | undefined;
+  /** The `only` references as given, named in the not-found error of another model. */
+  private readonly onlyNames: readonly string[];
 
   /**
    * `only` (GANTRY_ONLY_MODELS): the models this store lists and resolves; every other one in the directory is hidden
@@ -46,6 +48,7 @@ export class ModelStore implements ModelResolver {
     this.manifests = new ManifestStore(this.root);
     this.logger = opts.logger ?? silentLogger;
     this.only = opts.only?.length ? new Set(opts.only.flatMap((ref) => onlyKeys(ref))) : undefined;
+    this.onlyNames = opts.only ?? [];
   }
 
   /** Whether a reference names a model this store shows (always, without `only`). */
@@ -55,7 +58,13 @@ export class ModelStore implements ModelResolver {
   }
 
   private assertShown(ref: string): void {
-    if (this.only && onlyKeys(ref).length > 0 && !this.shows(ref)) throw modelNotFound(ref);
+    if (this.only && onlyKeys(ref).length > 0 && !this.shows(ref))
+      throw new AppError(
+        "MODEL_NOT_FOUND",
+        `model "${ref}" not found: this server serves ${this.onlyNames.map((n) => JSON.stringify(n)).join(", ")} ` +
+          "(GET /v1/models lists it)",
+        { param: "model" },
+      );
   }
 
   /** A stored model by name, or a path ending in ".gguf" to a file on this machine (used as it is, not imported). */

@@ -94,21 +94,24 @@ async function adoptCrd(t: PlatformTarget): Promise<void> {
   ]);
 }
 
+/** The operator's pods, leaving out terminating ones (a rollout is complete before the old pods are gone). */
 const operatorPods = async (t: PlatformTarget): Promise<string[]> =>
   (
-    await kubectlOf(t)([
-      "get",
-      "pods",
-      "-n",
-      t.releaseNs,
-      "-l",
-      `app.kubernetes.io/instance=${t.release},app.kubernetes.io/component=operator`,
-      "-o",
-      "jsonpath={.items[*].metadata.name}",
-    ])
-  )
-    .split(" ")
-    .filter(Boolean)
+    JSON.parse(
+      await kubectlOf(t)([
+        "get",
+        "pods",
+        "-n",
+        t.releaseNs,
+        "-l",
+        `app.kubernetes.io/instance=${t.release},app.kubernetes.io/component=operator`,
+        "-o",
+        "json",
+      ]),
+    ) as { items: { metadata: { name: string; deletionTimestamp?: string } }[] }
+  ).items
+    .filter((p) => !p.metadata.deletionTimestamp)
+    .map((p) => p.metadata.name)
     .sort();
 
 async function chat(gateway: string, t: PlatformTarget, key: string, model: string): Promise<string> {
@@ -175,6 +178,8 @@ export async function platformChecks(t: PlatformTarget, log: (line: string) => v
     gateway = await t.gatewayUrl();
     const ready = await fetch(`${gateway}/readyz`);
     assert.equal(ready.status, 200, "the gateway Service answers");
+    const metrics = await fetch(`${gateway}/metrics`);
+    assert.equal(metrics.status, 404, "the port users reach does not publish the gateway's metrics (orgs, apps, keys)");
   });
 
   await step(

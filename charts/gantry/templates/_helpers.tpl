@@ -85,6 +85,8 @@ app.kubernetes.io/component: operator
 {{/* The gateway's config file (server/gateway/config.ts). */}}
 {{- define "gantry.gatewayConfig" -}}
 listen: "0.0.0.0:8080"
+# /metrics (org, app and key ids) on its own port, which the Service names but the Ingress and route never publish.
+metricsListen: "0.0.0.0:9090"
 operatorUrls: [{{ printf "http://%s.%s.svc:8080" (include "gantry.operatorName" .) .Release.Namespace | quote }}]
 publicUrl: {{ include "gantry.gatewayUrl" . | quote }}
 {{- with .Values.operator.config.watchNamespace }}

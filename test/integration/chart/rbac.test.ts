@@ -110,6 +110,89 @@ test("values outside the schema are refused", () => {
   assert.throws(() => helm("template", "gantry", CHART, "--set", "operator.nonsense=1"), /nonsense|additional/i);
 });
 
+test("NOTES.txt: its steps work as printed (the key is kept, the curl sends the app's model to a URL this machine reaches)", () => {
+  const notes = (...set: string[]): string => {
+    const out = helm(
+      "install",
+      "r",
+      CHART,
+      "-n",
+      "gantry-system",
+      "--dry-run=client",
+      "--set",
+      "crds.enabled=false",
+      ...set,
+    );
+    return out.slice(out.indexOf("NOTES:"));
+  };
+  const check = (text: string, base: string) => {
+    const keyVar = /export (\w+)=\$\(gantry keys create --org acme /.exec(text)?.[1];
+    assert.ok(keyVar, `step 1 keeps the printed key in a variable:\n${text}`);
+    const model = /\n {4}model: (\S+)\n/.exec(text)?.[1];
+    assert.ok(model, text);
+    assert.ok(text.includes(`curl ${base}/acme/chat/v1/chat/completions`), text);
+    assert.ok(text.includes(`-H "Authorization: Key $${keyVar}"`), text);
+    assert.ok(text.includes(`-d '{"model":"${model}","messages":[{"role":"user","content":"hi"}]`), text);
+  };
+  const local = notes();
+  assert.ok(local.includes("port-forward svc/r-gantry-gateway 8080:80"), local);
+  check(local, "http://127.0.0.1:8080");
+  const ingress = notes("--set", "gateway.ingress.enabled=true", "--set", "gateway.ingress.host=g.example.com");
+  assert.ok(!ingress.includes("port-forward"), ingress);
+  check(ingress, "http://g.example.com");
+});
+
+test("the gateway's /metrics (org, app and key ids) is scraped on its own port, not on the one the Service, Ingress and route publish", () => {
+  type Obj = {
+    kind?: string;
+    metadata?: { name?: string };
+    spec?: Record<string, unknown>;
+    data?: Record<string, string>;
+  };
+  const objs = parseAllDocuments(
+    helm(
+      "template",
+      "gantry",
+      CHART,
+      ...["--set", "monitoring.serviceMonitor.enabled=true", "--set", "gateway.ingress.enabled=true"],
+      ...["--set", "gateway.httpRoute.enabled=true", "--set", "gateway.httpRoute.parentRefs[0].name=public"],
+    ),
+  )
+    .map((d) => d.toJS() as Obj | null)
+    .filter((o): o is Obj => Boolean(o));
+  const named = (kind: string) => objs.find((o) => o.kind === kind && o.metadata?.name === "gantry-gateway");
+  const config = parseGatewayConfig(parse(Object.values(named("ConfigMap")!.data!)[0]!));
+  assert.ok(config.metricsListen, "a separate metrics address");
+  const metricsPort = Number(config.metricsListen.split(":").pop());
+  assert.notEqual(metricsPort, Number(config.listen.split(":").pop()));
+  const container = (
+    named("Deployment")!.spec as {
+      template: { spec: { containers: { ports: { name: string; containerPort: number }[] }[] } };
+    }
+  ).template.spec.containers[0]!;
+  const portName = container.ports.find((p) => p.containerPort === metricsPort)?.name;
+  assert.ok(portName, JSON.stringify(container.ports));
+  const servicePorts = (named("Service")!.spec as { ports: { name: string; targetPort: string }[] }).ports;
+  const scraped = (named("ServiceMonitor")!.spec as { endpoints: { port: string; path: string }[] }).endpoints;
+  assert.deepEqual(
+    scraped.map((e) => [e.port, e.path]),
+    [[servicePorts.find((p) => p.targetPort === portName)?.name, "/metrics"]],
+  );
+  // What users reach goes to the main port only, where /metrics is a 404.
+  const published = JSON.stringify([named("Ingress")?.spec, named("HTTPRoute")?.spec]);
+  assert.ok(!published.includes(`"${scraped[0]!.port}"`), published);
+});
+
+test("one gateway limit set alone keeps the others' defaults (helm --set gateway.config.limits.requestsPerSecond)", () => {
+  const rendered = helm("template", "gantry", CHART, "--set", "gateway.config.limits.requestsPerSecond=100");
+  const config = parseAllDocuments(rendered)
+    .map((d) => d.toJS() as { kind?: string; metadata?: { name?: string }; data?: Record<string, string> } | null)
+    .find((o) => o?.kind === "ConfigMap" && o.metadata?.name === "gantry-gateway");
+  assert.ok(config?.data, "the gateway's ConfigMap");
+  const limits = parseGatewayConfig(parse(Object.values(config.data)[0]!)).limits;
+  assert.deepEqual([limits.requestsPerSecond, limits.burst, limits.concurrent], [100, 40, 16]);
+});
+
 test("helm install; an operator with the chart's ServiceAccount permissions reconciles, reports status and scales apps", async () => {
   helm(
     "install",

@@ -60,3 +60,11 @@ test("a YAML file, with flags over it", () => {
   assert.equal(c.limits.orgs.acme?.concurrent, 9);
   assert.throws(() => loadGatewayConfig("/no/such/file"), /cannot read config file/);
 });
+
+test("a partial limits block keeps the other limits' defaults (like hold and upstream)", () => {
+  const c = parseGatewayConfig({ limits: { requestsPerSecond: 100 } });
+  assert.deepEqual([c.limits.requestsPerSecond, c.limits.burst, c.limits.concurrent, c.limits.orgs], [100, 40, 16, {}]);
+  // An org override still names only what it overrides.
+  const o = parseGatewayConfig({ limits: { concurrent: 4, orgs: { acme: { concurrent: 9 } } } });
+  assert.deepEqual(o.limits.orgs.acme, { concurrent: 9 });
+});

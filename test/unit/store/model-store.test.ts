@@ -273,6 +273,10 @@ test("only (GANTRY_ONLY_MODELS): the store lists and serves the named models, th
   assert.equal((await store.resolve("mine")).name, "mine:latest");
   assert.equal((await store.describe("MINE")).details.format, "gguf");
   await assert.rejects(store.resolve("theirs:v2"), code("MODEL_NOT_FOUND"));
+  // A client that guessed the model's name (the app's name, say) learns the one to send.
+  await assert.rejects(store.resolve("chat"), {
+    message: 'model "chat" not found: this server serves "Mine:latest" (GET /v1/models lists it)',
+  });
   await assert.rejects(store.describe("theirs:v2"), code("MODEL_NOT_FOUND"));
   await assert.rejects(store.resolve(gguf), code("MODEL_NOT_FOUND"), "a .gguf path is another model too");
   await assert.rejects(store.resolve("bad name!"), code("MODEL_INVALID_NAME"), "a malformed name is still a 400");
