@@ -56,8 +56,10 @@ ENV NODE_ENV=production GANTRY_HOST=0.0.0.0:11434 GANTRY_MODELS=/models GANTRY_G
 VOLUME /models
 EXPOSE 11434
 USER 65532:65532
+# The process's own health: `gantry serve` on 11434 (/health, 503 while a model loads), or `gantry gateway` or
+# `gantry operator` on 8080 (/healthz); whichever of them answers.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=300s \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:11434/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+  CMD ["node", "-e", "Promise.any(['http://127.0.0.1:11434/health','http://127.0.0.1:8080/healthz'].map(u=>fetch(u))).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 ENTRYPOINT ["tini", "--", "gantry"]
 CMD ["serve"]
 
@@ -76,8 +78,10 @@ ENV NODE_ENV=production GANTRY_HOST=0.0.0.0:11434 GANTRY_MODELS=/models GANTRY_C
 VOLUME /models
 EXPOSE 11434
 USER 65532:65532
+# The process's own health: `gantry serve` on 11434 (/health, 503 while a model loads), or `gantry gateway` or
+# `gantry operator` on 8080 (/healthz); whichever of them answers.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=300s \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:11434/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+  CMD ["node", "-e", "Promise.any(['http://127.0.0.1:11434/health','http://127.0.0.1:8080/healthz'].map(u=>fetch(u))).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # tini as PID 1 forwards SIGTERM to node, which shuts down gracefully.
 ENTRYPOINT ["tini", "--", "gantry"]
 CMD ["serve"]
