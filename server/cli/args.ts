@@ -30,11 +30,21 @@ export function parseArgs(command: string, argv: readonly string[], flags: Recor
     });
     return { positionals, flags: values as ParsedArgs["flags"] };
   } catch (e) {
-    const msg = e instanceof Error ? e.message : String(e);
-    // Node appends a hint about "--" to unknown-option errors; the first sentence is the useful part.
-    const first = /^(.*?')\. /.exec(msg)?.[1] ?? msg.split("\n")[0]!;
-    throw new UsageError(`${command}: ${first.replace(/^Option '(.*?)' argument missing$/, "flag $1 needs a value")}`);
+    throw new UsageError(`${command}: ${argsErrorMessage(e instanceof Error ? e.message : String(e))}`);
   }
+}
+
+/** node:util parseArgs's error as one line a user can act on. Pure. */
+function argsErrorMessage(msg: string): string {
+  // "Option '-f, --file <value>' argument missing"
+  const missing = /^Option '([^' ]+?),? ?(--[^' ]+)? <value>' argument missing/.exec(msg);
+  if (missing) return `flag ${missing[2] ?? missing[1]} needs a value`;
+  // "Option '--auth' argument is ambiguous.\nDid you forget ...": the next word was another flag.
+  const ambiguous = /^Option '([^']+)' argument is ambiguous/.exec(msg);
+  if (ambiguous)
+    return `flag ${ambiguous[1]} needs a value (one that starts with a dash is written ${ambiguous[1]}=-value)`;
+  // Node appends a hint about "--" to unknown-option errors; the first sentence is the useful part.
+  return /^(.*?')\. /.exec(msg)?.[1] ?? msg.split("\n")[0]!;
 }
 
 /** Exactly `n` positionals (names used in the message), else a UsageError with the usage line. */

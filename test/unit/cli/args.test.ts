@@ -33,6 +33,30 @@ test("unknown flags and missing values are one-line usage errors naming the comm
   );
 });
 
+test("a flag without its value says so, whether it ends the line or another flag follows", () => {
+  const flags = {
+    auth: { type: "string" },
+    "app-name": { type: "string" },
+    file: { type: "string", short: "f" },
+  } as const;
+  const message = (argv: string[]) => {
+    try {
+      parseArgs("deploy", argv, flags);
+    } catch (e) {
+      assert.ok(e instanceof UsageError);
+      return e.message;
+    }
+    assert.fail("accepted");
+  };
+  assert.equal(message(["app.ts::chat", "--auth"]), "deploy: flag --auth needs a value");
+  assert.equal(message(["-f"]), "deploy: flag --file needs a value");
+  assert.equal(
+    message(["app.ts::chat", "--auth", "--app-name", "x"]),
+    "deploy: flag --auth needs a value (one that starts with a dash is written --auth=-value)",
+  );
+  assert.equal(parseArgs("deploy", ["--auth=-x"], flags).flags.auth, "-x");
+});
+
 test("expectPositionals reports what is missing or extra", () => {
   assert.deepEqual(expectPositionals(["a", "b"], ["source", "destination"], "gantry cp <s> <d>"), ["a", "b"]);
   assert.throws(
