@@ -352,6 +352,7 @@ export class Gateway {
       s.active.add(ctx);
       active = true;
       let known: AppInfo | undefined = app;
+      let resets = 0;
       for (;;) {
         const ep =
           this.pickNow(ctx, s, known) ??
@@ -406,6 +407,18 @@ export class Gateway {
           status = this.fail(ctx, 502, `the app's pods refused the connection (${outcome.error.message})`);
           return;
         }
+        if (outcome.kind === "reset" && resets++ === 0 && !ctx.cause && !res.destroyed) {
+          // Once only: a request that itself kills pods must not take down every pod of the app.
+          s.failing.set(ep.id, this.now() + FAILING_MS);
+          s.probed.delete(ep.id);
+          this.metrics.upstreamRetries.inc({ org: ctx.org, app: ctx.app });
+          this.d.logger.warn(
+            { requestId: ctx.requestId, org: ctx.org, app: ctx.app, pod: ep.id, err: outcome.error.message },
+            "the pod broke the connection before answering; trying another pod",
+          );
+          continue;
+        }
+        if (outcome.kind === "reset") outcome = { kind: "failed", error: outcome.error, started: false };
         if (outcome.kind === "done") {
           status = outcome.status;
           tokens = outcome.tokens;

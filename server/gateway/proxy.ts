@@ -60,6 +60,11 @@ export type ProxyOutcome =
   | { kind: "done"; status: number; tokens?: { prompt: number; completion: number } }
   /** No connection could be made: nothing was sent, so another pod may be tried. */
   | { kind: "refused"; error: Error }
+  /**
+   * The connection broke after the request went out and before a byte of answer (the pod was killed or crashed with
+   * the request): the client has nothing yet, so another pod may be tried (the routes it serves change nothing).
+   */
+  | { kind: "reset"; error: Error }
   /** The exchange broke after it started (`started`: the client already has part of the answer). */
   | { kind: "failed"; error: Error; started: boolean; status?: number; tokens?: { prompt: number; completion: number } }
   /** Aborted on purpose (the client went away, the app was deleted, shutdown) */
@@ -74,6 +79,8 @@ const CONNECT_ERRORS = new Set([
   "ETIMEDOUT",
 ]);
 export const isConnectError = (e: unknown): boolean => CONNECT_ERRORS.has((e as { code?: string })?.code ?? "");
+/** The connection ended or was reset (http1-client.ts's code when the pod closed it without an error). */
+const RESET_ERRORS = new Set(["ECONNRESET", "EPIPE", "UPSTREAM_CLOSED"]);
 /** The pod took too long: to send its answer's head, or inside its body (http1-client.ts's codes). */
 export const isTimeoutError = (e: unknown): boolean =>
   /^UPSTREAM_(HEADERS|BODY)_TIMEOUT$/.test((e as { code?: string })?.code ?? "");
@@ -286,6 +293,8 @@ class Forward implements Http1Handler, Forwarding {
     const tokens = partial ? { tokens: partial } : {};
     if (this.abortReason) this.finish({ kind: "aborted", started, ...tokens });
     else if (!started && status === 0 && isConnectError(error)) this.finish({ kind: "refused", error });
+    else if (!started && status === 0 && RESET_ERRORS.has((error as { code?: string }).code ?? ""))
+      this.finish({ kind: "reset", error });
     else this.finish({ kind: "failed", error, started, ...(status ? { status } : {}), ...tokens });
   }
 }

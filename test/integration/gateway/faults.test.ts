@@ -287,6 +287,47 @@ test("a pod that closes a kept-alive connection just as the next request arrives
   }
 });
 
+test("a pod killed with the request sent and no answer yet: the request goes to another pod, once", async () => {
+  // Reads each request and resets the connection (RST) without a byte of answer: `gantry serve` killed (kill -9, OOM)
+  // just as a request reached it, a fresh connection, not a stale kept-alive one.
+  let hits = 0;
+  const killed = () =>
+    net.createServer((s) => {
+      let buf = "";
+      s.on("data", (d: Buffer) => {
+        buf += d.toString("latin1");
+        if (!buf.includes("\r\n\r\n")) return;
+        hits++;
+        s.resetAndDestroy();
+      });
+    });
+  const k1 = killed(),
+    k2 = killed(),
+    good = echo();
+  pods.push(k1, k2, good);
+  const [p1, p2, pg] = [await listen(k1), await listen(k2), await listen(good)];
+  apps.set({ org: "o", name: "crashing", auth: "public", uid: "crashing" }, [
+    endpointAt(`http://127.0.0.1:${p1}`),
+    endpointAt(`http://127.0.0.1:${pg}`),
+  ]);
+  for (let i = 0; i < 4; i++) {
+    const r = await fetch(`${base}/o/crashing/api/chat`, { method: "POST", body: '{"i":1}' });
+    assert.equal(r.status, 200, `#${i}: ${await r.clone().text()}`);
+    assert.equal(((await r.json()) as { body: string }).body, '{"i":1}');
+  }
+  assert.ok(hits >= 1, "the killed pod got a request");
+  // Every pod resets: one more attempt, then 502 in the API's shape (a request that kills pods takes at most two).
+  apps.set({ org: "o", name: "all-crashing", auth: "public", uid: "all-crashing" }, [
+    endpointAt(`http://127.0.0.1:${p1}`),
+    endpointAt(`http://127.0.0.1:${p2}`),
+  ]);
+  hits = 0;
+  const r = await fetch(`${base}/o/all-crashing/v1/chat/completions`, { method: "POST", body: "{}" });
+  assert.equal(r.status, 502);
+  assert.match(((await r.json()) as { error: { message: string } }).error.message, /broke off/);
+  assert.equal(hits, 2);
+});
+
 test("a pod's header value with a bare CR or LF is never passed on: the client gets 502 in the API's shape", async () => {
   for (const bad of ["\n", "\r"]) {
     const name = bad === "\n" ? "lf" : "cr";
