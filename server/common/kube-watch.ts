@@ -12,7 +12,14 @@ import {
 import type { Logger } from "./logger.ts";
 
 const MIN_BACKOFF_MS = 500;
-const MAX_BACKOFF_MS = 30_000;
+/**
+ * Retries of a watch whose apiserver is gone stay this close together, so the cache follows changes within a second or
+ * two of its return (a 30 s cap left a key created after a long outage refused for up to 30 s). A refused connection
+ * costs the apiserver nothing.
+ */
+const MAX_BACKOFF_MS = 2_000;
+/** Failures in a row logged as warnings; later ones at debug, with a warning every this many. */
+const WARN_FAILURES = 3;
 
 export type WatchEvent = "add" | "update" | "delete";
 
@@ -26,6 +33,7 @@ export class KubeWatch<T extends KubernetesObject> {
   /** The last failure of a list or watch, cleared by a successful list. */
   lastError: unknown;
   private backoffMs = MIN_BACKOFF_MS;
+  private failures = 0;
   private stopped = false;
   private readonly logger: Logger;
 
@@ -45,6 +53,8 @@ export class KubeWatch<T extends KubernetesObject> {
       this.lastError = undefined;
       listed();
       this.backoffMs = MIN_BACKOFF_MS; // healthy again: the next failure retries quickly
+      if (this.failures > 0) this.logger.info({ kind: this.name, failures: this.failures }, "watch recovered");
+      this.failures = 0;
       return l as KubernetesListObject<T>;
     };
     this.informer = makeInformer<T>(kc, o.path, listFn, o.labelSelector);
@@ -64,7 +74,12 @@ export class KubeWatch<T extends KubernetesObject> {
     const restart = (err: unknown): void => {
       if (this.stopped) return;
       this.lastError = err;
-      this.logger.warn({ kind: this.name, err: String(err), retryMs: this.backoffMs }, "watch failed; restarting");
+      const n = ++this.failures;
+      const level = n <= WARN_FAILURES || n % 30 === 0 ? "warn" : "debug";
+      this.logger[level](
+        { kind: this.name, err: String(err), retryMs: this.backoffMs, failures: n },
+        "watch failed; restarting",
+      );
       setTimeout(start, this.backoffMs).unref();
       this.backoffMs = Math.min(this.backoffMs * 2, MAX_BACKOFF_MS);
     };
