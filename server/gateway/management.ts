@@ -14,7 +14,7 @@ import { parseExpiry, type KeyRecord } from "./keys.ts";
 import { limitRefusal, type LimitResult } from "./limiter.ts";
 import { openApiDocument } from "./openapi.ts";
 import type { AppInfo, AppSource, KeyStore, UsageStore } from "./ports.ts";
-import { isDnsLabel } from "./routing.ts";
+import { isDnsLabel } from "../common/kube-names.ts";
 import { CreateKeyRequestSchema, UsageQuerySchema, type KeyInfo } from "./schemas.ts";
 
 export type ManagementHandler = (
