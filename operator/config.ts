@@ -5,6 +5,7 @@ import fs from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { ConfigError } from "../server/common/config.ts";
+import { DNS_LABEL } from "../server/common/kube-names.ts";
 import { ListenAddressSchema } from "../server/common/host-port.ts";
 import { VERSION } from "../server/common/version.ts";
 import type { OperatorEnv } from "./env.ts";
@@ -34,7 +35,7 @@ export const OperatorConfigSchema = z
       .optional()
       .describe("GANTRY_HUB_URL for the pods' model pulls (the public hub when unset)."),
     resourceProfiles: z
-      .record(z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/), ResourceProfileSchema)
+      .record(z.string().regex(DNS_LABEL), ResourceProfileSchema)
       .default({})
       .describe(
         "Resource profiles added to the defaults cpu and nvidia-gpu; a profile of the same name replaces a default whole.",
@@ -42,7 +43,12 @@ export const OperatorConfigSchema = z
     podLabels: z.record(z.string(), z.string()).default({}).describe("Extra labels on every server pod."),
     podAnnotations: z.record(z.string(), z.string()).default({}).describe("Extra annotations on every server pod."),
     serverPort: z.int().min(1).max(65535).default(11434),
-    watchNamespace: z.string().optional().describe("Reconcile only this namespace (all namespaces when unset)."),
+    watchNamespace: z
+      .string()
+      .max(63)
+      .regex(DNS_LABEL, "must be a namespace name (a DNS label)")
+      .optional()
+      .describe("Reconcile only this namespace (all namespaces when unset)."),
     workers: z.int().min(1).max(64).default(8).describe("Reconciles running at once (never two for the same app)."),
     listen: ListenAddressSchema.default("0.0.0.0:8080").describe(
       "Address of /healthz, /readyz, /metrics and the load-report API.",

@@ -4,6 +4,7 @@
 // from it (gen-values-schema.ts), so `helm install` rejects unknown and ill-typed values before anything is applied.
 import { z } from "zod";
 import { OperatorConfigSchema } from "../config.ts";
+import { DNS_LABEL, HOST_NAME, orEmpty } from "../../server/common/kube-names.ts";
 import { GatewayConfigSchema } from "../../server/gateway/config.ts";
 import { QuantitySchema, TolerationSchema } from "../api/v1alpha1/modelapp.ts";
 
@@ -38,6 +39,8 @@ const OperatorValuesConfig = z.strictObject({
   podAnnotations: o.podAnnotations,
   watchNamespace: z
     .string()
+    .max(63)
+    .regex(orEmpty(DNS_LABEL), "must be empty or a namespace name (a DNS label)")
     .describe(
       `${o.watchNamespace.description} Empty: all namespaces. Also the gateway's. Set: the chart grants both Roles in that namespace (which must exist) instead of ClusterRoles.`,
     ),
@@ -93,7 +96,11 @@ export const ChartValuesSchema = z.strictObject({
       enabled: z.boolean(),
       className: z.string().describe("IngressClass; the cluster's default when empty."),
       annotations: labels,
-      host: z.string().describe("Host name users reach the gateway at (empty: any host)."),
+      host: z
+        .string()
+        .max(253)
+        .regex(orEmpty(HOST_NAME), "must be empty or a host name (lowercase, e.g. api.example.com or *.example.com)")
+        .describe("Host name users reach the gateway at (empty: any host)."),
       tls: z.strictObject({
         enabled: z.boolean(),
         secretName: z.string().describe("Secret with the certificate (e.g. made by cert-manager from annotations)."),
@@ -102,7 +109,11 @@ export const ChartValuesSchema = z.strictObject({
     httpRoute: z.strictObject({
       enabled: z.boolean().describe("Create a Gateway API HTTPRoute (needs the Gateway API CRDs)."),
       annotations: labels,
-      host: z.string().describe("Host name of the route (empty: the parent listeners' hosts)."),
+      host: z
+        .string()
+        .max(253)
+        .regex(orEmpty(HOST_NAME), "must be empty or a host name (lowercase, e.g. api.example.com or *.example.com)")
+        .describe("Host name of the route (empty: the parent listeners' hosts)."),
       https: z
         .boolean()
         .describe("Users reach the route over HTTPS (TLS terminates at the parent Gateway's listener)."),

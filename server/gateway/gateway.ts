@@ -12,7 +12,7 @@ import { EXPOSED_HEADERS, preflightHeaders } from "./cors.ts";
 import { gatewayError, sendGatewayError, type ErrorShape } from "./errors.ts";
 import { keepAliveLine, NDJSON_HEAD, SSE_HEAD, streamKind, type StreamKind } from "./hold.ts";
 import { KeyVerifier } from "./key-verifier.ts";
-import { KeyLimiter } from "./limiter.ts";
+import { KeyLimiter, limitRefusal, type LimitResult } from "./limiter.ts";
 import { createManagement, type ManagementHandler } from "./management.ts";
 import { GatewayMetrics, type AppStats } from "./metrics.ts";
 import { AppState, type Active } from "./app-state.ts";
@@ -130,6 +130,7 @@ export class Gateway {
       keys: d.keys,
       ...(d.usage ? { usage: this.usageAfterFlush(d.usage) } : {}),
       check: (req) => this.checkRequest(req),
+      limit: (key) => this.acquireLimit(key),
       maxBodyBytes: c.maxBodyBytes,
       logger: d.logger,
       ...(d.publicUrl ? { publicUrl: d.publicUrl } : {}),
@@ -137,6 +138,13 @@ export class Gateway {
       onAuthFailure: (reason) => this.metrics.authFailures.inc({ reason }),
     });
     d.apps.onChange((org, name) => this.appChanged(org, name));
+  }
+
+  /** A request slot under the key's limits (its org's overrides apply), counted when refused. */
+  private acquireLimit(key: { id: string; org: string }): LimitResult {
+    const l = this.limiter.acquire(key.id, key.org, this.now());
+    if (!l.ok) this.metrics.rateLimited.inc({ org: key.org, limit: l.limit });
+    return l;
   }
 
   /** The usage store as the management API reads it: with the requests that ended just now. */
@@ -308,16 +316,10 @@ export class Gateway {
     let release: (() => void) | undefined;
     if (decision.key) {
       // Limits are the key's: its org's overrides apply (also when it calls a shared app of another org).
-      const l = this.limiter.acquire(decision.key.id, decision.key.org, this.now());
+      const l = this.acquireLimit(decision.key);
       if (!l.ok) {
-        this.metrics.rateLimited.inc({ org: decision.key.org, limit: l.limit });
-        const what = l.limit === "rate" ? "requests per second" : "concurrent requests";
-        this.countOnly(
-          ctx,
-          this.fail(ctx, 429, `rate limit reached: too many ${what} for this key`, {
-            "retry-after": String(l.retryAfterSeconds),
-          }),
-        );
+        const { message, headers } = limitRefusal(l);
+        this.countOnly(ctx, this.fail(ctx, 429, message, headers));
         return;
       }
       release = l.release;

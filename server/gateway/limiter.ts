@@ -4,6 +4,18 @@ import { limitsFor, takeToken, type Bucket, type LimitSettings } from "./limits.
 export type LimitResult =
   { ok: true; release: () => void } | { ok: false; limit: "rate" | "concurrency"; retryAfterSeconds: number };
 
+/** What a request refused by its key's limits is told (429, with Retry-After), on every route. */
+export function limitRefusal(l: { limit: "rate" | "concurrency"; retryAfterSeconds: number }): {
+  message: string;
+  headers: Record<string, string>;
+} {
+  const what = l.limit === "rate" ? "requests per second" : "concurrent requests";
+  return {
+    message: `rate limit reached: too many ${what} for this key`,
+    headers: { "retry-after": String(l.retryAfterSeconds) },
+  };
+}
+
 export class KeyLimiter {
   private readonly state = new Map<string, { bucket: Bucket | undefined; inFlight: number }>();
   private readonly defaults: LimitSettings;

@@ -11,9 +11,10 @@ import { formatIssue } from "../common/validate.ts";
 import { decideAdmin, type AuthFailure, type KeyCheck } from "./auth.ts";
 import { gatewayError, sendGatewayError } from "./errors.ts";
 import { parseExpiry, type KeyRecord } from "./keys.ts";
+import { limitRefusal, type LimitResult } from "./limiter.ts";
 import { openApiDocument } from "./openapi.ts";
 import type { AppInfo, AppSource, KeyStore, UsageStore } from "./ports.ts";
-import { isDnsLabel } from "./routing.ts";
+import { isDnsLabel } from "../common/kube-names.ts";
 import { CreateKeyRequestSchema, UsageQuerySchema, type KeyInfo } from "./schemas.ts";
 
 export type ManagementHandler = (
@@ -29,6 +30,8 @@ export interface ManagementDeps {
   keys: Pick<KeyStore, "list" | "create" | "revoke">;
   usage?: Pick<UsageStore, "query">;
   check: (req: IncomingRequest) => KeyCheck;
+  /** A slot under the admin key's request limits, as its calls to apps take (none: unlimited). */
+  limit?: (key: { id: string; org: string }) => LimitResult;
   maxBodyBytes: number;
   logger: Logger;
   publicUrl?: string;
@@ -96,6 +99,7 @@ function appInfo(a: AppInfo, publicUrl: string | undefined) {
 export function createManagement(d: ManagementDeps): ManagementHandler {
   return async (req, res, path, query, requestId) => {
     const method = req.method ?? "GET";
+    let release: (() => void) | undefined;
     try {
       if (path === "/_gantry/v1/openapi.json") {
         if (method !== "GET" && method !== "HEAD") throw new AppError("METHOD_NOT_ALLOWED", `use GET on ${path}`);
@@ -117,6 +121,13 @@ export function createManagement(d: ManagementDeps): ManagementHandler {
           decision.status === 401 ? { "www-authenticate": 'Key realm="gantry"' } : {},
         );
       }
+      // An admin key is held to the limits of its calls to apps: creating keys (Secrets) is not unbounded either.
+      const l = decision.key && d.limit?.(decision.key);
+      if (l && !l.ok) {
+        const { message, headers } = limitRefusal(l);
+        throw new AppError("RATE_LIMITED", message, { headers });
+      }
+      release = l?.release;
       const allow = (methods: string[]) => {
         if (!methods.includes(method))
           throw new AppError("METHOD_NOT_ALLOWED", `method ${method} not allowed on ${path}`, {
@@ -192,6 +203,8 @@ export function createManagement(d: ManagementDeps): ManagementHandler {
           : (d.logger.error({ err: String(err), requestId }, "management request failed"),
             new AppError("INTERNAL", "internal error"));
       sendGatewayError(res, "openai", e, { "x-request-id": requestId });
+    } finally {
+      release?.();
     }
   };
 }

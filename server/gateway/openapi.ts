@@ -27,6 +27,7 @@ const errors = {
   "403": json(ErrorResponseSchema, "Not an admin key of this org."),
   "404": json(ErrorResponseSchema, "The org id is not a DNS label."),
   "405": json(ErrorResponseSchema, "Another method: the Allow header lists the path's methods."),
+  "429": json(ErrorResponseSchema, "The admin key's request limits are reached (Retry-After says when to retry)."),
 };
 
 const orgParam = {

@@ -6,11 +6,8 @@
 //   /healthz /readyz /metrics     the gateway process
 //
 // org_id and app_id are Kubernetes names: DNS labels (RFC 1123), at most 63 characters.
+import { isDnsLabel } from "../common/kube-names.ts";
 import type { ErrorShape } from "./errors.ts";
-
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-
-export const isDnsLabel = (s: string): boolean => DNS_LABEL.test(s);
 
 /** The inference routes of `gantry serve` a caller may reach, by method (read-only model info included). */
 const ALLOWED: ReadonlyMap<string, ReadonlySet<string>> = new Map([

@@ -10,8 +10,7 @@ import path from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { ConfigError } from "../common/config.ts";
-
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+import { DNS_LABEL } from "../common/kube-names.ts";
 
 export const CliConfigSchema = z
   .object({

@@ -3,6 +3,7 @@
 // is a namespace (--org, the config file's, the context's namespace, "default"). Also the one place that turns the
 // API server's errors into sentences.
 import type { KubeConfig } from "@kubernetes/client-node";
+import { isDnsLabel } from "../common/kube-names.ts";
 import { loadKubeConfig, NoKubeconfigError } from "../common/kubeconfig.ts";
 import type { CliConfig } from "./cli-config.ts";
 
@@ -31,8 +32,6 @@ import { PlatformError } from "./platform-error.ts";
 
 export { PlatformError };
 
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-
 export function connect(flags: TargetFlags, config: CliConfig, env: KubeEnv): KubeTarget {
   const file = flags.kubeconfig ?? config.kubeconfig;
   let kc: KubeConfig;
@@ -54,7 +53,7 @@ export function connect(flags: TargetFlags, config: CliConfig, env: KubeEnv): Ku
   }
   kc.setCurrentContext(context);
   const org = flags.org ?? config.org ?? found.namespace ?? "default";
-  if (!DNS_LABEL.test(org) || org.length > 63) throw new PlatformError(`org "${org}" is not a DNS label (a namespace)`);
+  if (!isDnsLabel(org)) throw new PlatformError(`org "${org}" is not a DNS label (a namespace)`);
   return { kc, context, org, server: kc.getCurrentCluster()?.server ?? "(unknown server)" };
 }
 

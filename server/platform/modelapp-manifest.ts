@@ -8,12 +8,11 @@ import {
   type ModelApp,
   type RolloutStrategy,
 } from "../../operator/api/v1alpha1/modelapp.ts";
+import { DNS_LABEL } from "../common/kube-names.ts";
 import type { AppSpec } from "./app-definition.ts";
 
 /** Where a deployed app came from (`examples/chat.ts::chat`), for `gantry apps get`. */
 export const SOURCE_ANNOTATION = "gantry.dev/source";
-
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 /** Why `name` cannot be an app name (a DNS label of at most 53 characters), or undefined when it can. */
 export function appNameProblem(name: string): string | undefined {

@@ -6,6 +6,7 @@
 // pulls the model into a named model volume first), a Service, the volume's PersistentVolumeClaim when missing, and a
 // ConfigMap holding the Modelfile overrides when there are any.
 import { z } from "zod";
+import { DNS_LABEL } from "../../../server/common/kube-names.ts";
 
 export const GROUP = "gantry.dev";
 export const VERSION = "v1alpha1";
@@ -22,7 +23,6 @@ export const CRD_NAME = `${PLURAL}.${GROUP}`;
  */
 export const MAX_NAME_LENGTH = 53;
 
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const QUANTITY =
   /^\+?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$/;
 /** A Go-style duration ("30s", "5m", "1h30m"), a number of seconds, or a negative value (forever, where allowed). */

@@ -49,7 +49,7 @@ export const keysCommand: Command = {
     const { connect, kubeErrorMessage, PlatformError } = await import("../../platform/kube-target.ts");
     const { createKeySecret, listKeySecrets, revokeKeySecret } = await import("../../gateway/kube/key-admin.ts");
     const { KEY_SCOPES, NewKeyNameSchema, parseExpiry } = await import("../../gateway/keys.ts");
-    const { isDnsLabel } = await import("../../gateway/routing.ts");
+    const { isDnsLabel } = await import("../../common/kube-names.ts");
     const { keyInfo } = await import("../../gateway/management.ts");
     if (!isDnsLabel(org)) throw new UsageError(`keys: "${org}" is not a valid org (a namespace name)`);
     // The cluster as kubectl picks it (--kubeconfig, KUBECONFIG, ~/.kube/config, in-cluster; --context), and the API

@@ -357,6 +357,38 @@ test("per-key concurrency: the third concurrent request of a key gets 429 with R
   });
 });
 
+test("an admin key is held to its limits in the management API too: slots given back after each call, 429 when full", async () => {
+  const admin = (await keys.create("local", { scope: "admin" })).key;
+  const h = { authorization: `Key ${admin}` };
+  // One after another, more calls than the key's 2 concurrent slots: each gives its slot back.
+  for (let i = 0; i < 5; i++)
+    assert.equal((await fetch(`${base}/_gantry/v1/orgs/local/keys`, { headers: h })).status, 200);
+  const ac = new AbortController();
+  const started = await Promise.all(
+    [0, 1].map(() =>
+      fetch(`${base}/local/chat/v1/chat/completions`, {
+        method: "POST",
+        headers: { ...h, "content-type": "application/json" },
+        body: chatBody(true, 100_000),
+        signal: ac.signal,
+      }),
+    ),
+  );
+  const before = keys.list("local").length;
+  const full = await fetch(`${base}/_gantry/v1/orgs/local/keys`, { method: "POST", headers: h });
+  assert.equal(full.status, 429);
+  assert.equal(full.headers.get("retry-after"), "1");
+  assert.equal(((await full.json()) as { error: { type: string } }).error.type, "rate_limit_error");
+  assert.equal(keys.list("local").length, before, "no key made");
+  ac.abort();
+  for (const s of started) await s.body?.cancel().catch(() => undefined);
+  await eventually("the management API answers the key again", async () => {
+    const r = await fetch(`${base}/_gantry/v1/orgs/local/apps`, { headers: h });
+    await r.body?.cancel();
+    return r.status === 200 ? true : undefined;
+  });
+});
+
 test("bad input: body too large 413, invalid JSON passed to the pod (400 in its shape)", async () => {
   const h = { authorization: `Key ${key}`, "content-type": "application/json" };
   const big = await fetch(`${base}/local/chat/api/chat`, { method: "POST", headers: h, body: "x".repeat(5000) });

@@ -30,5 +30,6 @@ test("the management API's OpenAPI document is derived from the zod schemas", ()
   for (const [path, item] of Object.entries(doc.paths))
     for (const [method, op] of Object.entries(item))
       if (method !== "parameters")
-        for (const code of ["401", "403", "404", "405"]) assert.ok(op.responses?.[code], `${method} ${path} ${code}`);
+        for (const code of ["401", "403", "404", "405", "429"])
+          assert.ok(op.responses?.[code], `${method} ${path} ${code}`);
 });

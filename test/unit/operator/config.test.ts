@@ -207,3 +207,8 @@ test("leader election: on in a pod (its namespace), off beside a cluster, explic
   assert.equal(chart.enabled && chart.lease.namespace, "x");
   assert.equal(resolveLeaderElection({ ...leaderElection, enabled: false }, inPod).enabled, false);
 });
+
+test("watchNamespace must be a namespace name", () => {
+  assert.equal(parseOperatorConfig({ watchNamespace: "team-a" }).watchNamespace, "team-a");
+  assert.match(issuesOf(() => parseOperatorConfig({ watchNamespace: "Team_A" }))[0]!, /^watchNamespace: .*DNS label/);
+});

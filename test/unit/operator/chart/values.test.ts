@@ -41,3 +41,31 @@ test("every value in values.yaml is commented (on itself or on the section holdi
   walk(doc.contents, "", false);
   assert.deepEqual(missing, []);
 });
+
+test("a namespace or host name that Kubernetes would refuse is refused by the values schema, naming the value", () => {
+  const base = ChartValuesSchema.parse(parse(fs.readFileSync(valuesFile, "utf8")));
+  const withValues = (ns: string, host: string) => ({
+    ...base,
+    operator: { ...base.operator, config: { ...base.operator.config, watchNamespace: ns } },
+    gateway: {
+      ...base.gateway,
+      ingress: { ...base.gateway.ingress, host },
+      httpRoute: { ...base.gateway.httpRoute, host },
+    },
+  });
+  for (const [ns, host] of [
+    ["", ""],
+    ["team-a", "api.example.com"],
+    ["a", "*.example.com"],
+  ])
+    assert.ok(ChartValuesSchema.safeParse(withValues(ns!, host!)).success, `${ns} ${host}`);
+  const paths = (ns: string, host: string) =>
+    ChartValuesSchema.safeParse(withValues(ns, host)).error?.issues.map((i) => i.path.join(".")) ?? [];
+  assert.deepEqual(paths("Team_A", "api.example.com"), ["operator.config.watchNamespace"]);
+  assert.deepEqual(paths("team-a", "https://api.example.com"), ["gateway.ingress.host", "gateway.httpRoute.host"]);
+  assert.deepEqual(paths("x".repeat(64), "API.example.com"), [
+    "operator.config.watchNamespace",
+    "gateway.ingress.host",
+    "gateway.httpRoute.host",
+  ]);
+});
