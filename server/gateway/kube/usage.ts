@@ -40,6 +40,9 @@ export function readUsageDay(cm: V1ConfigMap | undefined): UsageRow[] {
   }
 }
 
+/** Failed writes in a row logged as warnings (then every 100th); the rest at debug. */
+const WARN_FAILURES = 3;
+
 export class KubeUsage implements UsageStore {
   private readonly watch: KubeWatch<V1ConfigMap>;
   private readonly core: CoreV1Api;
@@ -50,6 +53,8 @@ export class KubeUsage implements UsageStore {
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | undefined;
   private isSynced = false;
+  /** Writes failed in a row (an apiserver outage): only the first few are warnings, not one per org and flush. */
+  private failures = 0;
   private readonly o: {
     flushMs: number;
     retentionDays: number;
@@ -137,9 +142,15 @@ export class KubeUsage implements UsageStore {
       for (const [day, rows] of byDay) {
         try {
           await this.addToDay(org, day, rows);
+          if (this.failures > 0) this.o.logger.info({ failures: this.failures }, "usage writes recovered");
+          this.failures = 0;
         } catch (err) {
           // Not lost: back into the pending delta for the next flush.
-          this.o.logger.warn({ org, day, err: String(err) }, "usage write failed; retrying at the next flush");
+          const n = ++this.failures;
+          this.o.logger[n <= WARN_FAILURES || n % 100 === 0 ? "warn" : "debug"](
+            { org, day, err: String(err), failures: n },
+            "usage write failed; retrying at the next flush",
+          );
           this.o.onWrite?.("error");
           for (const r of rows) {
             let t = this.pending.get(org);
