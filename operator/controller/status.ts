@@ -102,6 +102,34 @@ function scheduling(app: ResolvedApp, pods: readonly V1Pod[]): ConditionInput {
   };
 }
 
+/**
+ * The last line of a container's log tail, as the reason it ended; undefined for a JSON log record that is not an
+ * error (the server was killed without a word, e.g. kill -9 or out of memory: its last request's log line says nothing
+ * of why, and went to API callers as the reason the app "cannot start").
+ */
+function lastWords(tail: string | undefined): string | undefined {
+  const last = tail?.trim().split("\n").filter(Boolean).at(-1);
+  if (!last?.startsWith("{")) return last;
+  try {
+    const r = JSON.parse(last) as { level?: unknown; msg?: unknown; err?: { message?: unknown } | string };
+    if (r.level !== "error" && r.level !== "fatal") return undefined;
+    const err = typeof r.err === "string" ? r.err : r.err?.message;
+    return [r.msg, err].filter((x) => typeof x === "string" && x).join(": ") || last;
+  } catch {
+    return last;
+  }
+}
+
+/** How a container ended, in words: its exit code, with the signal that killed it or the kubelet's reason. */
+function exitWords(code: number, reason?: string): string {
+  const signal =
+    code > 128
+      ? ({ 9: "SIGKILL", 15: "SIGTERM", 6: "SIGABRT", 11: "SIGSEGV" } as Record<number, string>)[code - 128]
+      : undefined;
+  const why = [reason && reason !== "Error" ? reason : undefined, signal].filter(Boolean).join(", ");
+  return `the server exited with code ${code}${why ? ` (${why})` : ""}`;
+}
+
 function serverFailure(pods: readonly V1Pod[]): string | undefined {
   for (const pod of pods) {
     const server = pod.status?.containerStatuses?.find((c) => c.name === SERVER_CONTAINER);
@@ -112,7 +140,8 @@ function serverFailure(pods: readonly V1Pod[]): string | undefined {
       waiting?.reason === "ImagePullBackOff" ||
       waiting?.reason === "ErrImagePull"
     ) {
-      const last = server?.lastState?.terminated?.message?.trim().split("\n").filter(Boolean).at(-1);
+      const ended = server?.lastState?.terminated;
+      const last = lastWords(ended?.message) ?? (ended ? exitWords(ended.exitCode, ended.reason) : undefined);
       return `${waiting.reason}${last ? `: ${last}` : waiting.message ? `: ${waiting.message}` : ""}`;
     }
   }

@@ -276,6 +276,36 @@ test("a crash-looping server: Ready False ServerFailed with its last words", () 
   assert.match(cond(s, "Ready").message, /CrashLoopBackOff: out of memory: need 9 GiB/);
 });
 
+test("a server killed without a word: the reason is how it ended, not its last request's log line", () => {
+  const crashLoop = (serverLast: V1ContainerState) =>
+    cond(
+      status({
+        observed: {
+          deployment: deployment(1),
+          pods: [
+            pod({
+              node: "n1",
+              prepare: exited(0, JSON.stringify({ digest: "sha256:abc" })),
+              server: { waiting: { reason: "CrashLoopBackOff" } },
+              serverLast,
+            }),
+          ],
+        },
+      }),
+      "Ready",
+    ).message;
+  const access = JSON.stringify({ level: "info", name: "gantry-serve", method: "GET", path: "/v1/models", msg: "x" });
+  const killed = crashLoop({ terminated: { exitCode: 137, reason: "Error", message: `loaded\n${access}\n` } });
+  assert.equal(killed, "CrashLoopBackOff: the server exited with code 137 (SIGKILL)");
+  assert.equal(
+    crashLoop({ terminated: { exitCode: 137, reason: "OOMKilled", message: access } }),
+    "CrashLoopBackOff: the server exited with code 137 (OOMKilled, SIGKILL)",
+  );
+  const fatal = JSON.stringify({ level: "error", msg: "engine failed", err: { message: "bad tensor" } });
+  assert.equal(crashLoop(exited(1, fatal)), "CrashLoopBackOff: engine failed: bad tensor");
+  assert.equal(crashLoop(exited(1, "Error: no such model\n")), "CrashLoopBackOff: Error: no such model");
+});
+
 test("an object owned by someone else: Ready False ResourceExists", () => {
   const s = status({
     observed: {
