@@ -34,6 +34,8 @@ export const serviceAccountUser = (ref: string): string => {
 };
 
 const CACHE_MS = 60_000;
+/** While reviews fail, how long a token's earlier answer is used before asking again. */
+const STALE_RETRY_MS = 5_000;
 const MAX_CACHED = 1000;
 
 export class LoadReportAuth {
@@ -41,6 +43,8 @@ export class LoadReportAuth {
   private readonly cache = new Map<string, { user: string | undefined; until: number }>();
   private readonly reviewer: TokenReviewer;
   private readonly logger: Logger;
+  /** Reviews failed in a row. */
+  private failures = 0;
 
   constructor(reviewer: TokenReviewer, serviceAccounts: readonly string[], logger: Logger) {
     this.reviewer = reviewer;
@@ -61,9 +65,20 @@ export class LoadReportAuth {
       let user: string | undefined;
       try {
         user = await this.reviewer.review(token);
+        if (this.failures > 0) this.logger.info({ failures: this.failures }, "TokenReview works again");
+        this.failures = 0;
       } catch (err) {
-        this.logger.warn({ err: String(err) }, "TokenReview failed");
-        throw new AppError("UPSTREAM_FAILED", "the token could not be reviewed; try again");
+        const n = ++this.failures;
+        this.logger[n === 1 || n % 100 === 0 ? "warn" : "debug"](
+          { err: String(err), failures: n },
+          "TokenReview failed",
+        );
+        // The apiserver is away (it cannot change the token's ServiceAccount meanwhile either): a token it said yes or
+        // no to before keeps that answer, asked again in a few seconds, so the gateways' load keeps reaching the
+        // autoscaler (an error with a stack trace was logged for every report).
+        if (!hit) throw new AppError("UPSTREAM_FAILED", "the token could not be reviewed; try again");
+        hit.until = now + STALE_RETRY_MS;
+        user = hit.user;
       }
       if (this.cache.size >= MAX_CACHED) this.cache.clear();
       hit = { user, until: now + CACHE_MS };
