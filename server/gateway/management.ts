@@ -128,15 +128,17 @@ export function createManagement(d: ManagementDeps): ManagementHandler {
         throw new AppError("RATE_LIMITED", message, { headers });
       }
       release = l?.release;
+      // HEAD is served wherever GET is (RFC 9110 §9.3.2): the same head, no body.
+      const verb = method === "HEAD" ? "GET" : method;
       const allow = (methods: string[]) => {
-        if (!methods.includes(method))
+        if (!methods.includes(verb))
           throw new AppError("METHOD_NOT_ALLOWED", `method ${method} not allowed on ${path}`, {
-            headers: { allow: methods.join(", ") },
+            headers: { allow: (methods.includes("GET") ? [...methods, "HEAD"] : methods).join(", ") },
           });
       };
       if (resource === "keys" && id === undefined) {
         allow(["GET", "POST"]);
-        if (method === "GET") {
+        if (verb === "GET") {
           sendJson(res, 200, { keys: d.keys.list(org).map(keyInfo) }, requestId);
           return;
         }

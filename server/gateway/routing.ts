@@ -79,13 +79,7 @@ export function route(method: string, target: string): RouteDecision {
   const org = s1 < 0 ? path.slice(1) : path.slice(1, s1);
   const app = s1 < 0 ? "" : s2 < 0 ? path.slice(s1 + 1) : path.slice(s1 + 1, s2);
   const rest = s2 < 0 ? "/" : path.slice(s2);
-  if (!org || !app)
-    return {
-      kind: "error",
-      status: 404,
-      message: `${path} is not an app's URL: use /<org_id>/<app_id>/v1/... or /<org_id>/<app_id>/api/...`,
-      shape: guessShape(path),
-    };
+  if (!org || !app) return notAppUrl(path);
   if (!isDnsLabel(org))
     return { kind: "error", status: 404, message: `org "${org}" is not a valid org id`, shape: guessShape(path) };
   if (!isDnsLabel(app))
@@ -122,5 +116,15 @@ export function route(method: string, target: string): RouteDecision {
       message: `${rest} manages the app's model store and is not reachable through the gateway`,
       shape,
     };
+  // /v1/chat/completions or /api/chat without the org and app (a client's base URL missing them): say so, not that
+  // the app "v1" has no route "/completions".
+  if (org === "v1" || org === "api") return notAppUrl(path);
   return { kind: "error", status: 404, message: `${method} ${rest} not found`, shape };
 }
+
+const notAppUrl = (path: string): RouteDecision => ({
+  kind: "error",
+  status: 404,
+  message: `${path} is not an app's URL: use /<org_id>/<app_id>/v1/... or /<org_id>/<app_id>/api/...`,
+  shape: guessShape(path),
+});

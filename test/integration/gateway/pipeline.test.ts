@@ -434,3 +434,19 @@ test("shutdown: new requests get 503, a running stream finishes", async () => {
     pod.close();
   }
 });
+
+test("management API: HEAD answers wherever GET does (status and headers, no body); Allow lists HEAD with GET", async () => {
+  const admin = (await keys.create("local", { scope: "admin", name: "head" })).key;
+  const h = { authorization: `Key ${admin}` };
+  for (const resource of ["keys", "apps", "usage"]) {
+    const get = await fetch(`${base}/_gantry/v1/orgs/local/${resource}`, { headers: h });
+    const head = await fetch(`${base}/_gantry/v1/orgs/local/${resource}`, { method: "HEAD", headers: h });
+    assert.deepEqual([get.status, head.status], [200, 200], resource);
+    assert.equal(head.headers.get("content-type"), get.headers.get("content-type"), resource);
+    assert.equal(await head.text(), "", resource);
+  }
+  const wrong = await fetch(`${base}/_gantry/v1/orgs/local/apps`, { method: "PUT", headers: h });
+  assert.equal(wrong.status, 405);
+  assert.equal(wrong.headers.get("allow"), "GET, HEAD");
+  assert.equal((await fetch(`${base}/_gantry/v1/orgs/local/keys/x`, { method: "HEAD", headers: h })).status, 405);
+});

@@ -112,3 +112,18 @@ test("DNS labels and shapes", () => {
   assert.equal(shapeOf("/v1"), "openai");
   assert.equal(shapeOf("/v1x"), "ollama");
 });
+
+test("an inference path without the org and app (a base URL missing them) is told the app URL form, in its shape", () => {
+  for (const [method, target, shape] of [
+    ["POST", "/v1/chat/completions", "openai"],
+    ["GET", "/v1/models", "openai"],
+    ["POST", "/api/chat", "ollama"],
+    ["POST", "/api/generate", "ollama"],
+  ] as const) {
+    const r = route(method, target) as { kind: string; status: number; message: string; shape: string };
+    assert.deepEqual([r.kind, r.status, r.shape], ["error", 404, shape], target);
+    assert.match(r.message, /is not an app's URL: use \/<org_id>\/<app_id>\/v1\//, target);
+  }
+  // An org named v1 still reaches its apps' routes.
+  assert.equal(route("POST", "/v1/chat/v1/chat/completions").kind, "app");
+});
