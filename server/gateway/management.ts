@@ -70,6 +70,19 @@ function parse<S extends z.ZodType>(schema: S, input: unknown): z.infer<S> {
   return r.data;
 }
 
+/**
+ * A query string's parameters, each given once (a repeated one is refused rather than one of them silently used). An
+ * offset's `+` left unencoded in a URL arrives as a space (`...T16:00:00 01:00`): it is read as the `+` it was.
+ */
+export function queryParams(query: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of new URLSearchParams(query)) {
+    if (Object.hasOwn(out, name)) throw new AppError("BAD_REQUEST", `${name} is given more than once`, { param: name });
+    out[name] = value.replace(/^(\d{4}-\d\d-\d\dT[\d:.]+) (\d\d:\d\d)$/, "$1+$2");
+  }
+  return out;
+}
+
 async function readJson(req: IncomingRequest, max: number): Promise<unknown> {
   const body = await readRequestBody(req, max);
   if (body === "too-large") throw new AppError("PAYLOAD_TOO_LARGE", `request body is larger than ${max} bytes`);
@@ -182,7 +195,7 @@ export function createManagement(d: ManagementDeps): ManagementHandler {
       }
       if (resource === "usage" && id === undefined) {
         allow(["GET"]);
-        const q = parse(UsageQuerySchema, Object.fromEntries(new URLSearchParams(query)));
+        const q = parse(UsageQuerySchema, queryParams(query));
         const to = q.to ? Date.parse(q.to) : d.now();
         const from = q.from ? Date.parse(q.from) : to - 86_400_000;
         if (!(from < to)) throw new AppError("BAD_REQUEST", "from must be before to", { param: "from" });

@@ -102,7 +102,8 @@ export function openApiDocument(): Record<string, unknown> {
             in: "query",
             required: false,
             description: s.description,
-            schema: { type: "string", format: "date-time" },
+            // Either form, as the schema says (without zod's long patterns: the formats name them).
+            schema: { anyOf: (s.anyOf as Array<Record<string, unknown>>).map(({ pattern: _, ...form }) => form) },
           })),
         ],
         get: {

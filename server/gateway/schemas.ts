@@ -54,7 +54,9 @@ export const AppSchema = z
 export const AppListSchema = z.object({ apps: z.array(AppSchema) }).describe("The org's apps.");
 
 /** A point in time in a query: an RFC 3339 time, or a date (2026-11-25) meaning its midnight UTC. */
-const Instant = z.union([z.iso.datetime({ offset: true }), z.iso.date()]);
+const Instant = z.union([z.iso.datetime({ offset: true }), z.iso.date()], {
+  error: "expected an RFC 3339 time (2026-11-26T16:00:00Z, 2026-11-26T17:00:00+01:00) or a date (2026-11-26)",
+});
 
 export const UsageQuerySchema = z
   .object({

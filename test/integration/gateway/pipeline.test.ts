@@ -101,7 +101,16 @@ test("the openai client through the in-process gateway; usage is metered from th
   assert.equal(that.body.from, `${day(0)}T00:00:00.000Z`);
   assert.deepEqual(that.body.usage, rows);
   assert.deepEqual((await usageOf(`from=${day(-1)}&to=${day(0)}`)).body.usage, [], "the day before");
-  assert.equal((await usageOf("from=yesterday")).status, 400);
+  const bad = await usageOf("from=yesterday");
+  assert.equal(bad.status, 400);
+  assert.match(JSON.stringify(bad.body), /expected an RFC 3339 time .* or a date/);
+  // An offset's + typed into a URL unencoded arrives as a space: read as the + it was.
+  const hour = rows[0]!.hour.slice(0, 19);
+  const plus = await usageOf(`from=${hour}+00:00&to=${day(1)}`);
+  assert.deepEqual([plus.status, plus.body.usage], [200, rows]);
+  const twice = await usageOf(`from=${day(0)}&from=${day(-1)}`);
+  assert.equal(twice.status, 400);
+  assert.match(JSON.stringify(twice.body), /from is given more than once/);
 });
 
 test("a stream that turns usage off (include_usage: false) is metered all the same; the client sees no usage", async () => {

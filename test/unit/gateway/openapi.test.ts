@@ -22,6 +22,17 @@ test("the management API's OpenAPI document is derived from the zod schemas", ()
   const usage = JSON.stringify(doc.paths["/_gantry/v1/orgs/{org}/usage"]);
   for (const field of ["promptTokens", "completionTokens", "keyId", "hour", "from", "to"])
     assert.ok(usage.includes(field), field);
+  // from and to take both forms the API accepts: a time or a date.
+  const params = (
+    doc.paths["/_gantry/v1/orgs/{org}/usage"] as unknown as { parameters: Array<{ name: string; schema: unknown }> }
+  ).parameters;
+  for (const name of ["from", "to"])
+    assert.deepEqual(params.find((p) => p.name === name)?.schema, {
+      anyOf: [
+        { type: "string", format: "date-time" },
+        { type: "string", format: "date" },
+      ],
+    });
   assert.ok(JSON.stringify(doc).includes("401") && JSON.stringify(doc).includes("403"));
   // What the API answers, as it answers: an empty body creates a key with the defaults; bodies over maxBodyBytes are
   // 413; every path has other methods (405) and an org id that is not a DNS label (404).
