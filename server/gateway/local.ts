@@ -30,7 +30,7 @@ export interface LocalGateway {
   /** The temporary admin key of the app's org, for a private or shared app (valid until close). */
   key?: string;
   /** The app answers from the server at `origin` (until then its requests are held, as for an app at zero). */
-  serve(origin: string, model: string): void;
+  serve(origin: string, model: string, servedModel: string): void;
   /** The app cannot start: held requests get 503 with the reason. */
   fail(reason: string, message: string): void;
   /** Lets running requests finish (up to deadlineMs), then stops listening. */
@@ -81,9 +81,9 @@ export async function startLocalGateway(o: LocalGatewayOptions): Promise<LocalGa
     gateway: g,
     base,
     ...(key ? { key } : {}),
-    serve(origin, model) {
+    serve(origin, model, servedModel) {
       const ready = { status: "True", reason: "Serving", message: "1 of 1 replicas ready" };
-      apps.set({ ...info, model, ready, replicas: 1, readyReplicas: 1 }, [endpointAt(origin)]);
+      apps.set({ ...info, model, servedModel, ready, replicas: 1, readyReplicas: 1 }, [endpointAt(origin)]);
     },
     fail(reason, message) {
       apps.set({ ...info, failed: { reason, message }, ready: { status: "False", reason, message } }, []);

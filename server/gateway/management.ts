@@ -102,6 +102,7 @@ function appInfo(a: AppInfo, publicUrl: string | undefined) {
     name: a.name,
     auth: a.auth,
     ...(a.model ? { model: a.model } : {}),
+    ...(a.servedModel ? { servedModel: a.servedModel } : {}),
     ...(publicUrl ? { url: `${publicUrl.replace(/\/+$/, "")}/${a.org}/${a.name}` } : a.url ? { url: a.url } : {}),
     ...(a.ready ? { ready: a.ready } : {}),
     ...(a.replicas !== undefined ? { replicas: a.replicas } : {}),

@@ -15,8 +15,9 @@ export interface AppInfo {
   uid: string;
   /** Set when the app cannot become ready without a change (bad spec, model not found, unschedulable...). */
   failed?: { reason: string; message: string };
-  /** For the management API. */
+  /** For the management API: the model the app's spec names, and the name requests send as `model`. */
   model?: string;
+  servedModel?: string;
   url?: string;
   ready?: { status: string; reason: string; message: string };
   replicas?: number;

@@ -40,7 +40,11 @@ export const AppSchema = z
     org: z.string(),
     name: z.string(),
     auth: z.enum(AUTH_MODES),
-    model: z.string().optional(),
+    model: z.string().optional().describe("The model the app's spec names (spec.model)."),
+    servedModel: z
+      .string()
+      .optional()
+      .describe("The name requests send as `model`: spec.model, or <app>:latest when the app has a modelfile."),
     url: z.string().optional().describe("{base_url}/<org_id>/<app_id>"),
     ready: z
       .object({ status: z.string(), reason: z.string(), message: z.string() })

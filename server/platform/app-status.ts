@@ -2,7 +2,8 @@
 // Ready condition's reason), and whether a deploy has finished or failed. Pure.
 import type { V1Deployment } from "@kubernetes/client-node";
 import { CONDITION, REASON } from "../../operator/api/v1alpha1/conditions.ts";
-import type { Condition, ModelApp } from "../../operator/api/v1alpha1/modelapp.ts";
+import { parseModelAppSpec, type Condition, type ModelApp } from "../../operator/api/v1alpha1/modelapp.ts";
+import { servedModelOf } from "../../operator/api/v1alpha1/spec-checks.ts";
 
 /** Ready=False reasons that no amount of waiting fixes: a deploy stops waiting and fails with the message. */
 export const FAILURE_REASONS: ReadonlySet<string> = new Set([
@@ -32,6 +33,8 @@ export interface AppSummary {
   org: string;
   app: string;
   model: string;
+  /** The name requests send as `model` (the model, or <app>:latest with a modelfile); "" for an invalid spec. */
+  servedModel: string;
   auth: string;
   url: string | null;
   /** Ready, or the Ready condition's reason (Starting, Pulling, ModelNotFound…), or Pending before the operator. */
@@ -48,11 +51,13 @@ export interface AppSummary {
 export function summarizeApp(app: ModelApp, baseUrl: string | undefined): AppSummary {
   const ready = observed(app) ? condition(app, CONDITION.Ready) : undefined;
   const spec = app.spec as Partial<ModelApp["spec"]>;
+  const parsed = parseModelAppSpec(app.spec);
   const created = app.metadata.creationTimestamp;
   return {
     org: app.metadata.namespace ?? "default",
     app: app.metadata.name,
     model: spec.model ?? "",
+    servedModel: parsed.ok ? (servedModelOf(app.metadata.name, parsed.spec) ?? "") : "",
     auth: spec.auth ?? "private",
     url: appUrl(app, baseUrl) ?? null,
     state: !ready

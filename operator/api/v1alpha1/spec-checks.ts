@@ -90,3 +90,13 @@ export function checkSpec(spec: ModelAppSpec): CheckedSpec {
 /** The model an app's pods serve: `<app>:latest` when a Modelfile applies (prepare creates it), else the model. */
 export const servedModelName = (appName: string, checked: CheckedSpec): string =>
   checked.modelfile ? `${appName}:latest` : checked.modelName;
+
+/** The name requests send as `model` to an app's pods, or undefined when the spec cannot work. */
+export function servedModelOf(appName: string, spec: ModelAppSpec): string | undefined {
+  try {
+    return servedModelName(appName, checkSpec(spec));
+  } catch (e) {
+    if (e instanceof InvalidSpecError) return undefined;
+    throw e;
+  }
+}

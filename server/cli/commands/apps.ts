@@ -48,7 +48,7 @@ const list: Sub = {
         ["APP", "MODEL", "AUTH", "READY", "STATE", "URL", "CREATED"],
         apps.map((s) => [
           s.app,
-          s.model,
+          s.servedModel || s.model, // what requests send as `model`
           s.auth,
           replicasText(s),
           s.state,
@@ -78,6 +78,9 @@ const get: Sub = {
     const rows: [string, string][] = [
       ["app", `${s.org}/${s.app}`],
       ["model", s.model],
+      ...(s.servedModel && s.servedModel !== s.model
+        ? [["serves as", `${s.servedModel} (the model requests send)`] as [string, string]]
+        : []),
       ["auth", s.auth],
       ["state", `${s.state}: ${s.message}`],
       ["replicas", `${s.readyReplicas} ready of ${s.replicas} (scaling ${s.minReplicas}–${s.maxReplicas})`],

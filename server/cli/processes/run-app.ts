@@ -143,7 +143,7 @@ export async function runApp(args: string[], ctx: CliContext): Promise<void> {
     }
     ctx.say(`loading ${served}`);
     await server.load(served);
-    gateway.serve(server.url, served);
+    gateway.serve(server.url, plan.base, served);
     const info = {
       org: LOCAL_ORG,
       app: name,

@@ -19,6 +19,7 @@ import {
   type AuthMode,
   type ModelApp,
 } from "../../../operator/api/v1alpha1/modelapp.ts";
+import { servedModelOf } from "../../../operator/api/v1alpha1/spec-checks.ts";
 import { KubeWatch, resourcePath } from "../../common/kube-watch.ts";
 import type { Logger } from "../../common/logger.ts";
 import type { AppInfo, AppSource, Endpoint } from "../ports.ts";
@@ -53,6 +54,7 @@ export function appInfoOf(app: ModelApp): AppInfo {
     : current && ready.status === "False" && TERMINAL.has(ready.reason)
       ? { reason: ready.reason, message: ready.message }
       : undefined;
+  const servedModel = parsed.ok ? servedModelOf(app.metadata.name, parsed.spec) : undefined;
   return {
     org,
     name: app.metadata.name,
@@ -60,6 +62,7 @@ export function appInfoOf(app: ModelApp): AppInfo {
     uid: app.metadata.uid ?? `${org}/${app.metadata.name}`,
     ...(failed ? { failed } : {}),
     ...(parsed.ok ? { model: parsed.spec.model } : {}),
+    ...(servedModel ? { servedModel } : {}),
     ...(app.status?.url ? { url: app.status.url } : {}),
     ...(ready ? { ready: { status: ready.status, reason: ready.reason, message: ready.message } } : {}),
     ...(app.status?.replicas !== undefined ? { replicas: app.status.replicas } : {}),

@@ -269,11 +269,13 @@ test("apps list, get, scale and logs on the org's apps, with JSON for scripts", 
   );
   const table = (await gantryOk(["apps", "list", "--org", ns])).stdout.split("\n");
   assert.match(table[0]!, /^APP\s+MODEL\s+AUTH\s+READY\s+STATE\s+URL\s+CREATED$/);
-  assert.match(table[2]!, /^live\s+hf\.co\/\S+\s+private\s+1\/1\s+Ready\s+http:\/\/127\.0\.0\.1:\d+\//);
+  // MODEL is what requests send: live has a modelfile, so its pods serve live:latest.
+  assert.match(table[2]!, /^live\s+live:latest\s+private\s+1\/1\s+Ready\s+http:\/\/127\.0\.0\.1:\d+\//);
 
   const get = (await gantryOk(["apps", "get", "live", "--org", ns])).stdout;
   assert.match(get, /^state: {4} Ready: 1 of 1 replicas ready$/m);
   assert.match(get, /^source: {4}live\.ts::chat$/m);
+  assert.match(get, /^model: {5}hf\.co\/\S+\nserves as: live:latest \(the model requests send\)$/m);
   assert.match(get, /^Ready\s+True\s+Serving\s+1 of 1 replicas ready$/m);
   const yaml = parseYaml((await gantryOk(["apps", "get", "live", "--org", ns, "-o", "yaml"])).stdout) as ModelApp;
   assert.equal(yaml.kind, "ModelApp");

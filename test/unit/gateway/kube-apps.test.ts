@@ -72,3 +72,11 @@ test("EndpointSlice endpoints: the http port, readiness, terminating pods", () =
   } as V1EndpointSlice);
   assert.equal(v6[0]?.origin, "http://[fd00::1]:80");
 });
+
+test("an app's model and the name requests send: the model itself, or <app>:latest with a modelfile", () => {
+  const plain = appInfoOf(app({ model: "hf.co/o/r:Q4_K_M" }));
+  assert.deepEqual([plain.model, plain.servedModel], ["hf.co/o/r:Q4_K_M", "hf.co/o/r:Q4_K_M"]);
+  const tuned = appInfoOf(app({ model: "hf.co/o/r:Q4_K_M", modelfile: "SYSTEM be terse" }));
+  assert.deepEqual([tuned.model, tuned.servedModel], ["hf.co/o/r:Q4_K_M", "chat:latest"]);
+  assert.equal(appInfoOf(app({ auth: "shared", scaling: { minReplicas: -1 } })).servedModel, undefined);
+});

@@ -122,3 +122,14 @@ test("rollout: done only when every replica runs the current template and is ava
   );
   assert.equal(rolloutPending(dep(3, 0, { observedGeneration: 3 })), undefined, "scaled to zero");
 });
+
+test("an app's summary names the model requests send: <app>:latest when a modelfile applies", () => {
+  const a = app(1, 1);
+  // The name as the pod lists it (GET /v1/models): a hub model without a tag is its :latest.
+  assert.equal(summarizeApp(a, undefined).servedModel, "hf.co/o/r:latest");
+  const tuned = { ...a, spec: { ...a.spec, modelfile: "SYSTEM be terse" } } as ModelApp;
+  assert.deepEqual(
+    [summarizeApp(tuned, undefined).model, summarizeApp(tuned, undefined).servedModel],
+    ["hf.co/o/r", "demo:latest"],
+  );
+});
