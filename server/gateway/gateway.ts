@@ -4,6 +4,7 @@
 // made per request; everything comes from caches.
 import type { IncomingRequest, OutgoingResponse } from "./http1-server.ts";
 import { AppError } from "../common/errors.ts";
+import { givenRequestId } from "../common/request-id.ts";
 import { infoLineWriter, type Logger } from "../common/logger.ts";
 import { originMatches } from "../common/origins.ts";
 import { authorizationOf, decideAccess, type KeyCheck } from "./auth.ts";
@@ -35,7 +36,6 @@ export interface GatewayDeps {
   now?: () => number;
 }
 
-const REQUEST_ID = /^[\w.:@/+=-]{1,128}$/;
 /** How long a pod that refused a connection is skipped. */
 const FAILING_MS = 1000;
 /** How long the gateway's own passed health check of a not-yet-ready pod counts (the EndpointSlice catches up). */
@@ -176,8 +176,7 @@ export class Gateway {
   /** The request listener of the gateway's server (http-server.ts). */
   readonly handle = (req: IncomingRequest, res: OutgoingResponse): void => {
     const t0 = performance.now();
-    const given = req.headers["x-request-id"];
-    const requestId = typeof given === "string" && REQUEST_ID.test(given) ? given : this.newRequestId();
+    const requestId = givenRequestId(req.headers["x-request-id"]) ?? this.newRequestId();
     const origin = req.headers.origin;
     if (origin !== undefined && originMatches(origin, this.d.config.corsOrigins)) {
       res.setHeader("access-control-allow-origin", origin);
@@ -696,7 +695,7 @@ export class Gateway {
   };
 
   /**
-   * The access log line. Its fields need no escaping but the path: the request id matches REQUEST_ID or is a UUID,
+   * The access log line. Its fields need no escaping but the path: the request id is one givenRequestId keeps or one the gateway made,
    * org and app are DNS labels, the method passed node's parser, the key id is hex (or "-").
    */
   private logRequest(

@@ -459,3 +459,21 @@ test("management API: HEAD answers wherever GET does (status and headers, no bod
   assert.equal(wrong.headers.get("allow"), "GET, HEAD");
   assert.equal((await fetch(`${base}/_gantry/v1/orgs/local/keys/x`, { method: "HEAD", headers: h })).status, 405);
 });
+
+test("the pod's request log carries the request's X-Request-Id, given or made by the gateway, to match the two logs", async () => {
+  const ask = (headers: Record<string, string>) =>
+    fetch(`${base}/local/chat/api/generate`, {
+      method: "POST",
+      headers: { authorization: `Key ${key}`, ...headers },
+      body: JSON.stringify({ model: "tiny", prompt: "hi", stream: false, options: { num_predict: 2 } }),
+    });
+  const given = await ask({ "x-request-id": "trace-4f2a:7" });
+  assert.equal(given.headers.get("x-request-id"), "trace-4f2a:7");
+  const made = (await ask({})).headers.get("x-request-id")!;
+  assert.match(made, /^[0-9a-f]{32}$/);
+  await eventually("both ids in the pod's log", async () =>
+    upstream.logs().includes(`"requestId":"trace-4f2a:7"`) && upstream.logs().includes(`"requestId":"${made}"`)
+      ? true
+      : undefined,
+  );
+});
