@@ -41,13 +41,14 @@ export interface ManagementDeps {
 
 const ORG_ROUTE = /^\/_gantry\/v1\/orgs\/([^/]+)\/(keys|apps|usage)(?:\/([^/]+))?\/?$/;
 
-export const keyInfo = (r: KeyRecord): KeyInfo => ({
+/** A key without its secret; `expired` when its expiry has passed at `now` (ms). */
+export const keyInfo = (r: KeyRecord, now: number): KeyInfo => ({
   id: r.id,
   org: r.org,
   scope: r.scope,
   name: r.name,
   created: r.created,
-  ...(r.expires ? { expires: r.expires } : {}),
+  ...(r.expires ? { expires: r.expires, ...(Date.parse(r.expires) <= now ? { expired: true } : {}) } : {}),
 });
 
 function sendJson(res: OutgoingResponse, status: number, body: unknown, requestId: string): void {
@@ -153,7 +154,8 @@ export function createManagement(d: ManagementDeps): ManagementHandler {
       if (resource === "keys" && id === undefined) {
         allow(["GET", "POST"]);
         if (verb === "GET") {
-          sendJson(res, 200, { keys: d.keys.list(org).map(keyInfo) }, requestId);
+          const now = d.now();
+          sendJson(res, 200, { keys: d.keys.list(org).map((k) => keyInfo(k, now)) }, requestId);
           return;
         }
         const body = parse(CreateKeyRequestSchema, await readJson(req, d.maxBodyBytes));
@@ -174,7 +176,7 @@ export function createManagement(d: ManagementDeps): ManagementHandler {
           { org, keyId: created.record.id, scope: created.record.scope, by: decision.key?.id },
           "key created",
         );
-        sendJson(res, 201, { ...keyInfo(created.record), key: created.key }, requestId);
+        sendJson(res, 201, { ...keyInfo(created.record, d.now()), key: created.key }, requestId);
         return;
       }
       if (resource === "keys" && id !== undefined) {

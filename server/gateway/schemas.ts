@@ -25,6 +25,7 @@ export const KeySchema = z
     name: z.string(),
     created: z.string().describe("RFC 3339."),
     expires: z.string().optional().describe("RFC 3339; the key never expires when absent."),
+    expired: z.literal(true).optional().describe("Present when the expiry has passed: the key no longer works."),
   })
   .describe("An API key, without its secret.");
 export type KeyInfo = z.infer<typeof KeySchema>;

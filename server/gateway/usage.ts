@@ -85,8 +85,11 @@ export class UsageTable {
     return this.rows.size;
   }
 
+  /** The rows in order, copies, durations to the microsecond (sums of floats carry noise like 3066.0125710000175). */
   list(): UsageRow[] {
-    return [...this.rows.values()].sort((a, b) => rowKey(a).localeCompare(rowKey(b)));
+    return [...this.rows.values()]
+      .sort((a, b) => rowKey(a).localeCompare(rowKey(b)))
+      .map((r) => ({ ...r, durationMs: Math.round(r.durationMs * 1000) / 1000 }));
   }
 }
 

@@ -62,7 +62,7 @@ export class ModelStore implements ModelResolver {
       throw new AppError(
         "MODEL_NOT_FOUND",
         `model "${ref}" not found: this server serves ${this.onlyNames.map((n) => JSON.stringify(n)).join(", ")} ` +
-          "(GET /v1/models lists it)",
+          "(GET /v1/models or /api/tags lists it)",
         { param: "model" },
       );
   }

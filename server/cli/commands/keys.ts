@@ -87,7 +87,7 @@ export const keysCommand: Command = {
           ...(expires ? { expires } : {}),
         }),
       );
-      if (json) out(`${JSON.stringify({ ...keyInfo(record), key })}\n`);
+      if (json) out(`${JSON.stringify({ ...keyInfo(record, now.getTime()), key })}\n`);
       else {
         out(`${key}\n`);
         ctx.say(
@@ -98,13 +98,20 @@ export const keysCommand: Command = {
       return;
     }
     if (action === "list") {
-      const keys = (await api(listKeySecrets(core, org))).map(keyInfo);
+      const now = Date.now();
+      const keys = (await api(listKeySecrets(core, org))).map((k) => keyInfo(k, now));
       if (json) out(`${JSON.stringify({ keys })}\n`);
       else
         out(
           formatTable(
             ["ID", "SCOPE", "NAME", "CREATED", "EXPIRES"],
-            keys.map((k) => [k.id, k.scope, k.name || "-", k.created, k.expires ?? "never"]),
+            keys.map((k) => [
+              k.id,
+              k.scope,
+              k.name || "-",
+              k.created,
+              k.expired ? `${k.expires} (expired)` : (k.expires ?? "never"),
+            ]),
           ),
         );
       return;

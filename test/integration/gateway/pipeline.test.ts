@@ -477,3 +477,15 @@ test("the pod's request log carries the request's X-Request-Id, given or made by
       : undefined,
   );
 });
+
+test("management API: a key whose expiry has passed is listed as expired (it no longer works)", async () => {
+  const admin = (await keys.create("local", { scope: "admin", name: "lister" })).key;
+  const old = await keys.create("local", { scope: "api", name: "old", expires: new Date(Date.now() - 60_000) });
+  const soon = await keys.create("local", { scope: "api", name: "soon", expires: new Date(Date.now() + 3_600_000) });
+  const r = await fetch(`${base}/_gantry/v1/orgs/local/keys`, { headers: { authorization: `Key ${admin}` } });
+  const listed = ((await r.json()) as { keys: Array<{ id: string; expired?: boolean }> }).keys;
+  assert.equal(listed.find((k) => k.id === old.record.id)?.expired, true);
+  assert.equal(listed.find((k) => k.id === soon.record.id)?.expired, undefined);
+  const call = await fetch(`${base}/local/chat/api/tags`, { headers: { authorization: `Key ${old.key}` } });
+  assert.equal(call.status, 401);
+});

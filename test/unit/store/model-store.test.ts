@@ -275,7 +275,7 @@ test("only (GANTRY_ONLY_MODELS): the store lists and serves the named models, th
   await assert.rejects(store.resolve("theirs:v2"), code("MODEL_NOT_FOUND"));
   // A client that guessed the model's name (the app's name, say) learns the one to send.
   await assert.rejects(store.resolve("chat"), {
-    message: 'model "chat" not found: this server serves "Mine:latest" (GET /v1/models lists it)',
+    message: 'model "chat" not found: this server serves "Mine:latest" (GET /v1/models or /api/tags lists it)',
   });
   await assert.rejects(store.describe("theirs:v2"), code("MODEL_NOT_FOUND"));
   await assert.rejects(store.resolve(gguf), code("MODEL_NOT_FOUND"), "a .gguf path is another model too");
