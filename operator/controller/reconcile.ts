@@ -1,14 +1,17 @@
 // One reconcile of one ModelApp: read it from the cache, render what it needs (pure), apply only what differs from
-// what is live, compute the status (pure), write it once and only when it changed. Objects are garbage collected
-// through owner references, so deletion needs no finalizer. Objects that exist but are not the app's are never
-// adopted: the app reports ResourceExists and a Warning event names them.
-import type { KubernetesObject, V1Deployment, V1OwnerReference } from "@kubernetes/client-node";
+// what is live, compute the status (pure), write it once and only when it changed. An app at zero replicas whose model
+// is not in its volume yet gets a model cache Job (render/model-cache-job.ts), deleted once the model is there; while
+// it runs, the Deployment stays at zero (two prepare steps must not write the same files of the volume at once).
+// Objects are garbage collected through owner references, so deletion needs no finalizer. Objects that exist but are
+// not the app's are never adopted: the app reports ResourceExists and a Warning event names them.
+import type { KubernetesObject, V1Deployment, V1Job, V1OwnerReference } from "@kubernetes/client-node";
 import type { Logger } from "../../server/common/logger.ts";
 import { CONDITION, REASON, findCondition } from "../api/v1alpha1/conditions.ts";
 import { API_VERSION, KIND, parseModelAppSpec, type ModelApp, type ModelAppStatus } from "../api/v1alpha1/modelapp.ts";
 import type { OperatorConfig } from "../config.ts";
 import { canonicalJson } from "../render/hash.ts";
 import { renderApp, type RenderedObject } from "../render/index.ts";
+import { renderModelCacheJob } from "../render/model-cache-job.ts";
 import { APP_LABEL, MANAGED_BY, SPEC_HASH_ANNOTATION } from "../render/labels.ts";
 import type { VolumeUser } from "../render/pvc.ts";
 import { InvalidSpecError, resolveApp, type ResolvedApp } from "../render/resolve.ts";
@@ -21,7 +24,7 @@ export type ReconcileResult = "success" | "invalid" | "conflict" | "gone";
 
 export interface ReconcileDeps {
   caches: Caches;
-  writer: Pick<KubeWriter, "apply" | "get" | "applyStatus" | "event">;
+  writer: Pick<KubeWriter, "apply" | "get" | "applyStatus" | "event" | "deleteJob">;
   config: OperatorConfig;
   logger: Logger;
   now: () => Date;
@@ -69,10 +72,16 @@ function cacheFor(caches: Caches, kind: string): Cache<KubernetesObject> {
       return caches.configMaps as Cache<KubernetesObject>;
     case "PersistentVolumeClaim":
       return caches.claims as Cache<KubernetesObject>;
+    case "Job":
+      return caches.jobs as Cache<KubernetesObject>;
     default:
       throw new Error(`no cache for ${kind}`);
   }
 }
+
+/** The Job has run to its end, succeeded or failed. */
+const jobFinished = (job: V1Job): boolean =>
+  (job.status?.conditions ?? []).some((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True");
 
 const podHash = (d: KubernetesObject | undefined): string | undefined =>
   (d as V1Deployment | undefined)?.spec?.template?.metadata?.annotations?.[SPEC_HASH_ANNOTATION];
@@ -132,21 +141,41 @@ class Reconciler {
       this.event("Normal", "RollingUpdate", `spec changed: rolling the pods of Deployment ${obj.metadata.name}`);
   }
 
-  observeAndReport(resolved: ResolvedApp | { invalid: string }): ModelAppStatus {
+  /** The status the cluster shows now (pure: no events). `cacheJob`: the model cache Job, while it runs. */
+  status(resolved: ResolvedApp | { invalid: string }, cacheJob?: { name: string }): ModelAppStatus {
     const { name, namespace = "default" } = this.app.metadata;
     const deployment = this.d.caches.deployments.get(name, namespace);
     const pods = this.d.caches.pods.list(namespace).filter((p) => p.metadata?.labels?.[APP_LABEL] === name);
-    const status = computeStatus({
+    return computeStatus({
       app: this.app,
       resolved,
       observed: {
         ...(deployment && isControlledBy(deployment, this.app.metadata.uid) ? { deployment } : {}),
         pods: "invalid" in resolved ? [] : pods,
+        ...(cacheJob ? { cacheJob } : {}),
         ...(this.conflict ? { conflict: this.conflict } : {}),
       },
       gatewayUrl: this.d.config.gatewayUrl,
       now: this.d.now(),
     });
+  }
+
+  /**
+   * The model cache Job: made for an app at zero replicas whose model is not cached (and kept when it fails, with the
+   * failure, until the spec changes or someone deletes it to try again); deleted once the model is cached, and when
+   * the spec asks for another (a Job's pods cannot change).
+   */
+  async syncCacheJob(resolved: ResolvedApp, job: RenderedObject, owned: readonly V1Job[], cached: boolean) {
+    const namespace = job.metadata.namespace;
+    for (const j of owned)
+      if (!j.metadata?.deletionTimestamp && (cached || j.metadata?.name !== job.metadata.name))
+        await this.d.writer.deleteJob(namespace, j.metadata!.name!);
+    if (!cached && resolved.replicas === 0 && !owned.some((j) => j.metadata?.name === job.metadata.name))
+      await this.applyOwned(job);
+  }
+
+  observeAndReport(resolved: ResolvedApp | { invalid: string }, cacheJob?: { name: string }): ModelAppStatus {
+    const status = this.status(resolved, cacheJob);
     const before = findCondition(this.app.status?.conditions, CONDITION.Ready),
       after = findCondition(status.conditions, CONDITION.Ready);
     if (after && (before?.status !== after.status || before.reason !== after.reason)) {
@@ -184,15 +213,27 @@ export async function reconcile(key: string, d: ReconcileDeps): Promise<Reconcil
     await r.flushEvents();
     return "invalid";
   }
-  const plan = renderApp(resolved, d.config, volumeUsers(d.caches.apps, namespace, resolved.spec.modelVolume.name));
+  const cacheJob = renderModelCacheJob(resolved, d.config);
+  const jobs = d.caches.jobs.list(namespace).filter((j) => isControlledBy(j, app.metadata.uid));
+  const current = jobs.find((j) => j.metadata?.name === cacheJob.metadata.name && !j.metadata.deletionTimestamp);
+  const pulling = current && !jobFinished(current) ? { name: cacheJob.metadata.name } : undefined;
+  const plan = renderApp(
+    pulling ? { ...resolved, replicas: 0 } : resolved,
+    d.config,
+    volumeUsers(d.caches.apps, namespace, resolved.spec.modelVolume.name),
+  );
   // Two waves of independent requests: what the pods mount (volume, Modelfile ConfigMap), then the Deployment and
   // Service.
   const mounted = plan.owned.filter((o) => o.kind === "ConfigMap"),
     rest = plan.owned.filter((o) => o.kind !== "ConfigMap");
   await Promise.all([r.applyVolume(plan.volume), ...mounted.map((o) => r.applyOwned(o))]);
   await Promise.all(rest.map((o) => r.applyOwned(o)));
+  if (!r.conflict) {
+    const cached = findCondition(r.status(resolved, pulling).conditions, CONDITION.ModelCached)?.status === "True";
+    await r.syncCacheJob(resolved, cacheJob, jobs, cached);
+  }
   if (r.conflict) d.logger.warn({ namespace, name, conflict: r.conflict }, "not adopting an existing object");
-  if (await r.writeStatus(r.observeAndReport(resolved)))
+  if (await r.writeStatus(r.observeAndReport(resolved, pulling)))
     d.logger.debug({ namespace, name, generation: app.metadata.generation }, "status written");
   await r.flushEvents();
   return r.conflict ? "conflict" : "success";

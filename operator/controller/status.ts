@@ -1,15 +1,20 @@
-// A ModelApp's status, computed from what the cluster shows: its Deployment and pods. Pure (the clock is passed in),
-// deterministic (no durations or timestamps in messages), so an unchanged world gives an equal status and no write.
+// A ModelApp's status, computed from what the cluster shows: its Deployment, its pods and its model cache Job's pod.
+// Pure (the clock is passed in), deterministic (no durations or timestamps in messages), so an unchanged world gives an
+// equal status and no write.
 import type { V1Deployment, V1Pod } from "@kubernetes/client-node";
 import { CONDITION, REASON, findCondition, setCondition, type ConditionInput } from "../api/v1alpha1/conditions.ts";
 import type { ModelApp, ModelAppStatus } from "../api/v1alpha1/modelapp.ts";
 import { PREPARE_CONTAINER, SERVER_CONTAINER } from "../render/deployment.ts";
+import { MODEL_CACHE_COMPONENT } from "../render/model-cache-job.ts";
 import { selectorString } from "../render/labels.ts";
 import type { ResolvedApp } from "../render/resolve.ts";
 
 export interface Observed {
   deployment?: V1Deployment;
+  /** The app's pods: its servers and its model cache Job's. */
   pods: readonly V1Pod[];
+  /** The app's model cache Job, while it has not finished. */
+  cacheJob?: { name: string };
   /** An object the app needs exists and belongs to someone else: the operator never adopts it. */
   conflict?: string;
 }
@@ -34,10 +39,16 @@ interface ModelObservation {
   pulling?: boolean;
 }
 
+const isCachePod = (pod: V1Pod): boolean =>
+  pod.metadata?.labels?.["app.kubernetes.io/component"] === MODEL_CACHE_COMPONENT;
+
+/** What the prepare steps say: the servers' init containers and the model cache Job's container. */
 function observeModel(pods: readonly V1Pod[]): ModelObservation {
   const seen: ModelObservation = {};
   for (const pod of pods) {
-    const init = pod.status?.initContainerStatuses?.find((c) => c.name === PREPARE_CONTAINER);
+    const init = (isCachePod(pod) ? pod.status?.containerStatuses : pod.status?.initContainerStatuses)?.find(
+      (c) => c.name === PREPARE_CONTAINER,
+    );
     const done = init?.state?.terminated;
     if (done?.exitCode === 0) {
       seen.cached = { ...(parseReport(done.message)?.digest ? { digest: parseReport(done.message)!.digest } : {}) };
@@ -208,12 +219,12 @@ export function computeStatus({ app, resolved, observed, gatewayUrl, now }: Stat
     });
   } else if (model.failed) {
     set({ type: CONDITION.ModelCached, status: "False", reason: model.failed.reason, message: model.failed.message });
-  } else if (model.pulling) {
+  } else if (model.pulling || observed.cacheJob) {
     set({
       type: CONDITION.ModelCached,
       status: "False",
       reason: REASON.Pulling,
-      message: `pulling ${resolved.spec.model} into volume ${volume}`,
+      message: `pulling ${resolved.spec.model} into volume ${volume}${observed.cacheJob ? ` (Job ${observed.cacheJob.name})` : ""}`,
     });
   } else {
     // No pod says anything now (scaled to zero): what was known about the same model still holds.
@@ -225,27 +236,35 @@ export function computeStatus({ app, resolved, observed, gatewayUrl, now }: Stat
         type: CONDITION.ModelCached,
         status: "Unknown",
         reason: REASON.Pending,
-        message: `${resolved.spec.model} is pulled when a replica starts`,
+        message:
+          resolved.replicas === 0
+            ? `${resolved.spec.model} is to be pulled into volume ${volume} by a Job`
+            : `${resolved.spec.model} is pulled when a replica starts`,
       });
   }
   const cachedCond = findCondition(conditions, CONDITION.ModelCached)!;
 
-  const sched = scheduling(resolved, observed.pods);
+  const servers = observed.pods.filter((p) => !isCachePod(p));
+  const sched = scheduling(resolved, servers);
   set(sched);
 
   const ready = base.readyReplicas ?? 0;
-  const failure = serverFailure(observed.pods);
+  const failure = serverFailure(servers);
   if (observed.conflict) set(readyCondition("False", REASON.ResourceExists, observed.conflict));
   else if (ready > 0) set(readyCondition("True", REASON.Serving, `${ready} of ${resolved.replicas} replicas ready`));
   else if (cachedCond.status === "False" && cachedCond.reason !== REASON.Pulling)
     set(readyCondition("False", cachedCond.reason as ConditionInput["reason"], cachedCond.message));
   else if (resolved.replicas === 0)
+    // Ready at zero once the model is in the volume: a deploy that waits for Ready learns of a model that cannot be
+    // pulled then, not at the first request.
     set(
-      readyCondition(
-        "True",
-        REASON.ScaledToZero,
-        "scaled to zero: the next request through the gateway starts a replica",
-      ),
+      cachedCond.status === "True"
+        ? readyCondition(
+            "True",
+            REASON.ScaledToZero,
+            "scaled to zero: the next request through the gateway starts a replica",
+          )
+        : readyCondition("False", cachedCond.reason as ConditionInput["reason"], cachedCond.message),
     );
   else if (sched.status === "False") set(readyCondition("False", sched.reason, sched.message));
   else if (cachedCond.reason === REASON.Pulling) set(readyCondition("False", REASON.Pulling, cachedCond.message));

@@ -1,17 +1,18 @@
-// Watched caches of what the operator reads (the TS edition of client-go listers): ModelApps, the objects it creates,
-// the apps' pods and every PVC. Reads come from these caches, never from the API server, so a steady state costs no
-// requests. Each watch restarts itself after errors (server/common/kube-watch.ts).
+// Watched caches of what the operator reads (the TS edition of client-go listers): ModelApps, the objects it creates
+// (model cache Jobs among them), the apps' pods and every PVC. Reads come from these caches, never from the API
+// server, so a steady state costs no requests. Each watch restarts itself after errors (server/common/kube-watch.ts).
 import type {
   KubeConfig,
   KubernetesObject,
   ObjectCache,
   V1ConfigMap,
   V1Deployment,
+  V1Job,
   V1PersistentVolumeClaim,
   V1Pod,
   V1Service,
 } from "@kubernetes/client-node";
-import { AppsV1Api, CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
+import { AppsV1Api, BatchV1Api, CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { KubeWatch, resourcePath } from "../../server/common/kube-watch.ts";
 import type { Logger } from "../../server/common/logger.ts";
 import { GROUP, PLURAL, VERSION, type ModelApp } from "../api/v1alpha1/modelapp.ts";
@@ -26,6 +27,7 @@ export interface Caches {
   configMaps: Cache<V1ConfigMap>;
   claims: Cache<V1PersistentVolumeClaim>;
   pods: Cache<V1Pod>;
+  jobs: Cache<V1Job>;
 }
 
 export type CacheName = keyof Caches;
@@ -39,6 +41,7 @@ export class ClusterCaches {
   constructor(kc: KubeConfig, opts: { namespace?: string; logger: Logger }) {
     const core = kc.makeApiClient(CoreV1Api),
       apps = kc.makeApiClient(AppsV1Api),
+      batch = kc.makeApiClient(BatchV1Api),
       custom = kc.makeApiClient(CustomObjectsApi);
     const ns = opts.namespace;
     const path = (prefix: string, plural: string) => resourcePath(prefix, plural, ns);
@@ -99,6 +102,15 @@ export class ClusterCaches {
           ? core.listNamespacedPod({ namespace: ns, labelSelector: APP_LABEL })
           : core.listPodForAllNamespaces({ labelSelector: APP_LABEL }),
       APP_LABEL,
+    );
+    watch(
+      "jobs",
+      path("/apis/batch/v1", "jobs"),
+      () =>
+        ns
+          ? batch.listNamespacedJob({ namespace: ns, labelSelector: MANAGED })
+          : batch.listJobForAllNamespaces({ labelSelector: MANAGED }),
+      MANAGED,
     );
     this.caches = Object.fromEntries(this.watched.map((w) => [w.kind, w.watch.informer])) as unknown as Caches;
   }

@@ -4,6 +4,7 @@
 import type { KubeConfig, KubernetesObject, V1Lease } from "@kubernetes/client-node";
 import {
   AppsV1Api,
+  BatchV1Api,
   CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
@@ -34,6 +35,7 @@ export interface EventInput {
 export class KubeWriter {
   private readonly core: CoreV1Api;
   private readonly apps: AppsV1Api;
+  private readonly batch: BatchV1Api;
   private readonly custom: CustomObjectsApi;
   private readonly coordination: CoordinationV1Api;
   private readonly count: RequestCounter;
@@ -43,6 +45,7 @@ export class KubeWriter {
   constructor(kc: KubeConfig, opts: { count: RequestCounter; instance: string }) {
     this.core = kc.makeApiClient(CoreV1Api);
     this.apps = kc.makeApiClient(AppsV1Api);
+    this.batch = kc.makeApiClient(BatchV1Api);
     this.custom = kc.makeApiClient(CustomObjectsApi);
     this.coordination = kc.makeApiClient(CoordinationV1Api);
     this.count = opts.count;
@@ -61,7 +64,7 @@ export class KubeWriter {
     }
   }
 
-  /** Server-side apply (force: the operator owns these fields) of a Deployment, Service, ConfigMap or PVC. */
+  /** Server-side apply (force: the operator owns these fields) of a Deployment, Service, ConfigMap, PVC or Job. */
   apply(obj: KubernetesObject & { metadata: { name: string; namespace: string } }): Promise<unknown> {
     const { name, namespace } = obj.metadata;
     const params = { name, namespace, body: obj, fieldManager: FIELD_MANAGER, force: true };
@@ -76,6 +79,8 @@ export class KubeWriter {
         return this.counted("apply", "persistentvolumeclaims", () =>
           this.core.patchNamespacedPersistentVolumeClaim(params, apply),
         );
+      case "Job":
+        return this.counted("apply", "jobs", () => this.batch.patchNamespacedJob(params, apply));
       default:
         throw new Error(`apply: unsupported kind ${obj.kind}`);
     }
@@ -93,6 +98,8 @@ export class KubeWriter {
           return this.core.readNamespacedConfigMap({ name, namespace });
         case "PersistentVolumeClaim":
           return this.core.readNamespacedPersistentVolumeClaim({ name, namespace });
+        case "Job":
+          return this.batch.readNamespacedJob({ name, namespace });
         default:
           throw new Error(`get: unsupported kind ${kind}`);
       }
@@ -102,6 +109,17 @@ export class KubeWriter {
     } catch (err) {
       if (statusOf(err) === 404) return undefined;
       throw err;
+    }
+  }
+
+  /** Deletes a Job with its pods (in the background); one already gone is fine. */
+  async deleteJob(namespace: string, name: string): Promise<void> {
+    try {
+      await this.counted("delete", "jobs", () =>
+        this.batch.deleteNamespacedJob({ name, namespace, propagationPolicy: "Background" }),
+      );
+    } catch (err) {
+      if (statusOf(err) !== 404) throw err;
     }
   }
 

@@ -5,6 +5,7 @@
 // and writes a JSON report to its termination message ({model, digest} or {error, code}) for the operator's status.
 // The `server` container runs `gantry serve --model <model>` with the model kept loaded; readiness follows /health
 // (503 while the model loads), and a startup probe (asked every second) allows half an hour for big models to load.
+import { PREPARE_CONTAINER } from "../api/v1alpha1/prepare.ts";
 import type { RenderConfig } from "./config.ts";
 import { appLabels, controllerRef, selectorLabels, SPEC_HASH_ANNOTATION } from "./labels.ts";
 import { modelfileConfigMapName } from "./modelfile-configmap.ts";
@@ -14,7 +15,7 @@ import type { ResolvedApp } from "./resolve.ts";
 
 export const MODELS_PATH = "/models";
 export const MODELFILE_DIR = "/etc/gantry";
-export const PREPARE_CONTAINER = "prepare";
+export { PREPARE_CONTAINER };
 export const SERVER_CONTAINER = "server";
 /** The non-root user of the image (distroless "nonroot"). */
 export const RUN_AS_USER = 65532;
@@ -135,7 +136,8 @@ function serverContainer(
   };
 }
 
-function podSpec(app: ResolvedApp, config: RenderConfig) {
+/** The pod of an app: the prepare init container and the server (the model cache Job runs the first alone). */
+export function modelPodSpec(app: ResolvedApp, config: RenderConfig) {
   const image = app.spec.image ?? app.profile.image ?? config.image;
   const nodeSelector = { ...app.profile.nodeSelector, ...app.spec.nodeSelector };
   const tolerations = [...app.profile.tolerations, ...(app.spec.tolerations ?? [])];
@@ -165,7 +167,7 @@ function podSpec(app: ResolvedApp, config: RenderConfig) {
 }
 
 export function renderDeployment(app: ResolvedApp, config: RenderConfig) {
-  const spec = podSpec(app, config);
+  const spec = modelPodSpec(app, config);
   const podLabels = { ...config.podLabels, ...appLabels(app, "model-server") };
   // The Modelfile's text is in a ConfigMap that the prepare step reads once: a changed text must roll the pods too.
   const specHash = stableHash({

@@ -695,8 +695,8 @@ export class Gateway {
   };
 
   /**
-   * The access log line. Its fields need no escaping but the path: the request id is one givenRequestId keeps or one the gateway made,
-   * org and app are DNS labels, the method passed node's parser, the key id is hex (or "-").
+   * The access log line. Its fields need no escaping but the path: the request id is one givenRequestId keeps or one
+   * the gateway made, org and app are DNS labels, the method passed node's parser, the key id is hex (or "-").
    */
   private logRequest(
     ctx: RequestContext,

@@ -12,6 +12,7 @@ import {
   type V1Deployment,
   type V1Pod,
 } from "@kubernetes/client-node";
+import { APP_LABEL } from "../../operator/api/v1alpha1/labels.ts";
 import { GROUP, PLURAL, VERSION, type ModelApp } from "../../operator/api/v1alpha1/modelapp.ts";
 import { isNotFound, kubeErrorMessage, PlatformError, type KubeTarget } from "./kube-target.ts";
 
@@ -124,9 +125,12 @@ export class AppsClient {
     }
   }
 
-  /** The app's pods (status.selector, written by the operator), oldest first. */
-  pods(app: ModelApp): Promise<V1Pod[]> {
-    const selector = app.status?.selector;
+  /**
+   * The app's server pods (status.selector, written by the operator), oldest first; with `modelCache`, its model cache
+   * Job's pod too (the app's label without the servers' managed-by).
+   */
+  pods(app: ModelApp, opts: { modelCache?: boolean } = {}): Promise<V1Pod[]> {
+    const selector = opts.modelCache ? `${APP_LABEL}=${app.metadata.name}` : app.status?.selector;
     if (!selector) return Promise.resolve([]);
     return this.call(`list the pods of ${this.org}/${app.metadata.name}`, async () => {
       const r = await this.core.listNamespacedPod({ namespace: this.org, labelSelector: selector });

@@ -4,6 +4,7 @@
 // with its message; so does the timeout.
 import { CONDITION, REASON } from "../../operator/api/v1alpha1/conditions.ts";
 import type { ModelApp } from "../../operator/api/v1alpha1/modelapp.ts";
+import { PREPARE_CONTAINER } from "../../operator/api/v1alpha1/prepare.ts";
 import type { AppsClient } from "./apps-client.ts";
 import { condition, conditionChanges, deployState, observed, rolloutPending } from "./app-status.ts";
 import { PlatformError } from "./kube-target.ts";
@@ -22,10 +23,15 @@ export interface WaitOptions {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** The last progress line of a running init container (the prepare step pulling the model), if any. */
+/**
+ * The last progress line of a running prepare step (pulling the model: a replica's init container, or the model cache
+ * Job's container), if any.
+ */
 async function pullProgress(client: AppsClient, app: ModelApp): Promise<string | undefined> {
-  for (const pod of await client.pods(app)) {
-    const running = pod.status?.initContainerStatuses?.find((c) => c.state?.running);
+  for (const pod of await client.pods(app, { modelCache: true })) {
+    const running = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])].find(
+      (c) => c.name === PREPARE_CONTAINER && c.state?.running,
+    );
     if (!running) continue;
     const last = (await client.logTail(pod.metadata!.name!, running.name, 1)).trim().split("\n").at(-1)?.trim();
     if (last) return last;

@@ -2,7 +2,7 @@
 import type { Condition } from "./modelapp.ts";
 
 export const CONDITION = {
-  /** The app can take requests: a replica is ready, or it is scaled to zero and the gateway will wake it. */
+  /** The app can take requests: a replica is ready, or it is at zero with its model cached (a request wakes it). */
   Ready: "Ready",
   /** The model is in the app's model volume (pulled and verified). */
   ModelCached: "ModelCached",

@@ -6,6 +6,7 @@
 import fs from "node:fs";
 import { hubModelName, isHubRef, parseHubRef } from "../../common/hub-ref.ts";
 import { envHelp, parseEnv } from "../../common/config.ts";
+import { PREPARE_EXIT_MODEL_NOT_FOUND } from "../../../operator/api/v1alpha1/prepare.ts";
 import { isAppError } from "../../common/errors.ts";
 import { ServerConfigSchema } from "../../config.ts";
 import { pullModel } from "../../hub/pull.ts";
@@ -89,6 +90,8 @@ export const prepareCommand: Command = {
       ctx.say(`${served} is ready (${digest})`);
     } catch (e) {
       report({ error: e instanceof Error ? e.message : String(e), code: isAppError(e) ? e.code : "INTERNAL" });
+      if (isAppError(e) && e.code === "MODEL_NOT_FOUND")
+        throw Object.assign(e, { exitCode: PREPARE_EXIT_MODEL_NOT_FOUND });
       throw e;
     }
   },

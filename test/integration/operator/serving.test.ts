@@ -1,9 +1,10 @@
 // End to end with pods that really run (the test cluster's process runtime): a CPU ModelApp on a tiny generated model
 // served from the test hub becomes Ready with `gantry serve` answering at its pod IP; the model volume keeps the model,
-// so a replacement pod starts without downloading it again; a model the hub lacks is reported as ModelNotFound.
+// so a replacement pod starts without downloading it again; a model the hub lacks is reported as ModelNotFound; an app
+// at zero replicas gets its model pulled by a model cache Job before it is Ready (and a missing one reported at once).
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { CoreV1Api, type V1Pod } from "@kubernetes/client-node";
+import { BatchV1Api, CoreV1Api, type V1Pod } from "@kubernetes/client-node";
 import { Ollama } from "ollama";
 import { PROCESS_RUNTIME_LABEL } from "../../cluster/kwok-config.ts";
 import { POD_GATEWAY } from "../../cluster/runtime/pod-network.ts";
@@ -130,4 +131,54 @@ test("a model the hub does not have: ModelCached and Ready are False with ModelN
   const app = await waitForCondition(c, ns, "missing", "Ready", "False", "ModelNotFound", 120_000);
   assert.equal(condition(app, "ModelCached")?.reason, "ModelNotFound");
   assert.match(condition(app, "Ready")!.message, /acme\/no-such-GGUF/);
+});
+
+test("at zero replicas: a model cache Job pulls the model before the app is Ready, and is deleted; no replica runs", async () => {
+  const before = downloads();
+  await createApp(
+    c,
+    modelApp(ns, "idle", {
+      model: MODEL,
+      modelVolume: { name: "idle-models" },
+      resources: { profile: "cpu" },
+      scaling: { minReplicas: 0 },
+    }),
+  );
+  const app = await waitForCondition(c, ns, "idle", "Ready", "True", "ScaledToZero", 180_000);
+  assert.equal(condition(app, "ModelCached")?.status, "True");
+  assert.equal(
+    app.status?.model,
+    `sha256:${hub.sha256("acme", "tiny-chat-GGUF", FILE)}`,
+    "the digest the Job reported",
+  );
+  assert.equal(downloads(), before + 1, "pulled into its own volume once");
+  const batch = c.kc.makeApiClient(BatchV1Api);
+  await eventually(
+    "the Job deleted once the model is cached",
+    async () => ((await batch.listNamespacedJob({ namespace: ns })).items.length === 0 ? true : undefined),
+    60_000,
+  );
+  const deployment = JSON.parse(kubectl(c.cp, ["get", "deployment", "idle", "-n", ns, "-o", "json"])) as {
+    spec: { replicas: number };
+  };
+  assert.equal(deployment.spec.replicas, 0);
+});
+
+test("at zero replicas, a model the hub does not have is ModelNotFound before any request; the Job is not retried", async () => {
+  await createApp(c, modelApp(ns, "gone", { model: "hf.co/acme/no-such-GGUF:Q8_0", scaling: { minReplicas: 0 } }));
+  const app = await waitForCondition(c, ns, "gone", "Ready", "False", "ModelNotFound", 120_000);
+  assert.match(condition(app, "Ready")!.message, /acme\/no-such-GGUF/);
+  const batch = c.kc.makeApiClient(BatchV1Api);
+  const job = await eventually(
+    "the Job failed",
+    async () =>
+      (await batch.listNamespacedJob({ namespace: ns })).items.find(
+        (j) =>
+          j.metadata?.name?.startsWith("gone-cache-") &&
+          j.status?.conditions?.some((x) => x.type === "Failed" && x.status === "True"),
+      ),
+    60_000,
+  );
+  const pods = await core.listNamespacedPod({ namespace: ns, labelSelector: `job-name=${job.metadata!.name}` });
+  assert.equal(pods.items.length, 1, "exit code 3 ends the Job: the hub is not asked again");
 });

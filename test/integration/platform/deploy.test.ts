@@ -354,6 +354,12 @@ test("failure conditions end the wait with their message and exit code 1", async
       new RegExp(`\\nError: ${ns}/missing cannot become ready: ModelNotFound: .*nobody/none-GGUF.*\\n$`),
     ],
     [
+      // At zero replicas too: the model cache Job finds out before any request does.
+      "missing-idle",
+      { model: "hf.co/nobody/none-GGUF:Q4_K_M", scaling: { minReplicas: 0 } },
+      new RegExp(`\\nError: ${ns}/missing-idle cannot become ready: ModelNotFound: .*nobody/none-GGUF.*\\n$`),
+    ],
+    [
       "big",
       { model: MODEL, resources: { profile: "nvidia-gpu", gpus: 9 }, scaling: { minReplicas: 1 } },
       /\nError: \S+\/big cannot become ready: InsufficientGPU: no node has 9 free nvidia\.com\/gpu/,

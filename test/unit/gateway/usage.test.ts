@@ -139,6 +139,6 @@ test("a streaming OpenAI request gets include_usage when it did not ask; the usa
 test("durations are listed to the microsecond, without the noise of float sums", () => {
   const t = new UsageTable();
   const base = { org: "acme", app: "chat", keyId: "k1", promptTokens: 1, completionTokens: 1, status: 200, at: T };
-  for (const durationMs of [0.1, 0.2, 3065.7125710000175]) t.add({ ...base, durationMs });
+  for (const durationMs of [0.1, 0.2, 3065.71257100002]) t.add({ ...base, durationMs });
   assert.equal(t.list()[0]!.durationMs, 3066.013);
 });

@@ -1,5 +1,6 @@
 // reconcile() against in-memory caches and a fake writer that records every write (kubernetes/sample-controller's
-// fixture style): the exact writes of a first reconcile, none at steady state, an invalid spec, an object not ours.
+// fixture style): the exact writes of a first reconcile, none at steady state, an invalid spec, an object not ours, the
+// model cache Job of an app at zero replicas.
 // The same paths against a real kube-apiserver: test/integration/operator/reconcile.test.ts.
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -23,6 +24,7 @@ function cache<T>(objects: T[] = []): Cache<T> {
 
 type Action =
   | { verb: "apply"; object: KubernetesObject }
+  | { verb: "delete"; name: string }
   | { verb: "applyStatus"; key: string; status: ModelAppStatus }
   | { verb: "event"; event: EventInput };
 
@@ -36,6 +38,7 @@ function fixture(app: ModelApp, live: KubernetesObject[] = []) {
     configMaps: of("ConfigMap"),
     claims: of("PersistentVolumeClaim"),
     pods: of("Pod"),
+    jobs: of("Job"),
   };
   const deps: ReconcileDeps = {
     caches,
@@ -45,6 +48,7 @@ function fixture(app: ModelApp, live: KubernetesObject[] = []) {
       applyStatus: async (namespace, name, status) =>
         void actions.push({ verb: "applyStatus", key: `${namespace}/${name}`, status }),
       event: async (event) => void actions.push({ verb: "event", event }),
+      deleteJob: async (_namespace, name) => void actions.push({ verb: "delete", name }),
     },
     config: config(),
     logger: silentLogger,
@@ -59,19 +63,159 @@ const statuses = (actions: Action[]) => actions.flatMap((a) => (a.verb === "appl
 const events = (actions: Action[]) =>
   actions.flatMap((a) => (a.verb === "event" ? [`${a.event.type} ${a.event.reason}`] : []));
 const ready = (s: ModelAppStatus | undefined) => s?.conditions?.find((c) => c.type === "Ready");
+const cachedCondition = (s: ModelAppStatus | undefined) => s?.conditions?.find((c) => c.type === "ModelCached");
+const deleted = (actions: Action[]) => actions.flatMap((a) => (a.verb === "delete" ? [a.name] : []));
+const jobOf = (actions: Action[]) =>
+  actions.flatMap((a) => (a.verb === "apply" && a.object.kind === "Job" ? [a.object] : []))[0] as
+    (KubernetesObject & { spec: { template: { spec: { containers: Array<{ name: string }> } } } }) | undefined;
+const deploymentReplicas = (actions: Action[]) =>
+  actions.flatMap((a) =>
+    a.verb === "apply" && a.object.kind === "Deployment"
+      ? [(a.object as { spec: { replicas: number } }).spec.replicas]
+      : [],
+  )[0];
 
-test("a new app: applies its volume, Deployment and Service, writes its status once, says what it created", async () => {
+/** The model cache Job's pod, its prepare container running or ended with `exitCode` and the report. */
+const cachePod = (job: KubernetesObject, state: "running" | { exitCode: number; message: string }) => ({
+  apiVersion: "v1",
+  kind: "Pod",
+  metadata: {
+    name: `${job.metadata!.name}-x7k2p`,
+    namespace: "acme",
+    labels: (job as { spec: { template: { metadata: { labels: Record<string, string> } } } }).spec.template.metadata
+      .labels,
+  },
+  status: {
+    containerStatuses: [
+      {
+        name: "prepare",
+        ready: false,
+        restartCount: 0,
+        image: "gantry",
+        imageID: "",
+        state: state === "running" ? { running: {} } : { terminated: state },
+      },
+    ],
+  },
+});
+const finished = (job: KubernetesObject, type: "Complete" | "Failed") => ({
+  ...job,
+  status: { conditions: [{ type, status: "True" }] },
+});
+/** A status whose model is cached (an app that has run a replica before). */
+const cachedStatus = (): ModelAppStatus => ({
+  modelRef: "hf.co/org/repo:Q4_K_M",
+  conditions: [
+    {
+      type: "ModelCached",
+      status: "True",
+      reason: "Cached",
+      message: "cached",
+      lastTransitionTime: "2026-01-01T00:00:00Z",
+      observedGeneration: 1,
+    },
+  ],
+});
+
+test("a new app at zero replicas: its volume, Deployment, Service and model cache Job; not Ready before its model is in", async () => {
   const { deps, actions } = fixture(modelApp());
   assert.equal(await reconcile("acme/chat", deps), "success");
-  assert.deepEqual(applied(actions), ["Deployment chat", "PersistentVolumeClaim models", "Service chat"].sort());
+  const job = jobOf(actions)!;
+  assert.match(job.metadata!.name!, /^chat-cache-[0-9a-f]{6}$/);
+  assert.deepEqual(
+    applied(actions),
+    ["Deployment chat", "PersistentVolumeClaim models", "Service chat", `Job ${job.metadata!.name}`].sort(),
+  );
+  assert.deepEqual(
+    job.spec.template.spec.containers.map((c) => c.name),
+    ["prepare"],
+  );
   assert.equal(statuses(actions).length, 1);
   assert.equal(statuses(actions)[0]?.observedGeneration, 1);
-  assert.equal(ready(statuses(actions)[0])?.status, "True", "scaled to zero (minReplicas 0), it is ready to be woken");
+  assert.deepEqual(
+    [ready(statuses(actions)[0])?.status, ready(statuses(actions)[0])?.reason],
+    ["False", "Pending"],
+    "ready to be woken only once its model is in the volume",
+  );
   assert.ok(events(actions).includes("Normal Created"), events(actions).join(", "));
 });
 
-test("at steady state (everything applied, status current) a reconcile writes nothing", async () => {
+test("the model cache Job: Pulling while it runs (the Deployment held at zero even when woken), then cached, Ready, deleted", async () => {
   const first = fixture(modelApp());
+  await reconcile("acme/chat", first.deps);
+  const job = jobOf(first.actions)!;
+  const live = first.actions.flatMap((a) => (a.verb === "apply" && a.object.kind !== "Job" ? [a.object] : []));
+
+  // Running, and a request has woken the app (spec.replicas 1): the servers wait for the Job.
+  const woken = { ...modelApp({}, {}), spec: { ...modelApp().spec, replicas: 1 } } as ModelApp;
+  const running = fixture({ ...woken, status: statuses(first.actions)[0] }, [
+    ...live,
+    job,
+    cachePod(job, "running"),
+  ] as KubernetesObject[]);
+  await reconcile("acme/chat", running.deps);
+  assert.equal(
+    deploymentReplicas(running.actions),
+    undefined,
+    "the Deployment stays at zero while the Job writes the volume",
+  );
+  const pulling = statuses(running.actions)[0];
+  assert.deepEqual([cachedCondition(pulling)?.reason, ready(pulling)?.reason], ["Pulling", "Pulling"]);
+  assert.match(cachedCondition(pulling)!.message, new RegExp(`\\(Job ${job.metadata!.name}\\)`));
+  assert.deepEqual(deleted(running.actions), []);
+
+  // Done: cached; the Job goes, and the woken app's servers start.
+  const done = fixture({ ...woken, status: pulling }, [
+    ...live,
+    finished(job, "Complete"),
+    cachePod(job, { exitCode: 0, message: '{"model":"hf.co/org/repo:Q4_K_M","digest":"sha256:abc"}' }),
+  ] as KubernetesObject[]);
+  await reconcile("acme/chat", done.deps);
+  const after = statuses(done.actions)[0];
+  assert.equal(cachedCondition(after)?.status, "True");
+  assert.equal(deploymentReplicas(done.actions), 1, "the woken app's servers start once the Job is done");
+  assert.equal(after?.model, "sha256:abc");
+  assert.deepEqual(deleted(done.actions), [job.metadata!.name]);
+  assert.equal(jobOf(done.actions), undefined);
+});
+
+test("a model the hub does not have: the Job's failure is the app's (Ready=False ModelNotFound); the Job stays, not retried", async () => {
+  const first = fixture(modelApp());
+  await reconcile("acme/chat", first.deps);
+  const job = jobOf(first.actions)!;
+  const live = first.actions.flatMap((a) => (a.verb === "apply" && a.object.kind !== "Job" ? [a.object] : []));
+  const report = '{"error":"repository org/repo not found on the hub","code":"MODEL_NOT_FOUND"}';
+  const failed = fixture({ ...modelApp(), status: statuses(first.actions)[0] }, [
+    ...live,
+    finished(job, "Failed"),
+    cachePod(job, { exitCode: 3, message: report }),
+  ] as KubernetesObject[]);
+  await reconcile("acme/chat", failed.deps);
+  const s = statuses(failed.actions)[0];
+  assert.deepEqual(
+    [ready(s)?.status, ready(s)?.reason, ready(s)?.message],
+    ["False", "ModelNotFound", "repository org/repo not found on the hub"],
+  );
+  assert.deepEqual([deleted(failed.actions), jobOf(failed.actions)], [[], undefined]);
+});
+
+test("a Job for another spec (the model changed) is deleted; none is made for a cached model or an app with replicas", async () => {
+  const stale = {
+    apiVersion: "batch/v1",
+    kind: "Job",
+    metadata: { name: "chat-cache-000000", namespace: "acme", ownerReferences: [{ controller: true, uid: "u1" }] },
+  };
+  const cached = fixture({ ...modelApp(), status: cachedStatus() }, [stale] as KubernetesObject[]);
+  await reconcile("acme/chat", cached.deps);
+  assert.deepEqual([deleted(cached.actions), jobOf(cached.actions)], [["chat-cache-000000"], undefined]);
+  assert.equal(ready(statuses(cached.actions)[0])?.reason, "ScaledToZero");
+  const serving = fixture(modelApp({ scaling: { minReplicas: 1 } }));
+  await reconcile("acme/chat", serving.deps);
+  assert.equal(jobOf(serving.actions), undefined, "a replica's init container pulls the model");
+});
+
+test("at steady state (everything applied, status current) a reconcile writes nothing", async () => {
+  const first = fixture({ ...modelApp(), status: cachedStatus() });
   await reconcile("acme/chat", first.deps);
   const live = first.actions.flatMap((a) => (a.verb === "apply" ? [a.object] : []));
   const app = { ...modelApp(), status: statuses(first.actions)[0] };

@@ -114,16 +114,58 @@ test("an invalid spec: Ready False InvalidSpec with the reason as message, the o
   assert.equal(s.url, `${GATEWAY}/acme/chat`);
 });
 
-test("scaled to zero with no pods: Ready True ScaledToZero, Scheduled Unknown NoReplicas", () => {
+test("scaled to zero with no pods, the model not pulled yet: not Ready until the model cache Job has it", () => {
   const app = modelApp();
   const s = status({ app, observed: { deployment: deployment(0) } });
-  assert.deepEqual(sr(s, "Ready"), ["True", "ScaledToZero"]);
+  assert.deepEqual(sr(s, "Ready"), ["False", "Pending"]);
+  assert.match(cond(s, "Ready").message, /is to be pulled into volume models by a Job/);
   assert.deepEqual(sr(s, "Scheduled"), ["Unknown", "NoReplicas"]);
   assert.deepEqual(sr(s, "ModelCached"), ["Unknown", "Pending"]);
   assert.equal(s.replicas, 0);
   assert.equal(s.readyReplicas, 0);
   assert.equal(s.modelRef, MODEL);
   assert.equal(s.model, undefined);
+});
+
+/** The model cache Job's pod: its prepare step is the pod's one container. */
+const cachePod = (prepare: V1ContainerState): V1Pod => ({
+  metadata: {
+    name: "chat-cache-abc123-x7k2p",
+    namespace: "acme",
+    labels: { "app.kubernetes.io/component": "model-cache", "gantry.dev/modelapp": "chat" },
+  },
+  spec: { containers: [], nodeName: "node-1" },
+  status: { containerStatuses: [containerStatus("prepare", prepare)] },
+});
+
+test("scaled to zero, the model cache Job's pod: Pulling while it runs, then Ready True ScaledToZero with the digest", () => {
+  const app = modelApp();
+  const pulling = status({
+    app,
+    observed: { deployment: deployment(0), pods: [cachePod(running)], cacheJob: { name: "chat-cache-abc123" } },
+  });
+  assert.deepEqual(sr(pulling, "ModelCached"), ["False", "Pulling"]);
+  assert.match(cond(pulling, "ModelCached").message, /\(Job chat-cache-abc123\)$/);
+  assert.deepEqual(sr(pulling, "Ready"), ["False", "Pulling"]);
+  assert.deepEqual(sr(pulling, "Scheduled"), ["Unknown", "NoReplicas"], "the Job's pod is not a replica");
+  const done = status({
+    app: { ...app, status: pulling },
+    observed: {
+      deployment: deployment(0),
+      pods: [cachePod(exited(0, JSON.stringify({ model: MODEL, digest: "sha256:abc" })))],
+    },
+  });
+  assert.deepEqual(sr(done, "ModelCached"), ["True", "Cached"]);
+  assert.deepEqual(sr(done, "Ready"), ["True", "ScaledToZero"]);
+  assert.equal(done.model, "sha256:abc");
+  // The Job and its pod are gone: what was known about the model still holds.
+  const later = status({ app: { ...app, status: done }, observed: { deployment: deployment(0) } });
+  assert.deepEqual(
+    [sr(later, "ModelCached"), sr(later, "Ready"), later.model],
+    [["True", "Cached"], ["True", "ScaledToZero"], "sha256:abc"],
+  );
+  const missing = status({ app, observed: { deployment: deployment(0), pods: [cachePod(exited(3, NOT_FOUND))] } });
+  assert.deepEqual(sr(missing, "Ready"), ["False", "ModelNotFound"]);
 });
 
 test("replicas wanted but no pods yet: waiting, not ready", () => {
