@@ -4,8 +4,10 @@
 // <name>. With
 // --report <file> (the pod's termination log) it writes one JSON line: {"model", "digest"} or {"error", "code"}.
 import fs from "node:fs";
+import path from "node:path";
 import { hubModelName, isHubRef, parseHubRef } from "../../common/hub-ref.ts";
 import { envHelp, parseEnv } from "../../common/config.ts";
+import { withDirLock } from "../../common/dir-lock.ts";
 import { PREPARE_EXIT_MODEL_NOT_FOUND } from "../../../operator/api/v1alpha1/prepare.ts";
 import { isAppError } from "../../common/errors.ts";
 import { ServerConfigSchema } from "../../config.ts";
@@ -51,21 +53,29 @@ export const prepareCommand: Command = {
       let name: string;
       try {
         // A model already in the volume is used as it is: a restarted pod needs neither the hub nor the network.
-        const stored = await store
-          .resolve(isHubRef(model!) ? hubModelName(parseHubRef(model!)) : model!)
-          .catch((e: unknown) => {
+        const lookup = () =>
+          store.resolve(isHubRef(model!) ? hubModelName(parseHubRef(model!)) : model!).catch((e: unknown) => {
             if (isHubRef(model!) && isAppError(e) && e.code === "MODEL_NOT_FOUND") return undefined;
             throw e;
           });
+        const stored = await lookup();
         name = stored
           ? stored.name
-          : (
-              await pullModel(model!, {
-                store,
-                hubUrl: config.GANTRY_HUB_URL,
-                token: config.HF_TOKEN,
-                onProgress: (p) => display.update(p),
-              })
+          : // One pull of a model into a volume at a time, whichever pod asks (replicas starting together, the model
+            // cache Job): the others wait, then find the model in place.
+            (
+              await withDirLock(
+                path.join(config.GANTRY_MODELS, "locks", `${model!.replace(/[^\w.-]+/g, "_")}.lock`),
+                async () =>
+                  (await lookup()) ??
+                  pullModel(model!, {
+                    store,
+                    hubUrl: config.GANTRY_HUB_URL,
+                    token: config.HF_TOKEN,
+                    onProgress: (p) => display.update(p),
+                  }),
+                { onWait: () => ctx.say(`another process is pulling ${model} into ${config.GANTRY_MODELS}: waiting`) },
+              )
             ).name;
         if (stored) ctx.say(`${name} is already in ${config.GANTRY_MODELS}`);
         if (modelfile && as) {

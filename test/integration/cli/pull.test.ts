@@ -1,5 +1,8 @@
 // `gantry pull` and `gantry run` of a hub model that is not there yet, against a local Hugging Face-style hub.
 import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { after, before, test } from "node:test";
 import { startHubServer, type HubServer } from "../../support/hub-server.ts";
 import { tinyModelPath } from "../../support/models.ts";
@@ -63,4 +66,29 @@ test("a repo the hub does not have is one error line naming it", async () => {
   const lines = r.stderr.trimEnd().split("\n");
   assert.equal(lines.length, 1, r.stderr);
   assert.match(lines[0]!, /^Error: .*acme\/missing-GGUF/);
+});
+
+test("prepare: processes pulling one model into one store at once (replicas starting together) take turns; one download", async () => {
+  await hub.register({ org: "acme", repo: "shared-GGUF", files: { "shared-Q8_0.gguf": await tinyModelPath() } });
+  hub.fault("acme", "shared-GGUF", "shared-Q8_0.gguf", { bytesPerSecond: 400_000, times: Infinity });
+  const models = fs.mkdtempSync(path.join(os.tmpdir(), "gantry-shared-volume-"));
+  const env = { GANTRY_HUB_URL: hub.url, GANTRY_MODELS: models };
+  const reports = [0, 1, 2].map((i) => path.join(models, `report-${i}.json`));
+  const runs = await Promise.all(
+    reports.map((report) => runCli(["prepare", "hf.co/acme/shared-GGUF:Q8_0", "--report", report], { env })),
+  );
+  hub.fault("acme", "shared-GGUF", "shared-Q8_0.gguf", null);
+  for (const r of runs) assert.equal(r.code, 0, r.stderr);
+  const downloads = hub.requests.filter((q) => q.file === "shared-Q8_0.gguf" && q.method === "GET" && q.bytes > 0);
+  assert.equal(downloads.length, 1, "one process pulled, the others found the model in place");
+  assert.ok(
+    runs.some(
+      (r) => r.stdout.includes("another process is pulling") || r.stderr.includes("another process is pulling"),
+    ),
+    "a waiter says why it waits",
+  );
+  const digest = `sha256:${hub.sha256("acme", "shared-GGUF", "shared-Q8_0.gguf")}`;
+  for (const report of reports)
+    assert.equal((JSON.parse(fs.readFileSync(report, "utf8")) as { digest: string }).digest, digest);
+  assert.deepEqual(fs.readdirSync(path.join(models, "locks")), [], "no lock left behind");
 });
