@@ -408,42 +408,6 @@ test("bad input: body too large 413, invalid JSON passed to the pod (400 in its 
   assert.equal(typeof ((await bad.json()) as { error: { message: string } }).error.message, "string");
 });
 
-test("shutdown: new requests get 503, a running stream finishes", async () => {
-  const h = { authorization: `Key ${key}`, "content-type": "application/json" };
-  // A stand-in pod whose stream ends when the test says so: still running when the gateway closes, however fast or
-  // slow the machine (a model's stream either ends before the close or outlasts the deadline).
-  const release = Promise.withResolvers<void>();
-  const pod = http.createServer((req, res) => {
-    req.resume();
-    res.writeHead(200, { "content-type": "text/event-stream" });
-    res.write('data: {"choices":[{"index":0,"delta":{"content":"one"},"finish_reason":null}]}\n\n');
-    void release.promise.then(() => res.end("data: [DONE]\n\n"));
-  });
-  apps.set({ org: "local", name: "held", auth: "private", uid: "5" }, [endpointAt(await listen(pod))]);
-  try {
-    const stream = await fetch(`${base}/local/held/v1/chat/completions`, {
-      method: "POST",
-      headers: h,
-      body: chatBody(true, 200),
-    });
-    const reader = stream.body!.pipeThrough(new TextDecoderStream()).getReader();
-    let text = (await reader.read()).value ?? "";
-    assert.match(text, /"content":"one"/, "the stream is running");
-    const closing = gateway.close(10_000);
-    const refused = await fetch(`${base}/local/chat/api/version`, { headers: h });
-    assert.equal(refused.status, 503);
-    release.resolve();
-    for (let r = await reader.read(); !r.done; r = await reader.read()) text += r.value;
-    assert.ok(text.trimEnd().endsWith("data: [DONE]"), "the running stream finished");
-    await closing;
-    assert.equal((await fetch(`${base}/readyz`)).status, 503);
-  } finally {
-    release.resolve();
-    pod.closeAllConnections();
-    pod.close();
-  }
-});
-
 test("management API: HEAD answers wherever GET does (status and headers, no body); Allow lists HEAD with GET", async () => {
   const admin = (await keys.create("local", { scope: "admin", name: "head" })).key;
   const h = { authorization: `Key ${admin}` };
@@ -488,4 +452,40 @@ test("management API: a key whose expiry has passed is listed as expired (it no 
   assert.equal(listed.find((k) => k.id === soon.record.id)?.expired, undefined);
   const call = await fetch(`${base}/local/chat/api/tags`, { headers: { authorization: `Key ${old.key}` } });
   assert.equal(call.status, 401);
+});
+
+test("shutdown: new requests get 503, a running stream finishes", async () => {
+  const h = { authorization: `Key ${key}`, "content-type": "application/json" };
+  // A stand-in pod whose stream ends when the test says so: still running when the gateway closes, however fast or
+  // slow the machine (a model's stream either ends before the close or outlasts the deadline).
+  const release = Promise.withResolvers<void>();
+  const pod = http.createServer((req, res) => {
+    req.resume();
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    res.write('data: {"choices":[{"index":0,"delta":{"content":"one"},"finish_reason":null}]}\n\n');
+    void release.promise.then(() => res.end("data: [DONE]\n\n"));
+  });
+  apps.set({ org: "local", name: "held", auth: "private", uid: "5" }, [endpointAt(await listen(pod))]);
+  try {
+    const stream = await fetch(`${base}/local/held/v1/chat/completions`, {
+      method: "POST",
+      headers: h,
+      body: chatBody(true, 200),
+    });
+    const reader = stream.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let text = (await reader.read()).value ?? "";
+    assert.match(text, /"content":"one"/, "the stream is running");
+    const closing = gateway.close(10_000);
+    const refused = await fetch(`${base}/local/chat/api/version`, { headers: h });
+    assert.equal(refused.status, 503);
+    release.resolve();
+    for (let r = await reader.read(); !r.done; r = await reader.read()) text += r.value;
+    assert.ok(text.trimEnd().endsWith("data: [DONE]"), "the running stream finished");
+    await closing;
+    assert.equal((await fetch(`${base}/readyz`)).status, 503);
+  } finally {
+    release.resolve();
+    pod.closeAllConnections();
+    pod.close();
+  }
 });
