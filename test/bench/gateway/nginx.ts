@@ -7,10 +7,25 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
-export function nginxBinary(): string | undefined {
+function findNginx(): string | undefined {
   for (const p of ["/usr/sbin/nginx", "/usr/bin/nginx"]) if (fs.existsSync(p)) return p;
   const r = spawnSync("sh", ["-c", "command -v nginx"], { encoding: "utf8" });
   return r.status === 0 ? r.stdout.trim() : undefined;
+}
+
+/**
+ * The nginx binary, installed from Debian's packages when missing and this process may (root with apt-get), so the
+ * comparison runs on a fresh machine too; undefined (the rows say so) where it cannot be had.
+ */
+export function nginxBinary(): string | undefined {
+  const found = findNginx();
+  if (found || process.getuid?.() !== 0 || spawnSync("sh", ["-c", "command -v apt-get"]).status !== 0) return found;
+  console.error("bench: installing nginx (Debian package) for the comparison");
+  const install = "DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nginx";
+  const out = { stdio: ["ignore", "ignore", "inherit"] as ["ignore", "ignore", "inherit"] };
+  if (spawnSync("sh", ["-c", install], out).status !== 0)
+    spawnSync("sh", ["-c", `apt-get update -q && ${install}`], out);
+  return findNginx();
 }
 
 export async function startNginx(
