@@ -55,6 +55,7 @@ export interface Http1Exchange {
 
 /** How often idle connections are looked at (they close within this much of their keep-alive time). */
 const SWEEP_MS = 500;
+const CRLFCRLF = Buffer.from("\r\n\r\n");
 const codedError = (message: string, code: string): Error => Object.assign(new Error(message), { code });
 /** Errors of a kept-alive connection that the pod had closed: the request never reached it. */
 const STALE = new Set(["ECONNRESET", "EPIPE", "UPSTREAM_CLOSED"]);
@@ -178,7 +179,6 @@ class Connection {
     this.partial = undefined;
     this.chunked = undefined;
     const s = this.socket;
-    if (this.connected) this.arm(ex.request.timeoutMs ?? this.pool.o.headersTimeoutMs);
     const body = ex.request.body;
     if (body && body.length > 0) {
       s.cork();
@@ -186,6 +186,8 @@ class Connection {
       s.write(body);
       s.uncork();
     } else s.write(ex.head, "latin1");
+    // The timeout after the write: nothing on the way to the pod that can wait.
+    if (this.connected) this.arm(ex.request.timeoutMs ?? this.pool.o.headersTimeoutMs);
   }
 
   /** Sets the socket's idle timeout (node restarts it on every read and write). */
@@ -221,7 +223,7 @@ class Connection {
     let piece = d;
     while (!this.head) {
       if (this.partial) piece = Buffer.concat([this.partial, piece]);
-      const end = piece.indexOf("\r\n\r\n");
+      const end = piece.indexOf(CRLFCRLF);
       if (end < 0) {
         if (piece.length > MAX_HEAD_BYTES) throw new HttpParseError("the pod's response head is too large");
         this.partial = piece;

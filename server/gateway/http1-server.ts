@@ -215,6 +215,13 @@ export class OutgoingResponse extends EventEmitter {
 
   /** Writes head (latin1), body piece and, at the end, the last chunk, in one write. */
   private send(head: string | undefined, body: Buffer | undefined, last: boolean): boolean {
+    if (head !== undefined && body && body.length > 0 && !this.noBody && !this.chunked) {
+      // A whole answer (the common small one): one buffer for head and body, no parts.
+      const out = Buffer.allocUnsafe(head.length + body.length);
+      out.write(head, 0, "latin1");
+      body.copy(out, head.length);
+      return this.conn.socket.write(out);
+    }
     const parts: Buffer[] = [];
     if (head !== undefined) parts.push(Buffer.from(head, "latin1"));
     if (body && body.length > 0 && !this.noBody) {

@@ -181,6 +181,7 @@ export class Upstreams {
     } catch (error) {
       f.finish({ kind: "failed", error: error as Error, started: false });
     }
+    f.watchClient(); // after the request went out: nothing before it that can wait
     return f;
   }
 }
@@ -190,8 +191,10 @@ export class Upstreams {
  * handle on it. A class, so a request allocates one object rather than a closure per callback.
  */
 class Forward implements Http1Handler, Forwarding {
-  readonly done: Promise<ProxyOutcome>;
-  private resolve!: (x: ProxyOutcome) => void;
+  /** Made when first asked for (after the request went out), or the outcome when it came first. */
+  private pending: Promise<ProxyOutcome> | undefined;
+  private resolve: ((x: ProxyOutcome) => void) | undefined;
+  private outcome: ProxyOutcome | undefined;
   private readonly res: OutgoingResponse;
   private readonly o: ForwardOptions;
   exchange: Http1Exchange | undefined;
@@ -208,10 +211,18 @@ class Forward implements Http1Handler, Forwarding {
     this.res = res;
     this.o = o;
     this.started = o.committed !== undefined;
-    this.done = new Promise<ProxyOutcome>((r) => {
+  }
+
+  get done(): Promise<ProxyOutcome> {
+    if (this.outcome) return Promise.resolve(this.outcome);
+    return (this.pending ??= new Promise<ProxyOutcome>((r) => {
       this.resolve = r;
-    });
-    res.on("close", this.onClientClose);
+    }));
+  }
+
+  /** From now on a client that goes away aborts the pod's request (unless the exchange is over already). */
+  watchClient(): void {
+    if (!this.settled) this.res.on("close", this.onClientClose);
   }
 
   finish(x: ProxyOutcome): void {
@@ -219,7 +230,8 @@ class Forward implements Http1Handler, Forwarding {
     this.settled = true;
     this.res.off("close", this.onClientClose);
     if (this.onDrain) this.res.off("drain", this.onDrain);
-    this.resolve(x);
+    this.outcome = x;
+    this.resolve?.(x);
   }
 
   /** A client that goes away mid-answer: the pod's request is aborted at once (it frees the sequence). */
