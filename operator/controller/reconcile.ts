@@ -1,10 +1,10 @@
 // One reconcile of one ModelApp: read it from the cache, render what it needs (pure), apply only what differs from
 // what is live, compute the status (pure), write it once and only when it changed. An app at zero replicas whose model
-// is not in its volume yet gets a model cache Job (render/model-cache-job.ts), deleted once the model is there; while
-// it runs, the Deployment stays at zero (two prepare steps must not write the same files of the volume at once).
+// is not in its volume yet gets a model cache Job (render/model-cache-job.ts), deleted once the model is there, or when
+// a request wakes the app first (its replica's init container takes over; pulls into one volume take turns).
 // Objects are garbage collected through owner references, so deletion needs no finalizer. Objects that exist but are
 // not the app's are never adopted: the app reports ResourceExists and a Warning event names them.
-import type { KubernetesObject, V1Deployment, V1Job, V1OwnerReference } from "@kubernetes/client-node";
+import type { KubernetesObject, V1Deployment, V1Job, V1OwnerReference, V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "../../server/common/logger.ts";
 import { CONDITION, REASON, findCondition } from "../api/v1alpha1/conditions.ts";
 import { API_VERSION, KIND, parseModelAppSpec, type ModelApp, type ModelAppStatus } from "../api/v1alpha1/modelapp.ts";
@@ -18,7 +18,7 @@ import { InvalidSpecError, resolveApp, type ResolvedApp } from "../render/resolv
 import type { Caches, Cache } from "../kube/caches.ts";
 import type { EventInput, KubeWriter } from "../kube/writer.ts";
 import { isApplied } from "./compare.ts";
-import { computeStatus } from "./status.ts";
+import { computeStatus, isCachePod, type CacheJob } from "./status.ts";
 
 export type ReconcileResult = "success" | "invalid" | "conflict" | "gone";
 
@@ -79,9 +79,15 @@ function cacheFor(caches: Caches, kind: string): Cache<KubernetesObject> {
   }
 }
 
-/** The Job has run to its end, succeeded or failed. */
-const jobFinished = (job: V1Job): boolean =>
-  (job.status?.conditions ?? []).some((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True");
+/** Where a Job is: running, or ended (its Complete or Failed condition). */
+function jobState(job: V1Job): CacheJob["state"] {
+  const ended = (type: string) => (job.status?.conditions ?? []).some((c) => c.type === type && c.status === "True");
+  return ended("Complete") ? "complete" : ended("Failed") ? "failed" : "running";
+}
+
+/** The Job a pod belongs to (the job controller's label; the legacy one on older clusters). */
+const jobOfPod = (pod: V1Pod): string | undefined =>
+  pod.metadata?.labels?.["batch.kubernetes.io/job-name"] ?? pod.metadata?.labels?.["job-name"];
 
 const podHash = (d: KubernetesObject | undefined): string | undefined =>
   (d as V1Deployment | undefined)?.spec?.template?.metadata?.annotations?.[SPEC_HASH_ANNOTATION];
@@ -141,11 +147,20 @@ class Reconciler {
       this.event("Normal", "RollingUpdate", `spec changed: rolling the pods of Deployment ${obj.metadata.name}`);
   }
 
-  /** The status the cluster shows now (pure: no events). `cacheJob`: the model cache Job, while it runs. */
-  status(resolved: ResolvedApp | { invalid: string }, cacheJob?: { name: string }): ModelAppStatus {
+  /**
+   * The status the cluster shows now (pure: no events). `cacheJob`: the current model cache Job; only its pods speak
+   * for the model (those of a Job of an earlier spec, going away, say nothing of this one).
+   */
+  status(resolved: ResolvedApp | { invalid: string }, cacheJob?: CacheJob): ModelAppStatus {
     const { name, namespace = "default" } = this.app.metadata;
     const deployment = this.d.caches.deployments.get(name, namespace);
-    const pods = this.d.caches.pods.list(namespace).filter((p) => p.metadata?.labels?.[APP_LABEL] === name);
+    const pods = this.d.caches.pods
+      .list(namespace)
+      .filter(
+        (p) =>
+          p.metadata?.labels?.[APP_LABEL] === name &&
+          (!isCachePod(p) || (jobOfPod(p) === cacheJob?.name && !p.metadata?.deletionTimestamp)),
+      );
     return computeStatus({
       app: this.app,
       resolved,
@@ -162,24 +177,31 @@ class Reconciler {
 
   /**
    * The model cache Job: made for an app at zero replicas whose model is not cached (and kept when it fails, with the
-   * failure, until the spec changes or someone deletes it to try again); deleted once the model is cached, and when
-   * the spec asks for another (a Job's pods cannot change).
+   * failure, until its pod template changes or someone deletes it to try again); deleted once the model is cached,
+   * when the spec asks for another (a Job's pods cannot change), and when a request wakes the app before it is done
+   * (the replica's init container takes over, resuming the download: a Job that cannot finish never keeps an app down).
    */
   async syncCacheJob(resolved: ResolvedApp, job: RenderedObject, owned: readonly V1Job[], cached: boolean) {
     const namespace = job.metadata.namespace;
-    for (const j of owned)
-      if (!j.metadata?.deletionTimestamp && (cached || j.metadata?.name !== job.metadata.name))
-        await this.d.writer.deleteJob(namespace, j.metadata!.name!);
+    for (const j of owned) {
+      const stale =
+        cached || j.metadata?.name !== job.metadata.name || (resolved.replicas > 0 && jobState(j) === "running");
+      if (stale && !j.metadata?.deletionTimestamp) await this.d.writer.deleteJob(namespace, j.metadata!.name!);
+    }
     if (!cached && resolved.replicas === 0 && !owned.some((j) => j.metadata?.name === job.metadata.name))
       await this.applyOwned(job);
   }
 
-  observeAndReport(resolved: ResolvedApp | { invalid: string }, cacheJob?: { name: string }): ModelAppStatus {
+  observeAndReport(resolved: ResolvedApp | { invalid: string }, cacheJob?: CacheJob): ModelAppStatus {
     const status = this.status(resolved, cacheJob);
     const before = findCondition(this.app.status?.conditions, CONDITION.Ready),
       after = findCondition(status.conditions, CONDITION.Ready);
     if (after && (before?.status !== after.status || before.reason !== after.reason)) {
-      const normal = after.status === "True" || after.reason === REASON.Starting || after.reason === REASON.Pulling;
+      const normal =
+        after.status === "True" ||
+        after.reason === REASON.Starting ||
+        after.reason === REASON.Pulling ||
+        after.reason === REASON.Pending;
       this.event(normal ? "Normal" : "Warning", after.reason, after.message);
     }
     return status;
@@ -216,12 +238,8 @@ export async function reconcile(key: string, d: ReconcileDeps): Promise<Reconcil
   const cacheJob = renderModelCacheJob(resolved, d.config);
   const jobs = d.caches.jobs.list(namespace).filter((j) => isControlledBy(j, app.metadata.uid));
   const current = jobs.find((j) => j.metadata?.name === cacheJob.metadata.name && !j.metadata.deletionTimestamp);
-  const pulling = current && !jobFinished(current) ? { name: cacheJob.metadata.name } : undefined;
-  const plan = renderApp(
-    pulling ? { ...resolved, replicas: 0 } : resolved,
-    d.config,
-    volumeUsers(d.caches.apps, namespace, resolved.spec.modelVolume.name),
-  );
+  const job: CacheJob | undefined = current && { name: cacheJob.metadata.name, state: jobState(current) };
+  const plan = renderApp(resolved, d.config, volumeUsers(d.caches.apps, namespace, resolved.spec.modelVolume.name));
   // Two waves of independent requests: what the pods mount (volume, Modelfile ConfigMap), then the Deployment and
   // Service.
   const mounted = plan.owned.filter((o) => o.kind === "ConfigMap"),
@@ -229,11 +247,11 @@ export async function reconcile(key: string, d: ReconcileDeps): Promise<Reconcil
   await Promise.all([r.applyVolume(plan.volume), ...mounted.map((o) => r.applyOwned(o))]);
   await Promise.all(rest.map((o) => r.applyOwned(o)));
   if (!r.conflict) {
-    const cached = findCondition(r.status(resolved, pulling).conditions, CONDITION.ModelCached)?.status === "True";
+    const cached = findCondition(r.status(resolved, job).conditions, CONDITION.ModelCached)?.status === "True";
     await r.syncCacheJob(resolved, cacheJob, jobs, cached);
   }
   if (r.conflict) d.logger.warn({ namespace, name, conflict: r.conflict }, "not adopting an existing object");
-  if (await r.writeStatus(r.observeAndReport(resolved, pulling)))
+  if (await r.writeStatus(r.observeAndReport(resolved, job)))
     d.logger.debug({ namespace, name, generation: app.metadata.generation }, "status written");
   await r.flushEvents();
   return r.conflict ? "conflict" : "success";

@@ -1,7 +1,7 @@
 // A ModelApp's status, computed from what the cluster shows: its Deployment, its pods and its model cache Job's pod.
 // Pure (the clock is passed in), deterministic (no durations or timestamps in messages), so an unchanged world gives an
 // equal status and no write.
-import type { V1Deployment, V1Pod } from "@kubernetes/client-node";
+import type { V1ContainerStatus, V1Deployment, V1Pod } from "@kubernetes/client-node";
 import { CONDITION, REASON, findCondition, setCondition, type ConditionInput } from "../api/v1alpha1/conditions.ts";
 import type { ModelApp, ModelAppStatus } from "../api/v1alpha1/modelapp.ts";
 import { PREPARE_CONTAINER, SERVER_CONTAINER } from "../render/deployment.ts";
@@ -9,12 +9,18 @@ import { MODEL_CACHE_COMPONENT } from "../render/model-cache-job.ts";
 import { selectorString } from "../render/labels.ts";
 import type { ResolvedApp } from "../render/resolve.ts";
 
+/** The model cache Job of the app's current spec, and where it is. */
+export interface CacheJob {
+  name: string;
+  state: "running" | "complete" | "failed";
+}
+
 export interface Observed {
   deployment?: V1Deployment;
-  /** The app's pods: its servers and its model cache Job's. */
+  /** The app's pods: its servers and its current model cache Job's. */
   pods: readonly V1Pod[];
-  /** The app's model cache Job, while it has not finished. */
-  cacheJob?: { name: string };
+  /** The app's current model cache Job. */
+  cacheJob?: CacheJob;
   /** An object the app needs exists and belongs to someone else: the operator never adopts it. */
   conflict?: string;
 }
@@ -37,16 +43,32 @@ interface ModelObservation {
   cached?: { digest?: string };
   failed?: { reason: typeof REASON.ModelNotFound | typeof REASON.PullFailed; message: string };
   pulling?: boolean;
+  /** Why the model cache Job's pod does not run (unschedulable, its image cannot be pulled...). */
+  stuck?: string;
 }
 
-const isCachePod = (pod: V1Pod): boolean =>
+export const isCachePod = (pod: V1Pod): boolean =>
   pod.metadata?.labels?.["app.kubernetes.io/component"] === MODEL_CACHE_COMPONENT;
 
-/** What the prepare steps say: the servers' init containers and the model cache Job's container. */
-function observeModel(pods: readonly V1Pod[]): ModelObservation {
+/** Why a pod that should run does not: unschedulable, or its container waits on an error; else undefined. */
+function podStuck(pod: V1Pod, container: V1ContainerStatus | undefined): string | undefined {
+  const unscheduled = pod.status?.conditions?.find((c) => c.type === "PodScheduled" && c.status === "False");
+  if (unscheduled) return `its pod cannot be scheduled: ${unscheduled.message ?? unscheduled.reason ?? "no node fits"}`;
+  const waiting = container?.state?.waiting;
+  if (waiting?.reason && waiting.reason !== "ContainerCreating" && waiting.reason !== "PodInitializing")
+    return `its pod waits: ${waiting.reason}${waiting.message ? `: ${waiting.message}` : ""}`;
+  return undefined;
+}
+
+/**
+ * What the prepare steps say: the servers' init containers and the current model cache Job's container. A failed
+ * attempt of a Job that runs on is a retry (the Job tries again), unless the model does not exist (the Job stops).
+ */
+function observeModel(pods: readonly V1Pod[], job: CacheJob | undefined): ModelObservation {
   const seen: ModelObservation = {};
   for (const pod of pods) {
-    const init = (isCachePod(pod) ? pod.status?.containerStatuses : pod.status?.initContainerStatuses)?.find(
+    const cache = isCachePod(pod);
+    const init = (cache ? pod.status?.containerStatuses : pod.status?.initContainerStatuses)?.find(
       (c) => c.name === PREPARE_CONTAINER,
     );
     const done = init?.state?.terminated;
@@ -62,12 +84,21 @@ function observeModel(pods: readonly V1Pod[]): ModelObservation {
     const failure = done ?? init?.lastState?.terminated;
     if (failure && failure.exitCode !== 0) {
       const report = parseReport(failure.message);
+      const notFound = report?.code === "MODEL_NOT_FOUND";
+      if (cache && job?.state === "running" && !notFound) {
+        seen.pulling = true;
+        continue;
+      }
       const message = report?.error ?? `the model could not be prepared (exit code ${failure.exitCode})`;
-      seen.failed = { reason: report?.code === "MODEL_NOT_FOUND" ? REASON.ModelNotFound : REASON.PullFailed, message };
+      seen.failed = { reason: notFound ? REASON.ModelNotFound : REASON.PullFailed, message };
     } else if (init?.state?.running) {
       seen.pulling = true;
+    } else if (cache) {
+      seen.stuck ??= podStuck(pod, init);
     }
   }
+  // The Job says it succeeded, though its pod is gone (deleted, its node removed) before it was seen.
+  if (!seen.cached && !seen.failed && job?.state === "complete") seen.cached = {};
   return seen;
 }
 
@@ -205,7 +236,7 @@ export function computeStatus({ app, resolved, observed, gatewayUrl, now }: Stat
   }
 
   // Model: what pods show now; else what was known about the same model (pods come and go, the volume stays).
-  const model = observeModel(observed.pods);
+  const model = observeModel(observed.pods, observed.cacheJob);
   const sameModel = prev.modelRef === resolved.spec.model;
   const volume = resolved.spec.modelVolume.name;
   let digest = sameModel ? prev.model : undefined;
@@ -219,12 +250,15 @@ export function computeStatus({ app, resolved, observed, gatewayUrl, now }: Stat
     });
   } else if (model.failed) {
     set({ type: CONDITION.ModelCached, status: "False", reason: model.failed.reason, message: model.failed.message });
-  } else if (model.pulling || observed.cacheJob) {
+  } else if (model.pulling || observed.cacheJob?.state === "running") {
+    const job = observed.cacheJob?.state === "running" ? observed.cacheJob.name : undefined;
     set({
       type: CONDITION.ModelCached,
       status: "False",
       reason: REASON.Pulling,
-      message: `pulling ${resolved.spec.model} into volume ${volume}${observed.cacheJob ? ` (Job ${observed.cacheJob.name})` : ""}`,
+      message: model.stuck
+        ? `Job ${job} cannot pull ${resolved.spec.model} yet: ${model.stuck}`
+        : `pulling ${resolved.spec.model} into volume ${volume}${job ? ` (Job ${job})` : ""}`,
     });
   } else {
     // No pod says anything now (scaled to zero): what was known about the same model still holds.

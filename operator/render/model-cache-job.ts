@@ -7,7 +7,7 @@
 // Deployment's selector nor the Service's (both need the two) ever takes it for a server. It runs where the app's pods
 // run (same node selector, tolerations and runtime class: a volume bound to a zone is bound where the servers are), and
 // asks for no GPU. A model the hub does not have ends the Job at once (podFailurePolicy on prepare's exit code); other
-// failures (the network) are tried again a few times.
+// failures (the network) are tried again a few times, and an evicted pod does not count as one.
 import { PREPARE_EXIT_MODEL_NOT_FOUND } from "../api/v1alpha1/prepare.ts";
 import type { RenderConfig } from "./config.ts";
 import { APP_LABEL, appLabels, controllerRef } from "./labels.ts";
@@ -59,6 +59,8 @@ export function renderModelCacheJob(app: ResolvedApp, config: RenderConfig) {
             action: "FailJob",
             onExitCodes: { containerName: PREPARE_CONTAINER, operator: "In", values: [PREPARE_EXIT_MODEL_NOT_FOUND] },
           },
+          // A pod evicted or preempted (a node drained) is not a failed attempt.
+          { action: "Ignore", onPodConditions: [{ type: "DisruptionTarget" }] },
         ],
       },
       template,

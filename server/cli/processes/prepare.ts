@@ -7,7 +7,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { hubModelName, isHubRef, parseHubRef } from "../../common/hub-ref.ts";
 import { envHelp, parseEnv } from "../../common/config.ts";
-import { withDirLock } from "../../common/dir-lock.ts";
+import { releaseHeldLocks, withDirLock } from "../../common/dir-lock.ts";
 import { PREPARE_EXIT_MODEL_NOT_FOUND } from "../../../operator/api/v1alpha1/prepare.ts";
 import { isAppError } from "../../common/errors.ts";
 import { ServerConfigSchema } from "../../config.ts";
@@ -41,6 +41,11 @@ export const prepareCommand: Command = {
     const report = (r: Record<string, string>) => {
       if (reportFile) fs.writeFileSync(reportFile, `${JSON.stringify(r)}\n`);
     };
+    // A pod deleted mid-pull gives the volume's pull lock up at once (the next pod need not wait out its heartbeat).
+    process.once("SIGTERM", () => {
+      releaseHeldLocks();
+      process.exit(143);
+    });
     try {
       const config = parseEnv(PrepareEnvSchema, ctx.env);
       const store = new ModelStore({ root: config.GANTRY_MODELS });
@@ -61,11 +66,11 @@ export const prepareCommand: Command = {
         const stored = await lookup();
         name = stored
           ? stored.name
-          : // One pull of a model into a volume at a time, whichever pod asks (replicas starting together, the model
-            // cache Job): the others wait, then find the model in place.
+          : // One pull into a volume at a time, whichever pod asks (replicas starting together, the model cache Job;
+            // models may share blobs): the others wait, then find their model in place or pull it.
             (
               await withDirLock(
-                path.join(config.GANTRY_MODELS, "locks", `${model!.replace(/[^\w.-]+/g, "_")}.lock`),
+                path.join(config.GANTRY_MODELS, "locks", "pull"),
                 async () =>
                   (await lookup()) ??
                   pullModel(model!, {
@@ -74,7 +79,10 @@ export const prepareCommand: Command = {
                     token: config.HF_TOKEN,
                     onProgress: (p) => display.update(p),
                   }),
-                { onWait: () => ctx.say(`another process is pulling ${model} into ${config.GANTRY_MODELS}: waiting`) },
+                {
+                  acrossHosts: true,
+                  onWait: () => ctx.say(`another process is pulling into ${config.GANTRY_MODELS}: waiting for it`),
+                },
               )
             ).name;
         if (stored) ctx.say(`${name} is already in ${config.GANTRY_MODELS}`);

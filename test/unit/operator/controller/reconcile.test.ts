@@ -82,8 +82,11 @@ const cachePod = (job: KubernetesObject, state: "running" | { exitCode: number; 
   metadata: {
     name: `${job.metadata!.name}-x7k2p`,
     namespace: "acme",
-    labels: (job as { spec: { template: { metadata: { labels: Record<string, string> } } } }).spec.template.metadata
-      .labels,
+    labels: {
+      ...(job as { spec: { template: { metadata: { labels: Record<string, string> } } } }).spec.template.metadata
+        .labels,
+      "batch.kubernetes.io/job-name": job.metadata!.name!, // as the job controller labels its pods
+    },
   },
   status: {
     containerStatuses: [
@@ -140,43 +143,72 @@ test("a new app at zero replicas: its volume, Deployment, Service and model cach
   assert.ok(events(actions).includes("Normal Created"), events(actions).join(", "));
 });
 
-test("the model cache Job: Pulling while it runs (the Deployment held at zero even when woken), then cached, Ready, deleted", async () => {
+test("the model cache Job: Pulling while it runs, then cached, Ready at zero, deleted", async () => {
   const first = fixture(modelApp());
   await reconcile("acme/chat", first.deps);
   const job = jobOf(first.actions)!;
   const live = first.actions.flatMap((a) => (a.verb === "apply" && a.object.kind !== "Job" ? [a.object] : []));
 
-  // Running, and a request has woken the app (spec.replicas 1): the servers wait for the Job.
-  const woken = { ...modelApp({}, {}), spec: { ...modelApp().spec, replicas: 1 } } as ModelApp;
-  const running = fixture({ ...woken, status: statuses(first.actions)[0] }, [
+  const running = fixture({ ...modelApp(), status: statuses(first.actions)[0] }, [
     ...live,
     job,
     cachePod(job, "running"),
   ] as KubernetesObject[]);
   await reconcile("acme/chat", running.deps);
-  assert.equal(
-    deploymentReplicas(running.actions),
-    undefined,
-    "the Deployment stays at zero while the Job writes the volume",
-  );
   const pulling = statuses(running.actions)[0];
   assert.deepEqual([cachedCondition(pulling)?.reason, ready(pulling)?.reason], ["Pulling", "Pulling"]);
   assert.match(cachedCondition(pulling)!.message, new RegExp(`\\(Job ${job.metadata!.name}\\)`));
   assert.deepEqual(deleted(running.actions), []);
 
-  // Done: cached; the Job goes, and the woken app's servers start.
-  const done = fixture({ ...woken, status: pulling }, [
+  const done = fixture({ ...modelApp(), status: pulling }, [
     ...live,
     finished(job, "Complete"),
     cachePod(job, { exitCode: 0, message: '{"model":"hf.co/org/repo:Q4_K_M","digest":"sha256:abc"}' }),
   ] as KubernetesObject[]);
   await reconcile("acme/chat", done.deps);
   const after = statuses(done.actions)[0];
-  assert.equal(cachedCondition(after)?.status, "True");
-  assert.equal(deploymentReplicas(done.actions), 1, "the woken app's servers start once the Job is done");
+  assert.deepEqual([cachedCondition(after)?.status, ready(after)?.reason], ["True", "ScaledToZero"]);
   assert.equal(after?.model, "sha256:abc");
   assert.deepEqual(deleted(done.actions), [job.metadata!.name]);
   assert.equal(jobOf(done.actions), undefined);
+});
+
+test("a request that wakes the app before its Job is done: the Job goes, the replica starts and pulls (none waits on a Job)", async () => {
+  const first = fixture(modelApp());
+  await reconcile("acme/chat", first.deps);
+  const job = jobOf(first.actions)!;
+  const live = first.actions.flatMap((a) => (a.verb === "apply" && a.object.kind !== "Job" ? [a.object] : []));
+  const woken = { ...modelApp(), spec: { ...modelApp().spec, replicas: 1 } } as ModelApp;
+  const r = fixture({ ...woken, status: statuses(first.actions)[0] }, [
+    ...live,
+    job,
+    cachePod(job, "running"),
+  ] as KubernetesObject[]);
+  await reconcile("acme/chat", r.deps);
+  assert.equal(deploymentReplicas(r.actions), 1);
+  assert.deepEqual([deleted(r.actions), jobOf(r.actions)], [[job.metadata!.name], undefined]);
+});
+
+test("the model changed while its Job ran: the old Job is deleted and its pod says nothing of the new model", async () => {
+  const first = fixture(modelApp());
+  await reconcile("acme/chat", first.deps);
+  const old = jobOf(first.actions)!;
+  const live = first.actions.flatMap((a) => (a.verb === "apply" && a.object.kind !== "Job" ? [a.object] : []));
+  // The old model's Job succeeded, and its pod is still listed while the spec asks for another model.
+  const changed = modelApp({ model: "hf.co/org/other:Q4_K_M" }, { generation: 2 });
+  const r = fixture({ ...changed, status: statuses(first.actions)[0] }, [
+    ...live,
+    finished(old, "Complete"),
+    cachePod(old, { exitCode: 0, message: '{"model":"hf.co/org/repo:Q4_K_M","digest":"sha256:old"}' }),
+  ] as KubernetesObject[]);
+  await reconcile("acme/chat", r.deps);
+  const s = statuses(r.actions)[0];
+  assert.notEqual(cachedCondition(s)?.status, "True", "the other model's pull is not this one's");
+  assert.notEqual(s?.model, "sha256:old");
+  assert.notEqual(ready(s)?.status, "True");
+  const next = jobOf(r.actions)!;
+  assert.notEqual(next.metadata!.name, old.metadata!.name);
+  assert.deepEqual(deleted(r.actions), [old.metadata!.name]);
 });
 
 test("a model the hub does not have: the Job's failure is the app's (Ready=False ModelNotFound); the Job stays, not retried", async () => {

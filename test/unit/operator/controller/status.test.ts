@@ -142,7 +142,11 @@ test("scaled to zero, the model cache Job's pod: Pulling while it runs, then Rea
   const app = modelApp();
   const pulling = status({
     app,
-    observed: { deployment: deployment(0), pods: [cachePod(running)], cacheJob: { name: "chat-cache-abc123" } },
+    observed: {
+      deployment: deployment(0),
+      pods: [cachePod(running)],
+      cacheJob: { name: "chat-cache-abc123", state: "running" },
+    },
   });
   assert.deepEqual(sr(pulling, "ModelCached"), ["False", "Pulling"]);
   assert.match(cond(pulling, "ModelCached").message, /\(Job chat-cache-abc123\)$/);
@@ -477,4 +481,62 @@ test("the computed status satisfies the CRD's status schema", () => {
     const r = ModelAppStatusSchema.safeParse(status(c));
     assert.ok(r.success, r.success ? "" : r.error.message);
   }
+});
+
+test("the model cache Job: a failed attempt while it runs on is a retry, not the app's failure; its end is", () => {
+  const app = modelApp();
+  const blip = exited(1, JSON.stringify({ error: "fetch failed: ECONNRESET", code: "PULL_FAILED" }));
+  const job = (state: "running" | "failed") => ({ name: "chat-cache-abc123", state });
+  const retrying = status({ app, observed: { pods: [cachePod(blip), cachePod(running)], cacheJob: job("running") } });
+  assert.deepEqual(
+    [sr(retrying, "ModelCached"), sr(retrying, "Ready")],
+    [
+      ["False", "Pulling"],
+      ["False", "Pulling"],
+    ],
+  );
+  const waiting = status({ app, observed: { pods: [cachePod(blip)], cacheJob: job("running") } });
+  assert.deepEqual(sr(waiting, "Ready"), ["False", "Pulling"], "between attempts");
+  const gaveUp = status({ app, observed: { pods: [cachePod(blip)], cacheJob: job("failed") } });
+  assert.deepEqual(sr(gaveUp, "Ready"), ["False", "PullFailed"]);
+  assert.match(cond(gaveUp, "Ready").message, /ECONNRESET/);
+  const missing = status({ app, observed: { pods: [cachePod(exited(3, NOT_FOUND))], cacheJob: job("running") } });
+  assert.deepEqual(sr(missing, "Ready"), ["False", "ModelNotFound"], "a missing model is final at once");
+});
+
+test("the model cache Job: complete with its pod already gone is cached; a pod that cannot run says why", () => {
+  const app = modelApp();
+  const complete = status({ app, observed: { pods: [], cacheJob: { name: "chat-cache-abc123", state: "complete" } } });
+  assert.deepEqual(
+    [sr(complete, "ModelCached"), sr(complete, "Ready")],
+    [
+      ["True", "Cached"],
+      ["True", "ScaledToZero"],
+    ],
+  );
+  const unschedulable: V1Pod = {
+    ...cachePod(running),
+    status: {
+      conditions: [
+        { type: "PodScheduled", status: "False", reason: "Unschedulable", message: "0/3 nodes are available" },
+      ],
+    },
+  };
+  const stuck = status({
+    app,
+    observed: { pods: [unschedulable], cacheJob: { name: "chat-cache-abc123", state: "running" } },
+  });
+  assert.deepEqual(sr(stuck, "Ready"), ["False", "Pulling"]);
+  assert.match(
+    cond(stuck, "Ready").message,
+    /^Job chat-cache-abc123 cannot pull .* yet: its pod cannot be scheduled: 0\/3 nodes are available$/,
+  );
+  const badImage = status({
+    app,
+    observed: {
+      pods: [cachePod({ waiting: { reason: "ImagePullBackOff", message: "no such image" } })],
+      cacheJob: { name: "chat-cache-abc123", state: "running" },
+    },
+  });
+  assert.match(cond(badImage, "ModelCached").message, /its pod waits: ImagePullBackOff: no such image$/);
 });

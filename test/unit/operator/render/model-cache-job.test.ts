@@ -69,7 +69,7 @@ test("the Job's pod is the app's (its label) but never a server: neither the Dep
   assert.equal(selects(service.spec.selector), false);
 });
 
-test("a model the hub lacks fails the Job at once; other failures are tried again", () => {
+test("a model the hub lacks fails the Job at once; other failures are tried again; an eviction is no failure", () => {
   const job = jobOf();
   assert.equal(job.spec.backoffLimit, 3);
   assert.deepEqual(job.spec.podFailurePolicy.rules, [
@@ -77,6 +77,7 @@ test("a model the hub lacks fails the Job at once; other failures are tried agai
       action: "FailJob",
       onExitCodes: { containerName: "prepare", operator: "In", values: [PREPARE_EXIT_MODEL_NOT_FOUND] },
     },
+    { action: "Ignore", onPodConditions: [{ type: "DisruptionTarget" }] },
   ]);
 });
 
