@@ -105,6 +105,15 @@ const finished = (job: KubernetesObject, type: "Complete" | "Failed") => ({
   ...job,
   status: { conditions: [{ type, status: "True" }] },
 });
+/** The first reconcile of a new app at zero: its model cache Job, the other objects it applied, and its writes. */
+async function firstReconcile() {
+  const first = fixture(modelApp());
+  await reconcile("acme/chat", first.deps);
+  const job = jobOf(first.actions)!;
+  const live = first.actions.flatMap((a) => (a.verb === "apply" && a.object.kind !== "Job" ? [a.object] : []));
+  return { job, live, first };
+}
+
 /** A status whose model is cached (an app that has run a replica before). */
 const cachedStatus = (): ModelAppStatus => ({
   modelRef: "hf.co/org/repo:Q4_K_M",
@@ -144,10 +153,7 @@ test("a new app at zero replicas: its volume, Deployment, Service and model cach
 });
 
 test("the model cache Job: Pulling while it runs, then cached, Ready at zero, deleted", async () => {
-  const first = fixture(modelApp());
-  await reconcile("acme/chat", first.deps);
-  const job = jobOf(first.actions)!;
-  const live = first.actions.flatMap((a) => (a.verb === "apply" && a.object.kind !== "Job" ? [a.object] : []));
+  const { job, live, first } = await firstReconcile();
 
   const running = fixture({ ...modelApp(), status: statuses(first.actions)[0] }, [
     ...live,
@@ -174,10 +180,7 @@ test("the model cache Job: Pulling while it runs, then cached, Ready at zero, de
 });
 
 test("a request that wakes the app before its Job is done: the Job goes, the replica starts and pulls (none waits on a Job)", async () => {
-  const first = fixture(modelApp());
-  await reconcile("acme/chat", first.deps);
-  const job = jobOf(first.actions)!;
-  const live = first.actions.flatMap((a) => (a.verb === "apply" && a.object.kind !== "Job" ? [a.object] : []));
+  const { job, live, first } = await firstReconcile();
   const woken = { ...modelApp(), spec: { ...modelApp().spec, replicas: 1 } } as ModelApp;
   const r = fixture({ ...woken, status: statuses(first.actions)[0] }, [
     ...live,
@@ -190,10 +193,7 @@ test("a request that wakes the app before its Job is done: the Job goes, the rep
 });
 
 test("the model changed while its Job ran: the old Job is deleted and its pod says nothing of the new model", async () => {
-  const first = fixture(modelApp());
-  await reconcile("acme/chat", first.deps);
-  const old = jobOf(first.actions)!;
-  const live = first.actions.flatMap((a) => (a.verb === "apply" && a.object.kind !== "Job" ? [a.object] : []));
+  const { job: old, live, first } = await firstReconcile();
   // The old model's Job succeeded, and its pod is still listed while the spec asks for another model.
   const changed = modelApp({ model: "hf.co/org/other:Q4_K_M" }, { generation: 2 });
   const r = fixture({ ...changed, status: statuses(first.actions)[0] }, [
@@ -212,10 +212,7 @@ test("the model changed while its Job ran: the old Job is deleted and its pod sa
 });
 
 test("a model the hub does not have: the Job's failure is the app's (Ready=False ModelNotFound); the Job stays, not retried", async () => {
-  const first = fixture(modelApp());
-  await reconcile("acme/chat", first.deps);
-  const job = jobOf(first.actions)!;
-  const live = first.actions.flatMap((a) => (a.verb === "apply" && a.object.kind !== "Job" ? [a.object] : []));
+  const { job, live, first } = await firstReconcile();
   const report = '{"error":"repository org/repo not found on the hub","code":"MODEL_NOT_FOUND"}';
   const failed = fixture({ ...modelApp(), status: statuses(first.actions)[0] }, [
     ...live,
