@@ -114,6 +114,12 @@ async function firstReconcile() {
   return { job, live, first };
 }
 
+/** A Job that succeeded, and its pod's report of the model it pulled. */
+const pulled = (job: KubernetesObject, digest: string) => [
+  finished(job, "Complete"),
+  cachePod(job, { exitCode: 0, message: JSON.stringify({ model: "hf.co/org/repo:Q4_K_M", digest }) }),
+];
+
 /** A status whose model is cached (an app that has run a replica before). */
 const cachedStatus = (): ModelAppStatus => ({
   modelRef: "hf.co/org/repo:Q4_K_M",
@@ -168,8 +174,7 @@ test("the model cache Job: Pulling while it runs, then cached, Ready at zero, de
 
   const done = fixture({ ...modelApp(), status: pulling }, [
     ...live,
-    finished(job, "Complete"),
-    cachePod(job, { exitCode: 0, message: '{"model":"hf.co/org/repo:Q4_K_M","digest":"sha256:abc"}' }),
+    ...pulled(job, "sha256:abc"),
   ] as KubernetesObject[]);
   await reconcile("acme/chat", done.deps);
   const after = statuses(done.actions)[0];
@@ -198,8 +203,7 @@ test("the model changed while its Job ran: the old Job is deleted and its pod sa
   const changed = modelApp({ model: "hf.co/org/other:Q4_K_M" }, { generation: 2 });
   const r = fixture({ ...changed, status: statuses(first.actions)[0] }, [
     ...live,
-    finished(old, "Complete"),
-    cachePod(old, { exitCode: 0, message: '{"model":"hf.co/org/repo:Q4_K_M","digest":"sha256:old"}' }),
+    ...pulled(old, "sha256:old"),
   ] as KubernetesObject[]);
   await reconcile("acme/chat", r.deps);
   const s = statuses(r.actions)[0];
