@@ -7,7 +7,7 @@ export interface AppRef {
   exportName: string;
 }
 
-export const APP_FILE_EXTENSIONS = [".ts", ".mts", ".js", ".mjs"] as const;
+export const APP_FILE_EXTENSIONS = [".ts", ".mts", ".cts", ".js", ".mjs", ".cjs"] as const;
 
 /** Whether an argument names an app (`file::export`) rather than a model (`hf.co/org/repo:Q4_K_M`, `name:tag`). */
 export const isAppRef = (arg: string): boolean => arg.includes("::");

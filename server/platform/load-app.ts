@@ -1,16 +1,17 @@
-// Loads the app that `<file>::<export>` names: imports the app file (.ts, .mts, .js or .mjs; Node strips the types),
-// takes the export — a definition made with defineApp, or a possibly async function returning one — and validates
-// its spec against the ModelApp spec schema. Every failure is one AppFileError naming the file, the export and the
-// field, which the CLI reports with exit code 2.
+// Loads the app that `<file>::<export>` names: imports the app file (.ts, .mts, .cts, .js, .mjs or .cjs; Node strips
+// the types; ES module syntax or CommonJS, whatever the nearest package.json says: app-module-hooks.ts), takes the
+// export — a definition made with defineApp, or a possibly async function returning one — and validates its spec
+// against the ModelApp spec schema. Every failure is one AppFileError naming the file, the export and the field, which
+// the CLI reports with exit code 2.
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
-import { registerHooks } from "node:module";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { ModelAppSpecSchema, type ModelAppSpec } from "../../operator/api/v1alpha1/modelapp.ts";
 import { checkOverrides, checkSpec, InvalidSpecError } from "../../operator/api/v1alpha1/spec-checks.ts";
 import { siblingModule } from "../common/package-files.ts";
 import { isAppDefinition, type AppSpec } from "./app-definition.ts";
+import { registerAppModuleHooks } from "./app-module-hooks.ts";
 import { APP_FILE_EXTENSIONS, parseAppRef, type AppRef } from "./app-ref.ts";
 
 /** A bad app reference, file, export or spec. */
@@ -33,15 +34,6 @@ export interface LoadedApp extends AppRef {
 // App files import { defineApp } from "gantry": that resolves to this running copy of the package, so an app file
 // works wherever it is, without gantry in a node_modules next to it (npm install -g, npx, a checkout).
 const PACKAGE_ENTRY = siblingModule(import.meta.url, "../index").href;
-let hooked = false;
-function resolveGantryToSelf(): void {
-  if (hooked) return;
-  hooked = true;
-  registerHooks({
-    resolve: (specifier, context, next) =>
-      specifier === "gantry" ? { url: PACKAGE_ENTRY, shortCircuit: true } : next(specifier, context),
-  });
-}
 
 const firstLine = (e: unknown): string => (e instanceof Error ? e.message : String(e)).split("\n")[0]!.trim();
 
@@ -57,14 +49,26 @@ async function importAppFile(ref: AppRef, cwd: string): Promise<Record<string, u
     throw new AppFileError(`${ref.file}: no such file`);
   }
   if (!stat.isFile()) throw new AppFileError(`${ref.file}: not a file`);
-  resolveGantryToSelf();
+  registerAppModuleHooks(PACKAGE_ENTRY);
   const url = pathToFileURL(file).href;
   try {
-    return (await import(url)) as Record<string, unknown>;
+    return moduleExports((await import(url)) as Record<string, unknown>);
   } catch (e) {
     const line = e instanceof SyntaxError ? syntaxErrorLine(file, e) : undefined;
     throw new AppFileError(`${ref.file}${line ? `:${line}` : ""}: cannot load the app file: ${firstLine(e)}`);
   }
+}
+
+/**
+ * The exports of an imported app file. A CommonJS file's are the properties of its module.exports, which Node's static
+ * analysis may not all list as named exports (`module.exports = { chat: defineApp(…) }`), and module.exports itself
+ * as `default` (`module.exports = defineApp(…)`).
+ */
+function moduleExports(ns: Record<string, unknown>): Record<string, unknown> {
+  if (!("module.exports" in ns)) return ns;
+  const cjs = ns["module.exports"];
+  const named = typeof cjs === "object" && cjs !== null && !isAppDefinition(cjs) ? cjs : {};
+  return { ...named, default: cjs };
 }
 
 /**

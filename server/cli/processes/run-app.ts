@@ -34,7 +34,7 @@ export const RUN_APP_FLAGS: Record<string, FlagSpec> = {
 export const DEFAULT_APP_PORT = 8080;
 
 export const RUN_APP_HELP = `gantry run <file>::<export> [--app-name <name>] [--auth <mode>] [--port <n>] [--host <addr>]
-  Serves an app (an export of a .ts/.mts/.js/.mjs file made with defineApp, or a function returning one) on this
+  Serves an app (an export of a .ts/.mts/.cts/.js/.mjs/.cjs file made with defineApp, or a function returning one) on this
   machine until Ctrl-C: pulls its model (progress shown; the first run downloads it, later runs use the local
   store), applies its Modelfile overrides, and serves it through the gateway's pipeline at {url}/local/<app>/v1/...
   (org local), and at plain {url}/v1/... and {url}/api/... The app's server settings and plain env values apply;

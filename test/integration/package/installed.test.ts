@@ -13,6 +13,7 @@ import { VERSION } from "../../../server/common/version.ts";
 import { testEngineBuild } from "../../support/engine-build.ts";
 import { installedGantry, type InstalledGantry } from "../../support/installed-gantry.ts";
 import { tinyModelPath } from "../../support/models.ts";
+import { PROJECT_KINDS, userProject } from "../../support/user-project.ts";
 import { freePort, REPO, startTestServer, type TestServer } from "../../support/server.ts";
 import { runCli, type CliResult } from "../cli/run-cli.ts";
 
@@ -110,28 +111,36 @@ test("without a compiler the first engine use says once that the prebuilt binary
   assert.doesNotMatch(second.logs(), /gantry: engine/, "said once, not on every start");
 });
 
-test('app files import { defineApp } from "gantry" anywhere; bad ones exit 2 naming file, export and field', async () => {
-  fs.writeFileSync(
-    path.join(work, "app.ts"),
-    `import { defineApp } from "gantry";
+test('app files import { defineApp } from "gantry" in any project (npm init -y, "type": "module", none); bad ones exit 2', async () => {
+  const source = `import { defineApp } from "gantry";
 export const chat = defineApp({ model: "hf.co/org/repo:Q4_K_M", scaling: { minReplicas: 0, maxReplicas: 3 } });
 export const wrong = defineApp({ model: "hf.co/org/repo", scaling: { maxReplicas: 0 } });
-`,
-  );
-  // The app loads (so the command goes on to the cluster, and fails there: exit 1, not 2).
-  const ok = await gantryCli(["deploy", "app.ts::chat", "--kubeconfig", path.join(work, "no-kubeconfig")]);
-  assert.equal(ok.code, 1, ok.stderr);
-  assert.match(ok.stderr, /^Error: cannot read the kubeconfig /);
-  const cases: [string[], RegExp][] = [
-    [["deploy", "app.ts::chats"], /^Error: app\.ts has no export "chats" \(exports that are apps: chat, wrong\)\n$/],
-    [["deploy", "app.ts::wrong"], /^Error: app\.ts::wrong: invalid app: spec\.scaling\.maxReplicas: Too small/],
-    [["deploy", "nope.ts::chat"], /^Error: nope\.ts: no such file\n$/],
-  ];
-  for (const [args, message] of cases) {
-    const r = await gantryCli(args);
-    assert.equal(r.code, 2, `${args.join(" ")}: ${r.stderr}`);
-    assert.match(r.stderr, message);
-    assert.equal(r.stdout, "");
+`;
+  for (const kind of PROJECT_KINDS) {
+    const project = userProject(kind, work);
+    fs.writeFileSync(path.join(project, "app.ts"), source);
+    fs.writeFileSync(
+      path.join(project, "legacy.js"),
+      'const { defineApp } = require("gantry");\nmodule.exports = { chat: defineApp({ model: "hf.co/org/repo" }) };\n',
+    );
+    // The app loads (so the command goes on to the cluster, and fails there: exit 1, not 2).
+    for (const ref of ["app.ts::chat", ...(kind === "module" ? [] : ["legacy.js::chat"])]) {
+      const ok = await gantryCli(["deploy", ref, "--kubeconfig", path.join(work, "no-kubeconfig")], {}, project);
+      assert.equal(ok.code, 1, `${kind} ${ref}: ${ok.stderr}`);
+      assert.match(ok.stderr, /^Error: cannot read the kubeconfig [^\n]*\n$/, `${kind} ${ref}: one line, no warning`);
+    }
+    const cases: [string[], RegExp][] = [
+      [["deploy", "app.ts::chats"], /^Error: app\.ts has no export "chats" \(exports that are apps: chat, wrong\)\n$/],
+      [["deploy", "app.ts::wrong"], /^Error: app\.ts::wrong: invalid app: spec\.scaling\.maxReplicas: Too small/],
+      [["run", "app.ts::missing"], /^Error: app\.ts has no export "missing" \(exports that are apps: chat, wrong\)\n$/],
+      [["deploy", "nope.ts::chat"], /^Error: nope\.ts: no such file\n$/],
+    ];
+    for (const [args, message] of cases) {
+      const r = await gantryCli(args, {}, project);
+      assert.equal(r.code, 2, `${kind}: ${args.join(" ")}: ${r.stderr}`);
+      assert.match(r.stderr, message, kind);
+      assert.equal(r.stdout, "");
+    }
   }
 });
 

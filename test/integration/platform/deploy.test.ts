@@ -7,7 +7,6 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
 import { CoreV1Api, type V1Pod } from "@kubernetes/client-node";
@@ -28,6 +27,7 @@ import {
   startTestOperator,
   type TestOperator,
 } from "../../support/operator.ts";
+import { userProject } from "../../support/user-project.ts";
 import { freePort, REPO } from "../../support/server.ts";
 import { runCli, type CliResult } from "../cli/run-cli.ts";
 import { eventually, operatorCluster, readApp, type OperatorCluster } from "../operator/helpers.ts";
@@ -41,7 +41,7 @@ before(async () => {
   [c, gantry] = await Promise.all([operatorCluster(), installedGantry()]);
   core = c.kc.makeApiClient(CoreV1Api);
   ns = await createTestNamespace(c.kc, "org-deploy");
-  work = fs.mkdtempSync(path.join(os.tmpdir(), "gantry-deploy-"));
+  work = userProject("npm-init"); // app files below are written into a project as `npm init -y` makes it
   hub = await startHubServer({ host: "0.0.0.0" });
   await hub.register({
     org: "HuggingFaceTB",

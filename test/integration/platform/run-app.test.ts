@@ -6,7 +6,6 @@
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
 import { Ollama } from "ollama";
@@ -16,6 +15,7 @@ import { installedGantry, type InstalledGantry } from "../../support/installed-g
 import { tinyModelPath } from "../../support/models.ts";
 import { curl, printedCurl } from "../../support/printed-example.ts";
 import { freePort, REPO } from "../../support/server.ts";
+import { userProject } from "../../support/user-project.ts";
 import { runCli } from "../cli/run-cli.ts";
 
 const MODEL = "hf.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF:Q4_K_M";
@@ -31,7 +31,9 @@ before(async () => {
     repo: "SmolLM2-135M-Instruct-GGUF",
     files: { "SmolLM2-135M-Instruct-Q4_K_M.gguf": await tinyModelPath({ controlLogit: -8 }) },
   });
-  work = fs.mkdtempSync(path.join(os.tmpdir(), "gantry-run-app-"));
+  // A user's project as `npm init -y` makes it ("type": "commonjs"), holding a copy of the example app.
+  work = userProject("npm-init");
+  fs.copyFileSync(path.join(REPO, "examples", "chat.ts"), path.join(work, "app.ts"));
   models = path.join(work, "home", "models");
 });
 
@@ -160,22 +162,19 @@ test("run examples/chat.ts::chat: downloads on the first run, answers openai, ol
   await assert.rejects(fetch(`${base}/v1/models`), "nothing listens any more");
 });
 
-test("run --auth private: a temporary key printed once; no key or a wrong one is 401 in each API's shape; SIGTERM stops it", async () => {
+test("run --auth private in an `npm init -y` project: a temporary key printed once; no key or a wrong one is 401 in each API's shape; SIGTERM stops it", async () => {
   const port = await freePort();
-  const app = await startRun(
-    [
-      "examples/chat.ts::chat",
-      "--auth",
-      "private",
-      "--app-name",
-      "demo",
-      "--port",
-      String(port),
-      "--host",
-      "127.0.0.1",
-    ],
-    REPO,
-  );
+  const app = await startRun([
+    "app.ts::chat",
+    "--auth",
+    "private",
+    "--app-name",
+    "demo",
+    "--port",
+    String(port),
+    "--host",
+    "127.0.0.1",
+  ]);
   const url = `http://127.0.0.1:${port}/local/demo`;
   const base = `http://127.0.0.1:${port}`;
   assert.match(app.stdout(), new RegExp(`^demo is running at ${url} \\(private: requests need the key below`));
@@ -288,7 +287,7 @@ export const overrides = defineApp({ model: "hf.co/org/repo-GGUF", modelfile: "F
     ["bad.ts::answer", /^Error: bad\.ts::answer is a number, not an app definition .*\n$/],
     ["bad.ts::wrong", /^Error: bad\.ts::wrong: invalid app: spec\.scaling\.maxReplicas: Too small.*\n$/],
     ["bad.ts::overrides", /^Error: bad\.ts::overrides: invalid app: spec\.modelfile: .*\n$/],
-    ["bad.txt::chat", /^Error: bad\.txt: an app file ends in \.ts, \.mts, \.js, \.mjs\n$/],
+    ["bad.txt::chat", /^Error: bad\.txt: an app file ends in \.ts, \.mts, \.cts, \.js, \.mjs, \.cjs\n$/],
   ];
   for (const [ref, message] of cases) {
     const r = await runCli(["run", ref], { bin: gantry.bin, cwd: work, env: env() });

@@ -73,7 +73,10 @@ test(".mts, .js and .mjs app files load too", async () => {
 
 test("a missing file, another extension, a syntax error: the file (and line) in the message", async () => {
   assert.equal(await failure("nope.ts::chat"), "nope.ts: no such file");
-  assert.match(await failure("app.json::chat"), /^app\.json: an app file ends in \.ts, \.mts, \.js, \.mjs$/);
+  assert.match(
+    await failure("app.json::chat"),
+    /^app\.json: an app file ends in \.ts, \.mts, \.cts, \.js, \.mjs, \.cjs$/,
+  );
   assert.match(await failure("broken.mjs::chat"), /^broken\.mjs:2: cannot load the app file: Unexpected token ','/);
   assert.match(await failure("broken.ts::chat"), /^broken\.ts:1: cannot load the app file: /);
   assert.match(await failure("apps.ts"), /"apps.ts" is not <file>::<function>/);
@@ -133,4 +136,62 @@ test("validateAppSpec lists every problem at once, with its path", () => {
   const unknown = validateAppSpec({ model: "m", extra: true, env: [{ name: "A", value: "1", valueFromm: {} }] });
   assert.ok("issues" in unknown);
   assert.deepEqual(unknown.issues, ["spec.extra: unknown field", "spec.env[0].valueFromm: unknown field"]);
+});
+
+/** A project folder as `npm init -y` (npm 11) makes it: "type": "commonjs" (or another package.json). */
+function project(name: string, pkg: object | undefined, files: Record<string, string>): string {
+  const root = path.join(dir, name);
+  fs.mkdirSync(root);
+  if (pkg) fs.writeFileSync(path.join(root, "package.json"), JSON.stringify({ name, version: "1.0.0", ...pkg }));
+  for (const [f, text] of Object.entries(files)) fs.writeFileSync(path.join(root, f), text);
+  return root;
+}
+
+const esm = (model: string) => `import { defineApp } from "gantry";
+import { base } from "./base.ts";
+const org: string = base;
+export const chat = defineApp({ model: \`hf.co/\${org}/${model}\` });
+`;
+const cjsFiles = {
+  "base.ts": 'export const base = "org";\n',
+  "app.ts": esm("ts"),
+  "app.js": esm("js").replace("const org: string", "const org"),
+  "exports.ts":
+    'const { defineApp } = require("gantry");\nexports.chat = defineApp({ model: "hf.co/org/exports" as string });\n',
+  "object.js":
+    'const gantry = require("gantry");\nmodule.exports = { chat: gantry.defineApp({ model: "hf.co/org/object" }) };\n',
+  "single.cjs": 'module.exports = require("gantry").defineApp({ model: "hf.co/org/single" });\n',
+  "module.mts": 'import { defineApp } from "gantry";\nexport const chat = defineApp({ model: "hf.co/org/mts" });\n',
+};
+
+test('a CommonJS project (npm init -y: "type": "commonjs"): ES module syntax and require("gantry") both load', async () => {
+  const root = project("cjs", { type: "commonjs" }, cjsFiles);
+  const model = async (ref: string) => (await loadApp(ref, root, "cluster")).spec.model;
+  assert.equal(await model("app.ts::chat"), "hf.co/org/ts");
+  assert.equal(await model("app.js::chat"), "hf.co/org/js");
+  assert.equal(await model("exports.ts::chat"), "hf.co/org/exports");
+  assert.equal(await model("object.js::chat"), "hf.co/org/object");
+  assert.equal(await model("single.cjs::default"), "hf.co/org/single");
+  assert.equal(await model("module.mts::chat"), "hf.co/org/mts");
+  const missing = await loadApp("app.ts::missing", root, "cluster").then(
+    () => "loaded",
+    (e: unknown) => (e as Error).message,
+  );
+  assert.equal(missing, 'app.ts has no export "missing" (exports that are apps: chat)');
+  const missingCjs = await loadApp("object.js::missing", root, "cluster").then(
+    () => "loaded",
+    (e: unknown) => (e as Error).message,
+  );
+  assert.equal(missingCjs, 'object.js has no export "missing" (exports that are apps: chat)');
+});
+
+test('a "type": "module" project and a folder without package.json load the same files', async () => {
+  for (const [name, pkg] of [
+    ["esm", { type: "module" }],
+    ["bare", undefined],
+  ] as const) {
+    const root = project(name, pkg, { "base.ts": cjsFiles["base.ts"], "app.ts": esm("ts"), "app.mts": esm("mts") });
+    assert.equal((await loadApp("app.ts::chat", root, "cluster")).spec.model, "hf.co/org/ts", name);
+    assert.equal((await loadApp("app.mts::chat", root, "cluster")).spec.model, "hf.co/org/mts", name);
+  }
 });
