@@ -18,6 +18,20 @@ export function parseByteSize(v: string): number | undefined {
   return n > 0 ? n : undefined;
 }
 
+/** "chat=hf.co/org/repo:Q4_K_M,bot=chat" → { chat: "hf.co/…", bot: "chat" }; undefined if malformed. */
+export function parseModelAliases(v: string): Record<string, string> | undefined {
+  const out: Record<string, string> = {};
+  for (const item of v
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)) {
+    const m = /^([^=\s]+)\s*=\s*([^=\s]+)$/.exec(item);
+    if (!m) return undefined;
+    out[m[1]!] = m[2]!;
+  }
+  return out;
+}
+
 export const ServerConfigSchema = z.object({
   GANTRY_HOST: HostPortSchema.default("127.0.0.1:11434").describe(
     "Address the server listens on and the CLI connects to (host:port, or http://host:port)",
@@ -100,6 +114,13 @@ export const ServerConfigSchema = z.object({
     .default("")
     .describe(
       "Models this server lists and serves, comma-separated names (or .gguf paths); every other model in the store is hidden and answers 404 (the operator sets it to the app's model, so apps sharing a model volume see only their own); empty = all",
+    ),
+  GANTRY_MODEL_ALIASES: z
+    .string()
+    .default("")
+    .refine((v) => parseModelAliases(v) !== undefined, "must be alias=model pairs, comma-separated")
+    .describe(
+      "Other names that select a model, comma-separated alias=model pairs (the operator sets <app>=<the app's model>, so a request may name the app); /v1/models lists them after the model",
     ),
   GANTRY_ORIGINS: z
     .string()

@@ -3,7 +3,7 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { parseKeepAlive } from "./common/duration.ts";
 import type { Logger } from "./common/logger.ts";
 import { parseHostPort } from "./common/host-port.ts";
-import { parseByteSize, type ServerConfig } from "./config.ts";
+import { parseByteSize, parseModelAliases, type ServerConfig } from "./config.ts";
 import { createEngine } from "./engine/engine.ts";
 import { engineBuildSettings } from "./engine/native/patched-build.ts";
 import type { EngineTuning } from "./engine/tuning.ts";
@@ -33,6 +33,7 @@ export interface RunningServer {
   server: Server;
   url: string;
   engine: Engine;
+  store: ModelStore;
   readiness: ReadinessState;
   /**
    * Loads a model of the store and keeps it loaded, as --model does (/health says 503 meanwhile); rejects when the
@@ -48,7 +49,12 @@ export async function startServer(
   logger: Logger,
   opts: { preload?: string[]; tuning?: EngineTuning } = {},
 ): Promise<RunningServer> {
-  const store = new ModelStore({ root: config.GANTRY_MODELS, logger, only: splitList(config.GANTRY_ONLY_MODELS) });
+  const store = new ModelStore({
+    root: config.GANTRY_MODELS,
+    logger,
+    only: splitList(config.GANTRY_ONLY_MODELS),
+    aliases: parseModelAliases(config.GANTRY_MODEL_ALIASES),
+  });
   const metrics = new ServerMetrics();
   const engine = await createEngine({
     logger,
@@ -147,5 +153,5 @@ export async function startServer(
       await closed;
       logger.info("stopped");
     })());
-  return { server, url, engine, readiness, load, close };
+  return { server, url, engine, store, readiness, load, close };
 }

@@ -56,6 +56,8 @@ function serverEnv(app: ResolvedApp, config: Pick<RenderConfig, "serverPort">): 
     GANTRY_GPU: gpuSetting(app),
     // The model volume may hold other apps' models: the pod lists and serves its app's model only.
     GANTRY_ONLY_MODELS: app.servedModel,
+    // Requests may name the app instead of its model, as fal's users address an app by its name.
+    GANTRY_MODEL_ALIASES: `${app.name}=${app.servedModel}`,
     // A pod behind the gateway fetches no URLs on a caller's behalf (image_url parts must be data URLs); an app may
     // turn it on through spec.env.
     GANTRY_ALLOW_REMOTE_IMAGES: "false",
@@ -64,7 +66,7 @@ function serverEnv(app: ResolvedApp, config: Pick<RenderConfig, "serverPort">): 
   };
   return mergeEnv(
     own,
-    (app.spec.env ?? []).filter((e) => e.name !== "GANTRY_ONLY_MODELS"),
+    (app.spec.env ?? []).filter((e) => e.name !== "GANTRY_ONLY_MODELS" && e.name !== "GANTRY_MODEL_ALIASES"),
   );
 }
 

@@ -34,41 +34,85 @@ export class ModelStore implements ModelResolver {
   /** Digests of ad-hoc GGUF files, keyed by path, mtime and size so an edited file is hashed again. */
   private readonly fileDigests = new Map<string, Promise<Digest>>();
   /** With `only`: the models this store shows (qualified names in lower case, .gguf paths resolved). */
-  private readonly only: ReadonlySet<string> | undefined;
+  private only: ReadonlySet<string> | undefined;
   /** The `only` references as given, named in the not-found error of another model. */
-  private readonly onlyNames: readonly string[];
+  private onlyNames: readonly string[] = [];
+  /** Other names of models (key: the alias's first onlyKeys key), as given: alias → model. */
+  private aliases = new Map<string, { alias: string; model: string }>();
 
   /**
    * `only` (GANTRY_ONLY_MODELS): the models this store lists and resolves; every other one in the directory is hidden
    * and "not found", as if absent (the pod of an app shares its model volume with other apps). Empty or absent: all.
+   * `aliases` (GANTRY_MODEL_ALIASES): other names that select a model (an app's name selects its model).
    */
-  constructor(opts: { root: string; logger?: Logger; only?: readonly string[] }) {
+  constructor(opts: {
+    root: string;
+    logger?: Logger;
+    only?: readonly string[];
+    aliases?: Readonly<Record<string, string>>;
+  }) {
     this.root = path.resolve(opts.root);
     this.blobs = new BlobStore(this.root);
     this.manifests = new ManifestStore(this.root);
     this.logger = opts.logger ?? silentLogger;
+    this.restrict(opts);
+  }
+
+  /** Sets `only` and `aliases` (see the constructor); `gantry run` sets them once it knows the model it serves. */
+  restrict(opts: { only?: readonly string[]; aliases?: Readonly<Record<string, string>> }): void {
     this.only = opts.only?.length ? new Set(opts.only.flatMap((ref) => onlyKeys(ref))) : undefined;
     this.onlyNames = opts.only ?? [];
+    this.aliases = new Map();
+    for (const [alias, model] of Object.entries(opts.aliases ?? {})) {
+      const key = onlyKeys(alias)[0];
+      // An alias spelling the model's own name (`chat` for `chat:latest`) already selects it.
+      if (key !== undefined && key !== onlyKeys(model)[0]) this.aliases.set(key, { alias, model });
+    }
+  }
+
+  /** The model a reference selects: the model of an alias, else the reference itself. */
+  private canonical(ref: string): string {
+    if (this.aliases.size === 0) return ref;
+    const key = onlyKeys(ref)[0];
+    return (key !== undefined && this.aliases.get(key)?.model) || ref;
+  }
+
+  /** The aliases that select a model (as /v1/models lists them, after the model's own name). */
+  aliasesOf(name: string): string[] {
+    const key = onlyKeys(name)[0];
+    return [...this.aliases.values()].filter((a) => onlyKeys(a.model)[0] === key).map((a) => a.alias);
   }
 
   /** Whether a reference names a model this store shows (always, without `only`). */
   shows(ref: string): boolean {
     const only = this.only;
-    return !only || onlyKeys(ref).some((k) => only.has(k));
+    return !only || onlyKeys(this.canonical(ref)).some((k) => only.has(k));
   }
 
   private assertShown(ref: string): void {
     if (this.only && onlyKeys(ref).length > 0 && !this.shows(ref))
       throw new AppError(
         "MODEL_NOT_FOUND",
-        `model "${ref}" not found: this server serves ${this.onlyNames.map((n) => JSON.stringify(n)).join(", ")} ` +
-          "(GET /v1/models or /api/tags lists it)",
+        `model "${ref}" not found: this server serves ${this.servedNames()} (GET /v1/models or /api/tags lists it)`,
         { param: "model" },
       );
   }
 
+  /** The served models, each with its aliases: `"hf.co/org/repo:Q4_K_M" (also "chat")`. */
+  private servedNames(): string {
+    return this.onlyNames
+      .map((n) => {
+        const aliases = this.aliasesOf(n);
+        return (
+          JSON.stringify(n) + (aliases.length ? ` (also ${aliases.map((a) => JSON.stringify(a)).join(", ")})` : "")
+        );
+      })
+      .join(", ");
+  }
+
   /** A stored model by name, or a path ending in ".gguf" to a file on this machine (used as it is, not imported). */
-  async resolve(ref: string): Promise<ModelSpec> {
+  async resolve(alias: string): Promise<ModelSpec> {
+    const ref = this.canonical(alias);
     this.assertShown(ref);
     const { displayName, layers } = await this.locate(ref);
     // llama.cpp finds the other parts of a split model only next to the first, under the split naming pattern.
@@ -158,7 +202,8 @@ export class ModelStore implements ModelResolver {
   }
 
   /** What /api/show reports of a model (verbose: every GGUF metadata array in full). */
-  async describe(name: string, opts: { verbose?: boolean } = {}): Promise<ModelDescription> {
+  async describe(alias: string, opts: { verbose?: boolean } = {}): Promise<ModelDescription> {
+    const name = this.canonical(alias);
     this.assertShown(name);
     const { displayName, layers, modifiedAt } = await this.locate(name);
     const summary = opts.verbose

@@ -129,6 +129,8 @@ export interface ModelResolver {
   /** Resolves a model reference to what the engine needs. Throws AppError MODEL_NOT_FOUND / MODEL_INVALID_NAME. */
   resolve(ref: string): Promise<ModelSpec>;
   list(): Promise<ModelSummary[]>;
+  /** Other names that select the model named `name` (GANTRY_MODEL_ALIASES): /v1/models lists them after it. */
+  aliasesOf(name: string): string[];
   /** What a resolved model can do, as /api/show lists it ("completion", "embedding", "vision", …). */
   capabilities(model: ModelSpec): Promise<string[]>;
 }

@@ -48,7 +48,8 @@ export const deployCommand: Command = {
   group: "platform",
   usage: "gantry deploy <file>::<export> --app-name <name> [--auth <mode>]",
   summary: "Deploy an app definition to the cluster as a ModelApp; waits until it is ready and prints its URL",
-  details: () => `Renders the app (an export of a .ts/.mts/.cts/.js/.mjs/.cjs file made with defineApp, or a function returning
+  details:
+    () => `Renders the app (an export of a .ts/.mts/.cts/.js/.mjs/.cjs file made with defineApp, or a function returning
 one) into a ModelApp named --app-name in the org, applies it (server-side apply, field manager gantry-cli), then
 follows it: Scheduled, ModelCached (with the download's progress), Ready. A failure (InsufficientGPU,
 ModelNotFound, InvalidSpec…) ends the wait with exit code 1; a bad app file exits with 2. Deploying again updates

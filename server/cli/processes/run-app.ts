@@ -141,6 +141,8 @@ export async function runApp(args: string[], ctx: CliContext): Promise<void> {
       const { createWithOverrides } = await import("../commands/create.ts");
       await createWithOverrides(local, served, base, plan.overrides);
     }
+    // As a pod does: only the app's model, which the app's name selects too.
+    server.store.restrict({ only: [served], aliases: { [name]: served } });
     ctx.say(`loading ${served}`);
     await server.load(served);
     gateway.serve(server.url, plan.base, served);

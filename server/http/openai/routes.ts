@@ -143,14 +143,14 @@ export function openaiRoutes(deps: ServerDeps): Router {
   });
 
   r.get("/models", async (_req, res) => {
-    const models = await deps.store.list();
-    res.json({ object: "list", data: await Promise.all(models.map((m) => openaiModel(deps, m))) });
+    const named = await listedModels(deps);
+    res.json({ object: "list", data: await Promise.all(named.map((m) => openaiModel(deps, m))) });
   });
 
   r.get("/models/*id", async (req, res) => {
     const raw = (req.params as { id: string | string[] }).id;
     const id = Array.isArray(raw) ? raw.join("/") : raw;
-    const m = (await deps.store.list()).find((x) => x.name === id || x.name === `${id}:latest`);
+    const m = (await listedModels(deps)).find((x) => x.name === id || x.name === `${id}:latest`);
     if (!m) throw new AppError("MODEL_NOT_FOUND", `model "${id}" not found`, { param: "model" });
     res.json(await openaiModel(deps, m));
   });
@@ -179,6 +179,14 @@ export function openaiRoutes(deps: ServerDeps): Router {
   });
 
   return r;
+}
+
+/**
+ * The names /v1/models lists: each model, then the other names that select it (an app's name), so clients that take
+ * the first id get the model's own name.
+ */
+async function listedModels(deps: ServerDeps): Promise<Array<{ name: string; modifiedAt: Date }>> {
+  return (await deps.store.list()).flatMap((m) => [m, ...deps.store.aliasesOf(m.name).map((name) => ({ ...m, name }))]);
 }
 
 /** A model as /v1/models lists it, with what it can do (capabilities: "completion", "vision", "embedding"). */

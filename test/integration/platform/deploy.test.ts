@@ -167,7 +167,18 @@ test("deploy examples/chat.ts::chat --app-name demo --auth private: the example'
   const openai = (apiKey: string) => new OpenAI({ baseURL: `${url}/v1`, apiKey, maxRetries: 0 });
   assert.deepEqual(
     (await openai(key).models.list()).data.map((m) => m.id),
-    [MODEL],
+    [MODEL, "demo"],
+    "the model first, then the app's name",
+  );
+  const byAppName = await openai(key).chat.completions.create({
+    model: "demo",
+    messages: [{ role: "user", content: "hi" }],
+    max_tokens: 2,
+  });
+  assert.equal(byAppName.choices[0]?.message.role, "assistant", "the app's name selects its model");
+  await assert.rejects(
+    openai(key).chat.completions.create({ model: "other", messages: [{ role: "user", content: "hi" }] }),
+    OpenAI.NotFoundError,
   );
   await assert.rejects(openai("not-a-key").models.list(), OpenAI.AuthenticationError);
   const ollama = await new Ollama({ host: url, headers: { Authorization: `Key ${key}` } }).chat({

@@ -120,8 +120,20 @@ test("run examples/chat.ts::chat: downloads on the first run, answers openai, ol
     assert.ok(finish === "length" || finish === "stop", `${baseURL}: the stream finished (${finish})`);
     assert.deepEqual(
       (await openai.models.list()).data.map((m) => m.id),
-      [MODEL],
+      [MODEL, "chat"],
+      "the model first, then the app's name",
     );
+    // The app's name selects its one model, as fal's users address an app; other names stay 404 naming the model.
+    for (const model of ["chat", "chat:latest"]) {
+      const byName = await openai.chat.completions.create({ model, messages: HELLO, max_tokens: 2 });
+      assert.equal(byName.choices[0]?.message.role, "assistant", model);
+    }
+    const other = await openai.chat.completions.create({ model: "chatbot", messages: HELLO, max_tokens: 2 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assert.ok(other instanceof OpenAI.NotFoundError, String(other));
+    assert.match(other.message, new RegExp(`serves "${MODEL.replace(/[.]/g, "\\.")}" \\(also "chat"\\)`));
   }
   for (const host of [url, base]) {
     const ollama = new Ollama({ host });

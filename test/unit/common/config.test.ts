@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { ConfigError, parseEnv } from "../../../server/common/config.ts";
 import { parseHostPort } from "../../../server/common/host-port.ts";
-import { ServerConfigSchema } from "../../../server/config.ts";
+import { parseModelAliases, ServerConfigSchema } from "../../../server/config.ts";
 
 test("defaults apply and empty strings count as unset", () => {
   const c = parseEnv(ServerConfigSchema, { GANTRY_NUM_PARALLEL: "", GANTRY_KEEP_ALIVE: "" });
@@ -43,3 +43,13 @@ const hosts: Array<[string, { host: string; port: number }]> = [
   ["[::1]:7000", { host: "::1", port: 7000 }],
 ];
 for (const [input, want] of hosts) test(`parseHostPort(${input})`, () => assert.deepEqual(parseHostPort(input), want));
+
+test("GANTRY_MODEL_ALIASES: alias=model pairs, comma-separated; anything else is refused naming the variable", () => {
+  assert.deepEqual(parseModelAliases(" chat = hf.co/org/repo:Q4_K_M , bot=chat:latest,"), {
+    chat: "hf.co/org/repo:Q4_K_M",
+    bot: "chat:latest",
+  });
+  assert.deepEqual(parseModelAliases(""), {});
+  for (const bad of ["chat", "chat=", "=model", "a=b=c", "a b=c"]) assert.equal(parseModelAliases(bad), undefined, bad);
+  assert.throws(() => parseEnv(ServerConfigSchema, { GANTRY_MODEL_ALIASES: "chat" }), /GANTRY_MODEL_ALIASES/);
+});

@@ -39,7 +39,12 @@ before(async () => {
   const app = createServerApp({
     logger: pino({ level: "info" }, { write: (line: string) => void logLines.push(line) }),
     engine,
-    store: { resolve: async () => model, list: async () => [], capabilities: async () => ["completion"] },
+    store: {
+      resolve: async () => model,
+      list: async () => [],
+      aliasesOf: () => [],
+      capabilities: async () => ["completion"],
+    },
     metrics: new ServerMetrics(),
     version: "test",
     readiness: { loading: null, shuttingDown: false, failed: null },

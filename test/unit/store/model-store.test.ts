@@ -285,3 +285,26 @@ test("only (GANTRY_ONLY_MODELS): the store lists and serves the named models, th
   assert.equal((await byPath.resolve(gguf)).modelPath, gguf);
   assert.deepEqual(await byPath.list(), []);
 });
+
+test("aliases (GANTRY_MODEL_ALIASES): an app's name selects its one model; other names stay 404 naming both", async () => {
+  const root = await fs.mkdtemp(path.join(os.tmpdir(), "gantry-store-"));
+  const gguf = await tinyModelPath();
+  await new ModelStore({ root }).create({ model: "hf.co/org/repo-GGUF:Q4_K_M", from: gguf });
+  const store = new ModelStore({
+    root,
+    only: ["hf.co/org/repo-GGUF:Q4_K_M"],
+    aliases: { chat: "hf.co/org/repo-GGUF:Q4_K_M", "hf.co/org/repo-GGUF:Q4_K_M": "hf.co/org/repo-GGUF:Q4_K_M" },
+  });
+  for (const name of ["chat", "chat:latest", "CHAT", "hf.co/org/repo-GGUF:q4_k_m"])
+    assert.equal((await store.resolve(name)).name, "hf.co/org/repo-GGUF:Q4_K_M", name);
+  assert.equal((await store.describe("chat")).displayName, "hf.co/org/repo-GGUF:Q4_K_M");
+  assert.deepEqual(store.aliasesOf("hf.co/org/repo-GGUF:Q4_K_M"), ["chat"], "the model's own name is no alias");
+  await assert.rejects(store.resolve("chat:v2"), code("MODEL_NOT_FOUND"), "another tag of the alias is another name");
+  await assert.rejects(store.resolve("other"), {
+    message:
+      'model "other" not found: this server serves "hf.co/org/repo-GGUF:Q4_K_M" (also "chat") ' +
+      "(GET /v1/models or /api/tags lists it)",
+  });
+  store.restrict({});
+  await assert.rejects(store.resolve("chat"), code("MODEL_NOT_FOUND"), "restrict replaces the aliases");
+});

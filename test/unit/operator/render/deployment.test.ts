@@ -276,6 +276,13 @@ test("the server lists and serves only the app's model (GANTRY_ONLY_MODELS), wha
   assert.equal(server.env.filter((e) => e.name === "GANTRY_ONLY_MODELS").length, 1);
 });
 
+test("the app's name selects its model too (GANTRY_MODEL_ALIASES), whatever the user's environment says", () => {
+  const app = resolved({ env: [{ name: "GANTRY_MODEL_ALIASES", value: "x=y" }] });
+  const { server, serverEnv } = render(app);
+  assert.equal(serverEnv.GANTRY_MODEL_ALIASES, `${app.name}=${app.servedModel}`);
+  assert.equal(server.env.filter((e) => e.name === "GANTRY_MODEL_ALIASES").length, 1);
+});
+
 test("prepare gets the models path, the hub URL and the user's environment (for private repos)", () => {
   const { prepareEnv, prepare } = render(
     resolved({
