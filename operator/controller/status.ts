@@ -50,10 +50,29 @@ interface ModelObservation {
 export const isCachePod = (pod: V1Pod): boolean =>
   pod.metadata?.labels?.["app.kubernetes.io/component"] === MODEL_CACHE_COMPONENT;
 
+const IMAGE_PULL_REASONS = new Set(["ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"]);
+
+/**
+ * A container of the pod (init containers first) whose image the node cannot pull, said with the image's name and
+ * what to do: a chart installed without a reachable image shows here first (docs/kubernetes.md, "The image").
+ */
+function imagePullFailure(pod: V1Pod): string | undefined {
+  const all = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
+  const c = all.find((s) => IMAGE_PULL_REASONS.has(s.state?.waiting?.reason ?? ""));
+  if (!c) return undefined;
+  const { reason, message } = c.state!.waiting!;
+  return (
+    `${reason}: the node cannot pull image "${c.image}"${message ? ` (${message})` : ""}; ` +
+    "push it to a registry the nodes reach or load it into the cluster, and set the chart's image.repository"
+  );
+}
+
 /** Why a pod that should run does not: unschedulable, or its container waits on an error; else undefined. */
 function podStuck(pod: V1Pod, container: V1ContainerStatus | undefined): string | undefined {
   const unscheduled = pod.status?.conditions?.find((c) => c.type === "PodScheduled" && c.status === "False");
   if (unscheduled) return `its pod cannot be scheduled: ${unscheduled.message ?? unscheduled.reason ?? "no node fits"}`;
+  const image = imagePullFailure(pod);
+  if (image) return `its pod waits: ${image}`;
   const waiting = container?.state?.waiting;
   if (waiting?.reason && waiting.reason !== "ContainerCreating" && waiting.reason !== "PodInitializing")
     return `its pod waits: ${waiting.reason}${waiting.message ? `: ${waiting.message}` : ""}`;
@@ -174,13 +193,13 @@ function exitWords(code: number, reason?: string): string {
 
 function serverFailure(pods: readonly V1Pod[]): string | undefined {
   for (const pod of pods) {
+    const image = imagePullFailure(pod);
+    if (image) return image;
     const server = pod.status?.containerStatuses?.find((c) => c.name === SERVER_CONTAINER);
     const waiting = server?.state?.waiting;
     if (
       waiting?.reason === "CrashLoopBackOff" ||
-      waiting?.reason === "CreateContainerConfigError" ||
-      waiting?.reason === "ImagePullBackOff" ||
-      waiting?.reason === "ErrImagePull"
+      waiting?.reason === "CreateContainerConfigError"
     ) {
       const ended = server?.lastState?.terminated;
       const last = lastWords(ended?.message) ?? (ended ? exitWords(ended.exitCode, ended.reason) : undefined);

@@ -218,7 +218,7 @@ test("helm install; an operator with the chart's ServiceAccount permissions reco
     "--config",
     "/etc/gantry/operator.yaml",
   ]);
-  assert.equal(deployment.spec?.template.spec?.containers[0]?.image, "ghcr.io/gantry-dev/gantry:test");
+  assert.equal(deployment.spec?.template.spec?.containers[0]?.image, "gantry:test");
 
   // The config the chart renders is one the operator accepts.
   const cm = await c.kc

@@ -33,7 +33,7 @@ const issuesOf = (fn: () => unknown): string[] => {
 test("an empty config has the defaults and both default profiles", () => {
   for (const input of [undefined, null, {}]) {
     const c = parseOperatorConfig(input);
-    assert.equal(c.image, `ghcr.io/gantry-dev/gantry:${VERSION}`);
+    assert.equal(c.image, `gantry:${VERSION}`);
     assert.equal(c.gatewayUrl, "http://gantry-gateway.gantry-system.svc");
     assert.equal(c.serverPort, 11434);
     assert.equal(c.workers, 8);

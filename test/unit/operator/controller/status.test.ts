@@ -538,5 +538,20 @@ test("the model cache Job: complete with its pod already gone is cached; a pod t
       cacheJob: { name: "chat-cache-abc123", state: "running" },
     },
   });
-  assert.match(cond(badImage, "ModelCached").message, /its pod waits: ImagePullBackOff: no such image$/);
+  assert.match(
+    cond(badImage, "ModelCached").message,
+    /its pod waits: ImagePullBackOff: the node cannot pull image "gantry:1" \(no such image\); push it to a registry/,
+  );
+});
+
+test("a server pod whose image cannot be pulled (init container first): Ready False naming the image", () => {
+  for (const p of [
+    pod({ node: "n1", prepare: { waiting: { reason: "ImagePullBackOff", message: "Back-off pulling image" } } }),
+    pod({ node: "n1", prepare: exited(0), server: { waiting: { reason: "ErrImagePull" } } }),
+  ]) {
+    const s = status({ observed: { deployment: deployment(1), pods: [p] } });
+    assert.deepEqual(sr(s, "Ready"), ["False", "ServerFailed"]);
+    assert.match(cond(s, "Ready").message, /^(ImagePullBackOff|ErrImagePull): the node cannot pull image "gantry:1"/);
+    assert.match(cond(s, "Ready").message, /set the chart's image\.repository$/);
+  }
 });
