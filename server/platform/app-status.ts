@@ -48,6 +48,28 @@ export interface AppSummary {
   created: string | null;
 }
 
+/**
+ * How this machine reaches an app whose URL is the gateway Service's cluster-internal address
+ * (`http://gantry-gateway.gantry-system.svc/acme/chat`: no Ingress or gatewayUrl was set), or undefined for any
+ * other URL: a port-forward to that Service and the --base-url that makes the printed URLs work from here.
+ */
+export function clusterInternalHint(url: string): string | undefined {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return undefined;
+  }
+  const m = /^([a-z0-9-]+)\.([a-z0-9-]+)\.svc(?:\.cluster\.local)?$/.exec(u.hostname);
+  if (!m) return undefined;
+  const port = u.port || (u.protocol === "https:" ? "443" : "80");
+  return (
+    `${u.host} is the gateway's address inside the cluster. From this machine:\n` +
+    `  kubectl -n ${m[2]} port-forward svc/${m[1]} 8080:${port} &\n` +
+    "  then add --base-url http://127.0.0.1:8080 (or set the chart's gateway.ingress or operator.config.gatewayUrl)"
+  );
+}
+
 export function summarizeApp(app: ModelApp, baseUrl: string | undefined): AppSummary {
   const ready = observed(app) ? condition(app, CONDITION.Ready) : undefined;
   const spec = app.spec as Partial<ModelApp["spec"]>;

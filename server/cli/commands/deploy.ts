@@ -8,7 +8,7 @@ import {
   type RolloutStrategy,
 } from "../../../operator/api/v1alpha1/modelapp.ts";
 import { parseKeepAlive } from "../../common/duration.ts";
-import { summarizeApp, appUrl } from "../../platform/app-status.ts";
+import { appUrl, clusterInternalHint, summarizeApp } from "../../platform/app-status.ts";
 import { loadApp } from "../../platform/load-app.ts";
 import { appNameProblem, defaultAppName, exampleRequest, renderModelApp } from "../../platform/modelapp-manifest.ts";
 import { checkSpec, servedModelName } from "../../../operator/api/v1alpha1/spec-checks.ts";
@@ -132,6 +132,8 @@ ${TARGET_HELP}`,
       return;
     }
     ctx.stdout.write(`${head} at ${url}\n\n${exampleRequest(url, model, auth_)}\n`);
+    const internal = baseUrl ? undefined : clusterInternalHint(url);
+    if (internal) ctx.stdout.write(`\n${internal}\n`);
     if (auth_ !== "public")
       ctx.stdout.write(`\nCreate an API key for org ${org} with: gantry keys create --org ${org}\n`);
   },

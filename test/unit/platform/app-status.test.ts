@@ -4,6 +4,7 @@ import type { V1Deployment } from "@kubernetes/client-node";
 import type { Condition, ModelApp } from "../../../operator/api/v1alpha1/modelapp.ts";
 import {
   appUrl,
+  clusterInternalHint,
   conditionChanges,
   deployState,
   rolloutPending,
@@ -132,4 +133,19 @@ test("an app's summary names the model requests send: <app>:latest when a modelf
     [summarizeApp(tuned, undefined).model, summarizeApp(tuned, undefined).servedModel],
     ["hf.co/o/r", "demo:latest"],
   );
+});
+
+test("a cluster-internal app URL (the gateway Service's .svc name) comes with the port-forward that reaches it", () => {
+  assert.equal(
+    clusterInternalHint("http://gantry-gateway.gantry-system.svc/acme/demo"),
+    "gantry-gateway.gantry-system.svc is the gateway's address inside the cluster. From this machine:\n" +
+      "  kubectl -n gantry-system port-forward svc/gantry-gateway 8080:80 &\n" +
+      "  then add --base-url http://127.0.0.1:8080 (or set the chart's gateway.ingress or operator.config.gatewayUrl)",
+  );
+  assert.match(
+    clusterInternalHint("http://gw.ops.svc.cluster.local:8000/a/b")!,
+    /-n ops port-forward svc\/gw 8080:8000 &/,
+  );
+  for (const url of ["https://api.example.com/acme/demo", "http://127.0.0.1:8080/acme/demo", "not a url"])
+    assert.equal(clusterInternalHint(url), undefined, url);
 });
