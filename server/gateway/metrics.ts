@@ -115,6 +115,7 @@ export class GatewayMetrics {
   readonly upstreamRetries: Counter<"org" | "app">;
   readonly usageWrites: Counter<"result">;
   readonly loadReports: Counter<"result">;
+  readonly connectionsRefused: Counter;
 
   constructor(counts: () => AppCounts[] = () => []) {
     const registers = [this.registry];
@@ -190,7 +191,7 @@ export class GatewayMetrics {
     );
     this.upstreamRetries = new Counter({
       name: "gantry_gateway_upstream_retries_total",
-      help: "Requests sent again because a pod refused the connection",
+      help: "Requests sent again because a pod refused the connection or broke it before answering",
       labelNames: ["org", "app"],
       registers,
     });
@@ -204,6 +205,11 @@ export class GatewayMetrics {
       name: "gantry_gateway_load_reports_total",
       help: "Load reports sent to operator replicas by result",
       labelNames: ["result"],
+      registers,
+    });
+    this.connectionsRefused = new Counter({
+      name: "gantry_gateway_connections_refused_total",
+      help: "Connections answered 503 and closed: their address held clientLimits.connectionsPerAddress already",
       registers,
     });
     new Gauge({
