@@ -12,7 +12,7 @@ import type { RequestContext } from "./context.ts";
 import { EXPOSED_HEADERS, preflightHeaders } from "./cors.ts";
 import { gatewayError, sendGatewayError } from "./errors.ts";
 import type { ManagementHandler } from "./management.ts";
-import { route } from "./routing.ts";
+import { guessShape, route } from "./routing.ts";
 
 export type SystemPath = "/healthz" | "/readyz" | "/metrics";
 
@@ -26,11 +26,29 @@ export interface DispatchDeps {
   system(path: SystemPath, res: ServerResponse): Promise<void>;
 }
 
+/**
+ * What node's parser hands to the handler although the gateway must not serve it: an HTTP/0.9-style request line
+ * (no version), and a request whose Transfer-Encoding does not end in chunked (node refuses its body only after the
+ * handler has the head). Undefined for a request to serve. Pure.
+ */
+export function unservable(req: Pick<IncomingMessage, "httpVersionMajor" | "headers">): string | undefined {
+  if (req.httpVersionMajor !== 1) return "a request line without HTTP/1.x";
+  const te = req.headers["transfer-encoding"];
+  if (te !== undefined && !/(?:^|,)[ \t]*chunked[ \t]*$/i.test(te)) return "a Transfer-Encoding other than chunked";
+  return undefined;
+}
+
 /** The request listener of the gateway's address. */
 export function dispatcher(d: DispatchDeps): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
     const t0 = performance.now();
     const requestId = givenRequestId(req.headers["x-request-id"]) ?? d.newRequestId();
+    const bad = unservable(req);
+    if (bad !== undefined) {
+      const e = gatewayError(400, `malformed HTTP request (${bad})`, { connection: "close" });
+      sendGatewayError(res, guessShape(req.url ?? "/"), e, { "x-request-id": requestId });
+      return;
+    }
     const origin = req.headers.origin;
     if (origin !== undefined && originMatches(origin, d.config.corsOrigins)) {
       res.setHeader("access-control-allow-origin", origin);

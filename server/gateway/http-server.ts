@@ -78,10 +78,10 @@ export function createGatewayServer(
       insecureHTTPParser: false,
       requireHostHeader: true,
     },
-    handler,
+    oneAtATime(handler),
   );
   // The pipeline decides when to ask for the body: a request refused before (401, 404, 413) is never uploaded.
-  server.on("checkContinue", handler);
+  server.on("checkContinue", server.listeners("request")[0] as RequestListener);
   const ids = requestIds();
   server.on("clientError", (err: NodeJS.ErrnoException & { rawPacket?: Buffer; reason?: string }, socket: Duplex) => {
     const started = (socket as { _httpMessage?: http.ServerResponse })._httpMessage?.headersSent === true;
@@ -91,6 +91,53 @@ export function createGatewayServer(
   });
   capConnectionsPerAddress(server, config.clientLimits.connectionsPerAddress, ids, opts.onRefusedConnection);
   return server;
+}
+
+/** Pipelined requests parsed and waiting on one connection past which node stops reading it. */
+const MAX_QUEUED = 16;
+
+interface Turns {
+  busy: boolean;
+  paused: boolean;
+  queue: Array<[http.IncomingMessage, http.ServerResponse]>;
+}
+const TURNS = Symbol("gantry.turns");
+
+/**
+ * Pipelined requests are handled one at a time per connection, each once the answer before it is whole: node calls the
+ * handler for every request it parsed and keeps their answers in memory until the client reads, so a client that
+ * pipelines hundreds of requests and reads nothing would have the gateway make every answer. Past MAX_QUEUED waiting
+ * requests the connection is not read until they are served.
+ */
+function oneAtATime(handler: RequestListener): RequestListener {
+  const run = (t: Turns, req: http.IncomingMessage, res: http.ServerResponse): void => {
+    t.busy = true;
+    res.once("close", () => next(t, req.socket));
+    handler(req, res);
+  };
+  const next = (t: Turns, socket: net.Socket): void => {
+    t.busy = false;
+    if (socket.destroyed) {
+      t.queue.length = 0;
+      return;
+    }
+    if (t.paused && t.queue.length <= MAX_QUEUED / 2) {
+      t.paused = false;
+      socket.resume();
+    }
+    const waiting = t.queue.shift();
+    if (waiting) run(t, ...waiting);
+  };
+  return (req, res) => {
+    const socket = req.socket as net.Socket & { [TURNS]?: Turns };
+    const t = (socket[TURNS] ??= { busy: false, paused: false, queue: [] });
+    if (!t.busy) return run(t, req, res);
+    t.queue.push([req, res]);
+    if (t.queue.length >= MAX_QUEUED && !t.paused) {
+      t.paused = true;
+      socket.pause();
+    }
+  };
 }
 
 /**
