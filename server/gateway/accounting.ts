@@ -34,7 +34,7 @@ export class Accounting {
     this.metrics = o.metrics;
     this.usage = o.usage;
     this.now = o.now;
-    // No redaction pass: every field is written here and none can hold a secret (it cost ~4 µs a line).
+    // No redaction pass: every field is the gateway's own and none can hold a secret (decision record 0002).
     this.access = o.logger.child({}, { redact: [] });
   }
 

@@ -127,7 +127,7 @@ export async function startGateway(opts: GatewayOptions, logger: Logger): Promis
 }
 
 export async function runGateway(opts: GatewayOptions): Promise<void> {
-  // A request log line per request: buffered (a write per line costs more than the rest of the line's work).
+  // An access log line per request: buffered (docs/decisions/0002-access-log-through-pino.md).
   const logger = createLogger({
     level: opts.env.GANTRY_LOG_LEVEL,
     name: "gantry-gateway",

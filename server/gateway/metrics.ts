@@ -1,8 +1,8 @@
 // The gateway's Prometheus metrics (one registry per gateway). In-flight and held requests are read from the
 // gateway's own counters when scraped, so the request path does not update gauges. What every request updates
 // (requests by code, latency and time-to-first-byte histograms, usage by key) is counted in plain numbers per app
-// (AppStats) and turned into series only when scraped: prom-client hashes the label values on every update, even
-// through a labelled child, a measurable share of a small proxied request (`npm run bench gateway`, part cpu).
+// (AppStats) and turned into series only when scraped: prom-client hashes label values on every update
+// (docs/decisions/0004-gateway-cpu-per-request.md).
 import { Counter, Gauge, Histogram, Registry, type Metric, type MetricValue } from "prom-client";
 import { collectProcessMetrics } from "../common/process-metrics.ts";
 
