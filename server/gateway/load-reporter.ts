@@ -28,11 +28,12 @@ export function refusedReports(status: number, tokenFile: string | undefined): s
     status === 403
       ? "the token's ServiceAccount is not in the operator's loadReports.serviceAccounts"
       : tokenFile
-        ? `the token in ${tokenFile} is not one the API server knows`
-        : "no token was sent (operatorTokenFile is not set and there is no in-cluster ServiceAccount token)";
+        ? `the token in ${tokenFile} is not one the API server knows (expired?)`
+        : "no token was sent, as operatorTokenFile is not set and there is no in-cluster ServiceAccount token";
   return (
-    `the operator refuses its load reports (${status}: ${cause}): put a token the operator accepts in ` +
-    `operatorTokenFile, e.g. \`kubectl create token gantry-gateway -n gantry-system --duration=24h > token\` (${SETUP})`
+    `the operator refuses its load reports (${status}): ${cause}; give it a token the operator accepts with ` +
+    "operatorTokenFile (--operator-token-file), e.g. from `kubectl create token gantry-gateway -n gantry-system " +
+    `--duration=24h\` (${SETUP})`
   );
 }
 

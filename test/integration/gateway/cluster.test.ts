@@ -874,7 +874,7 @@ test("a gateway the operator does not hear (a refused token, or no operator) ans
     // Out of the cluster without operatorTokenFile: the operator answers every report 401.
     {
       config: { ...noToken, hold },
-      cause: /refuses its load reports \(401: no token was sent/,
+      cause: /refuses its load reports \(401\): no token was sent/,
       fix: /operatorTokenFile.*kubectl create token gantry-gateway/,
     },
     {

@@ -6,7 +6,7 @@ import { silentLogger } from "../../../server/common/logger.ts";
 import { NO_OPERATOR, OperatorLoadReporter, refusedReports } from "../../../server/gateway/load-reporter.ts";
 
 test("why refused reports wake nothing names the cause and the fix", () => {
-  assert.match(refusedReports(401, undefined), /401: no token was sent .*kubectl create token gantry-gateway/);
+  assert.match(refusedReports(401, undefined), /\(401\): no token was sent.*--operator-token-file.*kubectl create token gantry-gateway/);
   assert.match(refusedReports(401, "/t/token"), /the token in \/t\/token is not one the API server knows/);
   assert.match(refusedReports(403, "/t/token"), /not in the operator's loadReports\.serviceAccounts/);
   assert.match(NO_OPERATOR, /operatorUrls is empty.*--operator-url/);
@@ -37,7 +37,7 @@ test("cannotWake follows the operator's answers: none configured, refused, accep
     r.onWakeChange(() => changes++);
     assert.equal(r.cannotWake, undefined, "not known before an answer");
     await r.send();
-    assert.match(r.cannotWake ?? "", /refuses its load reports \(401/);
+    assert.match(r.cannotWake ?? "", /refuses its load reports \(401\)/);
     status = 200;
     await r.send();
     assert.equal(r.cannotWake, undefined);
