@@ -22,7 +22,11 @@ import type { AppInfo, AppSource, Endpoint, KeyStore, LoadSink, UsageStore } fro
 import { isTimeoutError, upstreamHeaders, Upstreams, type ProxyOutcome } from "./proxy.ts";
 import { requestIds } from "./request-id.ts";
 import { route } from "./routing.ts";
-import { addStreamUsage } from "./usage.ts";
+import { addStreamUsage, isStreamType } from "./usage.ts";
+import type { AppAdmin } from "./app-admin.ts";
+import { asAppRequest, presetKeyOf } from "./console/forward.ts";
+import type { SessionStore } from "./console/session.ts";
+import { consoleManagement } from "./console/wire.ts";
 
 export interface GatewayDeps {
   config: GatewayConfig;
@@ -33,6 +37,9 @@ export interface GatewayDeps {
   logger: Logger;
   /** Base URL of the gateway as users reach it (for the management API's app URLs); apps' status.url otherwise. */
   publicUrl?: string;
+  /** The console's sessions (in memory without one) and the app operations of the management API (none: 501). */
+  sessions?: SessionStore;
+  appAdmin?: AppAdmin;
   now?: () => number;
 }
 
@@ -97,6 +104,7 @@ export class Gateway {
   private readonly verifier: KeyVerifier;
   private readonly limiter: KeyLimiter;
   private readonly management: ManagementHandler;
+  private readonly consoleSessions: { start(): void; stop(): void };
   private readonly now: () => number;
   /** The access log: one JSON line per request, built by hand (logger.ts infoLineWriter). */
   private readonly accessLog: (fields: string, msg: string, at?: number) => void;
@@ -125,11 +133,31 @@ export class Gateway {
       { requestsPerSecond: c.limits.requestsPerSecond, burst: c.limits.burst, concurrent: c.limits.concurrent },
       c.limits.orgs,
     );
+    const consoleParts = consoleManagement({
+      config: c.console,
+      ...(d.sessions ? { sessions: d.sessions } : {}),
+      ...(d.appAdmin ? { admin: d.appAdmin } : {}),
+      apps: d.apps,
+      keys: d.keys,
+      checkHeader: (req) => this.checkRequest(req),
+      checkKey: (key) => this.verifier.checkAuthorization(`Key ${key}`, this.now()),
+      forwardToApp: (req, res, org, app, rest, key) => {
+        asAppRequest(req, org, app, rest, key);
+        this.handle(req, res);
+      },
+      maxBodyBytes: c.maxBodyBytes,
+      ...(d.publicUrl ? { publicUrl: d.publicUrl } : {}),
+      logger: d.logger,
+      now: this.now,
+    });
+    this.consoleSessions = consoleParts.sessions;
+    this.consoleSessions.start();
     this.management = createManagement({
+      ...consoleParts.deps,
+      usageDays: c.usage.retentionDays,
       apps: d.apps,
       keys: d.keys,
       ...(d.usage ? { usage: this.usageAfterFlush(d.usage) } : {}),
-      check: (req) => this.checkRequest(req),
       limit: (key) => this.acquireLimit(key),
       maxBodyBytes: c.maxBodyBytes,
       logger: d.logger,
@@ -268,6 +296,8 @@ export class Gateway {
   }
 
   private checkRequest(req: IncomingRequest): KeyCheck {
+    const preset = presetKeyOf(req); // the console's playground, as the key of its session
+    if (preset) return { ok: true, key: preset };
     return this.verifier.checkAuthorization(authorizationOf(req.headers.authorization, req.rawHeaders), this.now());
   }
 
@@ -688,6 +718,7 @@ export class Gateway {
         promptTokens: tokens?.prompt ?? 0,
         completionTokens: tokens?.completion ?? 0,
         durationMs: ms,
+        firstTokenMs: isStreamType(ctx.sentType) ? ctx.ttfbMs : undefined,
         at: e.at,
       });
       this.logRequest(ctx, status, ms, tokens, e.at);
@@ -735,6 +766,7 @@ export class Gateway {
    */
   async close(deadlineMs: number): Promise<void> {
     this.closing = true;
+    this.consoleSessions.stop();
     if (this.running > 0)
       await Promise.race([
         new Promise<void>((r) => {
