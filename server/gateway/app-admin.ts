@@ -11,6 +11,8 @@ export interface LogOptions {
 export interface AppAdmin {
   /** Sets spec.scaling bounds; false when the org has no such app. */
   scale(org: string, app: string, bounds: { minReplicas?: number; maxReplicas?: number }): Promise<boolean>;
+  /** The model download's last progress line while the app pulls its model (undefined otherwise). */
+  pullProgress(org: string, app: string): Promise<string | undefined>;
   /** Deletes the app (its pods go with it); false when the org has no such app. */
   delete(org: string, app: string): Promise<boolean>;
   /**

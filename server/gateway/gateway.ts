@@ -40,6 +40,8 @@ export interface GatewayDeps {
   /** The console's sessions (in memory without one) and the app operations of the management API (none: 501). */
   sessions?: SessionStore;
   appAdmin?: AppAdmin;
+  /** The built console (default: the package's dist/console). */
+  consoleAssets?: string;
   now?: () => number;
 }
 
@@ -137,6 +139,7 @@ export class Gateway {
       config: c.console,
       ...(d.sessions ? { sessions: d.sessions } : {}),
       ...(d.appAdmin ? { admin: d.appAdmin } : {}),
+      ...(d.consoleAssets ? { assetsDir: d.consoleAssets } : {}),
       apps: d.apps,
       keys: d.keys,
       checkHeader: (req) => this.checkRequest(req),

@@ -1,5 +1,6 @@
 // Composition root of `gantry gateway`: config → logger → kubeconfig → watches (ModelApps, EndpointSlices, key
-// Secrets, usage ConfigMaps, console session Secrets) → the gateway pipeline → load reports to the operator → HTTP → graceful shutdown.
+// Secrets, usage ConfigMaps, console session Secrets) → the gateway pipeline → load reports to the operator → HTTP →
+// graceful shutdown.
 import crypto from "node:crypto";
 import os from "node:os";
 import { parseHostPort } from "../common/host-port.ts";

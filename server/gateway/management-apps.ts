@@ -34,7 +34,14 @@ export interface AppRoutesDeps {
   apps: Pick<AppSource, "get">;
   admin?: AppAdmin;
   /** Sends the request into the app pipeline as `key` (the playground). */
-  forwardToApp?: (req: IncomingRequest, res: OutgoingResponse, org: string, app: string, rest: string, key: VerifiedKey) => void;
+  forwardToApp?: (
+    req: IncomingRequest,
+    res: OutgoingResponse,
+    org: string,
+    app: string,
+    rest: string,
+    key: VerifiedKey,
+  ) => void;
   maxBodyBytes: number;
   logger: Logger;
   /** The app as the API shows it. */
@@ -60,7 +67,12 @@ export function createAppRoutes(d: AppRoutesDeps): (c: AppRouteContext) => Promi
     const { org, app, res, requestId } = c;
     if (c.sub === "") {
       c.allow(["GET", "PATCH", "DELETE"]);
-      if (c.verb === "GET") return sendJson(res, 200, d.view(mustGet(org, app)), requestId);
+      if (c.verb === "GET") {
+        const a = mustGet(org, app);
+        const pulling = a.conditions?.some((x) => x.reason === "Pulling") && d.admin;
+        const progress = pulling ? await d.admin!.pullProgress(org, app) : undefined;
+        return sendJson(res, 200, { ...d.view(a), ...(progress ? { progress } : {}) }, requestId);
+      }
       if (c.verb === "PATCH") {
         const body = parse(ScaleRequestSchema, await readJson(c.req, d.maxBodyBytes));
         const current = mustGet(org, app);

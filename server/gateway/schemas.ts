@@ -71,6 +71,10 @@ export const AppSchema = z
     maxReplicas: z.int().optional().describe("spec.scaling.maxReplicas."),
     conditions: z.array(ConditionSchema).optional().describe("Every condition, with its message."),
     deleting: z.literal(true).optional().describe("Present while the app is being deleted."),
+    progress: z
+      .string()
+      .optional()
+      .describe("One app's details only: the model download's last progress line while it pulls."),
   })
   .describe("A ModelApp of the org.");
 

@@ -49,7 +49,8 @@ function secondOf(t: number): string {
 }
 
 /** The later of two optional RFC 3339 UTC times (same format: they compare as strings). */
-const later = (a: string | undefined, b: string | undefined) => (a === undefined ? b : b === undefined || a > b ? a : b);
+const later = (a: string | undefined, b: string | undefined) =>
+  a === undefined ? b : b === undefined || a > b ? a : b;
 
 let lastHour = { start: -1, iso: "" };
 /** The hour a time falls in, as its start (RFC 3339); the last one is reused (one per hour, not per request). */

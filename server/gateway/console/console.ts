@@ -134,8 +134,7 @@ export class ConsoleSessions {
     if (method === "POST") return this.signIn(req, res, requestId);
     if (method === "GET" || method === "HEAD") {
       const s = await this.current(req);
-      if (!s)
-        throw new AppError("UNAUTHORIZED", "not signed in: POST an admin key to /_gantry/v1/session");
+      if (!s) throw new AppError("UNAUTHORIZED", "not signed in: POST an admin key to /_gantry/v1/session");
       sendJson(res, 200, this.describe(s), requestId);
       return;
     }
@@ -146,7 +145,11 @@ export class ConsoleSessions {
         await this.d.sessions.remove(s.org, s.hash);
         this.d.logger.info({ org: s.org, keyId: s.keyId }, "console sign-out");
       }
-      res.writeHead(204, { "set-cookie": this.cookie(req, ""), "x-request-id": requestId, "cache-control": "no-store" });
+      res.writeHead(204, {
+        "set-cookie": this.cookie(req, ""),
+        "x-request-id": requestId,
+        "cache-control": "no-store",
+      });
       res.end();
       return;
     }

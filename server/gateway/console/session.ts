@@ -45,7 +45,10 @@ export interface SessionLimits {
 export const hashToken = (token: string): string => crypto.createHash("sha256").update(token).digest("hex");
 
 /** A new session token (32 random bytes) and the cookie value that carries it with its org. */
-export function newToken(org: string, random: (n: number) => Buffer = crypto.randomBytes): { token: string; value: string } {
+export function newToken(
+  org: string,
+  random: (n: number) => Buffer = crypto.randomBytes,
+): { token: string; value: string } {
   const token = random(32).toString("base64url");
   return { token, value: `${org}.${token}` };
 }
@@ -81,7 +84,10 @@ export function sessionSetCookie(value: string, o: { secure: boolean; maxAgeSeco
  * Whether the browser reached the gateway over TLS: its own socket, or a proxy in front that says so
  * (X-Forwarded-Proto: https, its first value when proxies chained theirs).
  */
-export function cameOverTls(socket: { encrypted?: boolean } | undefined, forwardedProto: string | string[] | undefined) {
+export function cameOverTls(
+  socket: { encrypted?: boolean } | undefined,
+  forwardedProto: string | string[] | undefined,
+) {
   if (socket?.encrypted === true) return true;
   const first = (Array.isArray(forwardedProto) ? forwardedProto[0] : forwardedProto)?.split(",")[0]?.trim();
   return first?.toLowerCase() === "https";

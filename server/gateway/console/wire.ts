@@ -27,7 +27,14 @@ export interface ConsoleWiring {
   keys: Pick<KeyStore, "byId">;
   checkHeader(req: IncomingRequest): KeyCheck;
   checkKey(key: string): KeyCheck;
-  forwardToApp(req: IncomingRequest, res: OutgoingResponse, org: string, app: string, rest: string, key: VerifiedKey): void;
+  forwardToApp(
+    req: IncomingRequest,
+    res: OutgoingResponse,
+    org: string,
+    app: string,
+    rest: string,
+    key: VerifiedKey,
+  ): void;
   maxBodyBytes: number;
   publicUrl?: string;
   logger: Logger;

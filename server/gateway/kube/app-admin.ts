@@ -5,6 +5,7 @@ import { Writable } from "node:stream";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { AppError } from "../../common/errors.ts";
 import { AppsClient } from "../../platform/apps-client.ts";
+import { pullProgress } from "../../platform/deploy-wait.ts";
 import { PlatformError } from "../../platform/platform-error.ts";
 import type { AppAdmin, LogOptions } from "../app-admin.ts";
 
@@ -54,6 +55,12 @@ export class KubeAppAdmin implements AppAdmin {
       await c.setScaling(app, bounds);
       return true;
     });
+  }
+
+  async pullProgress(org: string, app: string): Promise<string | undefined> {
+    const c = this.client(org);
+    const found = await c.get(app).catch(() => undefined);
+    return found ? pullProgress(c, found).catch(() => undefined) : undefined;
   }
 
   delete(org: string, app: string): Promise<boolean> {

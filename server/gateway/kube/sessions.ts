@@ -34,7 +34,8 @@ export function readSessionSecret(s: V1Secret): SessionRecord | undefined {
     lastSeen: Number(d("lastSeen")),
   };
   if (!/^[0-9a-f]{64}$/.test(rec.hash) || sessionSecretName(rec.hash) !== s.metadata?.name) return undefined;
-  if (!rec.keyId || !rec.csrfSecret || !Number.isFinite(rec.created) || !Number.isFinite(rec.lastSeen)) return undefined;
+  if (!rec.keyId || !rec.csrfSecret || !Number.isFinite(rec.created) || !Number.isFinite(rec.lastSeen))
+    return undefined;
   return rec;
 }
 
