@@ -1,13 +1,13 @@
 // The management API's app operations through the API server, with the same client `gantry apps` uses
-// (server/platform/apps-client.ts), under the gateway's own ServiceAccount (the chart grants patch and delete on
-// ModelApps, list on pods and get on pods/log).
-import { Writable } from "node:stream";
+// (server/platform/apps-client.ts; logs through pod-log.ts), under the gateway's own ServiceAccount (the chart grants
+// patch and delete on ModelApps, list on pods and get on pods/log).
 import type { KubeConfig } from "@kubernetes/client-node";
 import { AppError } from "../../common/errors.ts";
 import { AppsClient } from "../../platform/apps-client.ts";
 import { pullProgress } from "../../platform/deploy-wait.ts";
 import { PlatformError } from "../../platform/platform-error.ts";
 import type { AppAdmin, LogOptions } from "../app-admin.ts";
+import { streamPodLog } from "./pod-log.ts";
 
 /** Calls the API server as org `org`'s apps client; a failure becomes a 502 with the API server's sentence. */
 async function asApi<T>(fn: () => Promise<T>): Promise<T> {
@@ -17,23 +17,6 @@ async function asApi<T>(fn: () => Promise<T>): Promise<T> {
     if (e instanceof AppError) throw e;
     throw new AppError("UPSTREAM_FAILED", e instanceof PlatformError ? e.message : String(e));
   }
-}
-
-/** A Writable that hands over whole lines. */
-function lines(onLine: (line: string) => void): Writable {
-  let partial = "";
-  return new Writable({
-    write(chunk: Buffer, _enc, done) {
-      const parts = (partial + chunk.toString("utf8")).split("\n");
-      partial = parts.pop()!;
-      for (const l of parts) onLine(l);
-      done();
-    },
-    final(done) {
-      if (partial) onLine(partial);
-      done();
-    },
-  });
 }
 
 export class KubeAppAdmin implements AppAdmin {
@@ -84,22 +67,10 @@ export class KubeAppAdmin implements AppAdmin {
         `app "${app}" has no pods${(found.status?.replicas ?? 0) === 0 ? " (scaled to zero: a request starts one)" : ""}`,
       );
     await Promise.all(
-      pods.map(async (pod) => {
+      pods.map((pod) => {
         const name = pod.metadata!.name!;
-        const sink = lines((l) => onLine(name, l));
-        const ended = new Promise<void>((resolve) => {
-          sink.once("finish", resolve);
-          sink.once("close", resolve);
-        });
-        const ctl = await asApi(() => c.streamLog(name, o.container, sink, { follow: o.follow, tailLines: o.tail }));
-        const stop = () => {
-          ctl.abort();
-          sink.destroy();
-        };
-        if (signal.aborted) stop();
-        else signal.addEventListener("abort", stop, { once: true });
-        await ended;
-        signal.removeEventListener("abort", stop);
+        const opts = { namespace: org, pod: name, container: o.container, follow: o.follow, tailLines: o.tail };
+        return streamPodLog(this.kc, opts, (l) => onLine(name, l), signal);
       }),
     );
   }
