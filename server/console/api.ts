@@ -127,19 +127,7 @@ export interface KeyView {
   lastUsed?: string;
 }
 
-export interface UsageRow {
-  hour: string;
-  app: string;
-  keyId: string;
-  requests: number;
-  errors: number;
-  promptTokens: number;
-  completionTokens: number;
-  durationMs: number;
-  streamed?: number;
-  firstTokenMs?: number;
-  lastAt?: string;
-}
+export type { UsageRow } from "./usage-data.ts";
 
 /** The app's URL as users reach it: the one the API reports, else this gateway's. */
 export const appUrl = (a: AppView): string => a.url ?? `${location.origin}/${a.org}/${a.name}`;

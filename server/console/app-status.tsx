@@ -32,31 +32,33 @@ export const replicasText = (a: AppView): string =>
 export function Conditions({ conditions }: { conditions: Condition[] | undefined }) {
   if (!conditions?.length) return <p class="help">No conditions reported yet: the operator has not seen the app.</p>;
   return (
-    <table class="conditions">
-      <caption class="visually-hidden">Conditions</caption>
-      <thead>
-        <tr>
-          <th scope="col">Condition</th>
-          <th scope="col">Status</th>
-          <th scope="col">Reason</th>
-          <th scope="col">Message</th>
-        </tr>
-      </thead>
-      <tbody>
-        {conditions.map((c) => (
-          <tr key={c.type}>
-            <th scope="row">{c.type}</th>
-            <td>{c.status}</td>
-            <td>
-              {c.reason}
-              {c.status !== "True" && WORKING.has(c.reason) && (
-                <progress class="inline" aria-label={`${c.type}: ${c.reason}`} />
-              )}
-            </td>
-            <td>{c.message}</td>
+    <div class="table-wrap">
+      <table class="conditions">
+        <caption class="visually-hidden">Conditions</caption>
+        <thead>
+          <tr>
+            <th scope="col">Condition</th>
+            <th scope="col">Status</th>
+            <th scope="col">Reason</th>
+            <th scope="col">Message</th>
           </tr>
-        ))}
-      </tbody>
-    </table>
+        </thead>
+        <tbody>
+          {conditions.map((c) => (
+            <tr key={c.type}>
+              <th scope="row">{c.type}</th>
+              <td>{c.status}</td>
+              <td>
+                {c.reason}
+                {c.status !== "True" && WORKING.has(c.reason) && (
+                  <progress class="inline" aria-label={`${c.type}: ${c.reason}`} />
+                )}
+              </td>
+              <td>{c.message}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
   );
 }

@@ -70,28 +70,30 @@ export function TimeChart(p: {
       <div ref={box} class="plot" role="img" aria-label={`${p.title}: chart; the numbers are in the table below`} />
       <details>
         <summary>Numbers</summary>
-        <table id={`${p.id}-table`}>
-          <thead>
-            <tr>
-              <th scope="col">{p.bucket === "day" ? "Day" : "Hour"}</th>
-              {p.series.map((s) => (
-                <th scope="col" key={s.label}>
-                  {s.label}
-                </th>
-              ))}
-            </tr>
-          </thead>
-          <tbody>
-            {p.times.map((t, i) => (
-              <tr key={t}>
-                <th scope="row">{fmt(t)}</th>
+        <div class="table-wrap">
+          <table id={`${p.id}-table`}>
+            <thead>
+              <tr>
+                <th scope="col">{p.bucket === "day" ? "Day" : "Hour"}</th>
                 {p.series.map((s) => (
-                  <td key={s.label}>{s.values[i] === null ? "—" : round(s.values[i]!)}</td>
+                  <th scope="col" key={s.label}>
+                    {s.label}
+                  </th>
                 ))}
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {p.times.map((t, i) => (
+                <tr key={t}>
+                  <th scope="row">{fmt(t)}</th>
+                  {p.series.map((s) => (
+                    <td key={s.label}>{s.values[i] === null ? "—" : round(s.values[i]!)}</td>
+                  ))}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       </details>
     </figure>
   );

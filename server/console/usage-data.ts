@@ -1,6 +1,20 @@
 // Usage rows (hourly, per app and key) folded into what the pages show: buckets of an hour or a day, totals per app
 // and per key, and the CSV a person downloads. Pure.
-import type { UsageRow } from "./api.ts";
+
+/** An hourly usage row as the management API gives it. */
+export interface UsageRow {
+  hour: string;
+  app: string;
+  keyId: string;
+  requests: number;
+  errors: number;
+  promptTokens: number;
+  completionTokens: number;
+  durationMs: number;
+  streamed?: number;
+  firstTokenMs?: number;
+  lastAt?: string;
+}
 
 export type Bucket = "hour" | "day";
 

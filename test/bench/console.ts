@@ -87,13 +87,18 @@ export async function benchConsole(rounds = 5): Promise<ConsoleBenchRow[]> {
       warm.push({ ms: performance.now() - t, ...w });
       const cookie = (await b.context.cookies())[0]!;
       t = performance.now();
-      await (await fetch(`${gw.url}/_gantry/v1/orgs/${org}/apps`, { headers: { cookie: `${cookie.name}=${cookie.value}` } })).text();
+      await (
+        await fetch(`${gw.url}/_gantry/v1/orgs/${org}/apps`, { headers: { cookie: `${cookie.name}=${cookie.value}` } })
+      ).text();
       api.push(performance.now() - t);
       await b.close();
     }
   } finally {
     await gw.stop();
-    await c.kc.makeApiClient(CoreV1Api).deleteNamespace({ name: org }).catch(() => undefined);
+    await c.kc
+      .makeApiClient(CoreV1Api)
+      .deleteNamespace({ name: org })
+      .catch(() => undefined);
   }
   const row = (name: string, xs: typeof cold): ConsoleBenchRow => ({
     case: name,
@@ -106,6 +111,12 @@ export async function benchConsole(rounds = 5): Promise<ConsoleBenchRow[]> {
     row("sign-in page, nothing cached", signInPage),
     row("apps list, signed in, nothing cached", cold),
     row("apps list, signed in, cached assets", warm),
-    { case: "floor: GET /orgs/<org>/apps alone (fetch)", kb: Number.NaN, requests: 1, ms: spread(api), medianMs: median(api) },
+    {
+      case: "floor: GET /orgs/<org>/apps alone (fetch)",
+      kb: Number.NaN,
+      requests: 1,
+      ms: spread(api),
+      medianMs: median(api),
+    },
   ];
 }

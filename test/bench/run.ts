@@ -213,6 +213,6 @@ if (run("console")) {
   printTable(
     `Console: the first page in headless Chromium against a gateway on the test control plane (an org with 3 apps), ${rounds} rounds; bytes as transferred (compressed bodies + headers), medians; time from navigation to the apps list shown, min / median / max; load average ${before} before, ${loadavg()[0]!.toFixed(2)} after. Target: first page < 150 KB`,
     ["case", "KB transferred", "requests", "ms to shown (min / med / max)"],
-    rows.map((r) => [r.case, r.kb, r.requests, r.ms]),
+    rows.map((r) => [r.case, r.kb, String(r.requests), r.ms]),
   );
 }

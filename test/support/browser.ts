@@ -111,6 +111,9 @@ export async function screenshots(page: Page, name: string): Promise<void> {
     // Charts redraw at the new width on their ResizeObserver: two frames later the page is laid out.
     await page.evaluate("new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))");
     await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-${label}.png`), fullPage: true });
+    // Works at this width: nothing makes the page scroll sideways (wide tables scroll inside their own box).
+    const width = (await page.evaluate("document.documentElement.scrollWidth")) as number;
+    assert.ok(width <= viewport.width, `${name} at ${label} width is ${width} px wide, wider than ${viewport.width}`);
   }
   await page.setViewportSize(size);
 }

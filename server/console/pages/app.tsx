@@ -142,7 +142,12 @@ function Traffic({ org, app }: { org: string; app: string }) {
       {rows && (
         <>
           <p id="traffic-summary">
-            {sum} requests, {totals.reduce((n, t) => n + t.promptTokens + t.completionTokens, 0)} tokens
+            {plural(sum, "request")},{" "}
+            {plural(
+              totals.reduce((n, t) => n + t.promptTokens + t.completionTokens, 0),
+              "token",
+            )}
+            {totals.some((t) => t.streamed) ? "" : " · no streamed answers yet, so no time to first token"}
           </p>
           <div class="charts">
             <TimeChart
@@ -248,6 +253,8 @@ function Scaling({ org, app, onChanged }: { org: string; app: AppView; onChanged
     </section>
   );
 }
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
 const MAX_LINES = 500;
 

@@ -219,7 +219,7 @@ test("the request shows in usage (per key and app) and in the app's chart; the k
 
   await page.getByRole("link", { name: "Apps" }).click();
   await page.locator("#apps").getByRole("link", { name: "chat" }).click();
-  await page.locator("#traffic-summary", { hasText: /[1-9]\d* requests/ }).waitFor();
+  await page.locator("#traffic-summary", { hasText: /[1-9]\d* requests?\b/ }).waitFor();
   assert.match(await page.locator("#app-url").innerText(), new RegExp(`/${org}/chat$`));
   assert.match(
     await page.getByLabel("openai snippet").innerText(),
