@@ -132,8 +132,8 @@ export type { UsageRow } from "./usage-data.ts";
 /** The app's URL as users reach it: the one the API reports, else this gateway's. */
 export const appUrl = (a: AppView): string => a.url ?? `${location.origin}/${a.org}/${a.name}`;
 
-/** Lines of an NDJSON answer as they arrive. */
-export async function* ndjson<T>(res: Response): AsyncGenerator<T> {
+/** The lines of a streamed answer as they arrive (trimmed, empty ones left out). */
+export async function* lines(res: Response): AsyncGenerator<string> {
   const reader = res.body!.getReader();
   const decoder = new TextDecoder();
   let buf = "";
@@ -145,7 +145,12 @@ export async function* ndjson<T>(res: Response): AsyncGenerator<T> {
     while ((i = buf.indexOf("\n")) >= 0) {
       const line = buf.slice(0, i).trim();
       buf = buf.slice(i + 1);
-      if (line) yield JSON.parse(line) as T;
+      if (line) yield line;
     }
   }
+}
+
+/** The objects of an NDJSON answer as they arrive. */
+export async function* ndjson<T>(res: Response): AsyncGenerator<T> {
+  for await (const line of lines(res)) yield JSON.parse(line) as T;
 }

@@ -2,7 +2,7 @@
 // management API's playground route, which sends it into the app's pipeline; no key is ever in the page. Shows the
 // time to the first token and the tokens per second of each answer.
 import { useEffect, useRef, useState } from "preact/hooks";
-import { API, ApiError, get, orgPath, request, type AppView } from "../api.ts";
+import { API, ApiError, get, lines, orgPath, request, type AppView } from "../api.ts";
 import { ErrorText } from "../ui.tsx";
 import { servedModel } from "../snippets.ts";
 
@@ -63,37 +63,26 @@ export function PlaygroundPage({ org, app: wanted }: { org: string; app: string 
         { signal: abort.signal, raw: true },
       );
       setStatus("Waiting for the first token…");
-      const reader = res.body!.getReader();
-      const decoder = new TextDecoder();
-      let buf = "";
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        buf += decoder.decode(value, { stream: true });
-        let i: number;
-        while ((i = buf.indexOf("\n")) >= 0) {
-          const line = buf.slice(0, i).trim();
-          buf = buf.slice(i + 1);
-          if (!line.startsWith("data:")) continue; // ": warming up" while the app starts
-          const data = line.slice(5).trim();
-          if (data === "[DONE]") continue;
-          const ev = JSON.parse(data) as {
-            error?: { message?: string };
-            choices?: Array<{ delta?: { content?: string } }>;
-            usage?: { completion_tokens?: number };
-          };
-          if (ev.error) throw new ApiError(0, ev.error.message ?? "the app's answer broke off");
-          const piece = ev.choices?.[0]?.delta?.content;
-          if (piece) {
-            if (!first) {
-              first = performance.now();
-              setStatus("Streaming…");
-            }
-            text += piece;
-            update();
+      for await (const line of lines(res)) {
+        if (!line.startsWith("data:")) continue; // ": warming up" while the app starts
+        const data = line.slice(5).trim();
+        if (data === "[DONE]") continue;
+        const ev = JSON.parse(data) as {
+          error?: { message?: string };
+          choices?: Array<{ delta?: { content?: string } }>;
+          usage?: { completion_tokens?: number };
+        };
+        if (ev.error) throw new ApiError(0, ev.error.message ?? "the app's answer broke off");
+        const piece = ev.choices?.[0]?.delta?.content;
+        if (piece) {
+          if (!first) {
+            first = performance.now();
+            setStatus("Streaming…");
           }
-          if (ev.usage?.completion_tokens !== undefined) completion = ev.usage.completion_tokens;
+          text += piece;
+          update();
         }
+        if (ev.usage?.completion_tokens !== undefined) completion = ev.usage.completion_tokens;
       }
       const end = performance.now();
       const ttft = first ? first - t0 : end - t0;

@@ -4,8 +4,9 @@
 // on another replica a moment ago is waited for (up to a second) rather than read from the API server per request,
 // so a made-up cookie costs no API call. Activity is written back at most once a minute per session.
 import { CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig, type V1Secret } from "@kubernetes/client-node";
-import { KubeWatch, resourcePath } from "../../common/kube-watch.ts";
+import type { KubeWatch } from "../../common/kube-watch.ts";
 import type { Logger } from "../../common/logger.ts";
+import { labelledSecrets } from "./secret-watch.ts";
 import type { SessionRecord, SessionStore } from "../console/session.ts";
 
 export const SESSION_LABEL = "gantry.dev/console-session";
@@ -52,17 +53,7 @@ export class KubeSessions implements SessionStore {
   constructor(kc: KubeConfig, o: { namespace?: string; logger: Logger }) {
     this.core = kc.makeApiClient(CoreV1Api);
     this.logger = o.logger;
-    const ns = o.namespace;
-    this.watch = new KubeWatch<V1Secret>(kc, {
-      name: "console session secrets",
-      path: resourcePath("/api/v1", "secrets", ns),
-      list: () =>
-        ns
-          ? this.core.listNamespacedSecret({ namespace: ns, labelSelector: SESSION_LABEL })
-          : this.core.listSecretForAllNamespaces({ labelSelector: SESSION_LABEL }),
-      labelSelector: SESSION_LABEL,
-      logger: o.logger,
-    });
+    this.watch = labelledSecrets(kc, { name: "console session secrets", label: SESSION_LABEL, namespace: o.namespace, logger: o.logger });
     this.watch.on((secret, event) => {
       const rec = event === "delete" ? undefined : readSessionSecret(secret);
       if (rec) {

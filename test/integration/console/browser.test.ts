@@ -83,6 +83,7 @@ before(async () => {
       scaling: { minReplicas: 1, maxReplicas: 1 },
     }),
   );
+  await createApp(c, modelApp(org, "spare", { model: MODEL, auth: "shared", resources: { profile: "cpu", cpu: "1" } }));
   admin = (await gantry(["keys", "create", "--org", org, "--scope", "admin", "--name", "first admin"])).trim();
   browser = await launchBrowser(gw.url);
   page = await browser.context.newPage();
@@ -253,6 +254,24 @@ test("scaling bounds edited on the app page change the ModelApp", async () => {
   await page.getByLabel("Min replicas").fill("3");
   await page.getByRole("button", { name: "Save scaling" }).click();
   await page.getByText("minReplicas 3 exceeds maxReplicas 2").waitFor();
+});
+
+test("deleting an app from its page, after a confirmation, deletes the ModelApp", async () => {
+  await page.getByRole("link", { name: "Apps" }).click();
+  await page.locator("#apps").getByRole("link", { name: "spare" }).click();
+  await page.getByRole("button", { name: "Delete app" }).click();
+  const dialog = page.getByRole("dialog");
+  assert.match(await dialog.innerText(), /The app spare and its pods go away/);
+  await dialog.getByRole("button", { name: "Delete", exact: true }).click();
+  await page.locator("#apps").waitFor(); // back on the list
+  await eventually("the ModelApp gone", async () =>
+    (await readApp(c, org, "spare").then(
+      (a) => a.metadata.deletionTimestamp !== undefined,
+      (e: unknown) => (e as { code?: number }).code === 404,
+    ))
+      ? true
+      : undefined,
+  );
 });
 
 test("revoking the key in the console: the client gets 401", async () => {

@@ -69,8 +69,10 @@ test("TLS: the gateway's own socket, or the first proxy's X-Forwarded-Proto", ()
 test("failed sign-ins: free ones, then doubling waits up to a minute; forgotten after 15 minutes or a success", () => {
   const t = new SignInThrottle(2);
   t.failed("a", 0);
+  assert.equal(t.waitMs("a", 0), 0, "a free failure");
   t.failed("a", 0);
-  assert.equal(t.waitMs("a", 0), 0, "two free failures");
+  assert.equal(t.waitMs("a", 0), 1000, "two free failures: the next attempt waits a second after the last");
+  assert.equal(t.waitMs("a", 400), 600);
   t.failed("a", 0);
   assert.equal(t.waitMs("a", 0), 2000);
   assert.equal(t.waitMs("b", 0), 0, "per address");

@@ -31,6 +31,7 @@ test("hourly rows per app and key add up; merging keeps the hours asked for", ()
     promptTokens: 6,
     completionTokens: 10,
     durationMs: 20,
+    lastAt: "2026-05-01T10:31:00.000Z",
   });
   const merged = mergeUsage([rows, rows], Date.parse("2026-05-01T10:45:00Z"), Date.parse("2026-05-01T11:00:00Z"));
   assert.deepEqual(
