@@ -190,7 +190,13 @@ export class Gateway {
 
   /** True when the caches have their first listing (and the gateway is not shutting down). */
   get ready(): boolean {
-    return !this.closing && this.d.apps.synced && this.d.keys.synced && (this.d.usage?.synced ?? true);
+    return (
+      !this.closing &&
+      this.d.apps.synced &&
+      this.d.keys.synced &&
+      (this.d.usage?.synced ?? true) &&
+      (this.d.sessions?.synced ?? true)
+    );
   }
 
   /** In-flight requests per app (held ones included; a warming app counts at least 1), for the autoscaler. */

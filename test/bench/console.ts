@@ -4,7 +4,7 @@
 // cached) per round; warm: the same profile reloading (hashed assets come from the cache, only the page and the API
 // calls travel). Also the bare API call the list needs, as the floor.
 import { CoreV1Api } from "@kubernetes/client-node";
-import type { Page } from "playwright-core";
+import type { Page, Request } from "playwright-core";
 import { createTestNamespace } from "../cluster/test-cluster.ts";
 import { createApp, modelApp, operatorCluster } from "../integration/operator/helpers.ts";
 import { launchBrowser } from "../support/browser.ts";
@@ -25,7 +25,7 @@ export interface ConsoleBenchRow {
 /** Bytes the page's requests moved (headers + encoded bodies) while `fn` ran. */
 async function measured(page: Page, fn: () => Promise<void>): Promise<{ bytes: number; requests: number }> {
   const done: Array<Promise<number>> = [];
-  const onFinished = (r: import("playwright-core").Request) =>
+  const onFinished = (r: Request) =>
     done.push(
       r.sizes().then(
         (s) => s.responseBodySize + s.responseHeadersSize + s.requestHeadersSize + s.requestBodySize,

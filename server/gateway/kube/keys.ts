@@ -19,7 +19,12 @@ export class KubeKeys implements KeyStore {
 
   constructor(kc: KubeConfig, o: { namespace?: string; logger: Logger }) {
     this.core = kc.makeApiClient(CoreV1Api);
-    this.watch = labelledSecrets(kc, { name: "api-key secrets", label: KEY_LABEL, namespace: o.namespace, logger: o.logger });
+    this.watch = labelledSecrets(kc, {
+      name: "api-key secrets",
+      label: KEY_LABEL,
+      namespace: o.namespace,
+      logger: o.logger,
+    });
     this.watch.on((secret, event) => {
       const org = secret.metadata?.namespace ?? "",
         name = secret.metadata?.name ?? "";

@@ -20,7 +20,6 @@ export async function streamPodLog(
   if (o.follow) url.searchParams.set("follow", "true");
   const ctx = new RequestContext(url.toString(), HttpMethod.GET);
   await kc.applySecurityAuthentication(ctx);
-  let body: ReadableStream<Uint8Array> | null = null;
   try {
     const res = await fetch(url, { headers: ctx.getHeaders(), dispatcher: ctx.getDispatcher(), signal });
     if (res.status !== 200) {
@@ -33,7 +32,7 @@ export async function streamPodLog(
       }
       throw new AppError("UPSTREAM_FAILED", `the log of pod ${o.pod} could not be read: ${message || res.status}`);
     }
-    body = res.body as ReadableStream<Uint8Array> | null;
+    const body = res.body as ReadableStream<Uint8Array> | null;
     if (!body) return;
     const decoder = new TextDecoder();
     let partial = "";

@@ -53,7 +53,12 @@ export class KubeSessions implements SessionStore {
   constructor(kc: KubeConfig, o: { namespace?: string; logger: Logger }) {
     this.core = kc.makeApiClient(CoreV1Api);
     this.logger = o.logger;
-    this.watch = labelledSecrets(kc, { name: "console session secrets", label: SESSION_LABEL, namespace: o.namespace, logger: o.logger });
+    this.watch = labelledSecrets(kc, {
+      name: "console session secrets",
+      label: SESSION_LABEL,
+      namespace: o.namespace,
+      logger: o.logger,
+    });
     this.watch.on((secret, event) => {
       const rec = event === "delete" ? undefined : readSessionSecret(secret);
       if (rec) {
