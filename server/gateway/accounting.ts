@@ -6,6 +6,7 @@ import type { Logger } from "../common/logger.ts";
 import type { RequestContext } from "./context.ts";
 import type { AppStats, GatewayMetrics } from "./metrics.ts";
 import type { UsageStore } from "./ports.ts";
+import { isStreamType } from "./usage.ts";
 
 /** Ended requests are accounted for this long after they end at most. */
 const ACCOUNT_EVERY_MS = 50;
@@ -77,6 +78,7 @@ export class Accounting {
         promptTokens: tokens?.prompt ?? 0,
         completionTokens: tokens?.completion ?? 0,
         durationMs: ms,
+        firstTokenMs: isStreamType(ctx.sentType) ? ctx.ttfbMs : undefined,
         at,
       });
       this.log(ctx, status, ms);

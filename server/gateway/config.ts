@@ -5,6 +5,7 @@ import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { ConfigError } from "../common/config.ts";
 import { ListenAddressSchema } from "../common/host-port.ts";
+import { CONSOLE_DEFAULTS, ConsoleConfigSchema } from "./console/config.ts";
 
 const LimitsSchema = z.object({
   requestsPerSecond: z.number().min(0).describe("Sustained requests per second per key (0 = unlimited)."),
@@ -147,6 +148,7 @@ export const GatewayConfigSchema = z
         retentionDays: z.int().min(1).default(62).describe("Days of hourly usage kept."),
       })
       .default({ flushSeconds: 5, retentionDays: 62 }),
+    console: ConsoleConfigSchema.default(CONSOLE_DEFAULTS),
     shutdownSeconds: z
       .number()
       .min(0)

@@ -21,6 +21,10 @@ import { GatewayMetrics } from "./metrics.ts";
 import type { AppInfo, AppSource, KeyStore, LoadSink, UsageStore } from "./ports.ts";
 import { Upstreams } from "./proxy.ts";
 import { requestIds } from "./request-id.ts";
+import type { AppAdmin } from "./app-admin.ts";
+import { asAppRequest, presetKeyOf } from "./console/forward.ts";
+import type { SessionStore } from "./console/session.ts";
+import { consoleManagement } from "./console/wire.ts";
 
 export interface GatewayDeps {
   config: GatewayConfig;
@@ -32,6 +36,11 @@ export interface GatewayDeps {
   logger: Logger;
   /** Base URL of the gateway as users reach it (for the management API's app URLs); apps' status.url otherwise. */
   publicUrl?: string;
+  /** The console's sessions (in memory without one) and the app operations of the management API (none: 501). */
+  sessions?: SessionStore;
+  appAdmin?: AppAdmin;
+  /** The built console (default: the package's dist/console). */
+  consoleAssets?: string;
   now?: () => number;
 }
 
@@ -51,6 +60,7 @@ export class Gateway implements ForwardDeps {
   private readonly states = new Map<string, AppState>();
   private readonly verifier: KeyVerifier;
   private readonly limiter: KeyLimiter;
+  private readonly consoleSessions: { start(): void; stop(): void };
   private closing_ = false;
   private running = 0;
   private idle: (() => void) | undefined;
@@ -89,11 +99,32 @@ export class Gateway implements ForwardDeps {
       { requestsPerSecond: c.limits.requestsPerSecond, burst: c.limits.burst, concurrent: c.limits.concurrent },
       c.limits.orgs,
     );
+    const consoleParts = consoleManagement({
+      config: c.console,
+      ...(d.sessions ? { sessions: d.sessions } : {}),
+      ...(d.appAdmin ? { admin: d.appAdmin } : {}),
+      ...(d.consoleAssets ? { assetsDir: d.consoleAssets } : {}),
+      apps: d.apps,
+      keys: d.keys,
+      checkHeader: (req) => this.check(req),
+      checkKey: (key) => this.verifier.checkAuthorization(`Key ${key}`, this.now()),
+      forwardToApp: (req, res, org, app, rest, key) => {
+        asAppRequest(req, org, app, rest, key);
+        this.handle(req, res);
+      },
+      maxBodyBytes: c.maxBodyBytes,
+      ...(d.publicUrl ? { publicUrl: d.publicUrl } : {}),
+      logger: d.logger,
+      now: this.now,
+    });
+    this.consoleSessions = consoleParts.sessions;
+    this.consoleSessions.start();
     const management = createManagement({
+      ...consoleParts.deps,
+      usageDays: c.usage.retentionDays,
       apps: d.apps,
       keys: d.keys,
       ...(d.usage ? { usage: this.usageAfterFlush(d.usage) } : {}),
-      check: (req) => this.check(req),
       limit: (key) => this.acquireLimit(key),
       maxBodyBytes: c.maxBodyBytes,
       logger: d.logger,
@@ -124,10 +155,18 @@ export class Gateway implements ForwardDeps {
 
   /** True when the caches have their first listing (and the gateway is not shutting down). */
   get ready(): boolean {
-    return !this.closing_ && this.d.apps.synced && this.d.keys.synced && (this.d.usage?.synced ?? true);
+    return (
+      !this.closing_ &&
+      this.d.apps.synced &&
+      this.d.keys.synced &&
+      (this.d.usage?.synced ?? true) &&
+      (this.d.sessions?.synced ?? true)
+    );
   }
 
   check(req: RequestContext["req"]): KeyCheck {
+    const preset = presetKeyOf(req); // the console's playground, as the key of its session
+    if (preset) return { ok: true, key: preset };
     return this.verifier.checkAuthorization(authorizationOf(req.headers.authorization, req.rawHeaders), this.now());
   }
 
@@ -223,6 +262,7 @@ export class Gateway implements ForwardDeps {
    */
   async close(deadlineMs: number): Promise<void> {
     this.closing_ = true;
+    this.consoleSessions.stop();
     const idle = (ms: number) =>
       this.running > 0
         ? Promise.race([

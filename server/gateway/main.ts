@@ -1,5 +1,6 @@
 // Composition root of `gantry gateway`: config → logger → kubeconfig → watches (ModelApps, EndpointSlices, key
-// Secrets, usage ConfigMaps) → the gateway pipeline → load reports to the operator → HTTP → graceful shutdown.
+// Secrets, usage ConfigMaps, console session Secrets) → the gateway pipeline → load reports to the operator → HTTP →
+// graceful shutdown.
 import crypto from "node:crypto";
 import type http from "node:http";
 import os from "node:os";
@@ -13,7 +14,9 @@ import type { GatewayEnv } from "./env.ts";
 import { Gateway } from "./gateway.ts";
 import { createGatewayServer } from "./http-server.ts";
 import { KubeApps } from "./kube/apps.ts";
+import { KubeAppAdmin } from "./kube/app-admin.ts";
 import { KubeKeys } from "./kube/keys.ts";
+import { KubeSessions } from "./kube/sessions.ts";
 import { KubeUsage } from "./kube/usage.ts";
 import { OperatorLoadReporter } from "./load-reporter.ts";
 
@@ -45,6 +48,7 @@ export async function startGateway(opts: GatewayOptions, logger: Logger): Promis
   const ns = config.watchNamespace ? { namespace: config.watchNamespace } : {};
   const apps = new KubeApps(kc, { ...ns, logger });
   const keys = new KubeKeys(kc, { ...ns, logger });
+  const sessions = new KubeSessions(kc, { ...ns, logger });
   const late: { gateway?: Gateway } = {}; // the callbacks below run after the gateway exists
   const usage = new KubeUsage(kc, {
     ...ns,
@@ -68,6 +72,8 @@ export async function startGateway(opts: GatewayOptions, logger: Logger): Promis
     keys,
     usage,
     load: reporter,
+    sessions,
+    appAdmin: new KubeAppAdmin(kc),
     logger,
     ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
   });
@@ -96,7 +102,7 @@ export async function startGateway(opts: GatewayOptions, logger: Logger): Promis
     "gantry gateway listening",
   );
   // Watches start after listen, so /healthz answers while the caches fill (/readyz says 503 until they are synced).
-  void Promise.all([apps.start(), keys.start(), usage.start()]).then(
+  void Promise.all([apps.start(), keys.start(), usage.start(), sessions.start()]).then(
     () => {
       logger.info({}, "caches synced");
       reporter.start();
@@ -121,7 +127,7 @@ export async function startGateway(opts: GatewayOptions, logger: Logger): Promis
       metricsServer?.close();
       metricsServer?.closeAllConnections();
       await usage.stop();
-      await Promise.all([apps.stop(), keys.stop()]);
+      await Promise.all([apps.stop(), keys.stop(), sessions.stop()]);
     })());
   return { gateway: g, url, config, close };
 }

@@ -22,6 +22,11 @@ export interface AppInfo {
   ready?: { status: string; reason: string; message: string };
   replicas?: number;
   readyReplicas?: number;
+  /** For the console: scaling bounds, every condition, and whether the app is being deleted. */
+  minReplicas?: number;
+  maxReplicas?: number;
+  conditions?: Array<{ type: string; status: string; reason: string; message: string; lastTransitionTime?: string }>;
+  deleting?: boolean;
 }
 
 /** A pod of an app, as its EndpointSlice lists it. */

@@ -1,10 +1,10 @@
-// `npm run bench [section...]`: runs the benchmarks and prints their tables. Sections: serving, llama, causes, builds,
-// pull, cli, operator, platform, gateway, vision (default: all). `llama` compares Gantry with llama.cpp's llama-server
-// and llama-bench built from the llama.cpp release node-llama-cpp ships; `causes` measures the two causes of the gap
-// before and after; `vision` image requests against llama-server --mmproj and text on the addon with and without mtmd;
-// `builds` compares the engine builds (patched addon on the prebuilt libraries, patched all from source,
-// prebuilt binary); `gateway` compares the gateway with going direct and with nginx, and measures cold starts on the
-// test cluster.
+// `npm run bench [section...]`: runs the benchmarks and prints their tables. Sections: serving, llama, causes,
+// builds, pull, cli, operator, platform, gateway, vision, console (default: all). `llama` compares Gantry with
+// llama.cpp's llama-server and llama-bench built from the llama.cpp release node-llama-cpp ships; `causes` measures
+// the two causes of the gap before and after; `vision` image requests against llama-server --mmproj and text on the
+// addon with and without mtmd; `builds` compares the engine builds (patched addon on the prebuilt libraries, patched
+// all from source, prebuilt binary); `gateway` compares the gateway with going direct and with nginx, and measures
+// cold starts on the test cluster; `console` the console's first page in a headless browser.
 // GANTRY_BENCH_ROUNDS (default 9 for serving: its paired ratios need that many to settle on 2 noisy cores; 3 for llama,
 // causes and builds) sets the interleaved rounds, GANTRY_BENCH_MODELS (default 250m,1b) the generated models,
 // GANTRY_BENCH_LLAMA_SLOTS (lru, default, or pinned) how llama-server assigns slots to concurrent requests.
@@ -12,6 +12,7 @@
 import { benchModelPath, smollm2Path } from "../support/models.ts";
 import type { BenchShapeName } from "../support/gguf/bench.ts";
 import { benchCli } from "./cli.ts";
+import { benchConsole } from "./console.ts";
 import { benchGateway, gatewayParts } from "./gateway/bench.ts";
 import { benchGatewayCpu } from "./gateway/cpu.ts";
 import { benchEngineBuilds } from "./engine-builds.ts";
@@ -41,6 +42,7 @@ const all = [
   "platform",
   "gateway",
   "vision",
+  "console",
 ] as const;
 type Section = (typeof all)[number];
 const wanted = new Set<Section>(
@@ -205,4 +207,16 @@ if (run("vision")) {
   );
   // The extension must not slow text down: the addon with mtmd against the same build without it.
   await benchAddonAb(await benchModelPath("250m"), Number(process.env.GANTRY_BENCH_ROUNDS ?? 5), 2);
+}
+
+if (run("console")) {
+  const rounds = Number(process.env.GANTRY_BENCH_ROUNDS ?? 5);
+  const { loadavg } = await import("node:os");
+  const before = loadavg()[0]!.toFixed(2);
+  const rows = await benchConsole(rounds);
+  printTable(
+    `Console: the first page in headless Chromium against a gateway on the test control plane (an org with 3 apps), ${rounds} rounds; bytes as transferred (compressed bodies + headers), medians; time from navigation to the apps list shown, min / median / max; load average ${before} before, ${loadavg()[0]!.toFixed(2)} after. Target: first page < 150 KB`,
+    ["case", "KB transferred", "requests", "ms to shown (min / med / max)"],
+    rows.map((r) => [r.case, r.kb, String(r.requests), r.ms]),
+  );
 }

@@ -67,6 +67,17 @@ export function appInfoOf(app: ModelApp): AppInfo {
     ...(ready ? { ready: { status: ready.status, reason: ready.reason, message: ready.message } } : {}),
     ...(app.status?.replicas !== undefined ? { replicas: app.status.replicas } : {}),
     ...(app.status?.readyReplicas !== undefined ? { readyReplicas: app.status.readyReplicas } : {}),
+    ...(parsed.ok
+      ? { minReplicas: parsed.spec.scaling.minReplicas, maxReplicas: parsed.spec.scaling.maxReplicas }
+      : {}),
+    conditions: (app.status?.conditions ?? []).map((c) => ({
+      type: c.type,
+      status: c.status,
+      reason: c.reason,
+      message: c.message,
+      ...(c.lastTransitionTime ? { lastTransitionTime: String(c.lastTransitionTime) } : {}),
+    })),
+    ...((app.metadata as { deletionTimestamp?: unknown }).deletionTimestamp ? { deleting: true } : {}),
   };
 }
 

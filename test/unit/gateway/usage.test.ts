@@ -31,6 +31,7 @@ test("hourly rows per app and key add up; merging keeps the hours asked for", ()
     promptTokens: 6,
     completionTokens: 10,
     durationMs: 20,
+    lastAt: "2026-05-01T10:31:00.000Z",
   });
   const merged = mergeUsage([rows, rows], Date.parse("2026-05-01T10:45:00Z"), Date.parse("2026-05-01T11:00:00Z"));
   assert.deepEqual(
@@ -141,4 +142,33 @@ test("durations are listed to the microsecond, without the noise of float sums",
   const base = { org: "acme", app: "chat", keyId: "k1", promptTokens: 1, completionTokens: 1, status: 200, at: T };
   for (const durationMs of [0.1, 0.2, 3065.71257100002]) t.add({ ...base, durationMs });
   assert.equal(t.list()[0]!.durationMs, 3066.013);
+});
+
+test("rows keep the last request's time and the streamed answers' time to first token, merged across gateways", () => {
+  const a = new UsageTable(),
+    b = new UsageTable();
+  const base = { org: "o", app: "chat", keyId: "k", status: 200, promptTokens: 1, completionTokens: 1, durationMs: 5 };
+  a.add({ ...base, at: Date.parse("2026-11-27T10:05:00.400Z"), firstTokenMs: 30 });
+  a.add({ ...base, at: Date.parse("2026-11-27T10:06:00Z") });
+  b.add({ ...base, at: Date.parse("2026-11-27T10:20:00Z"), firstTokenMs: 50 });
+  const [merged] = mergeUsage([a.list(), b.list()], 0, Date.parse("2026-11-28T00:00:00Z"));
+  assert.equal(merged!.requests, 3);
+  assert.equal(merged!.streamed, 2);
+  assert.equal(merged!.firstTokenMs, 80);
+  assert.equal(merged!.lastAt, "2026-11-27T10:20:00.000Z");
+  assert.equal(a.list()[0]!.lastAt, "2026-11-27T10:06:00.000Z", "to the second");
+  // A row stored before these fields existed merges with one that has them.
+  const old = {
+    hour: "2026-11-27T10:00:00.000Z",
+    app: "chat",
+    keyId: "k",
+    requests: 1,
+    errors: 0,
+    promptTokens: 1,
+    completionTokens: 1,
+    durationMs: 1,
+  };
+  const [both] = mergeUsage([[old], a.list()], 0, Date.parse("2026-11-28T00:00:00Z"));
+  assert.equal(both!.requests, 3);
+  assert.equal(both!.streamed, 1);
 });
