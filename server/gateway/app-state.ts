@@ -1,11 +1,11 @@
 // What the gateway knows about one app while it serves it: requests in flight and held, load per pod, pods that
-// refused a connection or passed the gateway's own health check, and the warm-up of a scale from zero. The pick of
-// a pod (least in-flight requests, ties rotated) is here.
+// refused a connection or passed the gateway's own health check, and the warm-up of a scale from zero. Which of its
+// usable pods a request takes is pick.ts.
 import type { AppError } from "../common/errors.ts";
 import { AppStats } from "./metrics.ts";
+import { leastLoaded } from "./pick.ts";
 import type { Endpoint } from "./ports.ts";
 
-/** One request in progress for an app: aborted with `cause` when the app is deleted or the gateway stops. */
 /** A request under way at an app: what cutting it short needs. */
 export interface Active {
   /** Set when the gateway (not the client) cut the request short. */
@@ -28,7 +28,8 @@ export class AppState {
   warmUntil = 0;
   warmStarted = 0;
   probing = false;
-  rr = 0;
+  /** Turns of the tie-break between equally loaded pods. */
+  turn = 0;
   uid: string | undefined;
   /** The app's per-request metrics (kept by the metrics, which outlive this state). */
   readonly stats: AppStats;
@@ -39,23 +40,19 @@ export class AppState {
     this.stats = stats;
   }
 
-  /** The least-loaded usable pod, or undefined. */
-  pick(endpoints: readonly Endpoint[], now: number): Endpoint | undefined {
-    let best: Endpoint | undefined,
-      bestLoad = Infinity,
-      ties = 0;
-    for (const ep of endpoints) {
-      if (!ep.ready && !((this.probed.get(ep.id) ?? 0) > now)) continue;
-      if ((this.failing.get(ep.id) ?? 0) > now) continue;
-      const l = this.load.get(ep.id) ?? 0;
-      if (l < bestLoad) {
-        best = ep;
-        bestLoad = l;
-        ties = 1;
-      } else if (l === bestLoad && (this.rr + ties++) % ties === 0) best = ep;
-    }
-    this.rr++;
-    return best;
+  /** Whether a pod may take a request now: ready (or passed the gateway's own check) and not refusing. */
+  usable(ep: Endpoint, now: number): boolean {
+    return (ep.ready || (this.probed.get(ep.id) ?? 0) > now) && !((this.failing.get(ep.id) ?? 0) > now);
+  }
+
+  /**
+   * The pod for a request (pick.ts), or undefined. `avoid`: a pod the request just failed on, taken only when no other
+   * is usable.
+   */
+  pick(endpoints: readonly Endpoint[], now: number, avoid?: string): Endpoint | undefined {
+    const usable = endpoints.filter((ep) => this.usable(ep, now));
+    const others = avoid === undefined ? usable : usable.filter((ep) => ep.id !== avoid);
+    return leastLoaded(others.length > 0 ? others : usable, this.load, this.turn++);
   }
 
   /**

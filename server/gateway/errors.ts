@@ -1,7 +1,7 @@
 // The gateway's errors in the wire shape of the API a request is for: the OpenAI envelope under /v1 (and the
 // management API), Ollama's {"error": "..."} under /api. Streams that already started get the error as their last
 // event instead (an SSE `data:` event or an NDJSON line), since their status line is gone.
-import type { OutgoingResponse } from "./http1-server.ts";
+import type { ServerResponse } from "node:http";
 import { AppError, type ErrorCode, ollamaErrorBody, openaiErrorBody } from "../common/errors.ts";
 
 export type ErrorShape = "ollama" | "openai";
@@ -28,7 +28,7 @@ export const errorJson = (shape: ErrorShape, e: AppError): string =>
 
 /** Sends an error response, or, when the response already started, ends it with an error event. */
 export function sendGatewayError(
-  res: OutgoingResponse,
+  res: ServerResponse,
   shape: ErrorShape,
   e: AppError,
   extraHeaders?: Record<string, string>,

@@ -1,6 +1,7 @@
 // Composition root of `gantry gateway`: config → logger → kubeconfig → watches (ModelApps, EndpointSlices, key
 // Secrets, usage ConfigMaps) → the gateway pipeline → load reports to the operator → HTTP → graceful shutdown.
 import crypto from "node:crypto";
+import type http from "node:http";
 import os from "node:os";
 import { parseHostPort } from "../common/host-port.ts";
 import { loadKubeConfig } from "../common/kubeconfig.ts";
@@ -11,7 +12,6 @@ import { loadGatewayConfig, type GatewayConfig } from "./config.ts";
 import type { GatewayEnv } from "./env.ts";
 import { Gateway } from "./gateway.ts";
 import { createGatewayServer } from "./http-server.ts";
-import type { Http1Server } from "./http1-server.ts";
 import { KubeApps } from "./kube/apps.ts";
 import { KubeKeys } from "./kube/keys.ts";
 import { KubeUsage } from "./kube/usage.ts";
@@ -72,16 +72,17 @@ export async function startGateway(opts: GatewayOptions, logger: Logger): Promis
     ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
   });
   late.gateway = g;
-  const server = createGatewayServer(config, g.handle);
+  const refused = { onRefusedConnection: () => g.metrics.connectionsRefused.inc() };
+  const server = createGatewayServer(config, g.handle, refused);
   const { host, port } = parseHostPort(config.listen, 8080);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, host, () => resolve());
   });
-  let metricsServer: Http1Server | undefined;
+  let metricsServer: http.Server | undefined;
   if (config.metricsListen) {
     const m = parseHostPort(config.metricsListen, 9090);
-    const ms = createGatewayServer(config, g.handleSystem);
+    const ms = createGatewayServer(config, g.handleSystem, refused);
     await new Promise<void>((resolve, reject) => {
       ms.once("error", reject);
       ms.listen(m.port, m.host, () => resolve());
@@ -126,7 +127,7 @@ export async function startGateway(opts: GatewayOptions, logger: Logger): Promis
 }
 
 export async function runGateway(opts: GatewayOptions): Promise<void> {
-  // A request log line per request: buffered (a write per line costs more than the rest of the line's work).
+  // An access log line per request: buffered (docs/decisions/0002-access-log-through-pino.md).
   const logger = createLogger({
     level: opts.env.GANTRY_LOG_LEVEL,
     name: "gantry-gateway",

@@ -2,8 +2,8 @@
 // without secrets, revoke), its apps with status and URL, and its hourly usage. Every /orgs/<org>/ route needs an
 // admin key of that org: an api key gets 403, another org's admin key 403, no key 401. The OpenAPI document
 // (openapi.ts) is public. Errors use the OpenAI envelope.
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { readRequestBody } from "./body.ts";
-import type { IncomingRequest, OutgoingResponse } from "./http1-server.ts";
 import type { z } from "zod";
 import { AppError } from "../common/errors.ts";
 import type { Logger } from "../common/logger.ts";
@@ -18,8 +18,8 @@ import { isDnsLabel } from "../common/kube-names.ts";
 import { CreateKeyRequestSchema, UsageQuerySchema, type KeyInfo } from "./schemas.ts";
 
 export type ManagementHandler = (
-  req: IncomingRequest,
-  res: OutgoingResponse,
+  req: IncomingMessage,
+  res: ServerResponse,
   path: string,
   query: string,
   requestId: string,
@@ -29,7 +29,7 @@ export interface ManagementDeps {
   apps: Pick<AppSource, "list">;
   keys: Pick<KeyStore, "list" | "create" | "revoke">;
   usage?: Pick<UsageStore, "query">;
-  check: (req: IncomingRequest) => KeyCheck;
+  check: (req: IncomingMessage) => KeyCheck;
   /** A slot under the admin key's request limits, as its calls to apps take (none: unlimited). */
   limit?: (key: { id: string; org: string }) => LimitResult;
   maxBodyBytes: number;
@@ -51,7 +51,7 @@ export const keyInfo = (r: KeyRecord, now: number): KeyInfo => ({
   ...(r.expires ? { expires: r.expires, ...(Date.parse(r.expires) <= now ? { expired: true } : {}) } : {}),
 });
 
-function sendJson(res: OutgoingResponse, status: number, body: unknown, requestId: string): void {
+function sendJson(res: ServerResponse, status: number, body: unknown, requestId: string): void {
   const text = JSON.stringify(body);
   res.writeHead(status, {
     "content-type": "application/json; charset=utf-8",
@@ -84,7 +84,7 @@ export function queryParams(query: string): Record<string, string> {
   return out;
 }
 
-async function readJson(req: IncomingRequest, max: number): Promise<unknown> {
+async function readJson(req: IncomingMessage, max: number): Promise<unknown> {
   const body = await readRequestBody(req, max);
   if (body === "too-large") throw new AppError("PAYLOAD_TOO_LARGE", `request body is larger than ${max} bytes`);
   if (body === "aborted") throw new AppError("BAD_REQUEST", "the client closed the connection");

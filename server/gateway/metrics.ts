@@ -1,8 +1,8 @@
 // The gateway's Prometheus metrics (one registry per gateway). In-flight and held requests are read from the
 // gateway's own counters when scraped, so the request path does not update gauges. What every request updates
 // (requests by code, latency and time-to-first-byte histograms, usage by key) is counted in plain numbers per app
-// (AppStats) and turned into series only when scraped: prom-client hashes the label values on every update, even
-// through a labelled child, a measurable share of a small proxied request (`npm run bench gateway`, part cpu).
+// (AppStats) and turned into series only when scraped: prom-client hashes label values on every update
+// (docs/decisions/0004-gateway-cpu-per-request.md).
 import { Counter, Gauge, Histogram, Registry, type Metric, type MetricValue } from "prom-client";
 import { collectProcessMetrics } from "../common/process-metrics.ts";
 
@@ -115,6 +115,7 @@ export class GatewayMetrics {
   readonly upstreamRetries: Counter<"org" | "app">;
   readonly usageWrites: Counter<"result">;
   readonly loadReports: Counter<"result">;
+  readonly connectionsRefused: Counter;
 
   constructor(counts: () => AppCounts[] = () => []) {
     const registers = [this.registry];
@@ -190,7 +191,7 @@ export class GatewayMetrics {
     );
     this.upstreamRetries = new Counter({
       name: "gantry_gateway_upstream_retries_total",
-      help: "Requests sent again because a pod refused the connection",
+      help: "Requests sent again because a pod refused the connection or broke it before answering",
       labelNames: ["org", "app"],
       registers,
     });
@@ -204,6 +205,11 @@ export class GatewayMetrics {
       name: "gantry_gateway_load_reports_total",
       help: "Load reports sent to operator replicas by result",
       labelNames: ["result"],
+      registers,
+    });
+    this.connectionsRefused = new Counter({
+      name: "gantry_gateway_connections_refused_total",
+      help: "Connections answered 503 and closed: their address held clientLimits.connectionsPerAddress already",
       registers,
     });
     new Gauge({

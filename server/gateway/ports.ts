@@ -72,4 +72,11 @@ export interface UsageStore {
 export interface LoadSink {
   /** Something changed that the autoscaler should hear about now (a request is held for an app). */
   wake(): void;
+  /**
+   * Why nothing this gateway reports can start a replica now (no operator configured, or the operators refuse its
+   * reports), with the fix; undefined while reports are accepted (or not answered yet).
+   */
+  readonly cannotWake?: string | undefined;
+  /** Called whenever `cannotWake` changes. */
+  onWakeChange?(fn: () => void): void;
 }
