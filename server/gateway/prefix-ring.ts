@@ -49,8 +49,9 @@ export class PrefixRing {
     if (this.owners.length === 0) return undefined;
     let total = 0;
     for (const id of this.ids) total += load(id);
-    // KubeAI's bound: the request counts in the mean it is compared with.
-    const bound = ((total + 1) / this.ids.length) * loadFactor;
+    // The paper's capacity, ceil(c × mean), with the request counted in the mean (as KubeAI): without the ceiling
+    // every pod would be "over" it at low loads (1 in flight on 3 pods: 0.83 < 1).
+    const bound = Math.ceil(((total + 1) / this.ids.length) * loadFactor);
     const start = this.first(ringHash(key));
     const owner = this.owners[start]!;
     const seen = new Set<string>();
@@ -58,7 +59,7 @@ export class PrefixRing {
       const id = this.owners[(start + k) % this.owners.length]!;
       if (seen.has(id)) continue;
       seen.add(id);
-      if (total === 0 || load(id) + 1 <= bound) return { id, first: id === owner };
+      if (load(id) + 1 <= bound) return { id, first: id === owner };
     }
     return { id: owner, first: true };
   }

@@ -158,7 +158,7 @@ test("a pod over meanLoadFactor × the mean load passes the key on along the rin
   const moved = ring.pick(owned, (id) => loads[id]!, 1.25)!;
   assert.notEqual(moved.id, "pod-0");
   assert.equal(moved.first, false);
-  // Within the bound: (total + 1) / pods × factor = (2 + 1) / 3 × 1.25 = 1.25 ≥ 1 + 0.
+  // Within the bound: ceil((total + 1) / pods × factor) = ceil((2 + 1) / 3 × 1.25) = 2 ≥ 0 + 1.
   assert.deepEqual(
     ring.pick(owned, (id) => ({ "pod-0": 0, "pod-1": 1, "pod-2": 1 })[id]!, 1.25),
     {
@@ -169,8 +169,14 @@ test("a pod over meanLoadFactor × the mean load passes the key on along the rin
   assert.deepEqual(
     ring.pick(owned, () => 1, 1),
     { id: "pod-0", first: true },
-    "every pod over the bound",
+    "even loads: the key's own pod",
   );
+  // However uneven the loads, the least loaded pod is within the bound (a key never finds every pod over it).
+  for (let i = 0; i < 200; i++) {
+    const loads = ids(3).map(() => randomInt(20));
+    const c = ring.pick(keys(200)[i]!, (id) => loads[Number(id.slice(4))]!, 1);
+    assert.ok(loads[Number(c!.id.slice(4))]! + 1 <= Math.ceil((loads.reduce((a, b) => a + b) + 1) / 3), `${loads}`);
+  }
   assert.equal(new PrefixRing([], 256).pick("x", idle, 1.25), undefined);
 });
 
