@@ -126,7 +126,10 @@ export interface FinalMetrics {
   done_reason: string;
   total_duration: number;
   load_duration: number;
+  /** The prompt's tokens, cached ones included (Ollama's meaning). */
   prompt_eval_count: number;
+  /** Gantry's: of prompt_eval_count, the tokens found in the sequence's KV cache (not evaluated again). */
+  prompt_cached_count: number;
   prompt_eval_duration: number;
   eval_count: number;
   eval_duration: number;

@@ -68,6 +68,7 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
   const name = loaded.spec.name;
   const slots = loaded.slots;
   let toEvaluate = await reusePrefix(slots, slot, job.promptTokens, job.images?.keep);
+  const promptCachedCount = job.promptTokens.length - toEvaluate.length;
   // The tokens of the exchange (for repeat penalties and the returned context): no image positions.
   const history: Token[] = job.images ? job.promptTokens.filter((t) => !isImageCell(t)) : [...job.promptTokens];
   const promptHistory = history.length;
@@ -204,6 +205,7 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
       totalDurationNs: Number(endNs - job.startedNs),
       loadDurationNs: job.loadDurationNs,
       promptEvalCount: job.promptTokens.length,
+      promptCachedCount,
       promptEvalDurationNs: Number(promptEndNs - evalStartNs),
       evalCount,
       evalDurationNs: Number(endNs - promptEndNs),

@@ -89,7 +89,10 @@ export interface GenerationStats {
   /** All durations in nanoseconds, as Ollama reports them. */
   totalDurationNs: number;
   loadDurationNs: number;
+  /** The prompt's tokens, all of them (Ollama's prompt_eval_count, OpenAI's prompt_tokens), cached ones included. */
   promptEvalCount: number;
+  /** Of those, the ones whose KV cache the sequence already held (a conversation's earlier turns): not evaluated. */
+  promptCachedCount: number;
   promptEvalDurationNs: number;
   evalCount: number;
   evalDurationNs: number;

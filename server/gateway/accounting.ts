@@ -4,7 +4,7 @@
 // request.
 import type { Logger } from "../common/logger.ts";
 import type { RequestContext } from "./context.ts";
-import type { AppStats, GatewayMetrics } from "./metrics.ts";
+import type { AppStats, GatewayMetrics, PodChoice } from "./metrics.ts";
 import type { UsageStore } from "./ports.ts";
 import { isStreamType } from "./usage.ts";
 
@@ -64,6 +64,7 @@ export class Accounting {
       stats.count(status);
       stats.duration.observe(ms / 1000);
       if (ctx.ttfbMs !== undefined) stats.ttfb.observe(ctx.ttfbMs / 1000);
+      if (ctx.pod) stats.pod(ctx.pod, choiceOf(ctx));
       const k = stats.key(ctx.keyId);
       k.requests++;
       if (tokens) {
@@ -97,9 +98,14 @@ export class Accounting {
         status,
         keyId: ctx.keyId,
         ms: Math.round(ms * 10) / 10,
+        ...(ctx.pod ? { pod: ctx.pod, choice: choiceOf(ctx) } : {}),
         ...(t ? { promptTokens: t.prompt, completionTokens: t.completion } : {}),
       },
       status === 499 ? "client closed the connection" : "request",
     );
   }
 }
+
+/** How the pod was chosen: the least loaded, or by PrefixHash the key's own pod or the next one along the ring. */
+const choiceOf = (ctx: RequestContext): PodChoice =>
+  ctx.route?.first === undefined ? "least_load" : ctx.route.first ? "ring_first" : "ring_next";

@@ -3,8 +3,18 @@
 // usable pods a request takes is pick.ts.
 import type { AppError } from "../common/errors.ts";
 import { AppStats } from "./metrics.ts";
+import type { ModelAppSpec } from "../../operator/api/v1alpha1/modelapp.ts";
 import { leastLoaded } from "./pick.ts";
 import type { Endpoint } from "./ports.ts";
+import { PrefixRing } from "./prefix-ring.ts";
+
+/** A request its app routes by PrefixHash: its key, the app's settings, and (once picked) the ring's verdict. */
+export interface PrefixRoute {
+  key: string;
+  settings: ModelAppSpec["loadBalancing"]["prefixHash"];
+  /** Whether the pod picked was the key's own (false: the load bound passed the request on). */
+  first?: boolean;
+}
 
 /** A request under way at an app: what cutting it short needs. */
 export interface Active {
@@ -30,6 +40,8 @@ export class AppState {
   probing = false;
   /** Turns of the tie-break between equally loaded pods. */
   turn = 0;
+  /** PrefixHash's ring over the pods it was last built for (rebuilt when they or the replication change). */
+  private ring: { of: string; ring: PrefixRing } | undefined;
   uid: string | undefined;
   /** The app's per-request metrics (kept by the metrics, which outlive this state). */
   readonly stats: AppStats;
@@ -46,13 +58,38 @@ export class AppState {
   }
 
   /**
-   * The pod for a request (pick.ts), or undefined. `avoid`: a pod the request just failed on, taken only when no other
+   * The pod for a request, or undefined: by its PrefixHash `route` on the ring of the usable pods (its verdict in
+   * route.first), else the least loaded (pick.ts). `avoid`: a pod the request just failed on, taken only when no other
    * is usable.
    */
-  pick(endpoints: readonly Endpoint[], now: number, avoid?: string): Endpoint | undefined {
+  pick(endpoints: readonly Endpoint[], now: number, avoid?: string, route?: PrefixRoute): Endpoint | undefined {
     const usable = endpoints.filter((ep) => this.usable(ep, now));
     const others = avoid === undefined ? usable : usable.filter((ep) => ep.id !== avoid);
-    return leastLoaded(others.length > 0 ? others : usable, this.load, this.turn++);
+    const pods = others.length > 0 ? others : usable;
+    if (!route || pods.length === 0) return leastLoaded(pods, this.load, this.turn++);
+    const choice = this.ringOf(pods, route.settings.replication).pick(
+      route.key,
+      (id) => this.load.get(id) ?? 0,
+      route.settings.meanLoadFactor / 100,
+    )!;
+    route.first = choice.first;
+    return pods.find((ep) => ep.id === choice.id);
+  }
+
+  private ringOf(pods: readonly Endpoint[], replication: number): PrefixRing {
+    const of = `${replication}|${pods
+      .map((ep) => ep.id)
+      .sort()
+      .join(",")}`;
+    if (this.ring?.of !== of)
+      this.ring = {
+        of,
+        ring: new PrefixRing(
+          pods.map((ep) => ep.id),
+          replication,
+        ),
+      };
+    return this.ring.ring;
   }
 
   /**

@@ -45,7 +45,7 @@ export class ColdStart {
     if (ctx.cause) return undefined;
     const app = known ?? this.d.apps.get(ctx.org, ctx.app);
     if (!app || (s.uid && app.uid !== s.uid)) return undefined;
-    return s.pick(this.d.apps.endpoints(ctx.org, ctx.app), this.d.now(), avoid);
+    return s.pick(this.d.apps.endpoints(ctx.org, ctx.app), this.d.now(), avoid, ctx.route);
   }
 
   /**
@@ -64,7 +64,7 @@ export class ColdStart {
       const app = this.d.apps.get(ctx.org, ctx.app);
       if (!app || (s.uid && app.uid !== s.uid)) return gatewayError(404, `app "${ctx.app}" was deleted`);
       const eps = this.d.apps.endpoints(ctx.org, ctx.app);
-      const ep = s.pick(eps, this.d.now(), avoid);
+      const ep = s.pick(eps, this.d.now(), avoid, ctx.route);
       if (ep) return ep;
       if (app.failed)
         return new AppError(

@@ -1,7 +1,7 @@
 // One request to an app as the gateway's parts see it while it is served (dispatch.ts makes it; forward.ts,
 // cold-start.ts and accounting.ts read and fill it).
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Active } from "./app-state.ts";
+import type { Active, PrefixRoute } from "./app-state.ts";
 import type { ErrorShape } from "./errors.ts";
 import type { StreamKind } from "./hold.ts";
 
@@ -27,4 +27,8 @@ export interface RequestContext extends Active {
   ttfbMs?: number;
   /** Token counts metered from the answer (a lower bound when it broke off). */
   tokens?: { prompt: number; completion: number };
+  /** PrefixHash's key of the request (its app routes by it), and whether its pod was the ring's first choice. */
+  route?: PrefixRoute;
+  /** The pod that answered (its name, else its address), for the access log and metrics. */
+  pod?: string;
 }

@@ -15,6 +15,7 @@ import { limitRefusal, type LimitResult } from "./limiter.ts";
 import type { AppStats, GatewayMetrics } from "./metrics.ts";
 import type { AppInfo, AppSource, Endpoint } from "./ports.ts";
 import { upstreamHeaders, type ProxyOutcome, type Upstreams } from "./proxy.ts";
+import { prefixKey } from "./prefix-key.ts";
 import { addStreamUsage } from "./usage.ts";
 
 export interface ForwardDeps {
@@ -189,6 +190,9 @@ async function toApp(d: ForwardDeps, ctx: RequestContext, s: AppState, app: AppI
       dropUsageEvent = true;
     }
   } else if (body && KEEP_ALIVE_ROUTES.has(ctx.rest)) payload = withoutKeepAlive(body) ?? body;
+  const ph = app.loadBalancing?.strategy === "PrefixHash" ? app.loadBalancing.prefixHash : undefined;
+  const key = ph && prefixKey(ctx.rest, body, ph.prefixCharLength);
+  if (key) ctx.route = { key, settings: ph };
   const o = {
     method: req.method ?? "GET",
     path: ctx.rest + ctx.query,
@@ -272,6 +276,7 @@ async function attempt(
   o: PodRequest,
 ): Promise<ProxyOutcome> {
   s.load.set(ep.id, (s.load.get(ep.id) ?? 0) + 1);
+  ctx.pod = ep.pod ?? ep.id;
   const f = d.upstreams.forward(ep.origin, ctx.res, { ...o, committed: ctx.committed });
   ctx.forwarding = f;
   if (ctx.cause) f.abort(ctx.cause.message);

@@ -38,6 +38,9 @@ export interface KeyStats {
 }
 
 /** The per-request metrics of one app, updated on the request path without any label lookup. */
+/** How the gateway chose a request's pod (the app's loadBalancing strategy, and for PrefixHash the ring's verdict). */
+export type PodChoice = "least_load" | "ring_first" | "ring_next";
+
 export class AppStats {
   readonly org: string;
   readonly app: string;
@@ -47,6 +50,8 @@ export class AppStats {
   readonly ttfb = new Buckets();
   /** Usage by key id ("-" for calls without a key). */
   readonly keys = new Map<string, KeyStats>();
+  /** Requests by the pod that answered and how it was chosen ("<pod> <choice>"). */
+  readonly pods = new Map<string, number>();
 
   constructor(org: string, app: string) {
     this.org = org;
@@ -55,6 +60,11 @@ export class AppStats {
 
   count(status: number): void {
     this.codes.set(status, (this.codes.get(status) ?? 0) + 1);
+  }
+
+  pod(pod: string, choice: PodChoice): void {
+    const k = `${pod} ${choice}`;
+    this.pods.set(k, (this.pods.get(k) ?? 0) + 1);
   }
 
   key(id: string): KeyStats {
@@ -187,6 +197,19 @@ export class GatewayMetrics {
               ? [{ labels: { org: s.org, app: s.app, key_id: id, type: "completion" }, value: k.completion }]
               : []),
           ]),
+        ),
+    );
+    collected(
+      this.registry,
+      "gantry_gateway_pod_requests_total",
+      "Requests by the pod that answered and how it was chosen (least_load; PrefixHash: ring_first, ring_next)",
+      "counter",
+      () =>
+        [...stats()].flatMap((s) =>
+          [...s.pods].map(([k, value]) => {
+            const [pod, choice] = k.split(" ");
+            return { labels: { org: s.org, app: s.app, pod: pod!, choice: choice! }, value };
+          }),
         ),
     );
     this.upstreamRetries = new Counter({

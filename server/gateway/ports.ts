@@ -2,7 +2,7 @@
 // pods are, which keys exist, where usage goes and who hears about load. The cluster implementations watch Kubernetes
 // (kube/); memory.ts holds in-process ones (one app, a local upstream, keys in a Map) for a one-off local server, the
 // benchmark and tests. See docs/gateway.md.
-import type { AuthMode } from "../../operator/api/v1alpha1/modelapp.ts";
+import type { AuthMode, ModelAppSpec } from "../../operator/api/v1alpha1/modelapp.ts";
 import type { KeyRecord, KeyScope } from "./keys.ts";
 import type { RequestUsage, UsageRow } from "./usage.ts";
 
@@ -27,6 +27,8 @@ export interface AppInfo {
   maxReplicas?: number;
   conditions?: Array<{ type: string; status: string; reason: string; message: string; lastTransitionTime?: string }>;
   deleting?: boolean;
+  /** How requests are spread over the app's pods (spec.loadBalancing); LeastLoad when absent. */
+  loadBalancing?: ModelAppSpec["loadBalancing"];
 }
 
 /** A pod of an app, as its EndpointSlice lists it. */
@@ -37,6 +39,8 @@ export interface Endpoint {
   origin: string;
   /** The pod passed its readiness probe (and is not terminating). */
   ready: boolean;
+  /** The pod's name, when the EndpointSlice names it (logs and metrics say which pod served a request). */
+  pod?: string;
 }
 
 export interface AppSource {

@@ -196,7 +196,8 @@ export async function drain(
     for (;;) {
       if (ev.type === "done") {
         const s = ev.stats;
-        deps.metrics.promptTokens.inc({ model }, s.promptEvalCount);
+        deps.metrics.promptTokens.inc({ model, cached: "true" }, s.promptCachedCount);
+        deps.metrics.promptTokens.inc({ model, cached: "false" }, s.promptEvalCount - s.promptCachedCount);
         deps.metrics.generatedTokens.inc({ model }, s.evalCount);
         if (s.evalCount > 0 && s.evalDurationNs > 0)
           deps.metrics.tokensPerSecond.observe({ model }, s.evalCount / (s.evalDurationNs / 1e9));

@@ -26,8 +26,8 @@ export class ServerMetrics {
   });
   readonly promptTokens = new Counter({
     name: "gantry_prompt_tokens_total",
-    help: "Prompt tokens evaluated",
-    labelNames: ["model"],
+    help: "Prompt tokens of generation requests; cached=true: found in the sequence's KV cache, not evaluated again",
+    labelNames: ["model", "cached"],
     registers: [this.registry],
   });
   readonly generatedTokens = new Counter({

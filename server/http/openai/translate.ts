@@ -11,11 +11,17 @@ export function finishReason(r: DoneReason): "stop" | "length" {
   return r === "length" ? "length" : "stop";
 }
 
-export function usage(s: GenerationStats): { prompt_tokens: number; completion_tokens: number; total_tokens: number } {
+export function usage(s: GenerationStats): {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  prompt_tokens_details: { cached_tokens: number };
+} {
   return {
     prompt_tokens: s.promptEvalCount,
     completion_tokens: s.evalCount,
     total_tokens: s.promptEvalCount + s.evalCount,
+    prompt_tokens_details: { cached_tokens: s.promptCachedCount },
   };
 }
 

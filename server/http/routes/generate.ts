@@ -25,6 +25,7 @@ export function finalMetrics(s: GenerationStats): FinalMetrics {
     total_duration: s.totalDurationNs,
     load_duration: s.loadDurationNs,
     prompt_eval_count: s.promptEvalCount,
+    prompt_cached_count: s.promptCachedCount,
     prompt_eval_duration: s.promptEvalDurationNs,
     eval_count: s.evalCount,
     eval_duration: s.evalDurationNs,
