@@ -1,6 +1,7 @@
-// The key PrefixHash routes a request by: its model and the start of its conversation — a chat's messages up to and
-// including the first user message, a completion's prompt — cut at prefixCharLength characters, so every turn of a
-// conversation has the same key. Read from the buffered body without parsing all of it (a 32 KB chat costs a JSON.parse
+// The key PrefixHash routes a request by: its model, the start of its system text (system messages, Anthropic's system,
+// Responses' instructions) and the start of its first user message (a completion's prompt), each cut at
+// prefixCharLength characters, so every turn of a conversation has the same key; the user's text is counted apart so
+// that a long system prompt shared by an app's conversations does not give them all one key (docs/decisions). Read from the buffered body without parsing all of it (a 32 KB chat costs a JSON.parse
 // of about 40-80 µs; this reads only the key's bytes): strings are decoded by JSON.parse itself, slice by slice. A body
 // it cannot read gives no key (the request is routed by load). Pure.
 
@@ -163,14 +164,16 @@ function readContent(r: Reader, out: Budget): boolean {
   });
 }
 
-/** Messages (or Responses input items) up to and including the first user one. */
-function readMessages(r: Reader, out: Budget): boolean {
-  let userSeen = false;
+/**
+ * Messages (or Responses input items) up to and including the first user one: those before it (system, developer)
+ * into `lead`, the first user message into `main`.
+ */
+function readMessages(r: Reader, lead: Budget, main: Budget): boolean {
   return r.array(() => {
-    if (userSeen || out.full) return "stop";
-    if (r.peek() === QUOTE) return readContent(r, out);
+    if (main.text) return "stop";
+    if (r.peek() === QUOTE) return readContent(r, main);
     let role = "";
-    const part = new Budget(out.left);
+    const part = new Budget(Math.max(lead.left, main.left));
     const ok = r.object((k) => {
       if (k === "role") {
         const s = r.string(16);
@@ -181,8 +184,8 @@ function readMessages(r: Reader, out: Budget): boolean {
       return k === "content" ? readContent(r, part) : r.skip();
     });
     if (!ok) return false;
-    out.add(`${role}:${part.text}\n`);
-    if (role === "user") userSeen = true;
+    if (role === "user") main.add(part.text || " ");
+    else lead.add(`${role}:${part.text}\n`);
     return true;
   });
 }
@@ -207,7 +210,7 @@ export function prefixKey(path: string, body: Buffer | null, chars: number): str
     }
     if (k === fields.lead) return readContent(r, lead);
     // The conversation's start is read: the rest of the body is not (the reader may stand inside the list).
-    if (k === fields.list) return (r.peek() === QUOTE ? readContent(r, main) : readMessages(r, main)) && "stop";
+    if (k === fields.list) return (r.peek() === QUOTE ? readContent(r, main) : readMessages(r, lead, main)) && "stop";
     if (k === fields.text) return readContent(r, main) && "stop";
     return r.skip();
   });
@@ -219,6 +222,5 @@ export function prefixKey(path: string, body: Buffer | null, chars: number): str
     again.i = body.lastIndexOf('"model"');
     if (again.i >= 0 && again.string(8) === "model" && again.eat(0x3a)) model = again.string(256) ?? "";
   }
-  const text = (lead.text ? `system:${lead.text}\n${main.text}` : main.text).slice(0, chars);
-  return text ? `${model}\n${text}` : undefined;
+  return lead.text || main.text ? `${model}\n${lead.text}\n${main.text}` : undefined;
 }

@@ -217,7 +217,7 @@ export const ModelAppSpecSchema = z
               .max(100000)
               .default(100)
               .describe(
-                "Characters of the request's start that are hashed: a chat's first messages up to its first user message, a completion's prompt.",
+                "Characters hashed of a request's system text, and of its first user message (or a completion's prompt): every turn of a conversation hashes alike.",
               ),
           })
           .default({ meanLoadFactor: 125, replication: 256, prefixCharLength: 100 })

@@ -18,24 +18,31 @@ test("every turn of a chat has the key of its first turn; another conversation h
   const turn2 = [...turn1, { role: "assistant", content: "Hello!" }, { role: "user", content: "how are you?" }];
   const turn3 = [...turn2, { role: "assistant", content: "Fine." }, { role: "user", content: "bye" }];
   const keys = [turn1, turn2, turn3].map((m) => prefixKey("/v1/chat/completions", chat(m), 100));
-  assert.equal(keys[0], "m\nsystem:be brief\nuser:hi\n");
+  assert.equal(keys[0], "m\nsystem:be brief\n\nhi");
   assert.deepEqual(new Set(keys).size, 1);
   assert.notEqual(prefixKey("/v1/chat/completions", chat([{ role: "user", content: "hello" }]), 100), keys[0]);
   assert.notEqual(prefixKey("/v1/chat/completions", body({ model: "n", messages: turn1 }), 100), keys[0], "the model");
   assert.equal(prefixKey("/api/chat", chat(turn3, { stream: false, options: { temperature: 0 } }), 100), keys[0]);
 });
 
-test("the key is cut at prefixCharLength characters; a long first message makes it early", () => {
+test("the system text and the first user message are each cut at prefixCharLength characters", () => {
   const long = "a".repeat(500);
-  assert.equal(prefixKey("/v1/chat/completions", chat([{ role: "user", content: long }]), 10), "m\nuser:aaaaa");
-  assert.equal(prefixKey("/v1/completions", body({ model: "m", prompt: long }), 7), "m\naaaaaaa");
-  assert.equal(prefixKey("/v1/completions", body({ model: "m", prompt: ["abc", "def"] }), 7), "m\nabcdef");
+  assert.equal(prefixKey("/v1/chat/completions", chat([{ role: "user", content: long }]), 10), "m\n\naaaaaaaaaa");
+  // A long system prompt shared by an app's conversations does not give them all one key.
+  const persona = { role: "system", content: "You are the support assistant of ACME. ".repeat(20) };
+  const [a, b] = ["my order is late", "reset my password"].map((q) =>
+    prefixKey("/v1/chat/completions", chat([persona, { role: "user", content: q }]), 100),
+  );
+  assert.notEqual(a, b);
+  assert.equal(a, `m\nsystem:${persona.content.slice(0, 93)}\nmy order is late`);
+  assert.equal(prefixKey("/v1/completions", body({ model: "m", prompt: long }), 7), "m\n\naaaaaaa");
+  assert.equal(prefixKey("/v1/completions", body({ model: "m", prompt: ["abc", "def"] }), 7), "m\n\nabcdef");
 });
 
 test("each API's own fields: Anthropic's system, Responses' instructions and input, Ollama's generate", () => {
   assert.equal(
     prefixKey("/v1/messages", body({ model: "m", system: "sys", messages: [{ role: "user", content: "q" }] }), 100),
-    "m\nsystem:sys\nuser:q\n",
+    "m\nsys\nq",
   );
   assert.equal(
     prefixKey(
@@ -47,24 +54,24 @@ test("each API's own fields: Anthropic's system, Responses' instructions and inp
       }),
       100,
     ),
-    "m\nsystem:sys\nuser:q\n",
+    "m\nsys\nq",
   );
-  assert.equal(prefixKey("/v1/responses", body({ model: "m", instructions: "i", input: "q" }), 100), "m\nsystem:i\nq");
+  assert.equal(prefixKey("/v1/responses", body({ model: "m", instructions: "i", input: "q" }), 100), "m\ni\nq");
   assert.equal(
     prefixKey(
       "/v1/responses",
       body({ model: "m", input: [{ role: "user", content: "q" }, { type: "function_call" }] }),
       100,
     ),
-    "m\nuser:q\n",
+    "m\n\nq",
   );
-  assert.equal(prefixKey("/api/generate", body({ model: "m", system: "s", prompt: "p" }), 100), "m\nsystem:s\np");
+  assert.equal(prefixKey("/api/generate", body({ model: "m", system: "s", prompt: "p" }), 100), "m\ns\np");
 });
 
 test("images and other parts leave no text; key order, whitespace and escapes do not matter", () => {
   const image = { type: "image_url", image_url: { url: `data:image/png;base64,${"A".repeat(100_000)}` } };
   const parts = [{ role: "user", content: [image, { type: "text", text: 'say "hi"\n\u00e9\ud83d\ude00' }] }];
-  const expected = 'm\nuser:say "hi"\n\u00e9\ud83d\ude00\n';
+  const expected = 'm\n\nsay "hi"\n\u00e9\ud83d\ude00';
   assert.equal(prefixKey("/v1/chat/completions", chat(parts), 100), expected);
   assert.equal(
     prefixKey("/v1/chat/completions", chat(parts), 100),
@@ -97,12 +104,16 @@ function expectedKey(o: { model?: string; messages: { role: string; content: unk
       : Array.isArray(c)
         ? c.map((p) => (typeof p === "string" ? p : typeof p?.text === "string" ? p.text : "")).join("")
         : "";
-  let out = "";
+  let lead = "",
+    user: string | undefined;
   for (const m of o.messages) {
-    out = (out + `${m.role}:${text(m.content).slice(0, Math.max(0, chars - out.length))}\n`).slice(0, chars);
-    if (m.role === "user" || out.length >= chars) break;
+    if (m.role === "user") {
+      user = text(m.content).slice(0, chars) || " ";
+      break;
+    }
+    lead = (lead + `${m.role}:${text(m.content)}\n`).slice(0, chars);
   }
-  return `${o.model ?? ""}\n${out}`;
+  return `${o.model ?? ""}\n${lead}\n${user ?? ""}`;
 }
 
 test("on 2,000 generated chats, the key is the rule applied to JSON.parse's result", () => {
