@@ -1,10 +1,11 @@
 // `npm run bench [section...]`: runs the benchmarks and prints their tables. Sections: serving, llama, causes,
-// builds, pull, cli, operator, platform, gateway, vision, console (default: all). `llama` compares Gantry with
+// builds, pull, cli, operator, platform, gateway, vision, console, routing (default: all). `llama` compares Gantry with
 // llama.cpp's llama-server and llama-bench built from the llama.cpp release node-llama-cpp ships; `causes` measures
 // the two causes of the gap before and after; `vision` image requests against llama-server --mmproj and text on the
 // addon with and without mtmd; `builds` compares the engine builds (patched addon on the prebuilt libraries, patched
 // all from source, prebuilt binary); `gateway` compares the gateway with going direct and with nginx, and measures
-// cold starts on the test cluster; `console` the console's first page in a headless browser.
+// cold starts on the test cluster; `console` the console's first page in a headless browser; `routing` LeastLoad
+// against PrefixHash for multi-turn conversations over an app's replicas.
 // GANTRY_BENCH_ROUNDS (default 9 for serving: its paired ratios need that many to settle on 2 noisy cores; 3 for llama,
 // causes and builds) sets the interleaved rounds, GANTRY_BENCH_MODELS (default 250m,1b) the generated models,
 // GANTRY_BENCH_LLAMA_SLOTS (lru, default, or pinned) how llama-server assigns slots to concurrent requests.
@@ -13,6 +14,7 @@ import { benchModelPath, smollm2Path } from "../support/models.ts";
 import type { BenchShapeName } from "../support/gguf/bench.ts";
 import { benchCli } from "./cli.ts";
 import { benchConsole } from "./console.ts";
+import { benchRouting, routingTables } from "./routing.ts";
 import { benchGateway, gatewayParts } from "./gateway/bench.ts";
 import { benchGatewayCpu } from "./gateway/cpu.ts";
 import { benchEngineBuilds } from "./engine-builds.ts";
@@ -43,6 +45,7 @@ const all = [
   "gateway",
   "vision",
   "console",
+  "routing",
 ] as const;
 type Section = (typeof all)[number];
 const wanted = new Set<Section>(
@@ -219,4 +222,9 @@ if (run("console")) {
     ["case", "KB transferred", "requests", "ms to shown (min / med / max)"],
     rows.map((r) => [r.case, r.kb, String(r.requests), r.ms]),
   );
+}
+
+if (run("routing")) {
+  const result = await benchRouting({ rounds: Number(process.env.GANTRY_BENCH_ROUNDS ?? 3) });
+  for (const t of routingTables(result)) printTable(t.title, t.header, t.rows);
 }
