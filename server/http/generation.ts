@@ -102,7 +102,15 @@ export const decodeImages = (
 ): Uint8Array[] | undefined => base64Images(images, field, deps.config.images ?? DEFAULT_IMAGE_INPUT);
 
 /** The routes that generate (and decode in the shared batches). */
-const GENERATION_PATHS = new Set(["/api/generate", "/api/chat", "/v1/chat/completions", "/v1/completions"]);
+const GENERATION_PATHS = new Set([
+  "/api/generate",
+  "/api/chat",
+  "/v1/chat/completions",
+  "/v1/completions",
+  "/v1/responses",
+  "/v1/messages",
+  "/v1/messages/count_tokens",
+]);
 
 /**
  * Announces every generation request to the engine as soon as it is received, before its body is parsed (see

@@ -3,7 +3,7 @@
 // went out, with one error line in the API's own error shape. Each API is a translator of the engine's events into its
 // objects (NativeTranslator here, the OpenAI ones in openai/routes.ts) plus its stream format (NDJSON or SSE).
 import type { Response } from "express";
-import { toAppError } from "../common/errors.ts";
+import { toAppError, type AppError } from "../common/errors.ts";
 import type { GenerationStats, OutputTokenLogprob } from "../engine/types.ts";
 import type { ServerDeps } from "./deps.ts";
 import { errorBody, logFault, type ErrorShape } from "./errors.ts";
@@ -12,7 +12,7 @@ import { clientAbortSignal, startNdjson, startSse, type LineStream } from "./str
 
 export interface GenerationTranslator {
   /** The API's error shape (a mid-stream error line) and stream format. */
-  api: ErrorShape;
+  api: LineApi;
   /** A streamed piece: `first` for the stream's first one; `logprobs` only when they were asked for. */
   piece(text: string, first: boolean, logprobs: OutputTokenLogprob[] | undefined): object;
   /** The objects that end a stream. */
@@ -21,7 +21,35 @@ export interface GenerationTranslator {
   full(text: string, stats: GenerationStats, logprobs: OutputTokenLogprob[] | undefined): object;
 }
 
-const STREAM_FORMATS: Record<ErrorShape, (res: Response) => LineStream> = { ollama: startNdjson, openai: startSse };
+/** The APIs with a generation translator of their own (the others are served on these: AnswerAdapter). */
+type LineApi = Exclude<ErrorShape, "anthropic">;
+
+const STREAM_FORMATS: Record<LineApi, (res: Response) => LineStream> = { ollama: startNdjson, openai: startSse };
+
+/**
+ * An API served on another API's answers, as Ollama's middleware serves /v1/responses and /v1/messages on chat
+ * completions: every object the translator makes is translated once more, with the API's own stream format.
+ */
+export interface AnswerAdapter {
+  /** The whole answer, from the translator's. */
+  full(answer: object): object;
+  /** Starts the response's stream. */
+  stream(res: Response): AdaptedStream;
+}
+
+export interface AdaptedStream {
+  /** One object the translator streamed. */
+  write(obj: object): void;
+  /** Ends the stream with an error (the headers went out before it). */
+  fail(e: AppError): void;
+  end(): void;
+}
+
+/** The translator's own stream: its objects as lines, an error as the last line in the API's shape. */
+function lineStream(api: LineApi, res: Response): AdaptedStream {
+  const out = STREAM_FORMATS[api](res);
+  return { write: out.write, fail: (e) => out.write(errorBody(api, e)), end: out.end };
+}
 
 export async function respondGeneration(
   deps: ServerDeps,
@@ -29,6 +57,7 @@ export async function respondGeneration(
   plan: GenerationPlan,
   stream: boolean,
   t: GenerationTranslator,
+  adapter?: AnswerAdapter,
 ): Promise<void> {
   const t0 = process.hrtime.bigint();
   const signal = clientAbortSignal(res);
@@ -42,10 +71,12 @@ export async function respondGeneration(
         text += piece;
         if (lps) logprobs?.push(...lps);
       });
-      if (stats.doneReason !== "abort") res.json(t.full(text, stats, logprobs));
+      if (stats.doneReason === "abort") return;
+      const answer = t.full(text, stats, logprobs);
+      res.json(adapter ? adapter.full(answer) : answer);
       return;
     }
-    const out = STREAM_FORMATS[t.api](res);
+    const out = adapter ? adapter.stream(res) : lineStream(t.api, res);
     let first = true;
     try {
       const stats = await drain(deps, started, plan.model.name, t0, (piece, lps) => {
@@ -58,7 +89,7 @@ export async function respondGeneration(
       // Headers are sent: the error is the stream's last line, through the catalogue like any other answer.
       const e = toAppError(err);
       logFault(deps.logger, e, res.req);
-      out.write(errorBody(t.api, e));
+      out.fail(e);
     }
     out.end();
   });

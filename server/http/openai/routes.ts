@@ -7,10 +7,15 @@ import type { ServerDeps } from "../deps.ts";
 import { requireCapability, wantsThinking, type GenerationPlan } from "../generation.ts";
 import { DEFAULT_IMAGE_INPUT } from "../images.ts";
 import { logprobsRequest, openaiChatLogprobs, openaiCompletionLogprobs } from "../logprobs.ts";
-import { respondGeneration } from "../respond.ts";
+import { respondGeneration, type AnswerAdapter } from "../respond.ts";
 import { clientAbortSignal } from "../streams.ts";
 import { embedInputs, truncateDims } from "../routes/embed.ts";
-import { ChatCompletionRequestSchema, CompletionRequestSchema, EmbeddingsRequestSchema } from "./schemas.ts";
+import {
+  ChatCompletionRequestSchema,
+  CompletionRequestSchema,
+  EmbeddingsRequestSchema,
+  type ChatCompletionRequest,
+} from "./schemas.ts";
 import {
   finishReason,
   formatFromOpenAI,
@@ -22,6 +27,8 @@ import {
 } from "./translate.ts";
 
 interface Shapes {
+  /** Serves another API on these answers (/v1/responses, /v1/messages). */
+  adapter?: AnswerAdapter | undefined;
   /** A streamed piece; `logprobs` only when they were asked for. */
   chunk(text: string, first: boolean, logprobs: OutputTokenLogprob[] | undefined): object;
   lastChunk(stats: GenerationStats): object;
@@ -38,18 +45,26 @@ const respond = (
   includeUsage: boolean,
   shapes: Shapes,
 ): Promise<void> =>
-  respondGeneration(deps, res, plan, stream, {
-    api: "openai",
-    piece: shapes.chunk,
-    end: (stats) => [shapes.lastChunk(stats), ...(includeUsage ? [shapes.usageChunk(stats)] : [])],
-    full: shapes.full,
-  });
+  respondGeneration(
+    deps,
+    res,
+    plan,
+    stream,
+    {
+      api: "openai",
+      piece: shapes.chunk,
+      end: (stats) => [shapes.lastChunk(stats), ...(includeUsage ? [shapes.usageChunk(stats)] : [])],
+      full: shapes.full,
+    },
+    shapes.adapter,
+  );
 
-export function openaiRoutes(deps: ServerDeps): Router {
-  const r = Router();
-
-  r.post("/chat/completions", async (req, res) => {
-    const body = parseBody(ChatCompletionRequestSchema, req.body);
+/**
+ * Answers a chat completion: the /v1/chat/completions route, and the APIs served on its answers (`adapter`:
+ * /v1/responses, /v1/messages).
+ */
+export function chatCompletions(deps: ServerDeps) {
+  return async (res: Response, body: ChatCompletionRequest, adapter?: AnswerAdapter): Promise<void> => {
     const model = await deps.store.resolve(body.model);
     // Tools the model may not call (tool_choice "none") need no tool support: they are left out of the prompt.
     if (body.tools?.length && body.tool_choice !== "none") await requireCapability(deps, model, "tools", "tools");
@@ -65,6 +80,7 @@ export function openaiRoutes(deps: ServerDeps): Router {
       created = unixNow();
     const head = { id, created, model: body.model, system_fingerprint: "fp_gantry" };
     await respond(deps, res, plan, body.stream ?? false, body.stream_options?.include_usage ?? false, {
+      adapter,
       chunk: (text, first, lps) => ({
         ...head,
         object: "chat.completion.chunk",
@@ -97,7 +113,14 @@ export function openaiRoutes(deps: ServerDeps): Router {
         usage: usage(s),
       }),
     });
-  });
+  };
+}
+
+export function openaiRoutes(deps: ServerDeps): Router {
+  const r = Router();
+  const chat = chatCompletions(deps);
+
+  r.post("/chat/completions", (req, res) => chat(res, parseBody(ChatCompletionRequestSchema, req.body)));
 
   r.post("/completions", async (req, res) => {
     const body = parseBody(CompletionRequestSchema, req.body);

@@ -75,6 +75,8 @@ export const ChatCompletionRequestSchema = wire(
     tools: z.array(z.unknown()).optional(),
     tool_choice: z.unknown().optional(),
     reasoning_effort: z.string().optional(),
+    /** Not OpenAI's: llama-server's and vLLM's extension (Anthropic's top_k arrives through it). */
+    top_k: z.number().int().min(0).optional(),
   }),
 );
 export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequestSchema>;

@@ -48,6 +48,7 @@ export function samplingFromOpenAI(r: ChatCompletionRequest | CompletionRequest)
   const o: SamplingOptions = {};
   if (r.temperature != null) o.temperature = r.temperature;
   if (r.top_p != null) o.top_p = r.top_p;
+  if ("top_k" in r && r.top_k != null) o.top_k = r.top_k;
   if (r.seed != null) o.seed = r.seed;
   if (r.presence_penalty != null) o.presence_penalty = r.presence_penalty;
   if (r.frequency_penalty != null) o.frequency_penalty = r.frequency_penalty;
