@@ -21,7 +21,15 @@ const HOP_BY_HOP = new Set([
   "upgrade",
 ]);
 /** Request headers not sent to pods: the caller's key stays at the gateway; the body is re-sent with its length. */
-const NOT_FORWARDED = new Set([...HOP_BY_HOP, "authorization", "host", "content-length", "x-request-id", "expect"]);
+const NOT_FORWARDED = new Set([
+  ...HOP_BY_HOP,
+  "authorization",
+  "x-api-key",
+  "host",
+  "content-length",
+  "x-request-id",
+  "expect",
+]);
 
 /** The request headers for the pod from the client's raw header list (name, value, name, value...). */
 export function upstreamHeaders(raw: readonly string[], requestId: string, clientIp: string | undefined): string[] {
