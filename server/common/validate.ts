@@ -4,7 +4,8 @@ import { AppError } from "./errors.ts";
 
 export function formatIssue(issue: z.core.$ZodIssue): string {
   const field = issue.path.length ? issue.path.map(String).join(".") : "";
-  if (issue.code === "invalid_type" && issue.input === undefined) return field ? `${field} is required` : issue.message;
+  const missing = (issue.code === "invalid_type" || issue.code === "invalid_union") && issue.input === undefined;
+  if (missing) return field ? `${field} is required` : issue.message;
   return field ? `invalid ${field}: ${issue.message}` : issue.message;
 }
 

@@ -1,6 +1,8 @@
 // Reads the chat completion objects of /v1/chat/completions (OpenAI's wire format: `content`, `reasoning_content`,
 // `tool_calls`, `finish_reason`, `usage`) for the APIs served on them (/v1/responses, /v1/messages): a streamed chunk
-// as the pieces it adds, a whole answer as its parts. Pure.
+// as the pieces it adds, a whole answer as its parts; PieceStream is what their event streams share.
+import type { AppError } from "../common/errors.ts";
+import type { AdaptedStream } from "./respond.ts";
 
 /** A streamed piece of an answer, in the order the model wrote it. */
 export type ChatPiece =
@@ -88,4 +90,28 @@ export function readAnswer(answer: object): ChatAnswer {
     finishReason: choice?.finish_reason ?? "stop",
     usage: c.usage ?? { prompt_tokens: 0, completion_tokens: 0 },
   };
+}
+
+/**
+ * An API's event stream made from a chat completion's chunks: each piece goes to `piece` after `start`; the finish
+ * reason and usage are kept for `end`, which writes nothing more after `fail`.
+ */
+export abstract class PieceStream implements AdaptedStream {
+  protected finish: FinishReason = "stop";
+  protected usage: ChatUsage | undefined;
+  protected failed = false;
+
+  /** Writes the stream's opening events (once). */
+  protected abstract start(): void;
+  protected abstract piece(p: ChatPiece): void;
+  abstract fail(e: AppError): void;
+  abstract end(): void;
+
+  write(chunk: object): void {
+    this.start();
+    const c = readChunk(chunk);
+    for (const p of c.pieces) this.piece(p);
+    if (c.finishReason) this.finish = c.finishReason;
+    if (c.usage) this.usage = c.usage;
+  }
 }

@@ -3,9 +3,9 @@
 // block content_block_start, content_block_delta (text_delta, thinking_delta, input_json_delta), content_block_stop,
 // then message_delta (stop_reason, usage) and message_stop; an error after the headers is an `error` event.
 import type { Response } from "express";
-import { anthropicErrorBody } from "../../common/errors.ts";
-import { readAnswer, readChunk, type ChatPiece, type ChatUsage, type FinishReason } from "../chat-answer.ts";
-import type { AdaptedStream, AnswerAdapter } from "../respond.ts";
+import { anthropicErrorBody, type AppError } from "../../common/errors.ts";
+import { PieceStream, readAnswer, type ChatPiece, type ChatUsage, type FinishReason } from "../chat-answer.ts";
+import type { AnswerAdapter } from "../respond.ts";
 import { startNamedSse } from "../streams.ts";
 
 /** Anthropic's stop_reason for a chat finish_reason. */
@@ -54,25 +54,23 @@ export function messagesAdapter(id: string, model: string): AnswerAdapter {
 type Block = { kind: "thinking" | "text" } | { kind: "tool"; index: number };
 
 /** The event stream of one answer: a content block per run of thinking, text, or one tool call's arguments. */
-class MessageEvents implements AdaptedStream {
+class MessageEvents extends PieceStream {
   private readonly out: ReturnType<typeof startNamedSse>;
   private started = false;
-  private failed = false;
   private block: Block | undefined;
   private blocks = 0;
-  private finish: FinishReason = "stop";
-  private usage: ChatUsage = { prompt_tokens: 0, completion_tokens: 0 };
 
   private readonly id: string;
   private readonly model: string;
 
   constructor(res: Response, id: string, model: string) {
+    super();
     this.out = startNamedSse(res);
     this.id = id;
     this.model = model;
   }
 
-  private start(): void {
+  protected start(): void {
     if (this.started) return;
     this.started = true;
     const message = {
@@ -105,7 +103,7 @@ class MessageEvents implements AdaptedStream {
     this.out.write("content_block_delta", { type: "content_block_delta", index: this.blocks - 1, delta });
   }
 
-  private piece(p: ChatPiece): void {
+  protected piece(p: ChatPiece): void {
     if (p.kind === "tool") {
       if (this.block?.kind !== "tool" || this.block.index !== p.index)
         this.open(
@@ -123,15 +121,7 @@ class MessageEvents implements AdaptedStream {
     this.delta(p.kind === "text" ? { type: "text_delta", text: p.text } : { type: "thinking_delta", thinking: p.text });
   }
 
-  write(chunk: object): void {
-    this.start();
-    const c = readChunk(chunk);
-    for (const p of c.pieces) this.piece(p);
-    if (c.finishReason) this.finish = c.finishReason;
-    if (c.usage) this.usage = c.usage;
-  }
-
-  fail(e: Parameters<AdaptedStream["fail"]>[0]): void {
+  fail(e: AppError): void {
     this.start();
     this.out.write("error", anthropicErrorBody(e));
     this.failed = true;
@@ -141,7 +131,8 @@ class MessageEvents implements AdaptedStream {
     if (this.started && !this.failed) {
       this.close();
       const delta = { stop_reason: stopReason(this.finish), stop_sequence: null };
-      this.out.write("message_delta", { type: "message_delta", delta, usage: usageOf(this.usage) });
+      const usage = usageOf(this.usage ?? { prompt_tokens: 0, completion_tokens: 0 });
+      this.out.write("message_delta", { type: "message_delta", delta, usage });
       this.out.write("message_stop", { type: "message_stop" });
     }
     this.out.end();

@@ -98,7 +98,9 @@ function chatMessages(req: CountTokensRequest, names: FieldNames): ChatMessage[]
           `${at}.content`,
           `tool_use ids without a tool_result block after them: ${[...open].join(", ")}; each tool_use block must be answered by a tool_result block in the next message`,
         );
-      const rest = parts(blocks, `${at}.content`, `messages.${out.length}`, names);
+      const k = `messages.${out.length}`;
+      const rest = parts(blocks, `${at}.content`, k, names);
+      names.set(k, at).set(`${k}.images`, `${at}.content`);
       if (rest.length > 0 || blocks.length === 0) out.push({ role: "user", content: compact(rest) });
       continue;
     }

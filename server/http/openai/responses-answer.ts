@@ -8,8 +8,8 @@
 import { randomBytes } from "node:crypto";
 import type { Response } from "express";
 import { openaiErrorBody, type AppError } from "../../common/errors.ts";
-import { readAnswer, readChunk, type ChatPiece, type ChatUsage, type FinishReason } from "../chat-answer.ts";
-import type { AdaptedStream, AnswerAdapter } from "../respond.ts";
+import { PieceStream, readAnswer, type ChatPiece, type ChatUsage, type FinishReason } from "../chat-answer.ts";
+import type { AnswerAdapter } from "../respond.ts";
 import { startNamedSse, type NamedEventStream } from "../streams.ts";
 import type { ResponsesRequest } from "./responses-schemas.ts";
 
@@ -111,18 +111,16 @@ type Open =
   | { kind: "tool"; index: number; id: string; text: string; tool: number; callId: string; name: string };
 
 /** The event stream of one answer: an output item per run of thinking, text, or one tool call. */
-class ResponseEvents implements AdaptedStream {
+class ResponseEvents extends PieceStream {
   private readonly out: NamedEventStream;
   private readonly head: ResponseHead;
   private seq = 0;
   private started = false;
-  private failed = false;
   private readonly done: Array<{ type: string }> = [];
   private open: Open | undefined;
-  private finish: FinishReason = "stop";
-  private usage: ChatUsage | undefined;
 
   constructor(res: Response, head: ResponseHead) {
+    super();
     this.out = startNamedSse(res);
     this.head = head;
   }
@@ -131,7 +129,7 @@ class ResponseEvents implements AdaptedStream {
     this.out.write(type, { type, sequence_number: this.seq++, ...fields });
   }
 
-  private start(): void {
+  protected start(): void {
     if (this.started) return;
     this.started = true;
     this.event("response.created", { response: responseObject(this.head, "in_progress", [], undefined) });
@@ -169,7 +167,7 @@ class ResponseEvents implements AdaptedStream {
       this.event("response.content_part.added", { item_id: o.id, output_index: o.index, content_index: 0, part });
   }
 
-  private piece(p: ChatPiece): void {
+  protected piece(p: ChatPiece): void {
     const index = this.done.length + (this.open ? 1 : 0);
     if (p.kind === "tool") {
       if (this.open?.kind !== "tool" || this.open.tool !== p.index) {
@@ -203,14 +201,6 @@ class ResponseEvents implements AdaptedStream {
     const at = { item_id: o.id, output_index: o.index, content_index: 0, delta: p.text };
     if (p.kind === "text") this.event("response.output_text.delta", { ...at, logprobs: [] });
     else this.event("response.reasoning_text.delta", at);
-  }
-
-  write(chunk: object): void {
-    this.start();
-    const c = readChunk(chunk);
-    for (const p of c.pieces) this.piece(p);
-    if (c.finishReason) this.finish = c.finishReason;
-    if (c.usage) this.usage = c.usage;
   }
 
   fail(e: AppError): void {

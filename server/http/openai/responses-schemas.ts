@@ -122,7 +122,7 @@ export const ResponsesRequestSchema = wire(
   z.object({
     model: z.string({ error: "model is required" }).trim().min(1, "model is required"),
     input: z.union([z.string(), z.array(ResponsesItemSchema).min(1, "input must contain at least one item")], {
-      error: "input is required: a string or a list of items",
+      error: "must be a string or a list of items",
     }),
     instructions: z.string().optional(),
     tools: z.array(FunctionTool).optional(),
