@@ -370,3 +370,12 @@ describe("/v1/messages through the Anthropic client", () => {
     );
   });
 });
+
+test("/metrics counts both APIs by route", async () => {
+  const metrics = await (await fetch(`${srv.url}/metrics`)).text();
+  for (const route of ["/v1/responses", "/v1/messages", "/v1/messages/count_tokens"])
+    assert.match(
+      metrics,
+      new RegExp(`^gantry_http_requests_total\\{route="${route}",method="POST",status="200"\\} [1-9]`, "m"),
+    );
+});
