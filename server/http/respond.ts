@@ -4,7 +4,8 @@
 // objects (NativeTranslator here, the OpenAI ones in openai/routes.ts) plus its stream format (NDJSON or SSE).
 import type { Response } from "express";
 import { toAppError, type AppError } from "../common/errors.ts";
-import type { GenerationStats, OutputTokenLogprob } from "../engine/types.ts";
+import type { GenerationStats } from "../engine/types.ts";
+import { addToAnswer, emptyAnswer, type Answer, type OutputEvent } from "./answer.ts";
 import type { ServerDeps } from "./deps.ts";
 import { errorBody, logFault, type ErrorShape } from "./errors.ts";
 import { drain, startGeneration, withInFlight, type GenerationPlan } from "./generation.ts";
@@ -13,12 +14,15 @@ import { clientAbortSignal, startNdjson, startSse, type LineStream } from "./str
 export interface GenerationTranslator {
   /** The API's error shape (a mid-stream error line) and stream format. */
   api: LineApi;
-  /** A streamed piece: `first` for the stream's first one; `logprobs` only when they were asked for. */
-  piece(text: string, first: boolean, logprobs: OutputTokenLogprob[] | undefined): object;
-  /** The objects that end a stream. */
-  end(stats: GenerationStats): object[];
+  /**
+   * The streamed object of an output event (undefined: the API streams nothing for it); `first` for the stream's
+   * first object. A text event's `logprobs` are there when they were asked for.
+   */
+  piece(ev: OutputEvent, first: boolean): object | undefined;
+  /** The objects that end a stream; `answer`: what the stream carried, added up. */
+  end(stats: GenerationStats, answer: Answer): object[];
   /** The whole answer, when the client asked not to stream. */
-  full(text: string, stats: GenerationStats, logprobs: OutputTokenLogprob[] | undefined): object;
+  full(answer: Answer, stats: GenerationStats): object;
 }
 
 /** The APIs with a generation translator of their own (the others are served on these: AnswerAdapter). */
@@ -64,27 +68,26 @@ export async function respondGeneration(
   await withInFlight(deps, async () => {
     // Errors before any output (load, overflow, queue full) are thrown here and answered with their status code.
     const started = await startGeneration(deps.engine, plan, res, signal);
+    const answer = emptyAnswer(plan.logprobs !== undefined);
     if (!stream) {
-      let text = "";
-      const logprobs: OutputTokenLogprob[] | undefined = plan.logprobs ? [] : undefined;
-      const stats = await drain(deps, started, plan.model.name, t0, (piece, lps) => {
-        text += piece;
-        if (lps) logprobs?.push(...lps);
-      });
+      const stats = await drain(deps, started, plan.model.name, t0, (ev) => addToAnswer(answer, ev));
       if (stats.doneReason === "abort") return;
-      const answer = t.full(text, stats, logprobs);
-      res.json(adapter ? adapter.full(answer) : answer);
+      const whole = t.full(answer, stats);
+      res.json(adapter ? adapter.full(whole) : whole);
       return;
     }
     const out = adapter ? adapter.stream(res) : lineStream(t.api, res);
     let first = true;
     try {
-      const stats = await drain(deps, started, plan.model.name, t0, (piece, lps) => {
-        if (!piece && !lps) return;
-        out.write(t.piece(piece, first, plan.logprobs ? (lps ?? []) : undefined));
+      const stats = await drain(deps, started, plan.model.name, t0, (ev) => {
+        addToAnswer(answer, ev);
+        if (ev.type === "text" && !ev.text && !ev.logprobs) return;
+        const obj = t.piece(ev.type === "text" && plan.logprobs ? { ...ev, logprobs: ev.logprobs ?? [] } : ev, first);
+        if (!obj) return;
+        out.write(obj);
         first = false;
       });
-      for (const obj of t.end(stats)) out.write(obj);
+      for (const obj of t.end(stats, answer)) out.write(obj);
     } catch (err) {
       // Headers are sent: the error is the stream's last line, through the catalogue like any other answer.
       const e = toAppError(err);

@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { templateData, withDefaultSystem } from "../../../server/engine/prompt.ts";
+import { goTemplateData as templateData } from "../../../server/chat/go-data.ts";
+import { withDefaultSystem } from "../../../server/engine/prompt.ts";
 import type { ChatMessage } from "../../../server/engine/types.ts";
 
 test("the model's SYSTEM is used only when the conversation has none", () => {
