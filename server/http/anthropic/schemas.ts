@@ -104,6 +104,11 @@ const ThinkingSchema = wire(
 );
 export type Thinking = z.infer<typeof ThinkingSchema>;
 
+/** Anthropic's newer effort setting: a reasoning effort when `thinking` does not say otherwise. */
+const OutputConfigSchema = wire(
+  z.object({ effort: z.enum(["low", "medium", "high", "xhigh", "max"]).optional() }).loose(),
+);
+
 const SystemSchema = z.union([z.string(), z.array(wire(TextBlock))]);
 
 const model = z.string({ error: "model is required" }).trim().min(1, "model is required");
@@ -130,6 +135,7 @@ export const MessagesRequestSchema = wire(
     tools: z.array(ToolSchema).optional(),
     tool_choice: ToolChoiceSchema.optional(),
     thinking: ThinkingSchema.optional(),
+    output_config: OutputConfigSchema.optional(),
     metadata: wire(z.object({ user_id: z.string().optional() })).optional(),
     service_tier: z.string().optional(),
     container: unsupported("container"),
@@ -146,6 +152,7 @@ export const CountTokensRequestSchema = wire(
     tools: z.array(ToolSchema).optional(),
     tool_choice: ToolChoiceSchema.optional(),
     thinking: ThinkingSchema.optional(),
+    output_config: OutputConfigSchema.optional(),
     mcp_servers: unsupported("mcp_servers"),
   }),
 );

@@ -24,13 +24,15 @@ interface ChatMessage {
 const bad = (param: string, message: string) => new AppError("BAD_REQUEST", `invalid ${param}: ${message}`, { param });
 
 /**
- * Anthropic's `thinking` as a reasoning effort: off, or a level by its token budget (Anthropic's minimum is 1024;
- * under 4k low, under 16k medium, else high). `adaptive` leaves the level to the model: medium.
+ * Anthropic's `thinking` and `output_config.effort` as a reasoning effort: `enabled` is a level by its token budget
+ * (Anthropic's minimum is 1024; under 4k low, under 16k medium, else high), `disabled` none, `adaptive` the effort's
+ * level (medium without one); without `thinking`, the effort's level (xhigh and max are high).
  */
-export function reasoningEffort(t: Thinking | undefined): string | undefined {
-  if (t === undefined) return undefined;
+export function reasoningEffort(t: Thinking | undefined, effort?: string): string | undefined {
+  const level = effort === undefined ? undefined : effort === "low" || effort === "medium" ? effort : "high";
+  if (t === undefined) return level;
   if (t.type === "disabled") return "none";
-  if (t.type === "adaptive") return "medium";
+  if (t.type === "adaptive") return level ?? "medium";
   return t.budget_tokens < 4096 ? "low" : t.budget_tokens < 16_384 ? "medium" : "high";
 }
 
@@ -159,8 +161,8 @@ function chatToolChoice(c: ToolChoice | undefined, names: FieldNames): unknown {
 
 /** The parts a Messages and a count_tokens request share. */
 function common(req: CountTokensRequest, names: FieldNames): Record<string, unknown> {
-  names.set("reasoning_effort", "thinking");
-  const effort = reasoningEffort(req.thinking);
+  names.set("reasoning_effort", req.thinking ? "thinking" : "output_config.effort");
+  const effort = reasoningEffort(req.thinking, req.output_config?.effort);
   const parallel =
     req.tool_choice && "disable_parallel_tool_use" in req.tool_choice
       ? req.tool_choice.disable_parallel_tool_use

@@ -157,7 +157,10 @@ export function responsesToChat(req: ResponsesRequest): ChatTranslation {
       ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
       ...(req.top_p !== undefined ? { top_p: req.top_p } : {}),
       ...(format !== undefined ? { response_format: format } : {}),
-      ...(req.reasoning?.effort !== undefined ? { reasoning_effort: req.reasoning.effort } : {}),
+      // xhigh is OpenAI's newest level: the highest a template knows.
+      ...(req.reasoning?.effort !== undefined
+        ? { reasoning_effort: req.reasoning.effort === "xhigh" ? "high" : req.reasoning.effort }
+        : {}),
       ...(req.user !== undefined ? { user: req.user } : {}),
       stream,
       ...(stream ? { stream_options: { include_usage: true } } : {}),

@@ -319,3 +319,22 @@ test("a Responses tool loop becomes chat messages: one assistant turn of reasoni
   assert.equal(names.of("tool_choice.function.name"), "tool_choice.name");
   assert.equal(names.of("response_format.json_schema.schema"), "text.format.schema");
 });
+
+test("thinking and effort as a reasoning effort, on both APIs", () => {
+  const effort = (body: object) =>
+    messagesToChat(
+      MessagesRequestSchema.parse({ model: "m", max_tokens: 1, messages: [{ role: "user", content: "x" }], ...body }),
+    ).chat.reasoning_effort;
+  assert.equal(effort({}), undefined);
+  assert.equal(effort({ thinking: { type: "enabled", budget_tokens: 1024 } }), "low");
+  assert.equal(effort({ thinking: { type: "enabled", budget_tokens: 10_000 } }), "medium");
+  assert.equal(effort({ thinking: { type: "enabled", budget_tokens: 32_000 } }), "high");
+  assert.equal(effort({ thinking: { type: "disabled" } }), "none");
+  assert.equal(effort({ thinking: { type: "adaptive" } }), "medium");
+  assert.equal(effort({ thinking: { type: "adaptive" }, output_config: { effort: "low" } }), "low");
+  assert.equal(effort({ output_config: { effort: "max" } }), "high");
+  const responses = (e: string) =>
+    responsesToChat(ResponsesRequestSchema.parse({ model: "m", input: "x", reasoning: { effort: e } })).chat
+      .reasoning_effort;
+  assert.deepEqual(["none", "minimal", "low", "xhigh"].map(responses), ["none", "minimal", "low", "high"]);
+});
