@@ -23,6 +23,7 @@ before(async () => {
   // Writes <tool_call> by itself (and ends its turn now and then): calls without being told to.
   await createModel(srv.url, "caller", await familyModelPath("qwen2.5", { "<tool_call>": 2, "<|im_end|>": 1 }));
   await createModel(srv.url, "chatml", await tinyModelPath());
+  await createModel(srv.url, "reasoner", await familyModelPath("qwen3"), { template: OPENS_THINKING });
   openai = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: "unused" });
   ollama = new Ollama({ host: srv.url });
 });
@@ -46,6 +47,16 @@ const clock: ChatCompletionTool = {
   type: "function",
   function: { name: "get_time", parameters: { type: "object", properties: { zone: { enum: ["UTC", "CET"] } } } },
 };
+/**
+ * A Modelfile TEMPLATE that opens the thinking section itself when thinking is on (as DeepSeek-R1's and QwQ's
+ * templates do): the tiny model never closes it, so all it writes is thinking.
+ */
+const OPENS_THINKING = `{{- range .Messages }}<|im_start|>{{ .Role }}
+{{ if .Thinking }}<think>{{ .Thinking }}</think>{{ end }}{{ .Content }}<|im_end|>
+{{ end }}<|im_start|>assistant
+{{ if .Think }}<think>
+{{ end }}`;
+
 const ask: ChatCompletionMessageParam[] = [{ role: "user", content: "What is the weather in Paris?" }];
 /** Enough tokens for a whole call of these tools even one character a token. */
 const ROOM = 300;
@@ -178,6 +189,55 @@ describe("a full loop: call, tool result, answer", () => {
       assert.ok(answer.message.content.length > 0);
     });
   }
+});
+
+describe("thinking", () => {
+  const user = [{ role: "user" as const, content: "Why is the sky blue?" }];
+  const options = { num_predict: 6 };
+
+  test("think: false renders Qwen3's empty thinking section (enable_thinking) and nothing is thinking", async () => {
+    const plain = await ollama.chat({ model: "qwen3", messages: user, options });
+    const off = await ollama.chat({ model: "qwen3", messages: user, options, think: false });
+    // <think>\n\n</think>\n\n: the template's own switch.
+    assert.ok(off.prompt_eval_count > plain.prompt_eval_count);
+    assert.equal(off.message.thinking, undefined);
+    assert.ok(off.message.content.length > 0);
+  });
+
+  test("/api/chat and /api/generate: thinking apart from the answer, streamed apart", async () => {
+    const r = await ollama.chat({ model: "reasoner", messages: user, options, think: true });
+    assert.ok(r.message.thinking!.length > 0);
+    assert.equal(r.message.content, "");
+    let thinking = "";
+    for await (const part of await ollama.chat({ model: "reasoner", messages: user, options, think: true, stream: true })) {
+      thinking += part.message.thinking ?? "";
+      assert.equal(part.message.content, "");
+    }
+    assert.ok(thinking.length > 0);
+    const g = await ollama.generate({ model: "reasoner", prompt: "Why?", options, think: "high" });
+    assert.ok(g.thinking!.length > 0);
+    assert.equal(g.response, "");
+    const off = await ollama.chat({ model: "reasoner", messages: user, options, think: false });
+    assert.ok(off.message.content.length > 0);
+    assert.equal(off.message.thinking, undefined);
+  });
+
+  test("/v1/chat/completions: reasoning_content, never mixed into content, streamed as its own deltas", async () => {
+    const body = { model: "reasoner", messages: user, max_tokens: 6, reasoning_effort: "high" as const };
+    const r = await openai.chat.completions.create(body);
+    const message = r.choices[0]!.message as { content: string | null; reasoning_content?: string };
+    assert.ok(message.reasoning_content!.length > 0);
+    assert.equal(message.content, "");
+    let reasoning = "";
+    for await (const chunk of await openai.chat.completions.create({ ...body, stream: true })) {
+      const delta = chunk.choices[0]?.delta as { content?: string; reasoning_content?: string } | undefined;
+      reasoning += delta?.reasoning_content ?? "";
+      assert.ok(!delta?.content);
+    }
+    assert.ok(reasoning.length > 0);
+    const off = await openai.chat.completions.create({ ...body, reasoning_effort: "none" });
+    assert.equal((off.choices[0]!.message as { reasoning_content?: string }).reasoning_content, undefined);
+  });
 });
 
 describe("bad tool requests: 400 naming the field, in each API's shape", () => {
