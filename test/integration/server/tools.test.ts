@@ -76,6 +76,8 @@ describe("capabilities", () => {
       assert.deepEqual(await caps(family), ["completion", "tools"]);
     assert.deepEqual(await caps("qwen3"), ["completion", "tools", "thinking"]);
     assert.deepEqual(await caps("chatml"), ["completion"]);
+    // parameters is always there, empty when the model has none (clients read it unconditionally).
+    assert.equal((await ollama.show({ model: "qwen2.5" })).parameters, "");
     const listed = (await openai.models.list()).data as Array<{ id: string; capabilities?: string[] }>;
     assert.deepEqual(listed.find((m) => m.id === "qwen3:latest")?.capabilities, ["completion", "tools", "thinking"]);
   });
@@ -191,6 +193,18 @@ describe("a full loop: call, tool result, answer", () => {
   }
 });
 
+test("a role other than system, user, assistant and tool goes to the template (Llama 3.1's ipython)", async () => {
+  const messages = [{ role: "user", content: "Run it." }];
+  const options = { num_predict: 2 };
+  const before = await ollama.chat({ model: "llama3.1", messages, options });
+  const r = await ollama.chat({
+    model: "llama3.1",
+    messages: [...messages, { role: "ipython", content: "42" }],
+    options,
+  });
+  assert.ok(r.prompt_eval_count > before.prompt_eval_count);
+});
+
 describe("thinking", () => {
   const user = [{ role: "user" as const, content: "Why is the sky blue?" }];
   const options = { num_predict: 6 };
@@ -209,7 +223,13 @@ describe("thinking", () => {
     assert.ok(r.message.thinking!.length > 0);
     assert.equal(r.message.content, "");
     let thinking = "";
-    for await (const part of await ollama.chat({ model: "reasoner", messages: user, options, think: true, stream: true })) {
+    for await (const part of await ollama.chat({
+      model: "reasoner",
+      messages: user,
+      options,
+      think: true,
+      stream: true,
+    })) {
       thinking += part.message.thinking ?? "";
       assert.equal(part.message.content, "");
     }
