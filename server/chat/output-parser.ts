@@ -328,12 +328,12 @@ export class OutputParser {
     this.call = newCall("");
   }
 
+  /** A call cut short (max tokens): reported once its name is known, dropped before (it is never content). */
   private endUnfinishedCall(out: ParsedEvent[]): void {
     const c = this.call;
-    if (c.name !== undefined) {
-      const argumentsText = c.text.slice(c.args, c.sent);
-      out.push({ kind: "call", index: this.calls, call: { name: c.name, arguments: {} }, argumentsText });
-      this.calls++;
-    } else if (!isBlank(c.text) && !c.closing) this.emitContent(out, c.text);
+    if (c.name === undefined) return;
+    const argumentsText = c.text.slice(c.args, c.sent);
+    out.push({ kind: "call", index: this.calls, call: { name: c.name, arguments: {} }, argumentsText });
+    this.calls++;
   }
 }

@@ -49,6 +49,24 @@ export function renameRules(gbnf: string, prefix: string): string {
 
 const EMPTY_PARAMETERS = { type: "object", properties: {} };
 
+/** node-llama-cpp's exponent of a JSON number: up to 16 digits, so `1E4787878127888878` (Infinity) fits. */
+const COMPILER_EXPONENT = '([eE] [-+]? ("0" | [1-9] [0-9]{0,15}))?';
+
+/**
+ * Numbers that parse as what the schema says: an integer without an exponent, any number's exponent at most two digits
+ * (JSON.parse reads a longer one as Infinity, which is no number a tool can take).
+ */
+export function boundedNumbers(gbnf: string): string {
+  return gbnf
+    .split("\n")
+    .map((line) =>
+      line.startsWith("integer-number-rule ::=")
+        ? line.replace(` ${COMPILER_EXPONENT}`, "")
+        : line.replaceAll(COMPILER_EXPONENT, "([eE] [-+]? [0-9]{1,2})?"),
+    )
+    .join("\n");
+}
+
 /** Whitespace between tokens of a call (bounded: a model cannot pad forever). */
 const SPACE_RULE = "sp ::= ([ \\t\\n] [ \\t]{0,3})?";
 
@@ -65,7 +83,7 @@ export function toolCallsGbnf(
   const rules: string[] = [SPACE_RULE];
   const alternatives = chosen.map((t, i) => {
     const prefix = `t${i}-`;
-    rules.push(renameRules(argumentsGbnf(t.parameters ?? EMPTY_PARAMETERS), prefix));
+    rules.push(renameRules(boundedNumbers(argumentsGbnf(t.parameters ?? EMPTY_PARAMETERS)), prefix));
     const id = format.idKey ? ` sp "," sp ${jsonLiteral("id")} sp ":" sp "\\"" [a-zA-Z0-9]{9} "\\""` : "";
     return `${jsonLiteral(t.name)} sp "," sp ${jsonLiteral(format.argumentsKey)} sp ":" sp ${prefix}root${id}`;
   });

@@ -1,4 +1,5 @@
 // OpenAI-compatible API under /v1: a translator onto the same generation core as the native API.
+import { randomBytes } from "node:crypto";
 import { Router, type Response } from "express";
 import { AppError } from "../../common/errors.ts";
 import { parseBody } from "../../common/validate.ts";
@@ -113,7 +114,7 @@ export function chatCompletions(deps: ServerDeps) {
       created = unixNow();
     const head = { id, created, model: body.model, system_fingerprint: "fp_gantry" };
     const callIds: string[] = [];
-    const callId = (index: number) => (callIds[index] ??= newId("call"));
+    const callId = (index: number) => (callIds[index] ??= `call_${randomBytes(12).toString("hex")}`);
     await respond(deps, res, plan, body.stream ?? false, body.stream_options?.include_usage ?? false, {
       adapter,
       chunk: (ev, first) => {

@@ -71,6 +71,16 @@ const toolResult = (tool_use_id: string) => ({
 });
 const encodedPng = encodePng(solidImage(8, 8, [200, 10, 10])).toString("base64");
 const png = (data: string) => ({ type: "image", source: { type: "base64", media_type: "image/png", data } });
+const tool = (parameters: object) => ({ type: "function", function: { name: "lookup", parameters } });
+/** A conversation whose assistant called lookup (id call_1). */
+const called = [
+  { role: "user", content: "hi" },
+  {
+    role: "assistant",
+    content: null,
+    tool_calls: [{ id: "call_1", type: "function", function: { name: "lookup", arguments: "{}" } }],
+  },
+];
 
 // One line per case (Prettier leaves the table as written).
 // prettier-ignore
@@ -107,7 +117,12 @@ const cases: Case[] = [
   ["generate: enum with no values", "/api/generate", gen({ format: { type: "object", properties: { a: { enum: [] } } } }), 400, "enum"],
   // /api/chat
   ["chat: messages not an array", "/api/chat", chat({ messages: "hi" }), 400, "messages"],
-  ["chat: unknown role", "/api/chat", chat({ messages: [{ role: "wizard", content: "hi" }] }), 400, "messages.0.role"],
+  ["chat: no role", "/api/chat", chat({ messages: [{ content: "hi" }] }), 400, "messages.0.role"],
+  ["chat: tool parameters not an object schema", "/api/chat", chat({ tools: [tool({ type: "string" })] }), 400, "tools.0.function.parameters"],
+  ["chat: tool parameters of an unknown type", "/api/chat", chat({ tools: [tool({ type: "object", properties: { a: { type: "bogus" } } })] }), 400, "tools.0.function.parameters"],
+  ["chat: tool name with a space", "/api/chat", chat({ tools: [{ type: "function", function: { name: "look up" } }] }), 400, "tools.0.function.name"],
+  ["chat: tool call arguments not an object", "/api/chat", chat({ messages: [{ role: "assistant", content: "", tool_calls: [{ function: { name: "lookup", arguments: 5 } }] }] }), 400, "messages.0.tool_calls.0.function.arguments"],
+  ["chat: think of an unknown level", "/api/chat", chat({ think: "extreme" }), 400, "think"],
   ["chat: content is a number", "/api/chat", chat({ messages: [{ role: "user", content: 42 }] }), 400, "messages.0.content"],
   ["chat: unknown model", "/api/chat", chat({ model: "ghost:7b" }), 404, "ghost"],
   ["chat: negative num_ctx", "/api/chat", chat({ options: { num_ctx: -5 } }), 400, "options.num_ctx"],
@@ -151,6 +166,16 @@ const cases: Case[] = [
   ["v1 chat: $ref to a missing definition", "/v1/chat/completions", v1chat({ response_format: jsonSchema({ type: "object", properties: { a: { $ref: "#/$defs/gone" } } }) }), 400, "$ref"],
   ["v1 chat: enum with no values", "/v1/chat/completions", v1chat({ response_format: jsonSchema({ enum: [] }) }), 400, "enum"],
   ["v1 chat: tools the model cannot call", "/v1/chat/completions", v1chat({ tools, tool_choice: "auto" }), 400, "tiny:latest does not support tools"],
+  ["v1 chat: tool parameters that are not a JSON schema", "/v1/chat/completions", v1chat({ tools: [tool({ type: "object", properties: { a: { $ref: "#/$defs/gone" } } })] }), 400, "tools.0.function.parameters"],
+  ["v1 chat: two tools of one name", "/v1/chat/completions", v1chat({ tools: [...tools, ...tools] }), 400, "tools.1.function.name"],
+  ["v1 chat: tool_choice names an unknown function", "/v1/chat/completions", v1chat({ tools, tool_choice: { type: "function", function: { name: "nope" } } }), 400, "tool_choice"],
+  ["v1 chat: tool_choice required without tools", "/v1/chat/completions", v1chat({ tool_choice: "required" }), 400, "tool_choice"],
+  ["v1 chat: tool_choice of an unknown kind", "/v1/chat/completions", v1chat({ tools, tool_choice: "always" }), 400, "tool_choice"],
+  ["v1 chat: tool result for no call", "/v1/chat/completions", v1chat({ messages: [{ role: "user", content: "hi" }, { role: "tool", tool_call_id: "call_x", content: "42" }] }), 400, "messages.1.tool_call_id"],
+  ["v1 chat: tool result without tool_call_id", "/v1/chat/completions", v1chat({ messages: [...called, { role: "tool", content: "42" }] }), 400, "messages.2.tool_call_id"],
+  ["v1 chat: tool result of another call's id", "/v1/chat/completions", v1chat({ messages: [...called, { role: "tool", tool_call_id: "call_2", content: "42" }] }), 400, "messages.2.tool_call_id"],
+  ["v1 chat: tool call arguments that are not JSON", "/v1/chat/completions", v1chat({ messages: [{ role: "user", content: "hi" }, { role: "assistant", tool_calls: [{ id: "c", type: "function", function: { name: "lookup", arguments: "{oops" } }] }] }), 400, "messages.1.tool_calls.0.function.arguments"],
+  ["v1 chat: reasoning_effort of an unknown level", "/v1/chat/completions", v1chat({ reasoning_effort: "extreme" }), 400, "reasoning_effort"],
   ["v1 completions: two prompts", "/v1/completions", { model: "tiny", prompt: ["a", "b"] }, 400, "prompt"],
   ["v1 embeddings: token arrays", "/v1/embeddings", { model: "tiny", input: [1, 2, 3] }, 400, "input"],
   ["v1 models: unknown id", "GET /v1/models/nope", undefined, 404, "nope"],
