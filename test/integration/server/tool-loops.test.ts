@@ -1,64 +1,33 @@
 // A whole tool loop (the model calls a tool → the caller sends its result → the model answers) through /v1/responses
 // and /v1/messages with the `openai` and `@anthropic-ai/sdk` clients, streamed and not, against `gantry serve`, and
 // once more through the gateway of `gantry run` (the same pipeline as the cluster's) with a private app's key, where
-// every request is metered. The model is the tiny random one with a Qwen-style template (a Modelfile TEMPLATE with
-// .Tools, .ToolCalls and .Think): with a required tool choice the grammar makes even random weights write a valid call.
-// Thinking: the template opens a <think> section when asked, and the reasoning comes back as Responses' reasoning items
-// and Anthropic's thinking blocks, apart from the answer.
+// every request is metered. The model is the tiny random one with Qwen 2.5's real chat template and tool tokens
+// (test/support/gguf/families.ts): with a required tool choice the grammar makes even random weights write a valid
+// call. Thinking: a Modelfile TEMPLATE that opens a <think> section when asked (as DeepSeek-R1's does), and the
+// reasoning comes back as Responses' reasoning items and Anthropic's thinking blocks, apart from the answer.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import { silentLogger } from "../../../server/common/logger.ts";
 import { startLocalGateway, type LocalGateway } from "../../../server/gateway/local.ts";
-import { tinyModelPath } from "../../support/models.ts";
+import { familyModelPath, tinyModelPath } from "../../support/models.ts";
 import { createModel, startTestServer, type TestServer } from "../../support/server.ts";
 
-/** Qwen 2.5's tool format and a thinking section, as an Ollama Modelfile TEMPLATE writes them. */
-const TEMPLATE = `
-{{- if or .System .Tools }}<|im_start|>system
-{{- if .System }}
-{{ .System }}
-{{- end }}
-{{- if .Tools }}
-
-# Tools
-<tools>
-{{- range .Tools }}
-{{ json . }}
-{{- end }}
-</tools>
-{{- end }}<|im_end|>
-{{ end }}
-{{- range $i, $_ := .Messages }}
-{{- $last := eq (len (slice $.Messages $i)) 1 -}}
-{{- if eq .Role "user" }}<|im_start|>user
-{{ .Content }}<|im_end|>
-{{ else if eq .Role "assistant" }}<|im_start|>assistant
-{{ if .Thinking }}<think>{{ .Thinking }}</think>
-{{ end }}{{ if .Content }}{{ .Content }}
-{{- else if .ToolCalls }}<tool_call>
-{{ range .ToolCalls }}{"name": "{{ .Function.Name }}", "arguments": {{ json .Function.Arguments }}}
-{{ end }}</tool_call>
-{{- end }}{{ if not $last }}<|im_end|>
-{{ end }}
-{{- else if eq .Role "tool" }}<|im_start|>user
-<tool_response>
-{{ .Content }}
-</tool_response><|im_end|>
-{{ end }}
-{{- if and (ne .Role "assistant") $last }}<|im_start|>assistant
-{{ if $.Think }}<think>
-{{ end }}
-{{- end }}
-{{- end }}`;
+/** ChatML whose prompt opens the thinking section when thinking is on, as an Ollama Modelfile TEMPLATE. */
+const THINKING_TEMPLATE = `{{- range .Messages }}<|im_start|>{{ .Role }}
+{{ if .Thinking }}<think>{{ .Thinking }}</think>{{ end }}{{ .Content }}<|im_end|>
+{{ end }}<|im_start|>assistant
+{{ if .Think }}<think>
+{{ end }}`;
 
 let srv: TestServer;
 let gateway: LocalGateway;
 
 before(async () => {
   srv = await startTestServer();
-  await createModel(srv.url, "agent", await tinyModelPath({ controlLogit: -8 }), { template: TEMPLATE });
+  await createModel(srv.url, "agent", await familyModelPath("qwen2.5"));
+  await createModel(srv.url, "thinker", await tinyModelPath({ controlLogit: -8 }), { template: THINKING_TEMPLATE });
   gateway = await startLocalGateway({
     org: "local",
     app: "agent",
@@ -218,7 +187,7 @@ test("through gantry run's gateway with the app's key (Bearer for openai, x-api-
 test("thinking: reasoning comes back apart from the answer, as reasoning items and thinking blocks", async () => {
   const openai = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: "unused" });
   const r = await openai.responses.create({
-    model: "agent",
+    model: "thinker",
     input: QUESTION,
     reasoning: { effort: "low" },
     max_output_tokens: 6,
@@ -228,7 +197,7 @@ test("thinking: reasoning comes back apart from the answer, as reasoning items a
   assert.equal(r.output_text, "", "the thinking is not in the answer");
   const claude = new Anthropic({ baseURL: srv.url, apiKey: "unused", maxRetries: 0 });
   const s = claude.messages.stream({
-    model: "agent",
+    model: "thinker",
     max_tokens: 6,
     thinking: { type: "enabled", budget_tokens: 1024 },
     messages: [{ role: "user", content: QUESTION }],
