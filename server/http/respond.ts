@@ -1,7 +1,8 @@
 // The one responder of every generation route (/api/generate, /api/chat, /v1/chat/completions, /v1/completions):
 // one JSON body, or a stream of lines that ends with the final object(s) or, when generation fails after the headers
 // went out, with one error line in the API's own error shape. Each API is a translator of the engine's events into its
-// objects (NativeTranslator here, the OpenAI ones in openai/routes.ts) plus its stream format (NDJSON or SSE).
+// objects (NativeTranslator here, the OpenAI ones in openai/routes.ts) plus its stream format (NDJSON or SSE); an API
+// served on another's answers (/v1/responses, /v1/messages on chat completions) adds an AnswerAdapter.
 import type { Response } from "express";
 import { toAppError, type AppError } from "../common/errors.ts";
 import type { GenerationStats } from "../engine/types.ts";

@@ -212,6 +212,17 @@ test("Messages: the whole answer; an error mid-stream is Anthropic's error event
   });
 });
 
+/** The chat messages of an assistant turn that thought, said `content` and called get_weather, and the result. */
+const calledAndAnswered = (id: string, content: string) => [
+  {
+    role: "assistant",
+    content,
+    reasoning_content: "Look it up.",
+    tool_calls: [{ id, type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } }],
+  },
+  { role: "tool", tool_call_id: id, content: "sunny" },
+];
+
 test("a Messages tool loop becomes chat messages: tool_calls, tool messages before the user's text, reasoning", () => {
   const req = MessagesRequestSchema.parse({
     model: "m",
@@ -246,15 +257,7 @@ test("a Messages tool loop becomes chat messages: tool_calls, tool messages befo
     messages: [
       { role: "system", content: "Be brief." },
       { role: "user", content: "weather?" },
-      {
-        role: "assistant",
-        content: "",
-        reasoning_content: "Look it up.",
-        tool_calls: [
-          { id: "toolu_1", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } },
-        ],
-      },
-      { role: "tool", tool_call_id: "toolu_1", content: "sunny" },
+      ...calledAndAnswered("toolu_1", ""),
       { role: "user", content: "Quick!" },
     ],
     tools: [
@@ -298,15 +301,7 @@ test("a Responses tool loop becomes chat messages: one assistant turn of reasoni
     messages: [
       { role: "system", content: "Be brief." },
       { role: "user", content: "weather?" },
-      {
-        role: "assistant",
-        content: "Looking.",
-        reasoning_content: "Look it up.",
-        tool_calls: [
-          { id: "call_1", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } },
-        ],
-      },
-      { role: "tool", tool_call_id: "call_1", content: "sunny" },
+      ...calledAndAnswered("call_1", "Looking."),
     ],
     tools: [{ type: "function", function: { name: "get_weather", parameters: { type: "object" }, strict: true } }],
     tool_choice: { type: "function", function: { name: "get_weather" } },
