@@ -90,7 +90,7 @@ export function toolCallsGbnf(
   rules.push(`call ::= "{" sp ${jsonLiteral(format.nameKey)} sp ":" sp ( ${alternatives.join(" | ")} ) sp "}"`);
   const parallel = tools.parallel && (format.array || format.end !== "");
   let root: string;
-  if (format.array) root = `"[" sp call ${parallel ? '( sp "," sp call )* ' : ""}sp "]"`;
+  if (format.array) root = `sp "[" sp call ${parallel ? '( sp "," sp call )* ' : ""}sp "]"`;
   else if (format.end !== "") {
     const closed = `sp call sp ${gbnfLiteral(format.end)}`;
     root = parallel ? `${closed} ( sp ${gbnfLiteral(format.start)} ${closed} )*` : closed;
