@@ -59,7 +59,11 @@ const tool = (parameters: object) => ({ type: "function", function: { name: "loo
 /** A conversation whose assistant called lookup (id call_1). */
 const called = [
   { role: "user", content: "hi" },
-  { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "lookup", arguments: "{}" } }] },
+  {
+    role: "assistant",
+    content: null,
+    tool_calls: [{ id: "call_1", type: "function", function: { name: "lookup", arguments: "{}" } }],
+  },
 ];
 
 // One line per case (Prettier leaves the table as written).
