@@ -5,7 +5,7 @@
 // integer, a boolean), wall clock from the request to the response.
 import fs from "node:fs";
 import path from "node:path";
-import { settle } from "./settle.ts";
+import { inTurn, settle } from "./settle.ts";
 import { postStreamingLines } from "./stream-client.ts";
 import { median } from "./table.ts";
 import { createModel, REPO, startTestServer } from "../support/server.ts";
@@ -90,13 +90,7 @@ export async function benchToolCalls(
         await settle();
         grammar.push((await completion(srv.url, grammarBody)).tps);
       };
-      if (r % 2 === 0) {
-        await runPlain();
-        await runGrammar();
-      } else {
-        await runGrammar();
-        await runPlain();
-      }
+      await inTurn(r, runPlain, runGrammar);
       ratios.push(grammar.at(-1)! / plain.at(-1)!);
       await settle();
       const c = await completion(srv.url, {
