@@ -102,6 +102,10 @@ export async function benchToolCalls(
       });
       call.push(c.ms);
       callTokens.push(c.tokens);
+      process.stderr.write(
+        `tool calls ${model.label} round ${r + 1}: plain ${plain.at(-1)!.toFixed(1)} tok/s, grammar ` +
+          `${grammar.at(-1)!.toFixed(1)} tok/s, complete call ${c.ms.toFixed(0)} ms (${c.tokens} tokens)\n`,
+      );
     }
     return {
       model: model.label,
