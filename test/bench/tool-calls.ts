@@ -2,8 +2,8 @@
 // generation against generation under the tool-call grammar (tool_choice "required": constrained from the first
 // token), interleaved over rounds: generated tokens over the request's wall time (each side repeats its own prompt,
 // which stays in the KV cache, so that is decode time; a grammar call streams nothing until the call's name is
-// written, so the first chunk cannot start the clock), and the time to a complete tool call (a tool whose arguments end:
-// an enum, an integer, a boolean), wall clock from the request to the response.
+// written, so the first chunk cannot start the clock), and the time to a complete tool call (a tool whose arguments
+// end: an enum, an integer, a boolean), wall clock from the request to the response.
 import fs from "node:fs";
 import path from "node:path";
 import { inTurn, settle } from "./settle.ts";
