@@ -129,12 +129,11 @@ function renderConversation(
     throw new AppError("TEMPLATE_ERROR", "TEMPLATE overrides are not supported: no template renderer configured");
   const features = templateFeatures(t);
   const tools = chat.tools && features.tools ? chat.tools : undefined;
-  let text: string;
-  try {
-    text = renderChat(
+  const render = (messages: ChatMessage[]) =>
+    renderChat(
       t,
       {
-        messages: history,
+        messages,
         tools: tools?.tools,
         think: chat.think,
         addGenerationPrompt: true,
@@ -143,9 +142,22 @@ function renderConversation(
       },
       ctx.renderTemplate,
     );
+  let text: string;
+  try {
+    text = render(history);
   } catch (e) {
     if (isAppError(e)) throw e;
-    throw new AppError("TEMPLATE_ERROR", `template error: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+    // A template without a system role (Gemma's raises an error): the system text opens the first user message, as
+    // llama.cpp does for such templates.
+    const merged = t.kind === "jinja" ? systemIntoFirstUser(history) : undefined;
+    try {
+      if (!merged) throw e;
+      text = render(merged);
+    } catch {
+      throw new AppError("TEMPLATE_ERROR", `template error: ${e instanceof Error ? e.message : String(e)}`, {
+        cause: e,
+      });
+    }
   }
   const { output, prefill } = outputPlan(features, text, { tools, think: chat.think });
   return {
@@ -212,6 +224,16 @@ function formatPrompt(
     ctx.spec.system,
   );
   return renderConversation(ctx, history, chatTemplate(ctx, input.template), { think });
+}
+
+/** The history with its system messages put in front of the first user message's text (undefined: none to move). */
+export function systemIntoFirstUser(history: ChatMessage[]): ChatMessage[] | undefined {
+  const system = history.filter((m) => m.role === "system").map((m) => m.content);
+  const first = history.findIndex((m) => m.role === "user");
+  if (system.length === 0 || first < 0) return undefined;
+  return history
+    .map((m, i) => (i === first ? { ...m, content: `${system.join("\n\n")}\n\n${m.content}` } : m))
+    .filter((m) => m.role !== "system");
 }
 
 /** The model's SYSTEM applies when the conversation has no system message of its own. */

@@ -1,11 +1,12 @@
 // The tool-call row of the serving benchmark: on one model through `gantry serve`'s /v1/chat/completions, plain
 // generation against generation under the tool-call grammar (tool_choice "required": constrained from the first
-// token), interleaved over rounds. Decode tokens/s of each (from the first streamed chunk to the last, so prompt
-// processing is left out of both), and the time to a complete tool call (a tool whose arguments end: an enum, an
-// integer, a boolean), wall clock from the request to the response.
+// token), interleaved over rounds: generated tokens over the request's wall time (each side repeats its own prompt,
+// which stays in the KV cache, so that is decode time; a grammar call streams nothing until the call's name is
+// written, so the first chunk cannot start the clock), and the time to a complete tool call (a tool whose arguments
+// end: an enum, an integer, a boolean), wall clock from the request to the response.
 import fs from "node:fs";
 import path from "node:path";
-import { settle } from "./settle.ts";
+import { inTurn, settle } from "./settle.ts";
 import { postStreamingLines } from "./stream-client.ts";
 import { median } from "./table.ts";
 import { createModel, REPO, startTestServer } from "../support/server.ts";
@@ -37,26 +38,21 @@ const boundedTool = {
   },
 };
 
-/** Streams one chat completion; decode tokens/s between the first and the last chunk, and the whole time. */
+/** Streams one chat completion: generated tokens over its wall time, the time, the tokens. */
 async function completion(url: string, body: object): Promise<{ tps: number; ms: number; tokens: number }> {
   const t0 = performance.now();
-  let first = Number.NaN,
-    last = Number.NaN,
-    tokens = 0;
+  let tokens = 0;
   await postStreamingLines(
     `${url}/v1/chat/completions`,
     { ...body, stream: true, stream_options: { include_usage: true } },
     (line) => {
       if (!line.startsWith("data: ") || line === "data: [DONE]") return;
-      const chunk = JSON.parse(line.slice(6)) as { usage?: { completion_tokens: number }; choices: unknown[] };
+      const chunk = JSON.parse(line.slice(6)) as { usage?: { completion_tokens: number } };
       if (chunk.usage) tokens = chunk.usage.completion_tokens;
-      else {
-        if (Number.isNaN(first)) first = performance.now();
-        last = performance.now();
-      }
     },
   );
-  return { tps: (tokens - 1) / ((last - first) / 1000), ms: performance.now() - t0, tokens };
+  const ms = performance.now() - t0;
+  return { tps: tokens / (ms / 1000), ms, tokens };
 }
 
 export async function benchToolCalls(
@@ -74,8 +70,9 @@ export async function benchToolCalls(
     const messages = [{ role: "user", content: "Tell me a long story about the sea" }];
     const plainBody = { model: model.label, messages, max_tokens: maxTokens, seed: 1 };
     const grammarBody = { ...plainBody, tools: [longTool], tool_choice: "required" };
-    await completion(srv.url, { ...plainBody, max_tokens: 4 });
-    await completion(srv.url, { ...grammarBody, max_tokens: 4 });
+    // Warm: the model, and each side's prompt in the KV cache.
+    await completion(srv.url, plainBody);
+    await completion(srv.url, grammarBody);
     const plain: number[] = [],
       grammar: number[] = [],
       ratios: number[] = [],
@@ -90,13 +87,7 @@ export async function benchToolCalls(
         await settle();
         grammar.push((await completion(srv.url, grammarBody)).tps);
       };
-      if (r % 2 === 0) {
-        await runPlain();
-        await runGrammar();
-      } else {
-        await runGrammar();
-        await runPlain();
-      }
+      await inTurn(r, runPlain, runGrammar);
       ratios.push(grammar.at(-1)! / plain.at(-1)!);
       await settle();
       const c = await completion(srv.url, {
@@ -108,6 +99,10 @@ export async function benchToolCalls(
       });
       call.push(c.ms);
       callTokens.push(c.tokens);
+      process.stderr.write(
+        `tool calls ${model.label} round ${r + 1}: plain ${plain.at(-1)!.toFixed(1)} tok/s, grammar ` +
+          `${grammar.at(-1)!.toFixed(1)} tok/s, complete call ${c.ms.toFixed(0)} ms (${c.tokens} tokens)\n`,
+      );
     }
     return {
       model: model.label,

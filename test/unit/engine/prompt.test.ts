@@ -28,3 +28,19 @@ test("template data follows Ollama: .System, .Prompt = last user message, .Messa
   );
   assert.equal(d.Messages[3]!.Content, "three");
 });
+
+test("a template without a system role gets the system text in front of the first user message", async () => {
+  const { systemIntoFirstUser } = await import("../../../server/engine/prompt.ts");
+  assert.deepEqual(
+    systemIntoFirstUser([
+      { role: "system", content: "S" },
+      { role: "user", content: "one" },
+      { role: "user", content: "two" },
+    ]),
+    [
+      { role: "user", content: "S\n\none" },
+      { role: "user", content: "two" },
+    ],
+  );
+  assert.equal(systemIntoFirstUser([{ role: "user", content: "hi" }]), undefined);
+});
