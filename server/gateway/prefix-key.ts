@@ -1,9 +1,9 @@
 // The key PrefixHash routes a request by: its model, the start of its system text (system messages, Anthropic's system,
 // Responses' instructions) and the start of its first user message (a completion's prompt), each cut at
-// prefixCharLength characters, so every turn of a conversation has the same key; the user's text is counted apart so
-// that a long system prompt shared by an app's conversations does not give them all one key (docs/decisions). Read from the buffered body without parsing all of it (a 32 KB chat costs a JSON.parse
-// of about 40-80 µs; this reads only the key's bytes): strings are decoded by JSON.parse itself, slice by slice. A body
-// it cannot read gives no key (the request is routed by load). Pure.
+// prefixCharLength characters, so every turn of a conversation has the same key and a long system prompt shared by an
+// app's conversations does not give them all one key. Read from the buffered body without parsing all of it: strings
+// are decoded by JSON.parse itself, slice by slice (docs/decisions/0008). A body it cannot read gives no key (the
+// request is routed by load). Pure.
 
 /** The route families whose bodies carry a conversation's start, and where. */
 const FIELDS: Record<string, { lead?: string; list?: string; text?: string }> = {

@@ -20,7 +20,15 @@ const HOP_BY_HOP = new Set([
   "upgrade",
 ]);
 /** Request headers not sent to pods: the caller's key stays at the gateway; undici sets Host and the body's length. */
-const NOT_FORWARDED = new Set([...HOP_BY_HOP, "authorization", "host", "content-length", "x-request-id", "expect"]);
+const NOT_FORWARDED = new Set([
+  ...HOP_BY_HOP,
+  "authorization",
+  "x-api-key",
+  "host",
+  "content-length",
+  "x-request-id",
+  "expect",
+]);
 
 /** The field names a Connection header lists (hop-by-hop as well, RFC 9110 §7.6.1). */
 const listedIn = (connection: string | string[] | undefined, into: Set<string>): void => {

@@ -152,25 +152,42 @@ export function daysBetween(from: number, to: number): string[] {
   return out;
 }
 
-/** Token counts of a JSON response body or of one event/line of a stream; undefined when it carries none. */
+const count = (v: unknown): number => {
+  const n = Number(v ?? 0);
+  return Number.isFinite(n) ? n : 0;
+};
+
+/** An API's usage object: OpenAI chat's prompt/completion_tokens, or Responses' and Anthropic's input/output_tokens. */
+function usageCounts(u: unknown): { prompt: number; completion: number } | undefined {
+  if (!u || typeof u !== "object") return undefined;
+  const o = u as {
+    prompt_tokens?: unknown;
+    completion_tokens?: unknown;
+    input_tokens?: unknown;
+    output_tokens?: unknown;
+  };
+  return {
+    prompt: count(o.prompt_tokens ?? o.input_tokens),
+    completion: count(o.completion_tokens ?? o.output_tokens),
+  };
+}
+
+/**
+ * Token counts of a JSON response body or of one event/line of a stream; undefined when it carries none: `usage`
+ * (OpenAI, Anthropic), a Responses event's `response.usage`, Ollama's eval counts.
+ */
 export function tokensOf(obj: unknown): { prompt: number; completion: number } | undefined {
   if (!obj || typeof obj !== "object") return undefined;
   const o = obj as {
-    usage?: { prompt_tokens?: unknown; completion_tokens?: unknown };
+    usage?: unknown;
+    response?: { usage?: unknown } | null;
     prompt_eval_count?: unknown;
     eval_count?: unknown;
-    done?: unknown;
   };
-  if (o.usage && typeof o.usage === "object") {
-    const p = Number(o.usage.prompt_tokens ?? 0),
-      c = Number(o.usage.completion_tokens ?? 0);
-    return { prompt: Number.isFinite(p) ? p : 0, completion: Number.isFinite(c) ? c : 0 };
-  }
-  if (o.prompt_eval_count !== undefined || o.eval_count !== undefined) {
-    const p = Number(o.prompt_eval_count ?? 0),
-      c = Number(o.eval_count ?? 0);
-    return { prompt: Number.isFinite(p) ? p : 0, completion: Number.isFinite(c) ? c : 0 };
-  }
+  const usage = usageCounts(o.usage) ?? usageCounts(o.response?.usage);
+  if (usage) return usage;
+  if (o.prompt_eval_count !== undefined || o.eval_count !== undefined)
+    return { prompt: count(o.prompt_eval_count), completion: count(o.eval_count) };
   return undefined;
 }
 
@@ -182,7 +199,10 @@ export class UsageScanner {
   private readonly kind: "json" | "ndjson" | "sse" | "other";
   private buf = "";
   private tooBig = false;
-  /** Token events of a stream passed so far (SSE chunks with content, NDJSON lines before the last). */
+  /**
+   * Token events of a stream passed so far (SSE chunks with content, Responses' `*.delta` events, Anthropic's
+   * content_block_delta, NDJSON lines before the last).
+   */
   private events = 0;
   tokens: { prompt: number; completion: number } | undefined;
 
@@ -221,7 +241,10 @@ export class UsageScanner {
   private line(line: string): void {
     if (
       this.kind === "sse"
-        ? line.startsWith("data:") && line.includes('"finish_reason":null')
+        ? line.startsWith("data:") &&
+          (line.includes('"finish_reason":null') ||
+            line.includes('.delta"') ||
+            line.includes('"type":"content_block_delta"'))
         : line.includes('"done":false')
     )
       this.events++;

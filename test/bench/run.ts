@@ -29,6 +29,7 @@ import { benchPlatform, PLATFORM_HEADER, platformTitle } from "./platform.ts";
 import { benchPull } from "./pull.ts";
 import { benchRunApp, RUN_APP_HEADER, runAppTitle } from "./run-app.ts";
 import { benchServing } from "./serving.ts";
+import { benchToolCalls } from "./tool-calls.ts";
 import { benchAddonAb } from "./addon-ab.ts";
 import { benchVision, VISION_HEADER, visionTableRows } from "./vision.ts";
 import { printTable } from "./table.ts";
@@ -99,6 +100,15 @@ if (run("serving")) {
     "Batching: aggregate tokens/s at concurrency 4 ÷ concurrency 1",
     ["model", "HTTP c4 ÷ c1", "in-process c4 ÷ c1"],
     scaling as Array<Array<string | number>>,
+  );
+  const tool = await benchToolCalls(
+    { label: "bench-250m", path: await benchModelPath("250m") },
+    { rounds: Number(process.env.GANTRY_BENCH_ROUNDS ?? 9) },
+  );
+  printTable(
+    "Tool calls: decode tok/s of plain generation vs generation under the tool-call grammar (tool_choice required, a string argument: every token constrained), 64 tokens, one stream, /v1/chat/completions; time to a complete call of a tool with enum, integer and boolean arguments",
+    ["model", "plain tok/s", "grammar tok/s", "grammar ÷ plain", "complete call ms", "call tokens"],
+    [[tool.model, tool.plainTps, tool.grammarTps, tool.ratio, tool.callMs, tool.callTokens]],
   );
 }
 

@@ -37,7 +37,7 @@ export async function collect(
     if (ev.type === "text") {
       chunks.push(ev.text);
       onText?.(ev.text);
-    } else return { text: chunks.join(""), chunks, stats: ev.stats };
+    } else if (ev.type === "done") return { text: chunks.join(""), chunks, stats: ev.stats };
   }
   throw new Error("stream ended without a done event");
 }

@@ -55,6 +55,50 @@ test("tokens from OpenAI usage and Ollama eval counts", () => {
   assert.equal(tokensOf(null), undefined);
 });
 
+test("tokens from Anthropic Messages and Responses answers and their closing events", () => {
+  const anthropic = { type: "message", content: [], usage: { input_tokens: 11, output_tokens: 5 } };
+  assert.deepEqual(tokensOf(anthropic), { prompt: 11, completion: 5 });
+  const delta = {
+    type: "message_delta",
+    delta: { stop_reason: "end_turn" },
+    usage: { input_tokens: 3, output_tokens: 4 },
+  };
+  assert.deepEqual(tokensOf(delta), { prompt: 3, completion: 4 });
+  const response = { object: "response", usage: { input_tokens: 7, output_tokens: 2, total_tokens: 9 } };
+  assert.deepEqual(tokensOf(response), { prompt: 7, completion: 2 });
+  assert.deepEqual(tokensOf({ type: "response.completed", response }), { prompt: 7, completion: 2 });
+  // response.created carries "usage": null: no counts yet.
+  assert.equal(tokensOf({ type: "response.created", response: { usage: null } }), undefined);
+});
+
+test("the scanner reads the counts of streamed Messages and Responses answers; their deltas count when cut off", () => {
+  const event = (name: string, data: object) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
+  const messages =
+    event("message_start", { type: "message_start", message: { usage: { input_tokens: 0, output_tokens: 0 } } }) +
+    event("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "a" } }) +
+    event("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "b" } });
+  const messagesEnd =
+    event("message_delta", { type: "message_delta", delta: {}, usage: { input_tokens: 9, output_tokens: 2 } }) +
+    event("message_stop", { type: "message_stop" });
+  const responses =
+    event("response.created", { type: "response.created", sequence_number: 0, response: { usage: null } }) +
+    event("response.output_text.delta", { type: "response.output_text.delta", sequence_number: 1, delta: "a" });
+  const responsesEnd = event("response.completed", {
+    type: "response.completed",
+    sequence_number: 2,
+    response: { usage: { input_tokens: 4, output_tokens: 1 } },
+  });
+  const scan = (text: string) => {
+    const s = new UsageScanner("text/event-stream");
+    s.push(Buffer.from(text));
+    return { end: s.end(), partial: s.partial() };
+  };
+  assert.deepEqual(scan(messages + messagesEnd).end, { prompt: 9, completion: 2 });
+  assert.deepEqual(scan(responses + responsesEnd).end, { prompt: 4, completion: 1 });
+  assert.deepEqual(scan(messages).partial, { prompt: 0, completion: 2 });
+  assert.deepEqual(scan(responses).partial, { prompt: 0, completion: 1 });
+});
+
 test("the scanner reads counts from JSON, NDJSON and SSE answers split anywhere", () => {
   const feed = (type: string, text: string, cut: number) => {
     const s = new UsageScanner(type);
