@@ -20,6 +20,7 @@ import { installCrd, kubectl, podsOperatorConfig, startTestOperator } from "../s
 import { median } from "./table.ts";
 
 const MODEL = "hf.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF:Q4_K_M";
+const GROWN = 36;
 const CONVERSATIONS = 12,
   TURNS = 6,
   ANSWER_TOKENS = 32;
@@ -91,7 +92,8 @@ export async function benchRouting(opts: { rounds?: number } = {}): Promise<Rout
           model: MODEL,
           auth: "public",
           resources: { profile: "cpu", cpu: "1" },
-          server: { parallel: 4, contextLength: 2048 },
+          // Six sequences a replica: room for the conversations the ring gives it (12 over 3, unevenly).
+          server: { parallel: 6, contextLength: 2048 },
           scaling: { minReplicas: replicas, maxReplicas: replicas },
           loadBalancing: { strategy },
         },
@@ -118,6 +120,7 @@ export async function benchRouting(opts: { rounds?: number } = {}): Promise<Rout
     const seconds: Record<Strategy, number[]> = { LeastLoad: [], PrefixHash: [] };
     for (let r = 0; r < rounds; r++) {
       for (const s of r % 2 ? [...STRATEGIES].reverse() : STRATEGIES) {
+        process.stderr.write(`bench routing: round ${r + 1} of ${rounds}, ${s}\n`);
         const t0 = performance.now();
         const all = await Promise.all(
           Array.from({ length: CONVERSATIONS }, (_, c) => conversation(gw, ns, app[s], s, `r${r}c${c}`, 1, TURNS)),
@@ -126,19 +129,20 @@ export async function benchRouting(opts: { rounds?: number } = {}): Promise<Rout
         turns.push(...all.flat());
       }
     }
-    // A fourth PrefixHash replica between turns 3 and 4: which conversations change pods.
+    // A fourth PrefixHash replica between two turns of 36 conversations (one at a time, so no load passes one on):
+    // the share that changed pods.
+    process.stderr.write("bench routing: a fourth replica\n");
     apply("grow", "PrefixHash", 3);
     await ready("grow", 3);
-    const histories = await Promise.all(
-      Array.from({ length: CONVERSATIONS }, (_, c) => conversation(gw, ns, "grow", "PrefixHash", `g${c}`, 1, 3)),
-    );
+    const grown = Array.from({ length: GROWN }, (_, c) => `g${c}`);
+    const before: string[] = [];
+    for (const id of grown) before.push((await conversation(gw, ns, "grow", "PrefixHash", id, 1, 1))[0]!.pod);
     apply("grow", "PrefixHash", 4);
     await ready("grow", 4);
-    const later = await Promise.all(
-      Array.from({ length: CONVERSATIONS }, (_, c) => conversation(gw, ns, "grow", "PrefixHash", `g${c}`, 4, TURNS)),
-    );
-    const moved = later.filter((t, c) => t[0]!.pod !== histories[c]!.at(-1)!.pod).length;
-    return { turns, seconds, moved: { moved, of: CONVERSATIONS }, keyMicros: keyCost() };
+    let moved = 0;
+    for (const [c, id] of grown.entries())
+      if ((await conversation(gw, ns, "grow", "PrefixHash", id, 2, 2))[0]!.pod !== before[c]) moved++;
+    return { turns, seconds, moved: { moved, of: GROWN }, keyMicros: keyCost() };
   } finally {
     await gw.stop();
     await op.stop();
