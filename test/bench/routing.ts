@@ -245,15 +245,19 @@ export function routingTables(r: RoutingResult): Array<{ title: string; header: 
   const f = (n: number) => (Number.isFinite(n) ? n.toFixed(0) : "-");
   const ttft = {
     title: `Routing: time to first token per turn, ms (12 conversations × 6 turns, 3 replicas of SmolLM2-135M, ${load})`,
-    header: ["turn", ...STRATEGIES.flatMap((s) => [`${s} mean`, `${s} p95`]), "LeastLoad ÷ PrefixHash (median)"],
+    header: [
+      "turn",
+      ...STRATEGIES.flatMap((s) => [`${s} mean`, `${s} p95`, `${s} cached ÷ prompt`]),
+      "LeastLoad ÷ PrefixHash (median)",
+    ],
     rows: Array.from({ length: TURNS }, (_, i) => {
-      const of = (s: Strategy) =>
-        by(s)
-          .filter((t) => t.turn === i + 1)
-          .map((t) => t.ttftMs);
+      const at = (s: Strategy) => by(s).filter((t) => t.turn === i + 1);
+      const of = (s: Strategy) => at(s).map((t) => t.ttftMs);
+      const cached = (s: Strategy) =>
+        (at(s).reduce((a, t) => a + t.cached, 0) / at(s).reduce((a, t) => a + t.prompt, 0)).toFixed(2);
       return [
         String(i + 1),
-        ...STRATEGIES.flatMap((s) => [f(mean(of(s))), f(p95(of(s)))]),
+        ...STRATEGIES.flatMap((s) => [f(mean(of(s))), f(p95(of(s))), cached(s)]),
         (median(of("LeastLoad")) / median(of("PrefixHash"))).toFixed(2),
       ];
     }),
