@@ -12,7 +12,8 @@ export type ParsedEvent =
   | { kind: "trigger"; after: string }
   | { kind: "call-begin"; index: number; name: string }
   | { kind: "call-arguments"; index: number; text: string }
-  | { kind: "call"; index: number; call: ToolCall; argumentsText: string };
+  /** A whole call; `cut`: cut short (max tokens), its arguments as far as they got. */
+  | { kind: "call"; index: number; call: ToolCall; argumentsText: string; cut?: boolean };
 
 export interface OutputParserOptions {
   /** Separate the thinking section between these tags. */
@@ -333,7 +334,7 @@ export class OutputParser {
     const c = this.call;
     if (c.name === undefined) return;
     const argumentsText = c.text.slice(c.args, c.sent);
-    out.push({ kind: "call", index: this.calls, call: { name: c.name, arguments: {} }, argumentsText });
+    out.push({ kind: "call", index: this.calls, call: { name: c.name, arguments: {} }, argumentsText, cut: true });
     this.calls++;
   }
 }

@@ -261,7 +261,13 @@ function parsedEvent(p: Exclude<ParsedEvent, { kind: "content" | "trigger" }>): 
     case "call-arguments":
       return { type: "tool_call_arguments", index: p.index, text: p.text };
     case "call":
-      return { type: "tool_call", index: p.index, call: p.call, argumentsText: p.argumentsText };
+      return {
+        type: "tool_call",
+        index: p.index,
+        call: p.call,
+        argumentsText: p.argumentsText,
+        ...(p.cut ? { cut: true } : {}),
+      };
   }
 }
 

@@ -106,7 +106,8 @@ export type GenerationEvent =
   /** A tool call began (its name is known), then its arguments' JSON text in fragments, then the whole call. */
   | { type: "tool_call_begin"; index: number; name: string }
   | { type: "tool_call_arguments"; index: number; text: string }
-  | { type: "tool_call"; index: number; call: ToolCall; argumentsText: string }
+  /** `cut`: cut short by the token limit (OpenAI reports it as far as it got; Ollama only whole calls). */
+  | { type: "tool_call"; index: number; call: ToolCall; argumentsText: string; cut?: boolean }
   | { type: "done"; stats: GenerationStats };
 
 export interface EmbedRequest {

@@ -9,6 +9,8 @@ export interface AnsweredCall {
   call: ToolCall;
   /** The arguments as the model wrote them (OpenAI's `arguments` string). */
   argumentsText: string;
+  /** Cut short by the token limit before it was whole. */
+  cut?: boolean;
 }
 
 export interface Answer {
@@ -32,5 +34,6 @@ export function addToAnswer(a: Answer, ev: OutputEvent): void {
     a.content += ev.text;
     if (ev.logprobs) a.logprobs?.push(...ev.logprobs);
   } else if (ev.type === "thinking") a.thinking += ev.text;
-  else if (ev.type === "tool_call") a.toolCalls.push({ call: ev.call, argumentsText: ev.argumentsText });
+  else if (ev.type === "tool_call")
+    a.toolCalls.push({ call: ev.call, argumentsText: ev.argumentsText, ...(ev.cut ? { cut: true } : {}) });
 }

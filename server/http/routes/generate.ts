@@ -95,7 +95,8 @@ export async function respondNative(
     piece: (ev) => {
       if (ev.type === "text") return { ...piece({ content: ev.text }), ...logprobsField(plan, ev.logprobs) };
       if (ev.type === "thinking") return piece({ content: "", thinking: ev.text });
-      if (ev.type === "tool_call")
+      // Only whole calls, as Ollama (a call cut short by num_predict is not one).
+      if (ev.type === "tool_call" && !ev.cut)
         return piece({ content: "", toolCalls: [{ call: ev.call, argumentsText: ev.argumentsText }] });
       return undefined;
     },
@@ -105,7 +106,7 @@ export async function respondNative(
         {
           content: a.content,
           ...(a.thinking ? { thinking: a.thinking } : {}),
-          ...(a.toolCalls.length ? { toolCalls: a.toolCalls } : {}),
+          ...(a.toolCalls.some((c) => !c.cut) ? { toolCalls: a.toolCalls.filter((c) => !c.cut) } : {}),
         },
         stats,
       ),

@@ -166,12 +166,12 @@ describe("a full loop: call, tool result, answer", () => {
           messages,
           tools,
           stream: true,
-          options: { num_predict: ROOM },
+          options: { num_predict: ROOM, seed: 7 },
         }))
           calls.push(...(part.message.tool_calls ?? []));
       } else
-        calls = (await ollama.chat({ model: "caller", messages, tools, options: { num_predict: ROOM } })).message
-          .tool_calls;
+        calls = (await ollama.chat({ model: "caller", messages, tools, options: { num_predict: ROOM, seed: 7 } }))
+          .message.tool_calls;
       assert.ok(calls && calls.length > 0, "no tool call");
       for (const c of calls) {
         assert.equal(c.function.name, "get_weather");
