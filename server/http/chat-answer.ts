@@ -14,6 +14,8 @@ export type ChatPiece =
 export interface ChatUsage {
   prompt_tokens: number;
   completion_tokens: number;
+  /** Of prompt_tokens, those found in the sequence's KV cache. */
+  prompt_tokens_details?: { cached_tokens?: number };
 }
 
 /** What a chat completion ended with: "stop", "length", "tool_calls". */

@@ -54,7 +54,7 @@ function responseObject(
     usage: usage
       ? {
           input_tokens: usage.prompt_tokens,
-          input_tokens_details: { cached_tokens: 0 },
+          input_tokens_details: { cached_tokens: usage.prompt_tokens_details?.cached_tokens ?? 0 },
           output_tokens: usage.completion_tokens,
           output_tokens_details: { reasoning_tokens: 0 },
           total_tokens: usage.prompt_tokens + usage.completion_tokens,

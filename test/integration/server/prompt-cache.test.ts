@@ -91,3 +91,14 @@ test("/api/chat's final object counts the cached tokens in prompt_cached_count, 
   for await (const part of streamed) last = part as unknown as Record<string, unknown>;
   assert.equal(typeof last.prompt_cached_count, "number", "the streamed final object too");
 });
+
+test("/v1/responses reports them as OpenAI does: usage.input_tokens_details.cached_tokens", async () => {
+  const input = "Name a planet of the solar system.";
+  const first = await openai.responses.create({ model: MODEL, input, max_output_tokens: 8, temperature: 0 });
+  const again = await openai.responses.create({ model: MODEL, input, max_output_tokens: 8, temperature: 0 });
+  assert.equal(again.usage?.input_tokens, first.usage?.input_tokens);
+  assert.ok(
+    (again.usage?.input_tokens_details.cached_tokens ?? 0) >= (first.usage?.input_tokens ?? 0) - 1,
+    JSON.stringify(again.usage),
+  );
+});
