@@ -6,7 +6,10 @@ import { silentLogger } from "../../../server/common/logger.ts";
 import { NO_OPERATOR, OperatorLoadReporter, refusedReports } from "../../../server/gateway/load-reporter.ts";
 
 test("why refused reports wake nothing names the cause and the fix", () => {
-  assert.match(refusedReports(401, undefined), /\(401\): no token was sent.*--operator-token-file.*kubectl create token gantry-gateway/);
+  assert.match(
+    refusedReports(401, undefined),
+    /\(401\): no token was sent.*--operator-token-file.*kubectl create token gantry-gateway/,
+  );
   assert.match(refusedReports(401, "/t/token"), /the token in \/t\/token is not one the API server knows/);
   assert.match(refusedReports(403, "/t/token"), /not in the operator's loadReports\.serviceAccounts/);
   assert.match(NO_OPERATOR, /operatorUrls is empty.*--operator-url/);
