@@ -20,7 +20,11 @@ export const DEFAULT_PROFILES: Record<string, z.input<typeof ResourceProfileSche
 
 export const OperatorConfigSchema = z
   .object({
-    image: z.string().min(1).default(`gantry:${VERSION}`).describe("Image of the server pods (the one `npm run image` builds)."),
+    image: z
+      .string()
+      .min(1)
+      .default(`gantry:${VERSION}`)
+      .describe("Image of the server pods (the one `npm run image` builds)."),
     imagePullPolicy: z.enum(["Always", "IfNotPresent", "Never"]).optional(),
     gatewayUrl: z
       .string()

@@ -197,10 +197,7 @@ function serverFailure(pods: readonly V1Pod[]): string | undefined {
     if (image) return image;
     const server = pod.status?.containerStatuses?.find((c) => c.name === SERVER_CONTAINER);
     const waiting = server?.state?.waiting;
-    if (
-      waiting?.reason === "CrashLoopBackOff" ||
-      waiting?.reason === "CreateContainerConfigError"
-    ) {
+    if (waiting?.reason === "CrashLoopBackOff" || waiting?.reason === "CreateContainerConfigError") {
       const ended = server?.lastState?.terminated;
       const last = lastWords(ended?.message) ?? (ended ? exitWords(ended.exitCode, ended.reason) : undefined);
       return `${waiting.reason}${last ? `: ${last}` : waiting.message ? `: ${waiting.message}` : ""}`;
