@@ -7,7 +7,9 @@
 // test cluster.
 // GANTRY_BENCH_ROUNDS (default 9 for serving: its paired ratios need that many to settle on 2 noisy cores; 3 for llama,
 // causes and builds) sets the interleaved rounds, GANTRY_BENCH_MODELS (default 250m,1b) the generated models,
-// GANTRY_BENCH_LLAMA_SLOTS (lru, default, or pinned) how llama-server assigns slots to concurrent requests.
+// GANTRY_BENCH_LLAMA_SLOTS (lru, default, or pinned) how llama-server assigns slots to concurrent requests;
+// GANTRY_BENCH_GPU=cuda (with GANTRY_CUDA_ARCHITECTURES), GANTRY_BENCH_STREAMS and GANTRY_BENCH_TOKENS run `llama` on a
+// GPU with other stream counts (llama-cpp/options.ts; the GPU bundle's run.sh, test/gpu/, sets them).
 // Benchmarks measure; they never assert. Compare ratios measured side by side in one run, not absolute numbers.
 import { benchModelPath, smollm2Path } from "../support/models.ts";
 import type { BenchShapeName } from "../support/gguf/bench.ts";
@@ -18,7 +20,9 @@ import { benchEngineBuilds } from "./engine-builds.ts";
 import { benchColdStart, coldStartRow } from "./gateway/cold-start.ts";
 import { benchUsageWrites } from "./gateway/usage-writes.ts";
 import { benchCauses, benchLlamaServer, type BenchModel } from "./llama-cpp/compare.ts";
+import { BenchLlamaEnvSchema, gpuRun, streamScenarios } from "./llama-cpp/options.ts";
 import { llamaSlotsFromEnv } from "./llama-cpp/targets.ts";
+import { parseEnv } from "../../server/common/config.ts";
 import { benchOperator, printOperatorTable } from "./operator.ts";
 import { benchPlatform, PLATFORM_HEADER, platformTitle } from "./platform.ts";
 import { benchPull } from "./pull.ts";
@@ -100,8 +104,20 @@ if (run("llama") || run("causes") || run("builds")) {
   const shapes = (process.env.GANTRY_BENCH_MODELS ?? "250m,1b").split(",").map((x) => x.trim()) as BenchShapeName[];
   const models: BenchModel[] = [];
   for (const shape of shapes) models.push({ label: `bench-${shape}`, path: await benchModelPath(shape) });
-  const shape = { threads: Number(process.env.GANTRY_BENCH_THREADS ?? 2), parallel: 8, contextPerSequence: 1024 };
-  const o = { rounds, shape, llamaSlots: llamaSlotsFromEnv() };
+  const llamaEnv = parseEnv(BenchLlamaEnvSchema, process.env);
+  const gpu = gpuRun(llamaEnv);
+  const scenarios = llamaEnv.GANTRY_BENCH_STREAMS
+    ? streamScenarios(llamaEnv.GANTRY_BENCH_STREAMS, llamaEnv.GANTRY_BENCH_TOKENS)
+    : undefined;
+  const parallel = Math.max(8, ...(llamaEnv.GANTRY_BENCH_STREAMS ?? []));
+  const shape = { threads: Number(process.env.GANTRY_BENCH_THREADS ?? 2), parallel, contextPerSequence: 1024 };
+  const o = {
+    rounds,
+    shape,
+    llamaSlots: llamaSlotsFromEnv(),
+    ...(gpu ? { gpu } : {}),
+    ...(scenarios ? { scenarios } : {}),
+  };
   const tables = [
     ...(run("llama") ? await benchLlamaServer(models, o) : []),
     ...(run("causes") ? await benchCauses(models, o) : []),
