@@ -11,25 +11,13 @@
 // GANTRY_BENCH_GPU=cuda (with GANTRY_CUDA_ARCHITECTURES), GANTRY_BENCH_STREAMS and GANTRY_BENCH_TOKENS run `llama` on a
 // GPU with other stream counts (llama-cpp/options.ts; the GPU bundle's run.sh, test/gpu/, sets them).
 // Benchmarks measure; they never assert. Compare ratios measured side by side in one run, not absolute numbers.
+// Each section's code is loaded when it runs: `llama` alone loads no Kubernetes client (the GPU bundle carries none).
 import { benchModelPath, smollm2Path } from "../support/models.ts";
 import type { BenchShapeName } from "../support/gguf/bench.ts";
-import { benchCli } from "./cli.ts";
-import { benchGateway, gatewayParts } from "./gateway/bench.ts";
-import { benchGatewayCpu } from "./gateway/cpu.ts";
-import { benchEngineBuilds } from "./engine-builds.ts";
-import { benchColdStart, coldStartRow } from "./gateway/cold-start.ts";
-import { benchUsageWrites } from "./gateway/usage-writes.ts";
-import { benchCauses, benchLlamaServer, type BenchModel } from "./llama-cpp/compare.ts";
+import type { BenchModel } from "./llama-cpp/compare.ts";
 import { BenchLlamaEnvSchema, gpuRun, streamScenarios } from "./llama-cpp/options.ts";
 import { llamaSlotsFromEnv } from "./llama-cpp/targets.ts";
 import { parseEnv } from "../../server/common/config.ts";
-import { benchOperator, printOperatorTable } from "./operator.ts";
-import { benchPlatform, PLATFORM_HEADER, platformTitle } from "./platform.ts";
-import { benchPull } from "./pull.ts";
-import { benchRunApp, RUN_APP_HEADER, runAppTitle } from "./run-app.ts";
-import { benchServing } from "./serving.ts";
-import { benchAddonAb } from "./addon-ab.ts";
-import { benchVision, VISION_HEADER, visionTableRows } from "./vision.ts";
 import { printTable } from "./table.ts";
 
 const all = [
@@ -55,6 +43,7 @@ console.log(
 );
 
 if (run("serving")) {
+  const { benchServing } = await import("./serving.ts");
   const rows = await benchServing(
     [
       { label: "bench-250m", path: await benchModelPath("250m") },
@@ -118,6 +107,8 @@ if (run("llama") || run("causes") || run("builds")) {
     ...(gpu ? { gpu } : {}),
     ...(scenarios ? { scenarios } : {}),
   };
+  const { benchCauses, benchLlamaServer } = await import("./llama-cpp/compare.ts");
+  const { benchEngineBuilds } = await import("./engine-builds.ts");
   const tables = [
     ...(run("llama") ? await benchLlamaServer(models, o) : []),
     ...(run("causes") ? await benchCauses(models, o) : []),
@@ -127,6 +118,7 @@ if (run("llama") || run("causes") || run("builds")) {
 }
 
 if (run("pull")) {
+  const { benchPull } = await import("./pull.ts");
   const rows = await benchPull();
   printTable(
     "Pull: throughput from the local hub (250 MB GGUF), gantry pull against curl -o, median of interleaved rounds",
@@ -136,6 +128,7 @@ if (run("pull")) {
 }
 
 if (run("cli")) {
+  const { benchCli } = await import("./cli.ts");
   const rows = await benchCli();
   printTable(
     "CLI: time to first token with the server already up (smollm2:135m, 32 tokens), median of interleaved rounds",
@@ -144,9 +137,14 @@ if (run("cli")) {
   );
 }
 
-if (run("operator")) printOperatorTable(await benchOperator());
+if (run("operator")) {
+  const { benchOperator, printOperatorTable } = await import("./operator.ts");
+  printOperatorTable(await benchOperator());
+}
 
 if (run("platform")) {
+  const { benchRunApp, RUN_APP_HEADER, runAppTitle } = await import("./run-app.ts");
+  const { benchPlatform, PLATFORM_HEADER, platformTitle } = await import("./platform.ts");
   const runRows = await benchRunApp({ rounds: Number(process.env.GANTRY_BENCH_ROUNDS ?? 3) });
   printTable(
     runAppTitle(),
@@ -162,6 +160,10 @@ if (run("platform")) {
 }
 
 if (run("gateway")) {
+  const { benchGateway, gatewayParts } = await import("./gateway/bench.ts");
+  const { benchGatewayCpu } = await import("./gateway/cpu.ts");
+  const { benchColdStart, coldStartRow } = await import("./gateway/cold-start.ts");
+  const { benchUsageWrites } = await import("./gateway/usage-writes.ts");
   const parts = gatewayParts();
   const g =
     parts.has("proxy") || parts.has("stream")
@@ -209,6 +211,8 @@ if (run("gateway")) {
 }
 
 if (run("vision")) {
+  const { benchVision, VISION_HEADER, visionTableRows } = await import("./vision.ts");
+  const { benchAddonAb } = await import("./addon-ab.ts");
   const rounds = Number(process.env.GANTRY_BENCH_ROUNDS ?? 3);
   printTable(
     `Vision: image requests on the generated pair (tiny llama + LLaVA-style projector, 96 px images, ${"greedy"}, 32 tokens), Gantry vs llama-server --mmproj on the same files, 2 threads, 4 parallel sequences, a new image per request, medians over ${rounds} interleaved rounds`,

@@ -52,7 +52,7 @@ export const CPU_TOOLS: LlamaToolsVariant = {
 
 /**
  * The CUDA variant for `architectures` (CMAKE_CUDA_ARCHITECTURES, e.g. "90" for an H100/H200): only those, so the
- * build takes minutes, not an hour. The CPU backend is native; NCCL (multi-GPU) is off; nvcc is CUDACXX or on PATH.
+ * build takes minutes, not an hour. NCCL (multi-GPU) is off; nvcc is CUDACXX or on PATH.
  */
 export function cudaTools(architectures: string): LlamaToolsVariant {
   if (!/^[0-9]+[af]?(-real|-virtual)?(;[0-9]+[af]?(-real|-virtual)?)*$/.test(architectures))
@@ -63,11 +63,17 @@ export function cudaTools(architectures: string): LlamaToolsVariant {
     options: {
       BUILD_SHARED_LIBS: "ON",
       GGML_BACKEND_DL: "ON",
-      GGML_NATIVE: "ON",
+      // ggml refuses a native CPU backend with run-time backends: the baseline one (x86-64-v3), which on a GPU only
+      // runs what is not offloaded.
+      GGML_NATIVE: "OFF",
       GGML_CUDA: "ON",
       CMAKE_CUDA_ARCHITECTURES: architectures,
       GGML_CUDA_NCCL: "OFF",
       GGML_OPENMP: "OFF",
+      // As node-llama-cpp builds its libraries: unversioned sonames, so the module's libggml-base.so is the one the
+      // addon has loaded (its libraries have no versions); and $ORIGIN run paths, so the copies in bin/ load each other.
+      CMAKE_PLATFORM_NO_VERSIONED_SONAME: "ON",
+      CMAKE_BUILD_RPATH_USE_ORIGIN: "ON",
     },
     extraTargets: ["ggml-cpu", "ggml-cuda"],
     shared: true,
