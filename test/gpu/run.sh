@@ -40,6 +40,8 @@ if [ ! -d "$REPO/node_modules/node-llama-cpp" ] || [ -f "$REPO/node_modules/.gan
       { echo "== unpack FAILED (node_modules)"; exit 1; }
   fi
 fi
+# The NVIDIA driver's tools where an image keeps them off PATH.
+[ -d /usr/local/nvidia/bin ] && PATH="$PATH:/usr/local/nvidia/bin"
 export PATH="$WORK/node/bin:$PATH"
 export GANTRY_LLAMA_CPP_SOURCE="$WORK/llama.cpp"
 echo "== unpack done ($(($(date +%s) - T0)) s): Node $(node --version)"
