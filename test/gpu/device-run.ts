@@ -17,7 +17,7 @@ import { SetupEnvSchema } from "../../server/setup/config.ts";
 import { installCudaEngine } from "../../server/setup/cuda-engine.ts";
 import { ensurePatchedEngine } from "../../server/setup/engine-build.ts";
 import { buildTools, run } from "../../server/setup/llama-source.ts";
-import { CPU_TOOLS, cudaTools, llamaTools } from "../bench/llama-cpp/tools.ts";
+import { CPU_TOOLS, cudaTools, llamaTools, toolsCmakeOptions } from "../bench/llama-cpp/tools.ts";
 import type { Manifest } from "./bundle.ts";
 import { cudaArchitectures, cudaEnvironment, describeMachine, inspectMachine, type Machine } from "./machine.ts";
 import { planFor, type Plan } from "./plan.ts";
@@ -65,18 +65,46 @@ function node(args: string[], env: Record<string, string>, logFile: string, echo
   });
 }
 
+/**
+ * summary.md and summary.json as far as the run got: written after every phase, so a run the device tool stops at its
+ * time limit still brings back what it found; printed at the end.
+ */
+function writeSummary(print = false): void {
+  const bench = fs.existsSync(outFile("bench.md")) ? fs.readFileSync(outFile("bench.md"), "utf8") : "";
+  const summary = [
+    `# Gantry GPU check — ${new Date().toISOString()}`,
+    "",
+    ...(machine ? describeMachine(machine).map((l) => `- ${l}`) : []),
+    `- GANTRY_GPU=${gpu}${architectures ? `, CUDA architectures ${architectures}` : ""}; ${values.quick ? "quick" : "full"} plan: models ${plan.models.join(", ")}, streams ${plan.streams}, ${plan.tokens} tokens, ${plan.threads} threads`,
+    "",
+    phases.table(),
+    "",
+    ...(served ? ["## Serve check", "", "```json", JSON.stringify(served, null, 2), "```", ""] : []),
+    "## bench llama",
+    bench || "(no tables)",
+  ].join("\n");
+  fs.writeFileSync(outFile("summary.md"), summary + "\n");
+  fs.writeFileSync(
+    outFile("summary.json"),
+    JSON.stringify({ gpu, architectures, machine, plan, phases: phases.results, served }, null, 2) + "\n",
+  );
+  if (print) console.log(`\n${summary}`);
+}
+phases.onPhaseEnd = () => writeSummary();
+
 // ---- preflight ----
 let machine: Machine | undefined;
 let gpu: "cuda" | "off" = "off";
 let architectures = "";
-let planned: Plan | undefined;
+let plan: Plan = planFor({ gpu, quick: values.quick, cores: os.availableParallelism() });
+let served: ServeCheck | undefined;
 await phases.run("preflight", async () => {
   machine = await inspectMachine(process.env.PATH ?? "");
   for (const line of describeMachine(machine)) console.log(`   ${line}`);
   const asked = values.gpu;
   if (asked !== undefined && asked !== "cuda" && asked !== "off") throw new Error(`--gpu ${asked}: cuda or off`);
   gpu = (asked as "cuda" | "off" | undefined) ?? (machine.gpus.length > 0 ? "cuda" : "off");
-  planned = planFor({ gpu, quick: values.quick, cores: machine.cores });
+  plan = planFor({ gpu, quick: values.quick, cores: machine.cores });
   const notes = [`GANTRY_GPU=${gpu}${values.quick ? ", quick" : ""}`];
   const manifest = JSON.parse(fs.readFileSync(path.join(bundle, "manifest.json"), "utf8")) as Manifest;
   const lockSha = createHash("sha256")
@@ -93,7 +121,6 @@ await phases.run("preflight", async () => {
   }
   return notes.join("; ");
 });
-const plan = planned ?? planFor({ gpu, quick: values.quick, cores: os.availableParallelism() });
 
 // ---- models (in the background, one process per model) ----
 const modelsLog = outFile("build.log");
@@ -132,11 +159,12 @@ const built = await phases.run("build", async () => {
   } else if (settings.GANTRY_LLAMA_CPP_SOURCE) {
     // On the CPU the CUDA build is not made: configure the bundle's source as it (CUDA off), so a trimmed source that
     // lacks what that build reads fails here and not on a GPU machine.
-    const options = { ...cudaTools("90").options, GGML_CUDA: "OFF", LLAMA_CURL: "OFF", LLAMA_OPENSSL: "OFF" };
-    delete (options as Record<string, string>).CMAKE_CUDA_ARCHITECTURES;
+    const options = toolsCmakeOptions(cudaTools("90"));
+    options.GGML_CUDA = "OFF";
+    delete options.CMAKE_CUDA_ARCHITECTURES;
     const dir = path.join(work, "configure-check");
     fs.rmSync(dir, { recursive: true, force: true });
-    const defs = Object.entries(options).map(([k, v]) => `-D${k}=${v}`);
+    const defs = Object.entries({ CMAKE_BUILD_TYPE: "Release", ...options }).map(([k, v]) => `-D${k}=${v}`);
     const cmake = buildTools(settings);
     if (!cmake.ok) throw new Error(`missing build tools: ${cmake.missing.join(", ")}`);
     await run(cmake.cmake, ["-S", settings.GANTRY_LLAMA_CPP_SOURCE, "-B", dir, ...cmake.generator, ...defs], {
@@ -163,7 +191,6 @@ function collectBuildLogs(cache: string): void {
 await phases.run("models", async () => (await modelsDone).join("; "));
 
 // ---- serve ----
-let served: ServeCheck | undefined;
 await phases.run("serve", async () => {
   if (!built) throw new Error("skipped: the build failed");
   const modelPath = models.get(plan.serveModel);
@@ -231,23 +258,5 @@ await phases.run("bench", async () => {
 });
 
 // ---- summary ----
-const bench = fs.existsSync(outFile("bench.md")) ? fs.readFileSync(outFile("bench.md"), "utf8") : "";
-const summary = [
-  `# Gantry GPU check — ${new Date().toISOString()}`,
-  "",
-  ...(machine ? describeMachine(machine).map((l) => `- ${l}`) : []),
-  `- GANTRY_GPU=${gpu}${architectures ? `, CUDA architectures ${architectures}` : ""}; ${values.quick ? "quick" : "full"} plan: models ${plan.models.join(", ")}, streams ${plan.streams}, ${plan.tokens} tokens, ${plan.threads} threads`,
-  "",
-  phases.table(),
-  "",
-  ...(served ? ["## Serve check", "", "```json", JSON.stringify(served, null, 2), "```", ""] : []),
-  "## bench llama",
-  bench || "(no tables)",
-].join("\n");
-fs.writeFileSync(outFile("summary.md"), summary + "\n");
-fs.writeFileSync(
-  outFile("summary.json"),
-  JSON.stringify({ gpu, architectures, machine, plan, phases: phases.results, served }, null, 2) + "\n",
-);
-console.log(`\n${summary}`);
+writeSummary(true);
 process.exitCode = phases.results.every((p) => p.status === "ok") ? 0 : 1;

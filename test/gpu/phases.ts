@@ -14,6 +14,8 @@ export interface PhaseResult {
 export class Phases {
   readonly results: PhaseResult[] = [];
   readonly startedMs: number;
+  /** Called after each phase (the check writes its summary so far). */
+  onPhaseEnd: () => void = () => undefined;
 
   /** `startedSeconds`: when run.sh started (Unix seconds), so the unpacking counts too. */
   constructor(startedSeconds: number) {
@@ -39,6 +41,7 @@ export class Phases {
     const seconds = Math.round((performance.now() - started) / 100) / 10;
     this.results.push({ name, status, seconds, at: this.elapsed(), note });
     console.log(`== ${name} ${status === "ok" ? "done" : "FAILED"} in ${seconds} s (at ${this.elapsed()} s): ${note}`);
+    this.onPhaseEnd();
     return status === "ok";
   }
 

@@ -51,7 +51,8 @@ export function planFor(o: { gpu: "cuda" | "off"; quick: boolean; cores: number 
     tokens: o.gpu === "cuda" ? 128 : 64,
     rounds: 2,
     threads: Math.max(1, Math.min(8, o.cores)),
-    benchDeadlineSeconds: o.gpu === "cuda" ? 420 : Infinity,
+    // The device's command is given 540 s; one model's comparison takes about a minute on a GPU.
+    benchDeadlineSeconds: o.gpu === "cuda" ? 450 : Infinity,
     tests: GPU_TESTS,
   };
 }

@@ -71,7 +71,7 @@ export function cudaTools(architectures: string): LlamaToolsVariant {
       GGML_CUDA_NCCL: "OFF",
       GGML_OPENMP: "OFF",
       // As node-llama-cpp builds its libraries: unversioned sonames, so the module's libggml-base.so is the one the
-      // addon has loaded (its libraries have no versions); and $ORIGIN run paths, so the copies in bin/ load each other.
+      // addon has loaded (its libraries have none); and $ORIGIN run paths, so the copies in bin/ load each other.
       CMAKE_PLATFORM_NO_VERSIONED_SONAME: "ON",
       CMAKE_BUILD_RPATH_USE_ORIGIN: "ON",
     },
@@ -85,6 +85,21 @@ const log = (msg: string): void => {
 };
 
 const pending = new Map<string, Promise<LlamaTools>>();
+
+/** CMake options of a variant's build: its own, and no network features (curl, TLS), tests, examples, web UI or video
+ * input (mtmd would run ffmpeg). */
+export function toolsCmakeOptions(variant: LlamaToolsVariant): Record<string, string> {
+  return {
+    ...variant.options,
+    LLAMA_CURL: "OFF",
+    LLAMA_OPENSSL: "OFF",
+    LLAMA_BUILD_TESTS: "OFF",
+    LLAMA_BUILD_EXAMPLES: "OFF",
+    LLAMA_BUILD_UI: "OFF",
+    LLAMA_USE_PREBUILT_UI: "OFF",
+    MTMD_VIDEO: "OFF",
+  };
+}
 
 /** Builds (once, cached) the tools named and returns where they are. */
 export function llamaTools(
@@ -151,17 +166,7 @@ async function ensure(names: readonly LlamaToolName[], variant: LlamaToolsVarian
         targets,
         log: logFile,
         toolchain,
-        // No network features (curl, TLS), no web UI, no video input (mtmd would run ffmpeg).
-        options: {
-          ...variant.options,
-          LLAMA_CURL: "OFF",
-          LLAMA_OPENSSL: "OFF",
-          LLAMA_BUILD_TESTS: "OFF",
-          LLAMA_BUILD_EXAMPLES: "OFF",
-          LLAMA_BUILD_UI: "OFF",
-          LLAMA_USE_PREBUILT_UI: "OFF",
-          MTMD_VIDEO: "OFF",
-        },
+        options: toolsCmakeOptions(variant),
       });
       fs.mkdirSync(bin, { recursive: true });
       const built = path.join(work, "build", "bin");
