@@ -47,7 +47,11 @@ export class Phases {
 
   /** The phases as a Markdown table. */
   table(): string {
-    const cell = (s: string) => s.replaceAll("|", "\\|").replaceAll("\n", " ");
+    // A failure's whole message is in run.log; the table keeps its end.
+    const cell = (s: string) => {
+      const one = s.replaceAll("|", "\\|").replaceAll("\n", " ");
+      return one.length > 600 ? `…${one.slice(-600)}` : one;
+    };
     return [
       "| phase | status | seconds | at (s) | what it found |",
       "|---|---|---|---|---|",

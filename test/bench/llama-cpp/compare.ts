@@ -95,6 +95,8 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
   const tools = await llamaTools(undefined, toolsVariant(o.gpu));
   const scenarios = o.scenarios ?? MAIN;
   const gen = generationScenario(scenarios);
+  // llama-bench's generation run no longer than the scenarios' (a short CPU check need not generate 128 per round).
+  const refGen = Math.min(128, Math.max(...scenarios.map((x) => x.nPredict)));
   const main: string[][] = [],
     ref: string[][] = [];
   const engines: string[] = [];
@@ -112,7 +114,7 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
         const b = await llamaBench(tools.bench, m.path, {
           threads: o.shape.threads,
           prompt: 512,
-          gen: 128,
+          gen: refGen,
           reps: 2,
           extraArgs: o.gpu?.llamaArgs ?? [],
         });
@@ -173,7 +175,7 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
         `pp512 ${spread(pp)}`,
         `${spread(gPrompt)}`,
         ratio(gPrompt, pp),
-        `tg128 ${spread(tg)}`,
+        `tg${refGen} ${spread(tg)}`,
         spread(gGen),
         ratio(gGen, tg),
       ]);
