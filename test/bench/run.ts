@@ -8,30 +8,17 @@
 // against PrefixHash for multi-turn conversations over an app's replicas.
 // GANTRY_BENCH_ROUNDS (default 9 for serving: its paired ratios need that many to settle on 2 noisy cores; 3 for llama,
 // causes and builds) sets the interleaved rounds, GANTRY_BENCH_MODELS (default 250m,1b) the generated models,
-// GANTRY_BENCH_LLAMA_SLOTS (lru, default, or pinned) how llama-server assigns slots to concurrent requests.
+// GANTRY_BENCH_LLAMA_SLOTS (lru, default, or pinned) how llama-server assigns slots to concurrent requests;
+// GANTRY_BENCH_GPU=cuda (with GANTRY_CUDA_ARCHITECTURES), GANTRY_BENCH_STREAMS and GANTRY_BENCH_TOKENS run `llama` on a
+// GPU with other stream counts (llama-cpp/options.ts; the GPU bundle's run.sh, test/gpu/, sets them).
 // Benchmarks measure; they never assert. Compare ratios measured side by side in one run, not absolute numbers.
+// Each section's code is loaded when it runs: `llama` alone loads no Kubernetes client (the GPU bundle carries none).
 import { benchModelPath, smollm2Path } from "../support/models.ts";
 import type { BenchShapeName } from "../support/gguf/bench.ts";
-import { benchCli } from "./cli.ts";
-import { benchConsole } from "./console.ts";
-import { benchRouting, routingTables } from "./routing.ts";
-import { benchGateway, gatewayParts } from "./gateway/bench.ts";
-import { benchGatewayCpu } from "./gateway/cpu.ts";
-import { benchEngineBuilds } from "./engine-builds.ts";
-import { benchColdStart, coldStartRow } from "./gateway/cold-start.ts";
-import { benchIdleConnections, printIdleTable } from "./gateway/idle.ts";
-import { benchLogLines, printLogTable } from "./gateway/log-lines.ts";
-import { benchUsageWrites } from "./gateway/usage-writes.ts";
-import { benchCauses, benchLlamaServer, type BenchModel } from "./llama-cpp/compare.ts";
+import type { BenchModel } from "./llama-cpp/compare.ts";
+import { BenchLlamaEnvSchema, gpuRun, streamScenarios } from "./llama-cpp/options.ts";
 import { llamaSlotsFromEnv } from "./llama-cpp/targets.ts";
-import { benchOperator, printOperatorTable } from "./operator.ts";
-import { benchPlatform, PLATFORM_HEADER, platformTitle } from "./platform.ts";
-import { benchPull } from "./pull.ts";
-import { benchRunApp, RUN_APP_HEADER, runAppTitle } from "./run-app.ts";
-import { benchServing } from "./serving.ts";
-import { benchToolCalls } from "./tool-calls.ts";
-import { benchAddonAb } from "./addon-ab.ts";
-import { benchVision, VISION_HEADER, visionTableRows } from "./vision.ts";
+import { parseEnv } from "../../server/common/config.ts";
 import { printTable } from "./table.ts";
 
 const all = [
@@ -59,6 +46,7 @@ console.log(
 );
 
 if (run("serving")) {
+  const { benchServing } = await import("./serving.ts");
   const rows = await benchServing(
     [
       { label: "bench-250m", path: await benchModelPath("250m") },
@@ -101,6 +89,7 @@ if (run("serving")) {
     ["model", "HTTP c4 ÷ c1", "in-process c4 ÷ c1"],
     scaling as Array<Array<string | number>>,
   );
+  const { benchToolCalls } = await import("./tool-calls.ts");
   const tool = await benchToolCalls(
     { label: "bench-250m", path: await benchModelPath("250m") },
     { rounds: Number(process.env.GANTRY_BENCH_ROUNDS ?? 9) },
@@ -117,8 +106,22 @@ if (run("llama") || run("causes") || run("builds")) {
   const shapes = (process.env.GANTRY_BENCH_MODELS ?? "250m,1b").split(",").map((x) => x.trim()) as BenchShapeName[];
   const models: BenchModel[] = [];
   for (const shape of shapes) models.push({ label: `bench-${shape}`, path: await benchModelPath(shape) });
-  const shape = { threads: Number(process.env.GANTRY_BENCH_THREADS ?? 2), parallel: 8, contextPerSequence: 1024 };
-  const o = { rounds, shape, llamaSlots: llamaSlotsFromEnv() };
+  const llamaEnv = parseEnv(BenchLlamaEnvSchema, process.env);
+  const gpu = gpuRun(llamaEnv);
+  const scenarios = llamaEnv.GANTRY_BENCH_STREAMS
+    ? streamScenarios(llamaEnv.GANTRY_BENCH_STREAMS, llamaEnv.GANTRY_BENCH_TOKENS)
+    : undefined;
+  const parallel = Math.max(8, ...(llamaEnv.GANTRY_BENCH_STREAMS ?? []));
+  const shape = { threads: Number(process.env.GANTRY_BENCH_THREADS ?? 2), parallel, contextPerSequence: 1024 };
+  const o = {
+    rounds,
+    shape,
+    llamaSlots: llamaSlotsFromEnv(),
+    ...(gpu ? { gpu } : {}),
+    ...(scenarios ? { scenarios } : {}),
+  };
+  const { benchCauses, benchLlamaServer } = await import("./llama-cpp/compare.ts");
+  const { benchEngineBuilds } = await import("./engine-builds.ts");
   const tables = [
     ...(run("llama") ? await benchLlamaServer(models, o) : []),
     ...(run("causes") ? await benchCauses(models, o) : []),
@@ -128,6 +131,7 @@ if (run("llama") || run("causes") || run("builds")) {
 }
 
 if (run("pull")) {
+  const { benchPull } = await import("./pull.ts");
   const rows = await benchPull();
   printTable(
     "Pull: throughput from the local hub (250 MB GGUF), gantry pull against curl -o, median of interleaved rounds",
@@ -137,6 +141,7 @@ if (run("pull")) {
 }
 
 if (run("cli")) {
+  const { benchCli } = await import("./cli.ts");
   const rows = await benchCli();
   printTable(
     "CLI: time to first token with the server already up (smollm2:135m, 32 tokens), median of interleaved rounds",
@@ -145,9 +150,14 @@ if (run("cli")) {
   );
 }
 
-if (run("operator")) printOperatorTable(await benchOperator());
+if (run("operator")) {
+  const { benchOperator, printOperatorTable } = await import("./operator.ts");
+  printOperatorTable(await benchOperator());
+}
 
 if (run("platform")) {
+  const { benchRunApp, RUN_APP_HEADER, runAppTitle } = await import("./run-app.ts");
+  const { benchPlatform, PLATFORM_HEADER, platformTitle } = await import("./platform.ts");
   const runRows = await benchRunApp({ rounds: Number(process.env.GANTRY_BENCH_ROUNDS ?? 3) });
   printTable(
     runAppTitle(),
@@ -163,6 +173,10 @@ if (run("platform")) {
 }
 
 if (run("gateway")) {
+  const { benchGateway, gatewayParts } = await import("./gateway/bench.ts");
+  const { benchGatewayCpu } = await import("./gateway/cpu.ts");
+  const { benchColdStart, coldStartRow } = await import("./gateway/cold-start.ts");
+  const { benchUsageWrites } = await import("./gateway/usage-writes.ts");
   const parts = gatewayParts();
   const g =
     parts.has("proxy") || parts.has("stream")
@@ -191,8 +205,14 @@ if (run("gateway")) {
       [[g.stream.directTps, g.stream.gatewayTps, g.stream.ratio, g.stream.nginxTps ?? "-", g.stream.nginxRatio ?? "-"]],
     );
   if (parts.has("cpu")) await benchGatewayCpu();
-  if (parts.has("idle")) printIdleTable(await benchIdleConnections());
-  if (parts.has("log")) printLogTable(await benchLogLines());
+  if (parts.has("idle")) {
+    const { benchIdleConnections, printIdleTable } = await import("./gateway/idle.ts");
+    printIdleTable(await benchIdleConnections());
+  }
+  if (parts.has("log")) {
+    const { benchLogLines, printLogTable } = await import("./gateway/log-lines.ts");
+    printLogTable(await benchLogLines());
+  }
   if (parts.has("cold")) {
     const cold = await benchColdStart(Number(process.env.GANTRY_BENCH_COLD_ROUNDS ?? 2));
     printTable(
@@ -212,6 +232,8 @@ if (run("gateway")) {
 }
 
 if (run("vision")) {
+  const { benchVision, VISION_HEADER, visionTableRows } = await import("./vision.ts");
+  const { benchAddonAb } = await import("./addon-ab.ts");
   const rounds = Number(process.env.GANTRY_BENCH_ROUNDS ?? 3);
   printTable(
     `Vision: image requests on the generated pair (tiny llama + LLaVA-style projector, 96 px images, ${"greedy"}, 32 tokens), Gantry vs llama-server --mmproj on the same files, 2 threads, 4 parallel sequences, a new image per request, medians over ${rounds} interleaved rounds`,
@@ -223,6 +245,7 @@ if (run("vision")) {
 }
 
 if (run("console")) {
+  const { benchConsole } = await import("./console.ts");
   const rounds = Number(process.env.GANTRY_BENCH_ROUNDS ?? 5);
   const { loadavg } = await import("node:os");
   const before = loadavg()[0]!.toFixed(2);
@@ -235,6 +258,7 @@ if (run("console")) {
 }
 
 if (run("routing")) {
+  const { benchRouting, routingTables } = await import("./routing.ts");
   const result = await benchRouting({ rounds: Number(process.env.GANTRY_BENCH_ROUNDS ?? 3) });
   for (const t of routingTables(result)) printTable(t.title, t.header, t.rows);
 }
