@@ -50,9 +50,13 @@ export class AppState {
    * is usable.
    */
   pick(endpoints: readonly Endpoint[], now: number, avoid?: string): Endpoint | undefined {
-    const usable = endpoints.filter((ep) => this.usable(ep, now));
-    const others = avoid === undefined ? usable : usable.filter((ep) => ep.id !== avoid);
-    return leastLoaded(others.length > 0 ? others : usable, this.load, this.turn++);
+    const turn = this.turn++;
+    const usable = (ep: Endpoint) => this.usable(ep, now);
+    return (
+      (avoid !== undefined
+        ? leastLoaded(endpoints, (ep) => ep.id !== avoid && usable(ep), this.load, turn)
+        : undefined) ?? leastLoaded(endpoints, usable, this.load, turn)
+    );
   }
 
   /**

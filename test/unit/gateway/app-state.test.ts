@@ -34,3 +34,13 @@ test("forget: a new pod at a gone pod's address inherits neither its passed heal
   s.forget([old]);
   assert.equal(s.probed.get(old.id), 10_000, "a pod still listed keeps its state");
 });
+
+test("pick: a request's retry avoids the pod it failed on, unless that pod is the only usable one; ties rotate", () => {
+  const s = new AppState("acme", "chat");
+  const a = ep("10.0.0.1:11434", true),
+    b = ep("10.0.0.2:11434", true);
+  for (let i = 0; i < 4; i++) assert.equal(s.pick([a, b], 0, a.id)?.id, b.id);
+  assert.equal(s.pick([a], 0, a.id)?.id, a.id, "no other pod: the same one again");
+  const seen = new Set([0, 1, 2, 3].map(() => s.pick([a, b], 0)?.id));
+  assert.deepEqual([...seen].sort(), [a.id, b.id], "equally loaded pods take turns");
+});
