@@ -63,10 +63,18 @@ export class AppState {
    * is usable.
    */
   pick(endpoints: readonly Endpoint[], now: number, avoid?: string, route?: PrefixRoute): Endpoint | undefined {
-    const usable = endpoints.filter((ep) => this.usable(ep, now));
-    const others = avoid === undefined ? usable : usable.filter((ep) => ep.id !== avoid);
-    const pods = others.length > 0 ? others : usable;
-    if (!route || pods.length === 0) return leastLoaded(pods, this.load, this.turn++);
+    const turn = this.turn++;
+    const usable = (ep: Endpoint) => this.usable(ep, now);
+    if (!route)
+      return (
+        (avoid !== undefined
+          ? leastLoaded(endpoints, (ep) => ep.id !== avoid && usable(ep), this.load, turn)
+          : undefined) ?? leastLoaded(endpoints, usable, this.load, turn)
+      );
+    const all = endpoints.filter(usable);
+    const others = avoid === undefined ? all : all.filter((ep) => ep.id !== avoid);
+    const pods = others.length > 0 ? others : all;
+    if (pods.length === 0) return undefined;
     const choice = this.ringOf(pods, route.settings.replication).pick(
       route.key,
       (id) => this.load.get(id) ?? 0,

@@ -3,18 +3,20 @@
 import type { Endpoint } from "./ports.ts";
 
 /**
- * The pod with the fewest requests in flight from this gateway among `usable`, ties broken in turn (`turn` grows by
- * one per pick, so equally loaded pods take requests round robin). Undefined when `usable` is empty.
+ * The pod with the fewest requests in flight from this gateway among the `usable` ones of `endpoints`, ties broken in
+ * turn (`turn` grows by one per pick, so equally loaded pods take requests round robin). Undefined when none is usable.
  */
 export function leastLoaded(
-  usable: readonly Endpoint[],
+  endpoints: readonly Endpoint[],
+  usable: (ep: Endpoint) => boolean,
   load: ReadonlyMap<string, number>,
   turn: number,
 ): Endpoint | undefined {
   let best: Endpoint | undefined,
     bestLoad = Infinity,
     ties = 0;
-  for (const ep of usable) {
+  for (const ep of endpoints) {
+    if (!usable(ep)) continue;
     const l = load.get(ep.id) ?? 0;
     if (l < bestLoad) {
       best = ep;

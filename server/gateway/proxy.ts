@@ -30,11 +30,14 @@ const NOT_FORWARDED = new Set([
   "expect",
 ]);
 
-/** The field names a Connection header lists (hop-by-hop as well, RFC 9110 §7.6.1). */
-const listedIn = (connection: string | string[] | undefined, into: Set<string>): void => {
-  for (const v of Array.isArray(connection) ? connection : connection ? [connection] : [])
-    for (const t of v.split(",")) into.add(t.trim().toLowerCase());
-};
+/** The field names a Connection header lists (hop-by-hop as well, RFC 9110 §7.6.1); none for the usual values. */
+function listedIn(connection: string | string[] | undefined): Set<string> | undefined {
+  if (connection === undefined || connection === "keep-alive" || connection === "close") return undefined;
+  const listed = new Set<string>();
+  for (const v of Array.isArray(connection) ? connection : [connection])
+    for (const t of v.split(",")) listed.add(t.trim().toLowerCase());
+  return listed;
+}
 
 /** The request headers for the pod from the client's raw header list (name, value, name, value...). */
 export function upstreamHeaders(raw: readonly string[], requestId: string, clientIp: string | undefined): string[] {
@@ -43,7 +46,7 @@ export function upstreamHeaders(raw: readonly string[], requestId: string, clien
   let listed: Set<string> | undefined;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!.toLowerCase();
-    if (name === "connection") listedIn(raw[i + 1], (listed ??= new Set()));
+    if (name === "connection") for (const n of listedIn(raw[i + 1]) ?? []) (listed ??= new Set()).add(n);
     if (NOT_FORWARDED.has(name)) continue;
     if (name === "x-forwarded-for") {
       forwardedFor = forwardedFor ? `${forwardedFor}, ${raw[i + 1]}` : raw[i + 1];
@@ -57,16 +60,13 @@ export function upstreamHeaders(raw: readonly string[], requestId: string, clien
   return out;
 }
 
-/** The response headers for the client: the pod's (undici's fresh object, changed in place) less hop-by-hop ones. */
+/** The response headers for the client: the pod's less hop-by-hop ones (copied: deletes would slow the object). */
 export function downstreamHeaders(h: IncomingHttpHeaders, requestId: string): IncomingHttpHeaders {
-  if (h.connection !== undefined) {
-    const listed = new Set<string>();
-    listedIn(h.connection, listed);
-    for (const name of listed) delete h[name];
-  }
-  for (const name of HOP_BY_HOP) if (h[name] !== undefined) delete h[name];
-  h["x-request-id"] = requestId;
-  return h;
+  const listed = listedIn(h.connection);
+  const out: IncomingHttpHeaders = {};
+  for (const name in h) if (!HOP_BY_HOP.has(name) && !listed?.has(name)) out[name] = h[name];
+  out["x-request-id"] = requestId;
+  return out;
 }
 
 type Tokens = { prompt: number; completion: number };

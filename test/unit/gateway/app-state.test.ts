@@ -55,3 +55,13 @@ test("pick by PrefixHash: a key goes to its ring pod whatever the loads within t
   assert.notEqual(s.pick(pods, 0, own.id, route("conversation a"))?.id, own.id, "avoid: the pod it just failed on");
   assert.equal(s.pick(pods, 0)?.id !== undefined, true, "without a route: the least loaded");
 });
+
+test("pick: a request's retry avoids the pod it failed on, unless that pod is the only usable one; ties rotate", () => {
+  const s = new AppState("acme", "chat");
+  const a = ep("10.0.0.1:11434", true),
+    b = ep("10.0.0.2:11434", true);
+  for (let i = 0; i < 4; i++) assert.equal(s.pick([a, b], 0, a.id)?.id, b.id);
+  assert.equal(s.pick([a], 0, a.id)?.id, a.id, "no other pod: the same one again");
+  const seen = new Set([0, 1, 2, 3].map(() => s.pick([a, b], 0)?.id));
+  assert.deepEqual([...seen].sort(), [a.id, b.id], "equally loaded pods take turns");
+});
