@@ -2,6 +2,7 @@
 // Field names, defaults and meanings follow Ollama's API; these schemas are the single source of the request types.
 // Every object is a wire object (wire.ts): a null on any field means the field is absent.
 import { z } from "zod";
+import { ThinkLevelSchema, ToolArgumentsSchema, ToolListSchema, ToolNameSchema } from "./tools.ts";
 import { JsonSchemaObject, wire } from "./wire.ts";
 
 const nonNegInt = z.number().int().min(0);
@@ -56,6 +57,25 @@ const logprobFields = {
   top_logprobs: z.number().int().min(0, "must be between 0 and 20").max(20, "must be between 0 and 20").optional(),
 };
 
+/** Ollama's `think`: on, off, or a level ("low", "medium", "high"). */
+export const ThinkSchema = z.union([z.boolean(), ThinkLevelSchema], {
+  error: 'must be true, false, "low", "medium" or "high"',
+});
+
+/** A tool call in an assistant message (Ollama's shape: the arguments are an object). */
+export const OllamaToolCallSchema = wire(
+  z.object({
+    id: z.string().optional(),
+    function: wire(
+      z.object({
+        index: z.number().int().min(0).optional(),
+        name: ToolNameSchema,
+        arguments: ToolArgumentsSchema.default({}),
+      }),
+    ),
+  }),
+);
+
 export const GenerateRequestSchema = wire(
   z.object({
     model: modelField,
@@ -70,21 +90,26 @@ export const GenerateRequestSchema = wire(
     stream: z.boolean().optional(),
     keep_alive: KeepAliveSchema.optional(),
     context: z.array(z.number().int().min(0, "token ids are not negative")).optional(),
-    think: z.union([z.boolean(), z.string()]).optional(),
+    think: ThinkSchema.optional(),
     ...logprobFields,
   }),
 );
 export type GenerateRequestBody = z.infer<typeof GenerateRequestSchema>;
 
+/** A chat message. Any role goes to the template as it is (Ollama's rule): system, user, assistant, tool or another. */
 export const ChatMessageSchema = wire(
   z.object({
-    role: z.enum(["system", "user", "assistant", "tool"]),
+    role: z.string({ error: "role is required" }).min(1, "role is required"),
     content: z.string().default(""),
     images: z.array(base64Image).optional(),
-    tool_calls: z.array(z.unknown()).optional(),
+    tool_calls: z.array(OllamaToolCallSchema).optional(),
+    /** A tool message's tool (Ollama), and the call it answers. */
+    tool_name: z.string().optional(),
+    tool_call_id: z.string().optional(),
     thinking: z.string().optional(),
   }),
 );
+export type ChatMessageBody = z.infer<typeof ChatMessageSchema>;
 
 export const ChatRequestSchema = wire(
   z.object({
@@ -94,8 +119,8 @@ export const ChatRequestSchema = wire(
     options: OptionsSchema.optional(),
     stream: z.boolean().optional(),
     keep_alive: KeepAliveSchema.optional(),
-    tools: z.array(z.unknown()).optional(),
-    think: z.union([z.boolean(), z.string()]).optional(),
+    tools: ToolListSchema.optional(),
+    think: ThinkSchema.optional(),
     ...logprobFields,
   }),
 );
@@ -126,7 +151,10 @@ export interface FinalMetrics {
   done_reason: string;
   total_duration: number;
   load_duration: number;
+  /** The prompt's tokens, cached ones included (Ollama's meaning). */
   prompt_eval_count: number;
+  /** Gantry's: of prompt_eval_count, the tokens found in the sequence's KV cache (not evaluated again). */
+  prompt_cached_count: number;
   prompt_eval_duration: number;
   eval_count: number;
   eval_duration: number;

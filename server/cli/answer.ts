@@ -12,7 +12,14 @@ export interface AnswerStats {
   promptEvalCount: number;
 }
 
-/** Writes each content chunk as it arrives (one write per chunk, so a pipe sees tokens as they come). */
+/** Dim text on a terminal (ANSI faint), as Ollama's CLI shows thinking; plain text elsewhere. */
+const DIM = "\x1b[2m",
+  UNDIM = "\x1b[22m";
+
+/**
+ * Writes each content chunk as it arrives (one write per chunk, so a pipe sees tokens as they come). A thinking
+ * model's thinking comes first, dimmed, between "Thinking..." and "...done thinking." as Ollama's CLI shows it.
+ */
 export async function streamAnswer(
   ctx: CliContext,
   req: ChatRequest,
@@ -20,20 +27,39 @@ export async function streamAnswer(
 ): Promise<{ text: string; stats: AnswerStats | null }> {
   let text = "";
   let stats: AnswerStats | null = null;
-  for await (const chunk of ctx.client.chat(req, signal)) {
-    const piece = chunk.message?.content ?? "";
-    if (piece) {
-      text += piece;
-      ctx.stdout.write(piece);
+  const [dim, undim] = ctx.stdout.isTTY ? [DIM, UNDIM] : ["", ""];
+  let thinking = false;
+  const endThinking = () => {
+    if (thinking) ctx.stdout.write(`\n...done thinking.${undim}\n\n`);
+    thinking = false;
+  };
+  try {
+    for await (const chunk of ctx.client.chat(req, signal)) {
+      const thought = chunk.message?.thinking ?? "";
+      if (thought) {
+        if (!thinking) ctx.stdout.write(`${dim}Thinking...\n`);
+        thinking = true;
+        ctx.stdout.write(thought);
+      }
+      const piece = chunk.message?.content ?? "";
+      if (piece) endThinking();
+      if (chunk.done) endThinking();
+      if (piece) {
+        text += piece;
+        ctx.stdout.write(piece);
+      }
+      if (chunk.done) {
+        stats = {
+          evalCount: chunk.eval_count ?? 0,
+          evalDurationNs: chunk.eval_duration ?? 0,
+          totalDurationNs: chunk.total_duration ?? 0,
+          promptEvalCount: chunk.prompt_eval_count ?? 0,
+        };
+      }
     }
-    if (chunk.done) {
-      stats = {
-        evalCount: chunk.eval_count ?? 0,
-        evalDurationNs: chunk.eval_duration ?? 0,
-        totalDurationNs: chunk.total_duration ?? 0,
-        promptEvalCount: chunk.prompt_eval_count ?? 0,
-      };
-    }
+  } finally {
+    // Cancelled while thinking: the terminal's text is not left dim.
+    if (thinking) ctx.stdout.write(undim);
   }
   return { text, stats };
 }

@@ -7,6 +7,8 @@ export type OptionValue = number | boolean | string | string[];
 export class ChatSession {
   readonly model: string;
   system: string | undefined;
+  /** /set think or /set nothink (undefined: the model's default). */
+  think: boolean | "low" | "medium" | "high" | undefined;
   readonly options: Record<string, OptionValue> = {};
   private history: ChatMessage[] = [];
   private readonly keepAlive: string | undefined;
@@ -28,6 +30,7 @@ export class ChatSession {
       messages: [...system, ...this.history, user],
       ...(Object.keys(this.options).length > 0 ? { options: { ...this.options } } : {}),
       ...(this.keepAlive !== undefined ? { keep_alive: this.keepAlive } : {}),
+      ...(this.think !== undefined ? { think: this.think } : {}),
     };
   }
 

@@ -11,6 +11,8 @@ export type ReplInput =
   | { kind: "clear" }
   | { kind: "set-parameter"; name: string; values: string[] }
   | { kind: "set-system"; text: string }
+  /** /set think [level] turns thinking on (at a level), /set nothink off. */
+  | { kind: "set-think"; value: boolean | "low" | "medium" | "high" }
   | { kind: "show"; topic: ShowTopic }
   | { kind: "image"; path: string; text: string }
   | { kind: "invalid"; message: string };
@@ -18,6 +20,8 @@ export type ReplInput =
 export const REPL_HELP = `Available Commands:
   /set parameter <name> <value>   Set a parameter (e.g. /set parameter temperature 0.2; stop takes several values)
   /set system <text>              Set the system message
+  /set think [low|medium|high]    Think before answering (models with the thinking capability); thinking shows dimmed
+  /set nothink                    Answer without thinking
   /show info|template|parameters|system|license|modelfile
                                   Show model information
   /image <path> <text>            Ask about an image (image paths inside a prompt are attached too)
@@ -102,7 +106,17 @@ export function parseReplInput(text: string): ReplInput {
       }
       if (what === "system")
         return rest ? { kind: "set-system", text: rest } : { kind: "invalid", message: "usage: /set system <text>" };
-      return { kind: "invalid", message: `unknown /set option "${args[0] ?? ""}" (use /set parameter or /set system)` };
+      if (what === "nothink") return { kind: "set-think", value: false };
+      if (what === "think") {
+        const level = rest.toLowerCase();
+        if (level === "") return { kind: "set-think", value: true };
+        if (level === "low" || level === "medium" || level === "high") return { kind: "set-think", value: level };
+        return { kind: "invalid", message: "usage: /set think [low|medium|high]" };
+      }
+      return {
+        kind: "invalid",
+        message: `unknown /set option "${args[0] ?? ""}" (use /set parameter, system, think or nothink)`,
+      };
     }
     case "/show": {
       const topic = (args[0] ?? "").toLowerCase();

@@ -151,6 +151,14 @@ export async function runRepl(
         session.system = input.text;
         ctx.stdout.write("Set system message.\n");
         break;
+      case "set-think":
+        session.think = input.value;
+        ctx.stdout.write(
+          input.value === false
+            ? "Set 'nothink' mode.\n"
+            : `Set 'think' mode${input.value === true ? "" : ` to '${input.value}'`}.\n`,
+        );
+        break;
       case "set-parameter": {
         const err = session.setParameter(input.name, input.values);
         ctx.stdout.write(err ? `Error: ${err}\n` : `Set parameter '${input.name}' to '${input.values.join(", ")}'\n`);

@@ -110,6 +110,30 @@ export function openaiErrorBody(e: AppError): {
   };
 }
 
+/**
+ * Anthropic's error type for a status (docs.anthropic.com "Errors"): what its SDKs turn into their error classes. A
+ * full queue is `overloaded_error` (Anthropic's 529), a gateway timeout `timeout_error`, any other 5xx `api_error`.
+ */
+export function anthropicErrorType(status: number): string {
+  if (status === 401) return "authentication_error";
+  if (status === 402) return "billing_error";
+  if (status === 403) return "permission_error";
+  if (status === 404) return "not_found_error";
+  if (status === 413) return "request_too_large";
+  if (status === 429) return "rate_limit_error";
+  if (status === 503 || status === 529) return "overloaded_error";
+  if (status === 504) return "timeout_error";
+  return status >= 500 ? "api_error" : "invalid_request_error";
+}
+
+/** Anthropic wire body: `{"type": "error", "error": {"type", "message"}}`. */
+export function anthropicErrorBody(e: AppError): { type: "error"; error: { type: string; message: string } } {
+  return {
+    type: "error",
+    error: { type: anthropicErrorType(e.status), message: e.expose ? e.message : "internal server error" },
+  };
+}
+
 /** Maps body-parser and router failures (invalid JSON, body too large, a URL that does not decode) to AppErrors. */
 export function fromBodyParserError(err: unknown): AppError | undefined {
   const e = err as { type?: string; status?: number; message?: string };

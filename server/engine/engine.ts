@@ -15,6 +15,8 @@ import { DEFAULT_MAX_IMAGE_BYTES, type ImageLimits } from "./image-decode.ts";
 import { imagePrefill, imagePrompt } from "./image-prompt.ts";
 import { DEFAULT_MAX_IMAGE_PIXELS } from "./native/mtmd.ts";
 import { buildPrompt, type RenderTemplate } from "./prompt.ts";
+import { ToolGrammars } from "./tool-grammar.ts";
+import { OutputParser } from "../chat/output-parser.ts";
 import { resolveSampling } from "./sampling.ts";
 import { resolveThreads } from "./threads.ts";
 import { DEFAULT_TUNING, type EngineTuning } from "./tuning.ts";
@@ -93,6 +95,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
     tuning,
   });
   const grammars = new GrammarCache(llama);
+  const toolGrammars = new ToolGrammars(llama);
   const arrivals = new Arrivals();
   // Aborts every running request when a shutdown deadline passes.
   const shutdownController = new AbortController();
@@ -119,9 +122,11 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
             chatWrapper: loaded.chatWrapper,
             renderTemplate: opts.renderTemplate,
             vocabSize: loaded.vocabSize,
+            jinjaTemplate: loaded.jinjaTemplate,
             ...(loaded.projector ? { imageMarker: loaded.projector.info.marker } : {}),
           },
           req.input,
+          { tools: req.tools, think: req.think },
         );
         const images =
           prompt.withImages && loaded.projector
@@ -131,7 +136,9 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
           const promptTokens = images?.tokens ?? prompt.tokens;
           if (promptTokens.length >= loaded.contextLength)
             throw contextOverflow(promptTokens.length, loaded.contextLength);
-          const grammar = await grammars.get(req.format);
+          const calls = prompt.output?.tools;
+          const toolGrammar = calls ? await toolGrammars.get(calls.format, calls.request) : undefined;
+          const grammar = calls?.fromStart ? toolGrammar : await grammars.get(req.format);
           // Waiting for a sequence to free up can take a whole generation: nobody should wait for this one meanwhile.
           if (loaded.slots.busy >= loaded.parallel) req.arrival?.settle();
           const slot = await loaded.slots.acquire(signal, (s) => commonPrefixLength(s.tokens, promptTokens));
@@ -150,6 +157,14 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
               admission: tuning.fullSteps === false ? undefined : { arrival: req.arrival, arrivals },
               ...(req.logprobs ? { logprobs: req.logprobs } : {}),
               ...(req.returnTokens ? { returnTokens: true } : {}),
+              ...(prompt.output
+                ? {
+                    output: {
+                      parser: new OutputParser(prompt.output.parser),
+                      lazyGrammar: calls && !calls.fromStart ? toolGrammar : undefined,
+                    },
+                  }
+                : {}),
               ...(images
                 ? {
                     images: imagePrefill({

@@ -2,7 +2,9 @@
 // UTF-8-safe text, stop strings held back until decided, and abort that frees the sequence after at most one step.
 import { randomInt } from "node:crypto";
 import { LlamaGrammarEvaluationState, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
+import type { OutputParser, ParsedEvent } from "../chat/output-parser.ts";
 import { AppError } from "../common/errors.ts";
+import { acceptGrammarTokens } from "./native/node-llama-cpp.ts";
 import type { Arrival, Arrivals } from "./arrivals.ts";
 import type { LoadedModel } from "./loaded-model.ts";
 import { isImageCell, type ImagePrefill } from "./image-prompt.ts";
@@ -34,6 +36,11 @@ export interface GenerationJob {
   returnTokens?: boolean;
   /** A prompt with images (promptTokens then hold the images' positions as stand-ins): how to evaluate it. */
   images?: ImagePrefill;
+  /**
+   * How to read the output (chat with thinking or tools): its parser, and the tool calls' grammar to apply once a call
+   * begins (a grammar applied from the first token is `grammar`).
+   */
+  output?: { parser: OutputParser; lazyGrammar?: LlamaGrammar | undefined };
 }
 
 /** Longest wait for announced requests before a prompt is queued: a few ms is typical; the bound covers slow bodies. */
@@ -68,6 +75,7 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
   const name = loaded.spec.name;
   const slots = loaded.slots;
   let toEvaluate = await reusePrefix(slots, slot, job.promptTokens, job.images?.keep);
+  const promptCachedCount = job.promptTokens.length - toEvaluate.length;
   // The tokens of the exchange (for repeat penalties and the returned context): no image positions.
   const history: Token[] = job.images ? job.promptTokens.filter((t) => !isImageCell(t)) : [...job.promptTokens];
   const promptHistory = history.length;
@@ -89,6 +97,34 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
   const textEvent = (text: string): GenerationEvent =>
     pendingLogprobs?.length ? { type: "text", text, logprobs: pendingLogprobs.splice(0) } : { type: "text", text };
   const text = new TokenTextStream((tokens, last) => model.detokenize(tokens as Token[], false, last as Token[]));
+  const output = job.output;
+  let grammarApplied = job.grammar !== undefined;
+  /** The tool calls' grammar from now on, fed the text already written past the call's marker. */
+  const applyGrammar = (after: string) => {
+    grammarApplied = true;
+    const state = new LlamaGrammarEvaluationState({ model, grammar: output!.lazyGrammar! });
+    try {
+      acceptGrammarTokens(model, state, after ? model.tokenize(after, false) : []);
+      sampler.useGrammar(state);
+    } catch {
+      // What was written does not fit the grammar (a stop string held the marker back): the call is read as written.
+    }
+  };
+  /** The events of emitted output text: as it is, or split into thinking, content and tool calls. */
+  const outputEvents = (emitted: string, final: boolean): GenerationEvent[] => {
+    if (!output) return emitted || pendingLogprobs?.length ? [textEvent(emitted)] : [];
+    const parsed = output.parser.push(emitted);
+    if (final) parsed.push(...output.parser.flush());
+    const events: GenerationEvent[] = [];
+    for (const p of parsed) {
+      if (p.kind === "trigger") {
+        if (!grammarApplied && output.lazyGrammar && !final) applyGrammar(p.after);
+      } else if (p.kind === "content") events.push(textEvent(p.text));
+      else events.push(parsedEvent(p));
+    }
+    if (pendingLogprobs?.length) events.push(textEvent(""));
+    return events;
+  };
   const stops = new StopStringMatcher([...sampling.stop, ...job.stopStrings]);
   const aborted = new Promise<"abort">((resolve) => {
     if (job.signal.aborted) resolve("abort");
@@ -159,15 +195,17 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
               slot.tokens.length + 1 > loaded.contextLength
               ? "length"
               : undefined;
+      // Parsed before the next token is queued: a tool call's marker applies the grammar to that token already.
+      const events = piece.emit && end !== "abort" ? outputEvents(piece.emit, false) : [];
       if (end === undefined) {
         await slots.gate();
         queueNext([token]);
       }
-      if (piece.emit && end !== "abort") {
+      if (events.length > 0) {
         consuming = true;
         if (!pendingNext) suspend();
         try {
-          yield textEvent(piece.emit);
+          for (const ev of events) yield ev;
         } finally {
           consuming = false;
           if (suspended) {
@@ -186,7 +224,7 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
       const tail = rest.stopped ? rest.emit : rest.emit + stops.flush();
       // Every output token has its log probability, also those whose text never came out (a stop string, an
       // incomplete UTF-8 sequence at the end).
-      if (tail || pendingLogprobs?.length) yield textEvent(tail);
+      for (const ev of outputEvents(tail, true)) yield ev;
     }
   } finally {
     slots.leave();
@@ -204,12 +242,33 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
       totalDurationNs: Number(endNs - job.startedNs),
       loadDurationNs: job.loadDurationNs,
       promptEvalCount: job.promptTokens.length,
+      promptCachedCount,
       promptEvalDurationNs: Number(promptEndNs - evalStartNs),
       evalCount,
       evalDurationNs: Number(endNs - promptEndNs),
       ...(job.returnTokens ? { tokens: history } : {}),
     },
   };
+}
+
+/** A parsed piece of output other than content, as the engine reports it. */
+function parsedEvent(p: Exclude<ParsedEvent, { kind: "content" | "trigger" }>): GenerationEvent {
+  switch (p.kind) {
+    case "thinking":
+      return { type: "thinking", text: p.text };
+    case "call-begin":
+      return { type: "tool_call_begin", index: p.index, name: p.name };
+    case "call-arguments":
+      return { type: "tool_call_arguments", index: p.index, text: p.text };
+    case "call":
+      return {
+        type: "tool_call",
+        index: p.index,
+        call: p.call,
+        argumentsText: p.argumentsText,
+        ...(p.cut ? { cut: true } : {}),
+      };
+  }
 }
 
 /** A token's text where it stands after `before` (a word-initial token keeps its space), and its UTF-8 bytes. */

@@ -4,7 +4,8 @@
 // server/engine/native/) when it exists, else the package's prebuilt binary; GANTRY_ENGINE_BUILD=prebuilt forces the
 // prebuilt one, =source the patched build with llama.cpp compiled from source (for A/B measurements).
 // GPU (GANTRY_GPU): auto uses the best GPU backend node-llama-cpp finds (CUDA, Vulkan, Metal) and the CPU without one;
-// a GPU backend runs on node-llama-cpp's prebuilt binary for it (the patched build is CPU-only).
+// CUDA runs on the patched CUDA engine where one was made (server/setup/cuda-engine.ts: the patched CPU build plus a
+// CUDA backend module), else, as Vulkan and Metal always, on node-llama-cpp's prebuilt binary for it.
 import { getLlama, LlamaLogLevel, type Llama } from "node-llama-cpp";
 import type { Logger } from "../common/logger.ts";
 import { llamaGpuOption, type GpuSetting } from "./gpu.ts";
@@ -113,26 +114,36 @@ async function loadFor(
   return { llama, build };
 }
 
-/** The patched build setup made, linked where getLlama finds it; or why there is none. */
+/**
+ * The patched build setup made, linked where getLlama finds it; or why there is none. GANTRY_GPU=cuda: the CUDA engine;
+ * auto: the CPU build, and the CUDA engine linked too when it was made (getLlama tries the GPU it finds first, with the
+ * same options, so it loads the CUDA engine where CUDA works and the CPU build elsewhere).
+ */
 function findPatchedBuild(
   settings: EngineBuildSettings,
   gpu: GpuSetting,
 ): { cmakeOptions: Readonly<Record<string, string>> } | { reason: string } {
-  if (gpu !== "auto" && gpu !== "off")
-    return { reason: `GANTRY_GPU=${gpu} asks for a GPU backend and the patched build is CPU-only` };
+  if (gpu !== "auto" && gpu !== "off" && gpu !== "cuda")
+    return { reason: `GANTRY_GPU=${gpu} asks for a GPU backend the patched build does not have (it has CUDA)` };
   try {
-    const build = patchedBuild(settings);
+    const build = patchedBuild({ ...settings, gpu: gpu === "cuda" ? "cuda" : false });
     const status = readBuildStatus(build);
     if (status?.state !== "built") {
       return {
         reason:
-          status?.state === "failed"
-            ? `its build failed during setup (${status.reason}; log: ${status.log})`
-            : `not built (setup builds it into ${build.dir})`,
+          gpu === "cuda"
+            ? `no patched CUDA engine (the GPU bundle's run.sh makes one into ${build.dir})`
+            : status?.state === "failed"
+              ? `its build failed during setup (${status.reason}; log: ${status.log})`
+              : `not built (setup builds it into ${build.dir})`,
       };
     }
     const linkError = linkLocalBuild(build);
     if (linkError) return { reason: linkError };
+    if (gpu === "auto") {
+      const cuda = patchedBuild({ ...settings, gpu: "cuda" });
+      if (readBuildStatus(cuda)?.state === "built") linkLocalBuild(cuda);
+    }
     return { cmakeOptions: build.cmakeOptions };
   } catch (e) {
     return { reason: (e as Error).message };

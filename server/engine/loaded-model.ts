@@ -38,7 +38,10 @@ export class LoadedModel {
   readonly names = new Set<string>();
   readonly model: LlamaModel;
   readonly context: LlamaContext;
+  /** node-llama-cpp's chat wrapper, for a model without a chat template of its own. */
   readonly chatWrapper: ChatWrapper;
+  /** The GGUF's Jinja chat template (tokenizer.chat_template), when it has one. */
+  readonly jinjaTemplate: string | undefined;
   readonly slots: SlotLoop;
   readonly contextLength: number;
   readonly requestedContextLength: number;
@@ -89,6 +92,7 @@ export class LoadedModel {
     this.model = init.model;
     this.context = init.context;
     this.chatWrapper = init.chatWrapper;
+    this.jinjaTemplate = init.model.fileInfo.metadata.tokenizer?.chat_template;
     this.slots = init.slots;
     this.contextLength = init.contextLength;
     this.requestedContextLength = init.requestedContextLength;
@@ -147,13 +151,11 @@ export class LoadedModel {
       });
       slots.onDecode = (batch, sequences, active, continued) =>
         o.metrics.onDecode?.(name, batch, sequences, active, continued);
-      // The GGUF's own Jinja template, rendered as written (as llama.cpp does): node-llama-cpp's "auto" swaps in a
-      // built-in
-      // wrapper it deems equivalent, which drops template details such as SmolLM2's default system prompt.
-      const chatWrapper =
-        (model.fileInfo.metadata.tokenizer?.chat_template
-          ? resolveChatWrapper(model, { type: "jinjaTemplate" })
-          : undefined) ?? resolveChatWrapper(model);
+      // A model with a Jinja template has it rendered as written (prompt.ts, as llama.cpp does); node-llama-cpp's
+      // wrapper is for the others.
+      const chatWrapper = model.fileInfo.metadata.tokenizer?.chat_template
+        ? resolveChatWrapper(model, { type: "general" })
+        : resolveChatWrapper(model);
       // A vision model's projector: without the patched build's image input the model still serves text.
       const projector =
         o.spec.projector !== undefined && mtmdAvailable(o.llama)

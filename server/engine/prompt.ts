@@ -1,7 +1,7 @@
 // Turns a PromptInput into tokens. Chat goes through the model's TEMPLATE override (Go template, rendered by the
-// injected
-// renderer) or the GGUF chat template (node-llama-cpp chat wrapper, resolved once per loaded model). Raw prompts are
-// tokenized verbatim.
+// injected renderer) or the GGUF's Jinja chat template (server/chat), both with the request's tools and thinking
+// setting; a model with neither gets node-llama-cpp's chat wrapper. Raw prompts are tokenized verbatim. A chat prompt
+// comes with how to read the output (output-plan.ts): its thinking section and tool calls.
 import {
   JinjaTemplateChatWrapper,
   LlamaText,
@@ -11,18 +11,20 @@ import {
   type LlamaModel,
   type Token,
 } from "node-llama-cpp";
+import { templateFeatures } from "../chat/features.ts";
+import { renderChat, type ChatTemplate, type GoRenderer } from "../chat/render.ts";
 import { AppError, isAppError } from "../common/errors.ts";
-import type { ChatMessage, ModelSpec, PromptInput } from "./types.ts";
+import { outputPlan, type OutputPlan } from "./output-plan.ts";
+import type { ChatMessage, ModelSpec, PromptInput, ThinkSetting, ToolsRequest } from "./types.ts";
 
-/** Ollama's template data. */
-export interface TemplateData {
-  System: string;
-  Prompt: string;
-  Response: string;
-  Messages: Array<{ Role: string; Content: string }>;
+/** Renders a Go template (a Modelfile TEMPLATE) with Ollama's template data. */
+export type RenderTemplate = GoRenderer;
+
+/** What a chat request adds to its messages: tools the model may call, and its thinking setting. */
+export interface ChatOptions {
+  tools?: ToolsRequest | undefined;
+  think?: ThinkSetting | undefined;
 }
-
-export type RenderTemplate = (template: string, data: TemplateData) => string;
 
 export interface BuiltPrompt {
   /** The prompt's tokens (with images: empty, see `withImages`). */
@@ -31,6 +33,8 @@ export interface BuiltPrompt {
   stopStrings: string[];
   /** A prompt with images: its text tokens around them (images.length + 1 runs) and the images in prompt order. */
   withImages?: { segments: Token[][]; images: RequestImage[] };
+  /** How to read the output: thinking and tool calls (absent: it is all content). */
+  output?: OutputPlan;
 }
 
 /** An image of a request, with the field it came from (for errors). */
@@ -48,11 +52,13 @@ export interface PromptContext {
   vocabSize: number;
   /** A vision model's image marker (its projector's): images go into the text as markers. Absent: no images. */
   imageMarker?: string;
+  /** The GGUF's own Jinja chat template (tokenizer.chat_template), when it has one. */
+  jinjaTemplate?: string | undefined;
 }
 
-export function buildPrompt(ctx: PromptContext, input: PromptInput): BuiltPrompt {
+export function buildPrompt(ctx: PromptContext, input: PromptInput, chat: ChatOptions = {}): BuiltPrompt {
   const images = requestImages(input);
-  if (images.length === 0) return buildText(ctx, input);
+  if (images.length === 0) return buildText(ctx, input, chat);
   // Silently dropping images would make the model answer about nothing.
   if (ctx.imageMarker === undefined)
     throw new AppError(
@@ -68,7 +74,7 @@ export function buildPrompt(ctx: PromptContext, input: PromptInput): BuiltPrompt
     input.kind === "chat"
       ? { ...input, messages: input.messages.map((m) => ({ ...m, content: mark(m.content, m.images?.length ?? 0) })) }
       : { ...input, prompt: mark(input.prompt, input.images?.length ?? 0) };
-  const built = buildText({ ...ctx, splitAt: marker }, marked);
+  const built = buildText({ ...ctx, splitAt: marker }, marked, chat);
   const segments = built.withImages!.segments;
   if (segments.length !== images.length + 1)
     throw new AppError(
@@ -76,7 +82,12 @@ export function buildPrompt(ctx: PromptContext, input: PromptInput): BuiltPrompt
       `the prompt template placed ${segments.length - 1} of the request's ${images.length} images; the template must include every message's content`,
       { param: "images" },
     );
-  return { tokens: [], stopStrings: built.stopStrings, withImages: { segments, images } };
+  return {
+    tokens: [],
+    stopStrings: built.stopStrings,
+    withImages: { segments, images },
+    ...(built.output ? { output: built.output } : {}),
+  };
 }
 
 /** The request's images in prompt order, each named by its field. */
@@ -90,14 +101,72 @@ function requestImages(input: PromptInput): RequestImage[] {
 /** Tokenizing with `splitAt`: the text is split there (an image's place) into runs of tokens, BOS on the first. */
 type TokenizeContext = PromptContext & { splitAt?: string };
 
-function buildText(ctx: TokenizeContext, input: PromptInput): BuiltPrompt {
+function buildText(ctx: TokenizeContext, input: PromptInput, chat: ChatOptions): BuiltPrompt {
   if (input.kind === "chat") {
     const history = withDefaultSystem([...ctx.spec.messages, ...input.messages], ctx.spec.system);
-    if (ctx.spec.template !== undefined) return renderToTokens(ctx, ctx.spec.template, templateData(history));
-    return fromChatWrapper(ctx, history);
+    return renderConversation(ctx, history, chatTemplate(ctx, undefined), chat);
   }
-  const built = formatPrompt(ctx, input);
+  const built = formatPrompt(ctx, input, chat.think);
   return input.context?.length ? afterContext(ctx, input.context, built) : built;
+}
+
+/** The template a prompt is rendered with: a Go template (the request's, the model's TEMPLATE), else the GGUF's. */
+function chatTemplate(ctx: PromptContext, requestTemplate: string | undefined): ChatTemplate | undefined {
+  const go = requestTemplate ?? ctx.spec.template;
+  if (go !== undefined) return { kind: "go", text: go };
+  return ctx.jinjaTemplate ? { kind: "jinja", text: ctx.jinjaTemplate } : undefined;
+}
+
+/** A conversation through its template, with the tools and thinking setting, and how to read what comes out. */
+function renderConversation(
+  ctx: TokenizeContext,
+  history: ChatMessage[],
+  t: ChatTemplate | undefined,
+  chat: ChatOptions,
+): BuiltPrompt {
+  if (t === undefined) return fromChatWrapper(ctx, history);
+  if (t.kind === "go" && !ctx.renderTemplate)
+    throw new AppError("TEMPLATE_ERROR", "TEMPLATE overrides are not supported: no template renderer configured");
+  const features = templateFeatures(t);
+  const tools = chat.tools && features.tools ? chat.tools : undefined;
+  const render = (messages: ChatMessage[]) =>
+    renderChat(
+      t,
+      {
+        messages,
+        tools: tools?.tools,
+        think: chat.think,
+        addGenerationPrompt: true,
+        bosToken: ctx.model.tokens.bosString ?? "",
+        eosToken: ctx.model.tokens.eosString ?? "",
+      },
+      ctx.renderTemplate,
+    );
+  let text: string;
+  try {
+    text = render(history);
+  } catch (e) {
+    if (isAppError(e)) throw e;
+    // A template without a system role (Gemma's raises an error): the system text opens the first user message, as
+    // llama.cpp does for such templates.
+    const merged = t.kind === "jinja" ? systemIntoFirstUser(history) : undefined;
+    try {
+      if (!merged) throw e;
+      text = render(merged);
+    } catch {
+      throw new AppError("TEMPLATE_ERROR", `template error: ${e instanceof Error ? e.message : String(e)}`, {
+        cause: e,
+      });
+    }
+  }
+  const { output, prefill } = outputPlan(features, text, { tools, think: chat.think });
+  return {
+    ...fromRuns(
+      tokenizeRuns(ctx, text + prefill, (tokens) => withBos(ctx.model, tokens)),
+      t.kind === "jinja" && features.turnEnd ? [features.turnEnd] : [],
+    ),
+    ...(output ? { output } : {}),
+  };
 }
 
 /** A prompt from its runs of tokens: one run = a text prompt; more = the runs around images. */
@@ -137,7 +206,11 @@ function afterContext(ctx: TokenizeContext, context: number[], built: BuiltPromp
   return { tokens: withContext(built.tokens), stopStrings: built.stopStrings };
 }
 
-function formatPrompt(ctx: TokenizeContext, input: Extract<PromptInput, { kind: "prompt" }>): BuiltPrompt {
+function formatPrompt(
+  ctx: TokenizeContext,
+  input: Extract<PromptInput, { kind: "prompt" }>,
+  think: ThinkSetting | undefined,
+): BuiltPrompt {
   if (input.raw)
     return fromRuns(
       tokenizeRuns(ctx, input.prompt, (t) => withBos(ctx.model, t)),
@@ -150,45 +223,23 @@ function formatPrompt(ctx: TokenizeContext, input: Extract<PromptInput, { kind: 
     ],
     ctx.spec.system,
   );
-  const template = input.template ?? ctx.spec.template;
-  if (template !== undefined) return renderToTokens(ctx, template, templateData(history));
-  return fromChatWrapper(ctx, history);
+  return renderConversation(ctx, history, chatTemplate(ctx, input.template), { think });
+}
+
+/** The history with its system messages put in front of the first user message's text (undefined: none to move). */
+export function systemIntoFirstUser(history: ChatMessage[]): ChatMessage[] | undefined {
+  const system = history.filter((m) => m.role === "system").map((m) => m.content);
+  const first = history.findIndex((m) => m.role === "user");
+  if (system.length === 0 || first < 0) return undefined;
+  return history
+    .map((m, i) => (i === first ? { ...m, content: `${system.join("\n\n")}\n\n${m.content}` } : m))
+    .filter((m) => m.role !== "system");
 }
 
 /** The model's SYSTEM applies when the conversation has no system message of its own. */
 export function withDefaultSystem(history: ChatMessage[], system: string | undefined): ChatMessage[] {
   if (system === undefined || system === "" || history.some((m) => m.role === "system")) return history;
   return [{ role: "system", content: system }, ...history];
-}
-
-/** .System = the system messages, .Prompt = the last user message, .Messages = the whole history. */
-export function templateData(history: ChatMessage[]): TemplateData {
-  const lastUser = history.findLast((m) => m.role === "user");
-  return {
-    System: history
-      .filter((m) => m.role === "system")
-      .map((m) => m.content)
-      .join("\n"),
-    Prompt: lastUser?.content ?? "",
-    Response: "",
-    Messages: history.map((m) => ({ Role: m.role, Content: m.content })),
-  };
-}
-
-function renderToTokens(ctx: TokenizeContext, template: string, data: TemplateData): BuiltPrompt {
-  if (!ctx.renderTemplate)
-    throw new AppError("TEMPLATE_ERROR", "TEMPLATE overrides are not supported: no template renderer configured");
-  let text: string;
-  try {
-    text = ctx.renderTemplate(template, data);
-  } catch (e) {
-    if (isAppError(e)) throw e;
-    throw new AppError("TEMPLATE_ERROR", `template error: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
-  }
-  return fromRuns(
-    tokenizeRuns(ctx, text, (t) => withBos(ctx.model, t)),
-    [],
-  );
 }
 
 function fromChatWrapper(ctx: TokenizeContext, history: ChatMessage[]): BuiltPrompt {

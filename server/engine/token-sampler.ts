@@ -110,6 +110,12 @@ export class TokenSampler {
     return sampleToken(batchLogitIndex, this.handle);
   }
 
+  /** From the next sample on, tokens are sampled under `grammar` (a lazy grammar whose trigger was written). */
+  useGrammar(grammar: LlamaGrammarEvaluationState): void {
+    this.config.grammar = grammar;
+    this.nextLength = -1;
+  }
+
   /**
    * sample(), then the sampled token's log probability and the top alternatives at its position, kept for
    * takeLogprobs (constructed with logprobsTop only). Reads the same row, so it runs where sample() does.

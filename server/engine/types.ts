@@ -1,19 +1,13 @@
 // The engine contract: what the HTTP layer asks of the model runtime. Implemented on node-llama-cpp in
 // server/engine/*.ts. Everything here is plain data so routes and tests can be written against it.
 import type { ModelOptions, ModelSpec } from "../store/types.ts";
+import type { ChatMessage, ThinkSetting, ToolCall, ToolsRequest } from "../chat/types.ts";
 import type { Arrival } from "./arrivals.ts";
 
 /** Ollama runtime options (the subset the engine honours): the options a model stores, which requests override. */
 export type SamplingOptions = ModelOptions;
 
-export type ChatRole = "system" | "user" | "assistant" | "tool";
-
-export interface ChatMessage {
-  role: ChatRole;
-  content: string;
-  /** Raw image bytes (vision models only). */
-  images?: Uint8Array[];
-}
+export type { ChatMessage, FunctionTool, ThinkSetting, ToolCall, ToolChoice, ToolsRequest } from "../chat/types.ts";
 
 /** A model as the store resolves it (server/store/types.ts): everything the engine needs to load and prompt it. */
 export type { ModelSpec };
@@ -65,6 +59,10 @@ export interface GenerateRequest {
   logprobs?: { top: number };
   /** Return the token ids of the whole exchange (prompt and output) in the final stats (/api/generate's `context`). */
   returnTokens?: boolean;
+  /** Tools the model may call, and how: they go into the prompt, and calls in the output come back as events. */
+  tools?: ToolsRequest;
+  /** Thinking on, off or at a level (undefined: the template's default); the thinking comes back as its own events. */
+  think?: ThinkSetting;
 }
 
 /**
@@ -89,7 +87,10 @@ export interface GenerationStats {
   /** All durations in nanoseconds, as Ollama reports them. */
   totalDurationNs: number;
   loadDurationNs: number;
+  /** The prompt's tokens, all of them (Ollama's prompt_eval_count, OpenAI's prompt_tokens), cached ones included. */
   promptEvalCount: number;
+  /** Of those, the ones whose KV cache the sequence already held (a conversation's earlier turns): not evaluated. */
+  promptCachedCount: number;
   promptEvalDurationNs: number;
   evalCount: number;
   evalDurationNs: number;
@@ -99,7 +100,15 @@ export interface GenerationStats {
 
 /** Output text; with logprobs asked for, the tokens whose text it completes (a token's text may come out later). */
 export type GenerationEvent =
-  { type: "text"; text: string; logprobs?: OutputTokenLogprob[] } | { type: "done"; stats: GenerationStats };
+  | { type: "text"; text: string; logprobs?: OutputTokenLogprob[] }
+  /** Thinking, separated from the answer (templates with a thinking section). */
+  | { type: "thinking"; text: string }
+  /** A tool call began (its name is known), then its arguments' JSON text in fragments, then the whole call. */
+  | { type: "tool_call_begin"; index: number; name: string }
+  | { type: "tool_call_arguments"; index: number; text: string }
+  /** `cut`: cut short by the token limit (OpenAI reports it as far as it got; Ollama only whole calls). */
+  | { type: "tool_call"; index: number; call: ToolCall; argumentsText: string; cut?: boolean }
+  | { type: "done"; stats: GenerationStats };
 
 export interface EmbedRequest {
   model: ModelSpec;

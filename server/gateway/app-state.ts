@@ -1,11 +1,21 @@
 // What the gateway knows about one app while it serves it: requests in flight and held, load per pod, pods that
-// refused a connection or passed the gateway's own health check, and the warm-up of a scale from zero. The pick of
-// a pod (least in-flight requests, ties rotated) is here.
+// refused a connection or passed the gateway's own health check, and the warm-up of a scale from zero. Which of its
+// usable pods a request takes is pick.ts.
 import type { AppError } from "../common/errors.ts";
 import { AppStats } from "./metrics.ts";
+import type { ModelAppSpec } from "../../operator/api/v1alpha1/modelapp.ts";
+import { leastLoaded } from "./pick.ts";
 import type { Endpoint } from "./ports.ts";
+import { PrefixRing } from "./prefix-ring.ts";
 
-/** One request in progress for an app: aborted with `cause` when the app is deleted or the gateway stops. */
+/** A request its app routes by PrefixHash: its key, the app's settings, and (once picked) the ring's verdict. */
+export interface PrefixRoute {
+  key: string;
+  settings: ModelAppSpec["loadBalancing"]["prefixHash"];
+  /** Whether the pod picked was the key's own (false: the load bound passed the request on). */
+  first?: boolean;
+}
+
 /** A request under way at an app: what cutting it short needs. */
 export interface Active {
   /** Set when the gateway (not the client) cut the request short. */
@@ -28,7 +38,10 @@ export class AppState {
   warmUntil = 0;
   warmStarted = 0;
   probing = false;
-  rr = 0;
+  /** Turns of the tie-break between equally loaded pods. */
+  turn = 0;
+  /** PrefixHash's ring over the pods it was last built for (rebuilt when they or the replication change). */
+  private ring: { of: string; ring: PrefixRing } | undefined;
   uid: string | undefined;
   /** The app's per-request metrics (kept by the metrics, which outlive this state). */
   readonly stats: AppStats;
@@ -39,23 +52,52 @@ export class AppState {
     this.stats = stats;
   }
 
-  /** The least-loaded usable pod, or undefined. */
-  pick(endpoints: readonly Endpoint[], now: number): Endpoint | undefined {
-    let best: Endpoint | undefined,
-      bestLoad = Infinity,
-      ties = 0;
-    for (const ep of endpoints) {
-      if (!ep.ready && !((this.probed.get(ep.id) ?? 0) > now)) continue;
-      if ((this.failing.get(ep.id) ?? 0) > now) continue;
-      const l = this.load.get(ep.id) ?? 0;
-      if (l < bestLoad) {
-        best = ep;
-        bestLoad = l;
-        ties = 1;
-      } else if (l === bestLoad && (this.rr + ties++) % ties === 0) best = ep;
-    }
-    this.rr++;
-    return best;
+  /** Whether a pod may take a request now: ready (or passed the gateway's own check) and not refusing. */
+  usable(ep: Endpoint, now: number): boolean {
+    return (ep.ready || (this.probed.get(ep.id) ?? 0) > now) && !((this.failing.get(ep.id) ?? 0) > now);
+  }
+
+  /**
+   * The pod for a request, or undefined: by its PrefixHash `route` on the ring of the usable pods (its verdict in
+   * route.first), else the least loaded (pick.ts). `avoid`: a pod the request just failed on, taken only when no other
+   * is usable.
+   */
+  pick(endpoints: readonly Endpoint[], now: number, avoid?: string, route?: PrefixRoute): Endpoint | undefined {
+    const turn = this.turn++;
+    const usable = (ep: Endpoint) => this.usable(ep, now);
+    if (!route)
+      return (
+        (avoid !== undefined
+          ? leastLoaded(endpoints, (ep) => ep.id !== avoid && usable(ep), this.load, turn)
+          : undefined) ?? leastLoaded(endpoints, usable, this.load, turn)
+      );
+    const all = endpoints.filter(usable);
+    const others = avoid === undefined ? all : all.filter((ep) => ep.id !== avoid);
+    const pods = others.length > 0 ? others : all;
+    if (pods.length === 0) return undefined;
+    const choice = this.ringOf(pods, route.settings.replication).pick(
+      route.key,
+      (id) => this.load.get(id) ?? 0,
+      route.settings.meanLoadFactor / 100,
+    )!;
+    route.first = choice.first;
+    return pods.find((ep) => ep.id === choice.id);
+  }
+
+  private ringOf(pods: readonly Endpoint[], replication: number): PrefixRing {
+    const of = `${replication}|${pods
+      .map((ep) => ep.id)
+      .sort()
+      .join(",")}`;
+    if (this.ring?.of !== of)
+      this.ring = {
+        of,
+        ring: new PrefixRing(
+          pods.map((ep) => ep.id),
+          replication,
+        ),
+      };
+    return this.ring.ring;
   }
 
   /**

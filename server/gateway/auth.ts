@@ -2,6 +2,7 @@
 //
 //   Authorization: Key <key_id>:<key_secret>      (fal's form; the scheme is case-insensitive)
 //   Authorization: Bearer <key_id>:<key_secret>   (what OpenAI and Ollama SDKs send with apiKey)
+//   x-api-key: <key_id>:<key_secret>              (what Anthropic SDKs send with apiKey; only without Authorization)
 //
 // Modes (ModelApp spec.auth): private = a valid key of the app's org; shared = a valid key of any org; public = no key
 // needed (a valid key still names who called, for usage; an invalid one is ignored, since SDKs insist on sending
@@ -27,17 +28,24 @@ export function parseAuthorization(header: string | undefined): ParsedAuth {
   return key ? { ok: true, keyId: key.id, secret: key.secret } : { ok: false, reason: "malformed" };
 }
 
-/**
- * The Authorization header of a request from its raw header list (name, value, ...). Node keeps only the first of
- * several; here several are joined (`a, b`), which never parses as one key: an ambiguous request is refused.
- */
-export function authorizationOf(first: string | undefined, raw: readonly string[]): string | undefined {
-  if (first === undefined) return undefined;
+/** A header's values from a raw header list (name, value, ...), joined (`a, b`) when it is there several times. */
+function joinedHeader(raw: readonly string[], name: string): string | undefined {
   let all: string | undefined;
   for (let i = 0; i < raw.length; i += 2)
-    if (raw[i]!.length === 13 && raw[i]!.toLowerCase() === "authorization")
+    if (raw[i]!.length === name.length && raw[i]!.toLowerCase() === name)
       all = all === undefined ? raw[i + 1]! : `${all}, ${raw[i + 1]!}`;
-  return all ?? first;
+  return all;
+}
+
+/**
+ * The Authorization a request carries, from its raw header list (name, value, ...): its Authorization header, or,
+ * without one, its x-api-key as `Key <x-api-key>`. Node keeps only the first of several; here several are joined
+ * (`a, b`), which never parses as one key: an ambiguous request is refused.
+ */
+export function authorizationOf(first: string | undefined, raw: readonly string[]): string | undefined {
+  if (first !== undefined) return joinedHeader(raw, "authorization") ?? first;
+  const apiKey = joinedHeader(raw, "x-api-key");
+  return apiKey === undefined ? undefined : `Key ${apiKey}`;
 }
 
 /** A key the store verified: whose it is and what it may do. */
@@ -54,7 +62,8 @@ export type AccessDecision =
   | { allow: false; status: 401 | 403; reason: AuthFailure; message: string };
 
 const MESSAGES: Record<AuthFailure, string> = {
-  missing: "this app needs an API key: send Authorization: Key <key_id>:<key_secret>",
+  missing:
+    "this app needs an API key: send Authorization: Key <key_id>:<key_secret> (or x-api-key: <key_id>:<key_secret>)",
   malformed: "malformed Authorization header: use Authorization: Key <key_id>:<key_secret>",
   unknown: "invalid API key",
   revoked: "invalid API key",

@@ -1,9 +1,20 @@
 // Reading a request body into memory, bounded: the gateway buffers bodies (they are small JSON) so that a request a
 // pod refused can be sent to another one.
-import type { IncomingRequest } from "./http1-server.ts";
+import type { IncomingMessage, ServerResponse } from "node:http";
+
+/**
+ * Sends `100 Continue` to a client that waits for it (`Expect: 100-continue`), once its body is wanted: a request
+ * refused before (401, 404, 413 by its Content-Length) is answered without the body ever being sent (node then closes
+ * the connection). Never to an HTTP/1.0 client, which must not get an interim answer (RFC 9110 §10.1.1).
+ */
+export function askForBody(req: IncomingMessage, res: ServerResponse): void {
+  const expect = req.headers.expect;
+  if (expect !== undefined && req.httpVersionMinor >= 1 && !res.headersSent && expect.toLowerCase() === "100-continue")
+    res.writeContinue();
+}
 
 /** The body, null for GET/HEAD, "too-large" past `max` bytes (the rest is drained), "aborted" if the client left. */
-export function readRequestBody(req: IncomingRequest, max: number): Promise<Buffer | null | "too-large" | "aborted"> {
+export function readRequestBody(req: IncomingMessage, max: number): Promise<Buffer | null | "too-large" | "aborted"> {
   const declared = Number(req.headers["content-length"] ?? 0);
   if (declared > max) {
     req.resume();

@@ -5,6 +5,7 @@ import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { ConfigError } from "../common/config.ts";
 import { ListenAddressSchema } from "../common/host-port.ts";
+import { CONSOLE_DEFAULTS, ConsoleConfigSchema } from "./console/config.ts";
 
 const LimitsSchema = z.object({
   requestsPerSecond: z.number().min(0).describe("Sustained requests per second per key (0 = unlimited)."),
@@ -51,9 +52,34 @@ export const GatewayConfigSchema = z
           .describe(
             "Time a client may take to send a whole request, body included (408 after it); answers may take longer.",
           ),
+        keepAliveSeconds: z
+          .number()
+          .positive()
+          .default(65)
+          .describe(
+            "How long an idle keep-alive connection is kept (longer than common load balancers' 60 s idle timeout).",
+          ),
       })
-      .default({ headersSeconds: 60, requestSeconds: 300 })
+      .default({ headersSeconds: 60, requestSeconds: 300, keepAliveSeconds: 65 })
       .describe("Limits on slow clients (slowloris): a connection never holds the gateway's resources forever."),
+    clientLimits: z
+      .object({
+        maxHeaderBytes: z
+          .int()
+          .min(1024)
+          .default(16 * 1024)
+          .describe("Largest request head (request line and header fields, trailers included): 431 above it."),
+        connectionsPerAddress: z
+          .int()
+          .min(0)
+          .default(1024)
+          .describe(
+            "Open connections one client address may hold (0 = unlimited); more are answered 503 and closed. Behind " +
+              "a proxy or ingress every connection comes from its address: raise it (or 0) there.",
+          ),
+      })
+      .default({ maxHeaderBytes: 16 * 1024, connectionsPerAddress: 1024 })
+      .describe("Limits on what one client may hold of the gateway."),
     corsOrigins: z
       .array(z.string())
       .default(["*"])
@@ -122,6 +148,7 @@ export const GatewayConfigSchema = z
         retentionDays: z.int().min(1).default(62).describe("Days of hourly usage kept."),
       })
       .default({ flushSeconds: 5, retentionDays: 62 }),
+    console: ConsoleConfigSchema.default(CONSOLE_DEFAULTS),
     shutdownSeconds: z
       .number()
       .min(0)

@@ -1,10 +1,11 @@
 // The gateway's errors in the wire shape of the API a request is for: the OpenAI envelope under /v1 (and the
-// management API), Ollama's {"error": "..."} under /api. Streams that already started get the error as their last
-// event instead (an SSE `data:` event or an NDJSON line), since their status line is gone.
-import type { OutgoingResponse } from "./http1-server.ts";
-import { AppError, type ErrorCode, ollamaErrorBody, openaiErrorBody } from "../common/errors.ts";
+// management API), Anthropic's {"type": "error", "error"} under /v1/messages, Ollama's {"error": "..."} under /api.
+// Streams that already started get the error as their last event instead (an SSE `data:` event, Anthropic's
+// `event: error`, or an NDJSON line), since their status line is gone.
+import type { ServerResponse } from "node:http";
+import { AppError, anthropicErrorBody, type ErrorCode, ollamaErrorBody, openaiErrorBody } from "../common/errors.ts";
 
-export type ErrorShape = "ollama" | "openai";
+export type ErrorShape = "ollama" | "openai" | "anthropic";
 
 export const STATUS_CODE: Record<number, ErrorCode> = {
   400: "BAD_REQUEST",
@@ -23,12 +24,17 @@ export function gatewayError(status: number, message: string, headers: Record<st
   return new AppError(STATUS_CODE[status] ?? "INTERNAL", message, { headers });
 }
 
-export const errorJson = (shape: ErrorShape, e: AppError): string =>
-  JSON.stringify(shape === "openai" ? openaiErrorBody(e) : ollamaErrorBody(e));
+const BODIES: Record<ErrorShape, (e: AppError) => unknown> = {
+  ollama: ollamaErrorBody,
+  openai: openaiErrorBody,
+  anthropic: anthropicErrorBody,
+};
+
+export const errorJson = (shape: ErrorShape, e: AppError): string => JSON.stringify(BODIES[shape](e));
 
 /** Sends an error response, or, when the response already started, ends it with an error event. */
 export function sendGatewayError(
-  res: OutgoingResponse,
+  res: ServerResponse,
   shape: ErrorShape,
   e: AppError,
   extraHeaders?: Record<string, string>,
@@ -38,7 +44,8 @@ export function sendGatewayError(
   if (res.headersSent) {
     if (!res.writableEnded && !res.destroyed) {
       const type = sentType ?? String(res.getHeader("content-type") ?? "");
-      if (type.includes("text/event-stream")) res.end(`data: ${errorJson(shape, e)}\n\n`);
+      if (type.includes("text/event-stream"))
+        res.end(`${shape === "anthropic" ? "event: error\n" : ""}data: ${errorJson(shape, e)}\n\n`);
       else if (type.includes("ndjson")) res.end(`${errorJson(shape, e)}\n`);
       else res.end();
     }

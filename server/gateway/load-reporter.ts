@@ -3,7 +3,9 @@
 // operator/api/v1alpha1/load-report.ts). Snapshots, not deltas: several gateways add up in the operator, and a lost
 // report is repaired by the next one. Authenticated with the gateway's ServiceAccount token (re-read every minute:
 // projected tokens rotate). An operator URL whose host name resolves to several addresses (a headless Service: the
-// chart's operator Service is one) gets the report at each address, so every operator replica hears it.
+// chart's operator Service is one) gets the report at each address, so every operator replica hears it. When no
+// operator is configured, or every operator refuses the reports (401/403), nothing this gateway does can start a
+// replica: `cannotWake` says why and how to fix it, and requests for apps at zero get that at once (cold-start.ts).
 import dns from "node:dns/promises";
 import fs from "node:fs";
 import net from "node:net";
@@ -13,6 +15,27 @@ import type { LoadSink } from "./ports.ts";
 
 export const IN_CLUSTER_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token";
 const TOKEN_REREAD_MS = 60_000;
+const SETUP = 'docs/gateway.md, "Outside the cluster"';
+
+/** Why reports to no operator wake nothing, and the fix. */
+export const NO_OPERATOR =
+  "it reports load to no operator (operatorUrls is empty): set operatorUrls (--operator-url) to the operator's " +
+  `address and operatorTokenFile to a ServiceAccount token the operator accepts (${SETUP})`;
+
+/** Why refused reports wake nothing, and the fix. Pure. */
+export function refusedReports(status: number, tokenFile: string | undefined): string {
+  const cause =
+    status === 403
+      ? "the token's ServiceAccount is not in the operator's loadReports.serviceAccounts"
+      : tokenFile
+        ? `the token in ${tokenFile} is not one the API server knows (expired?)`
+        : "no token was sent, as operatorTokenFile is not set and there is no in-cluster ServiceAccount token";
+  return (
+    `the operator refuses its load reports (${status}): ${cause}; give it a token the operator accepts with ` +
+    "operatorTokenFile (--operator-token-file), e.g. from `kubectl create token gantry-gateway -n gantry-system " +
+    `--duration=24h\` (${SETUP})`
+  );
+}
 
 export class OperatorLoadReporter implements LoadSink {
   private readonly o: {
@@ -29,9 +52,44 @@ export class OperatorLoadReporter implements LoadSink {
   private again = false;
   private token: { value: string | undefined; at: number } = { value: undefined, at: 0 };
   private warned = new Set<string>();
+  /** Each operator address's last definite answer: accepted, or refused with this status. */
+  private readonly answers = new Map<string, number>();
+  private wakeListeners: Array<() => void> = [];
+  private why: string | undefined;
 
   constructor(o: OperatorLoadReporter["o"]) {
     this.o = o;
+    if (o.urls.length === 0) this.why = NO_OPERATOR;
+  }
+
+  /** Why nothing this gateway reports can start a replica now (LoadSink); undefined while it can, or is not known. */
+  get cannotWake(): string | undefined {
+    return this.why;
+  }
+
+  onWakeChange(fn: () => void): void {
+    this.wakeListeners.push(fn);
+  }
+
+  /** An operator address answered a report: 2xx accepted, 401/403 refused. */
+  private answered(url: string, status: number): void {
+    this.answers.set(url, status);
+    const statuses = [...this.answers.values()];
+    const refused = statuses.find((s) => s === 401 || s === 403);
+    const why =
+      refused !== undefined && statuses.every((s) => s === 401 || s === 403)
+        ? refusedReports(refused, this.tokenFile())
+        : undefined;
+    if (why !== undefined) this.token.at = 0; // a fixed token file is read again at the next report
+    if (why === this.why) return;
+    this.why = why;
+    if (why) this.o.logger.warn({}, `apps at zero replicas cannot be woken from this gateway: ${why}`);
+    else this.o.logger.info({}, "the operator accepts this gateway's load reports again");
+    for (const fn of this.wakeListeners) fn();
+  }
+
+  private tokenFile(): string | undefined {
+    return this.o.tokenFile ?? (fs.existsSync(IN_CLUSTER_TOKEN) ? IN_CLUSTER_TOKEN : undefined);
   }
 
   start(): void {
@@ -57,7 +115,7 @@ export class OperatorLoadReporter implements LoadSink {
 
   private bearer(now: number): string | undefined {
     if (now - this.token.at > TOKEN_REREAD_MS) {
-      const file = this.o.tokenFile ?? (fs.existsSync(IN_CLUSTER_TOKEN) ? IN_CLUSTER_TOKEN : undefined);
+      const file = this.tokenFile();
       let value: string | undefined;
       try {
         value = file ? fs.readFileSync(file, "utf8").trim() || undefined : undefined;
@@ -100,12 +158,9 @@ export class OperatorLoadReporter implements LoadSink {
             signal: AbortSignal.timeout(3000),
           });
           await r.body?.cancel();
+          if (r.status === 401 || r.status === 403 || r.status < 300) this.answered(url, r.status);
           if (r.status === 401 || r.status === 403) {
-            this.o.onResult?.("refused");
-            this.warnOnce(
-              url,
-              `the operator refused the load report (${r.status}): check operatorTokenFile and the operator's loadReports.serviceAccounts`,
-            );
+            this.o.onResult?.("refused"); // warned by answered(), with the fix
           } else if (r.status >= 300) {
             this.o.onResult?.("error");
             this.warnOnce(url, `the operator answered the load report with ${r.status}`);

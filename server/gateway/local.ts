@@ -17,6 +17,8 @@ export interface LocalGatewayOptions {
   org: string;
   app: string;
   auth: AuthMode;
+  /** The app's spec.loadBalancing (one local pod: it decides only what the access log says). */
+  loadBalancing?: AppInfo["loadBalancing"];
   host: string;
   /** 0 picks a free port. */
   port: number;
@@ -72,7 +74,14 @@ export async function startLocalGateway(o: LocalGatewayOptions): Promise<LocalGa
   const g = new Gateway({ config, apps, keys, usage: new MemoryUsage(), logger: o.logger, publicUrl: base });
   handler.gateway = g;
 
-  const info: AppInfo = { org: o.org, name: o.app, auth: o.auth, uid: randomUUID(), url: `${base}/${o.org}/${o.app}` };
+  const info: AppInfo = {
+    org: o.org,
+    name: o.app,
+    auth: o.auth,
+    uid: randomUUID(),
+    url: `${base}/${o.org}/${o.app}`,
+    ...(o.loadBalancing ? { loadBalancing: o.loadBalancing } : {}),
+  };
   const starting = { status: "False", reason: "Starting", message: "the model is being prepared" };
   apps.set({ ...info, ready: starting, replicas: 1, readyReplicas: 0 }, []);
   const key = o.auth === "public" ? undefined : (await keys.create(o.org, { scope: "admin", name: "gantry run" })).key;

@@ -1,6 +1,8 @@
 // Composition root of `gantry gateway`: config → logger → kubeconfig → watches (ModelApps, EndpointSlices, key
-// Secrets, usage ConfigMaps) → the gateway pipeline → load reports to the operator → HTTP → graceful shutdown.
+// Secrets, usage ConfigMaps, console session Secrets) → the gateway pipeline → load reports to the operator → HTTP →
+// graceful shutdown.
 import crypto from "node:crypto";
+import type http from "node:http";
 import os from "node:os";
 import { parseHostPort } from "../common/host-port.ts";
 import { loadKubeConfig } from "../common/kubeconfig.ts";
@@ -11,9 +13,10 @@ import { loadGatewayConfig, type GatewayConfig } from "./config.ts";
 import type { GatewayEnv } from "./env.ts";
 import { Gateway } from "./gateway.ts";
 import { createGatewayServer } from "./http-server.ts";
-import type { Http1Server } from "./http1-server.ts";
 import { KubeApps } from "./kube/apps.ts";
+import { KubeAppAdmin } from "./kube/app-admin.ts";
 import { KubeKeys } from "./kube/keys.ts";
+import { KubeSessions } from "./kube/sessions.ts";
 import { KubeUsage } from "./kube/usage.ts";
 import { OperatorLoadReporter } from "./load-reporter.ts";
 
@@ -45,6 +48,7 @@ export async function startGateway(opts: GatewayOptions, logger: Logger): Promis
   const ns = config.watchNamespace ? { namespace: config.watchNamespace } : {};
   const apps = new KubeApps(kc, { ...ns, logger });
   const keys = new KubeKeys(kc, { ...ns, logger });
+  const sessions = new KubeSessions(kc, { ...ns, logger });
   const late: { gateway?: Gateway } = {}; // the callbacks below run after the gateway exists
   const usage = new KubeUsage(kc, {
     ...ns,
@@ -68,20 +72,23 @@ export async function startGateway(opts: GatewayOptions, logger: Logger): Promis
     keys,
     usage,
     load: reporter,
+    sessions,
+    appAdmin: new KubeAppAdmin(kc),
     logger,
     ...(config.publicUrl ? { publicUrl: config.publicUrl } : {}),
   });
   late.gateway = g;
-  const server = createGatewayServer(config, g.handle);
+  const refused = { onRefusedConnection: () => g.metrics.connectionsRefused.inc() };
+  const server = createGatewayServer(config, g.handle, refused);
   const { host, port } = parseHostPort(config.listen, 8080);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, host, () => resolve());
   });
-  let metricsServer: Http1Server | undefined;
+  let metricsServer: http.Server | undefined;
   if (config.metricsListen) {
     const m = parseHostPort(config.metricsListen, 9090);
-    const ms = createGatewayServer(config, g.handleSystem);
+    const ms = createGatewayServer(config, g.handleSystem, refused);
     await new Promise<void>((resolve, reject) => {
       ms.once("error", reject);
       ms.listen(m.port, m.host, () => resolve());
@@ -95,7 +102,7 @@ export async function startGateway(opts: GatewayOptions, logger: Logger): Promis
     "gantry gateway listening",
   );
   // Watches start after listen, so /healthz answers while the caches fill (/readyz says 503 until they are synced).
-  void Promise.all([apps.start(), keys.start(), usage.start()]).then(
+  void Promise.all([apps.start(), keys.start(), usage.start(), sessions.start()]).then(
     () => {
       logger.info({}, "caches synced");
       reporter.start();
@@ -120,13 +127,13 @@ export async function startGateway(opts: GatewayOptions, logger: Logger): Promis
       metricsServer?.close();
       metricsServer?.closeAllConnections();
       await usage.stop();
-      await Promise.all([apps.stop(), keys.stop()]);
+      await Promise.all([apps.stop(), keys.stop(), sessions.stop()]);
     })());
   return { gateway: g, url, config, close };
 }
 
 export async function runGateway(opts: GatewayOptions): Promise<void> {
-  // A request log line per request: buffered (a write per line costs more than the rest of the line's work).
+  // An access log line per request: buffered (docs/decisions/0002-access-log-through-pino.md).
   const logger = createLogger({
     level: opts.env.GANTRY_LOG_LEVEL,
     name: "gantry-gateway",

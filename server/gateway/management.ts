@@ -1,25 +1,28 @@
 // The management API under /_gantry/v1 (for the console, scripts and `gantry keys`): an org's keys (create, list
-// without secrets, revoke), its apps with status and URL, and its hourly usage. Every /orgs/<org>/ route needs an
-// admin key of that org: an api key gets 403, another org's admin key 403, no key 401. The OpenAPI document
-// (openapi.ts) is public. Errors use the OpenAI envelope.
-import { readRequestBody } from "./body.ts";
-import type { IncomingRequest, OutgoingResponse } from "./http1-server.ts";
-import type { z } from "zod";
+// without secrets, revoke), its apps with status and URL (and, in management-apps.ts, one app's details, scaling,
+// deletion, logs and the console's playground), and its hourly usage. Every /orgs/<org>/ route needs an admin key of
+// that org, or a console session made from one: an api key gets 403, another org's admin key 403, no key 401. The
+// OpenAPI document (openapi.ts) is public; the console's pages and its session routes answer for themselves.
+// Errors use the OpenAI envelope.
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { AppError } from "../common/errors.ts";
 import type { Logger } from "../common/logger.ts";
-import { formatIssue } from "../common/validate.ts";
 import { decideAdmin, type AuthFailure, type KeyCheck } from "./auth.ts";
+import { parse, readJson } from "./json-request.ts";
+import type { AppRouteContext } from "./management-apps.ts";
 import { gatewayError, sendGatewayError } from "./errors.ts";
 import { parseExpiry, type KeyRecord } from "./keys.ts";
 import { limitRefusal, type LimitResult } from "./limiter.ts";
+import { sendJson } from "./json-response.ts";
 import { openApiDocument } from "./openapi.ts";
 import type { AppInfo, AppSource, KeyStore, UsageStore } from "./ports.ts";
+import type { UsageRow } from "./usage.ts";
 import { isDnsLabel } from "../common/kube-names.ts";
 import { CreateKeyRequestSchema, UsageQuerySchema, type KeyInfo } from "./schemas.ts";
 
 export type ManagementHandler = (
-  req: IncomingRequest,
-  res: OutgoingResponse,
+  req: IncomingMessage,
+  res: ServerResponse,
   path: string,
   query: string,
   requestId: string,
@@ -29,17 +32,27 @@ export interface ManagementDeps {
   apps: Pick<AppSource, "list">;
   keys: Pick<KeyStore, "list" | "create" | "revoke">;
   usage?: Pick<UsageStore, "query">;
-  check: (req: IncomingRequest) => KeyCheck;
+  /** Who the request acts as: its Authorization header, or its console session (CSRF checked there). */
+  check: (req: IncomingMessage) => KeyCheck | Promise<KeyCheck>;
+  /** The console: its pages and session routes (answered there; false for other paths), and revoked keys' sessions. */
+  console?: {
+    handle(req: IncomingMessage, res: ServerResponse, path: string, requestId: string): Promise<boolean>;
+    keyRevoked(org: string, keyId: string): Promise<unknown>;
+  };
+  /** Routes of one app (management-apps.ts). */
+  appRoutes?: (c: AppRouteContext) => Promise<void>;
   /** A slot under the admin key's request limits, as its calls to apps take (none: unlimited). */
   limit?: (key: { id: string; org: string }) => LimitResult;
   maxBodyBytes: number;
   logger: Logger;
   publicUrl?: string;
+  /** Days of usage searched for a key's last use. */
+  usageDays: number;
   now: () => number;
   onAuthFailure?: (reason: AuthFailure) => void;
 }
 
-const ORG_ROUTE = /^\/_gantry\/v1\/orgs\/([^/]+)\/(keys|apps|usage)(?:\/([^/]+))?\/?$/;
+const ORG_ROUTE = /^\/_gantry\/v1\/orgs\/([^/]+)\/(keys|apps|usage)(?:\/([^/]+)((?:\/[^/]+)*))?\/?$/;
 
 /** A key without its secret; `expired` when its expiry has passed at `now` (ms). */
 export const keyInfo = (r: KeyRecord, now: number): KeyInfo => ({
@@ -50,26 +63,6 @@ export const keyInfo = (r: KeyRecord, now: number): KeyInfo => ({
   created: r.created,
   ...(r.expires ? { expires: r.expires, ...(Date.parse(r.expires) <= now ? { expired: true } : {}) } : {}),
 });
-
-function sendJson(res: OutgoingResponse, status: number, body: unknown, requestId: string): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    "content-type": "application/json; charset=utf-8",
-    "content-length": Buffer.byteLength(text),
-    "cache-control": "no-store",
-    "x-request-id": requestId,
-  });
-  res.end(text);
-}
-
-function parse<S extends z.ZodType>(schema: S, input: unknown): z.infer<S> {
-  const r = schema.safeParse(input, { reportInput: true });
-  if (!r.success) {
-    const issue = r.error.issues[0]!;
-    throw new AppError("BAD_REQUEST", formatIssue(issue), { param: issue.path.map(String).join(".") || null });
-  }
-  return r.data;
-}
 
 /**
  * A query string's parameters, each given once (a repeated one is refused rather than one of them silently used). An
@@ -84,20 +77,19 @@ export function queryParams(query: string): Record<string, string> {
   return out;
 }
 
-async function readJson(req: IncomingRequest, max: number): Promise<unknown> {
-  const body = await readRequestBody(req, max);
-  if (body === "too-large") throw new AppError("PAYLOAD_TOO_LARGE", `request body is larger than ${max} bytes`);
-  if (body === "aborted") throw new AppError("BAD_REQUEST", "the client closed the connection");
-  const text = (body ?? Buffer.alloc(0)).toString("utf8").trim();
-  if (!text) return {};
-  try {
-    return JSON.parse(text);
-  } catch (e) {
-    throw new AppError("INVALID_JSON", `invalid JSON body: ${(e as Error).message}`);
+/** When each key of the org last called an app, from the org's usage rows. */
+function lastUsedByKey(rows: readonly UsageRow[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const r of rows) {
+    // Rows written before lastAt existed count from their hour.
+    const at = r.lastAt ?? r.hour;
+    const have = out.get(r.keyId);
+    if (have === undefined || at > have) out.set(r.keyId, at);
   }
+  return out;
 }
 
-function appInfo(a: AppInfo, publicUrl: string | undefined) {
+export function appInfo(a: AppInfo, publicUrl: string | undefined) {
   return {
     org: a.org,
     name: a.name,
@@ -108,6 +100,10 @@ function appInfo(a: AppInfo, publicUrl: string | undefined) {
     ...(a.ready ? { ready: a.ready } : {}),
     ...(a.replicas !== undefined ? { replicas: a.replicas } : {}),
     ...(a.readyReplicas !== undefined ? { readyReplicas: a.readyReplicas } : {}),
+    ...(a.minReplicas !== undefined ? { minReplicas: a.minReplicas } : {}),
+    ...(a.maxReplicas !== undefined ? { maxReplicas: a.maxReplicas } : {}),
+    ...(a.conditions ? { conditions: a.conditions } : {}),
+    ...(a.deleting ? { deleting: true as const } : {}),
   };
 }
 
@@ -121,13 +117,16 @@ export function createManagement(d: ManagementDeps): ManagementHandler {
         sendJson(res, 200, openApiDocument(), requestId);
         return;
       }
+      if (await d.console?.handle(req, res, path, requestId)) return;
       const m = ORG_ROUTE.exec(path);
       if (!m) throw new AppError("NOT_FOUND", `${method} ${path} not found`);
       const org = m[1]!,
         resource = m[2]!,
-        id = m[3];
+        id = m[3],
+        sub = m[4] ?? "";
       if (!isDnsLabel(org)) throw new AppError("NOT_FOUND", `org "${org}" is not a valid org id`);
-      const decision = decideAdmin(org, d.check(req));
+      if (sub && resource !== "apps") throw new AppError("NOT_FOUND", `${method} ${path} not found`);
+      const decision = decideAdmin(org, await d.check(req));
       if (!decision.allow) {
         d.onAuthFailure?.(decision.reason);
         throw gatewayError(
@@ -155,7 +154,12 @@ export function createManagement(d: ManagementDeps): ManagementHandler {
         allow(["GET", "POST"]);
         if (verb === "GET") {
           const now = d.now();
-          sendJson(res, 200, { keys: d.keys.list(org).map((k) => keyInfo(k, now)) }, requestId);
+          const used = lastUsedByKey(d.usage?.query(org, now - d.usageDays * 86_400_000, now + 1) ?? []);
+          const keys = d.keys.list(org).map((k) => {
+            const lastUsed = used.get(k.id);
+            return { ...keyInfo(k, now), ...(lastUsed ? { lastUsed } : {}) };
+          });
+          sendJson(res, 200, { keys }, requestId);
           return;
         }
         const body = parse(CreateKeyRequestSchema, await readJson(req, d.maxBodyBytes));
@@ -183,8 +187,35 @@ export function createManagement(d: ManagementDeps): ManagementHandler {
         allow(["DELETE"]);
         if (!(await d.keys.revoke(org, id))) throw new AppError("NOT_FOUND", `org "${org}" has no key "${id}"`);
         d.logger.info({ org, keyId: id, by: decision.key?.id }, "key revoked");
+        // Its console sessions end now (they would fail their next check anyway, as the key is gone).
+        await d.console?.keyRevoked(org, id).catch((err: unknown) => {
+          d.logger.warn({ err: String(err), org, keyId: id }, "the revoked key's sessions were not removed");
+        });
         res.writeHead(204, { "x-request-id": requestId });
         res.end();
+        return;
+      }
+      if (resource === "apps" && id !== undefined && d.appRoutes && decision.key) {
+        if (!isDnsLabel(id)) throw new AppError("NOT_FOUND", `app "${id}" is not a valid app id`);
+        await d.appRoutes({
+          req,
+          res,
+          org,
+          app: id,
+          sub,
+          verb,
+          params: queryParams(query),
+          requestId,
+          key: decision.key,
+          stillAllowed: async () => {
+            try {
+              return decideAdmin(org, await d.check(req)).allow;
+            } catch {
+              return false;
+            }
+          },
+          allow,
+        });
         return;
       }
       if (resource === "apps" && id === undefined) {

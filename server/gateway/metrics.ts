@@ -1,8 +1,8 @@
 // The gateway's Prometheus metrics (one registry per gateway). In-flight and held requests are read from the
 // gateway's own counters when scraped, so the request path does not update gauges. What every request updates
 // (requests by code, latency and time-to-first-byte histograms, usage by key) is counted in plain numbers per app
-// (AppStats) and turned into series only when scraped: prom-client hashes the label values on every update, even
-// through a labelled child, a measurable share of a small proxied request (`npm run bench gateway`, part cpu).
+// (AppStats) and turned into series only when scraped: prom-client hashes label values on every update
+// (docs/decisions/0004-gateway-cpu-per-request.md).
 import { Counter, Gauge, Histogram, Registry, type Metric, type MetricValue } from "prom-client";
 import { collectProcessMetrics } from "../common/process-metrics.ts";
 
@@ -38,6 +38,9 @@ export interface KeyStats {
 }
 
 /** The per-request metrics of one app, updated on the request path without any label lookup. */
+/** How the gateway chose a request's pod (the app's loadBalancing strategy, and for PrefixHash the ring's verdict). */
+export type PodChoice = "least_load" | "ring_first" | "ring_next";
+
 export class AppStats {
   readonly org: string;
   readonly app: string;
@@ -47,6 +50,8 @@ export class AppStats {
   readonly ttfb = new Buckets();
   /** Usage by key id ("-" for calls without a key). */
   readonly keys = new Map<string, KeyStats>();
+  /** Requests by the pod that answered and how it was chosen ("<pod> <choice>"). */
+  readonly pods = new Map<string, number>();
 
   constructor(org: string, app: string) {
     this.org = org;
@@ -55,6 +60,11 @@ export class AppStats {
 
   count(status: number): void {
     this.codes.set(status, (this.codes.get(status) ?? 0) + 1);
+  }
+
+  pod(pod: string, choice: PodChoice): void {
+    const k = `${pod} ${choice}`;
+    this.pods.set(k, (this.pods.get(k) ?? 0) + 1);
   }
 
   key(id: string): KeyStats {
@@ -115,6 +125,7 @@ export class GatewayMetrics {
   readonly upstreamRetries: Counter<"org" | "app">;
   readonly usageWrites: Counter<"result">;
   readonly loadReports: Counter<"result">;
+  readonly connectionsRefused: Counter;
 
   constructor(counts: () => AppCounts[] = () => []) {
     const registers = [this.registry];
@@ -188,9 +199,22 @@ export class GatewayMetrics {
           ]),
         ),
     );
+    collected(
+      this.registry,
+      "gantry_gateway_pod_requests_total",
+      "Requests by the pod that answered and how it was chosen (least_load; PrefixHash: ring_first, ring_next)",
+      "counter",
+      () =>
+        [...stats()].flatMap((s) =>
+          [...s.pods].map(([k, value]) => {
+            const [pod, choice] = k.split(" ");
+            return { labels: { org: s.org, app: s.app, pod: pod!, choice: choice! }, value };
+          }),
+        ),
+    );
     this.upstreamRetries = new Counter({
       name: "gantry_gateway_upstream_retries_total",
-      help: "Requests sent again because a pod refused the connection",
+      help: "Requests sent again because a pod refused the connection or broke it before answering",
       labelNames: ["org", "app"],
       registers,
     });
@@ -204,6 +228,11 @@ export class GatewayMetrics {
       name: "gantry_gateway_load_reports_total",
       help: "Load reports sent to operator replicas by result",
       labelNames: ["result"],
+      registers,
+    });
+    this.connectionsRefused = new Counter({
+      name: "gantry_gateway_connections_refused_total",
+      help: "Connections answered 503 and closed: their address held clientLimits.connectionsPerAddress already",
       registers,
     });
     new Gauge({

@@ -3,7 +3,13 @@
 import { z } from "zod";
 import { VERSION } from "../common/version.ts";
 import {
+  AppSchema,
   AppListSchema,
+  LogLineSchema,
+  LogQuerySchema,
+  ScaleRequestSchema,
+  SessionSchema,
+  SignInRequestSchema,
   CreatedKeySchema,
   CreateKeyRequestSchema,
   ErrorResponseSchema,
@@ -30,6 +36,19 @@ const errors = {
   "429": json(ErrorResponseSchema, "The admin key's request limits are reached (Retry-After says when to retry)."),
 };
 
+const appParam = {
+  name: "app",
+  in: "path",
+  required: true,
+  description: "The app id (the ModelApp's name).",
+  schema: { type: "string", pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", maxLength: 63 },
+};
+
+const queryParamsOf = (s: z.ZodType) =>
+  Object.entries((schema(s, "input") as { properties: Record<string, Record<string, unknown>> }).properties).map(
+    ([name, p]) => ({ name, in: "query", required: false, description: p.description, schema: p }),
+  );
+
 const orgParam = {
   name: "org",
   in: "path",
@@ -46,15 +65,61 @@ export function openApiDocument(): Record<string, unknown> {
       title: "Gantry gateway management API",
       version: VERSION,
       description:
-        "Manage an org's API keys and see its apps and usage. Every operation needs an admin key of the org: Authorization: Key <key_id>:<key_secret> (Bearer is accepted too).",
+        "Manage an org's API keys and apps and see its usage. Every /orgs/{org} operation needs an admin key of the org (Authorization: Key <key_id>:<key_secret>, Bearer is accepted too) or a console session made from one (the gantry_session cookie from POST /_gantry/v1/session; then POST, PATCH and DELETE also need the session's X-CSRF-Token header).",
     },
     components: {
       securitySchemes: {
         key: { type: "apiKey", in: "header", name: "Authorization", description: "Key <key_id>:<key_secret>" },
+        session: {
+          type: "apiKey",
+          in: "cookie",
+          name: "gantry_session",
+          description: "A console session (HttpOnly, SameSite=Strict); changes also need X-CSRF-Token.",
+        },
       },
     },
-    security: [{ key: [] }],
+    security: [{ key: [] }, { session: [] }],
     paths: {
+      "/_gantry/v1/session": {
+        post: {
+          summary: "Sign in to the console: an admin key exchanged for a session cookie (Set-Cookie)",
+          security: [],
+          requestBody: {
+            required: true,
+            content: { "application/json": { schema: schema(SignInRequestSchema, "input") } },
+          },
+          responses: {
+            "201": json(SessionSchema, "Signed in: the session, with the CSRF token for changes."),
+            "400": json(ErrorResponseSchema, "Invalid body."),
+            "401": json(ErrorResponseSchema, "A wrong, malformed or expired key (the message says which)."),
+            "403": json(
+              ErrorResponseSchema,
+              "An api key (it cannot manage the org), or a sign-in posted from another site.",
+            ),
+            "429": json(
+              ErrorResponseSchema,
+              "Too many failed sign-ins from this address (Retry-After says when to retry).",
+            ),
+          },
+        },
+        get: {
+          summary: "The current console session, with a fresh CSRF token",
+          security: [{ session: [] }],
+          responses: {
+            "200": json(SessionSchema, "The session."),
+            "401": json(ErrorResponseSchema, "Not signed in, or the session ended (idle, too old, its key revoked)."),
+          },
+        },
+        delete: {
+          summary: "Sign out (needs X-CSRF-Token): the session ends and its cookie is removed",
+          security: [{ session: [] }],
+          responses: {
+            "204": { description: "Signed out." },
+            "401": json(ErrorResponseSchema, "The session had already ended."),
+            "403": json(ErrorResponseSchema, "Missing or invalid X-CSRF-Token."),
+          },
+        },
+      },
       "/_gantry/v1/orgs/{org}/keys": {
         parameters: [orgParam],
         get: {
@@ -92,6 +157,77 @@ export function openApiDocument(): Record<string, unknown> {
         get: {
           summary: "The org's apps with their status and URL",
           responses: { "200": json(AppListSchema, "The apps."), ...errors },
+        },
+      },
+      "/_gantry/v1/orgs/{org}/apps/{app}": {
+        parameters: [orgParam, appParam],
+        get: {
+          summary: "One app: status, every condition, scaling bounds, and the model download's progress while it pulls",
+          responses: {
+            ...errors,
+            "200": json(AppSchema, "The app."),
+            "404": json(ErrorResponseSchema, "The org has no such app, or an id is not a DNS label."),
+          },
+        },
+        patch: {
+          summary: "Set the app's scaling bounds (as gantry apps scale --min --max)",
+          requestBody: {
+            required: true,
+            content: { "application/json": { schema: schema(ScaleRequestSchema, "input") } },
+          },
+          responses: {
+            ...errors,
+            "200": json(AppSchema, "The app with its new bounds."),
+            "400": json(ErrorResponseSchema, "Invalid bounds (named in the message)."),
+            "404": json(ErrorResponseSchema, "The org has no such app."),
+            "501": json(ErrorResponseSchema, "A gateway without a cluster (gantry run's local one)."),
+          },
+        },
+        delete: {
+          summary: "Delete the app and its pods (as gantry apps delete)",
+          responses: {
+            ...errors,
+            "202": json(AppSchema, "Deletion started (deleting: true)."),
+            "404": json(ErrorResponseSchema, "The org has no such app."),
+            "501": json(ErrorResponseSchema, "A gateway without a cluster."),
+          },
+        },
+      },
+      "/_gantry/v1/orgs/{org}/apps/{app}/logs": {
+        parameters: [orgParam, appParam, ...queryParamsOf(LogQuerySchema)],
+        get: {
+          summary:
+            "The app's pods' log lines as NDJSON (as gantry apps logs), followed while the client stays with follow=true",
+          responses: {
+            ...errors,
+            "200": {
+              description: "One JSON object per line; an error that ends the log is the last line.",
+              content: { "application/x-ndjson": { schema: schema(LogLineSchema) } },
+            },
+            "404": json(ErrorResponseSchema, "The org has no such app."),
+            "409": json(ErrorResponseSchema, "The app has no pods (scaled to zero)."),
+          },
+        },
+      },
+      "/_gantry/v1/orgs/{org}/apps/{app}/v1/chat/completions": {
+        parameters: [orgParam, appParam],
+        post: {
+          summary:
+            "The console's playground: an OpenAI chat completion (streamed or not) sent to the app as the admin key or session that calls, metered under that key",
+          requestBody: {
+            required: true,
+            content: {
+              "application/json": { schema: { type: "object", description: "An OpenAI chat completion request." } },
+            },
+          },
+          responses: {
+            ...errors,
+            "200": {
+              description:
+                "The app's answer, as /<org>/<app>/v1/chat/completions gives it (JSON or text/event-stream).",
+            },
+            "404": json(ErrorResponseSchema, "The org has no such app."),
+          },
         },
       },
       "/_gantry/v1/orgs/{org}/usage": {

@@ -2,7 +2,7 @@
 // pods are, which keys exist, where usage goes and who hears about load. The cluster implementations watch Kubernetes
 // (kube/); memory.ts holds in-process ones (one app, a local upstream, keys in a Map) for a one-off local server, the
 // benchmark and tests. See docs/gateway.md.
-import type { AuthMode } from "../../operator/api/v1alpha1/modelapp.ts";
+import type { AuthMode, ModelAppSpec } from "../../operator/api/v1alpha1/modelapp.ts";
 import type { KeyRecord, KeyScope } from "./keys.ts";
 import type { RequestUsage, UsageRow } from "./usage.ts";
 
@@ -22,6 +22,13 @@ export interface AppInfo {
   ready?: { status: string; reason: string; message: string };
   replicas?: number;
   readyReplicas?: number;
+  /** For the console: scaling bounds, every condition, and whether the app is being deleted. */
+  minReplicas?: number;
+  maxReplicas?: number;
+  conditions?: Array<{ type: string; status: string; reason: string; message: string; lastTransitionTime?: string }>;
+  deleting?: boolean;
+  /** How requests are spread over the app's pods (spec.loadBalancing); LeastLoad when absent. */
+  loadBalancing?: ModelAppSpec["loadBalancing"];
 }
 
 /** A pod of an app, as its EndpointSlice lists it. */
@@ -32,6 +39,8 @@ export interface Endpoint {
   origin: string;
   /** The pod passed its readiness probe (and is not terminating). */
   ready: boolean;
+  /** The pod's name, when the EndpointSlice names it (logs and metrics say which pod served a request). */
+  pod?: string;
 }
 
 export interface AppSource {
@@ -72,4 +81,11 @@ export interface UsageStore {
 export interface LoadSink {
   /** Something changed that the autoscaler should hear about now (a request is held for an app). */
   wake(): void;
+  /**
+   * Why nothing this gateway reports can start a replica now (no operator configured, or the operators refuse its
+   * reports), with the fix; undefined while reports are accepted (or not answered yet).
+   */
+  readonly cannotWake?: string | undefined;
+  /** Called whenever `cannotWake` changes. */
+  onWakeChange?(fn: () => void): void;
 }

@@ -1,10 +1,9 @@
-// Forwarding one request to one pod over the gateway's HTTP/1.1 client (http1-client.ts: a pool of keep-alive
-// connections per pod), writing the answer straight into the client's response as it arrives: no buffering, so SSE
-// and NDJSON tokens pass at once. A client that goes away aborts the upstream request (the pod frees the sequence).
-// Measured against undici, node:http and nginx in `npm run bench gateway`.
-import type { IncomingHttpHeaders } from "node:http";
-import type { OutgoingResponse } from "./http1-server.ts";
-import { Http1Pool, type Http1Exchange, type Http1Handler, type Http1Options } from "./http1-client.ts";
+// Forwarding one request to one pod with undici (a keep-alive Pool per pod), writing the answer straight into the
+// client's response as it arrives: no buffering, so SSE and NDJSON tokens pass at once, and a client that reads
+// nothing stops the pod's answer (backpressure). A client that goes away aborts the pod's request (the pod frees the
+// sequence).
+import type { IncomingHttpHeaders, ServerResponse } from "node:http";
+import { Pool, type Dispatcher } from "undici";
 import { streamErrorEvent } from "./hold.ts";
 import { UsageEventFilter, UsageScanner } from "./usage.ts";
 
@@ -20,19 +19,34 @@ const HOP_BY_HOP = new Set([
   "transfer-encoding",
   "upgrade",
 ]);
-/** Request headers not sent to pods: the caller's key stays at the gateway; the body is re-sent with its length. */
-const NOT_FORWARDED = new Set([...HOP_BY_HOP, "authorization", "host", "content-length", "x-request-id", "expect"]);
+/** Request headers not sent to pods: the caller's key stays at the gateway; undici sets Host and the body's length. */
+const NOT_FORWARDED = new Set([
+  ...HOP_BY_HOP,
+  "authorization",
+  "x-api-key",
+  "host",
+  "content-length",
+  "x-request-id",
+  "expect",
+]);
+
+/** The field names a Connection header lists (hop-by-hop as well, RFC 9110 §7.6.1); none for the usual values. */
+function listedIn(connection: string | string[] | undefined): Set<string> | undefined {
+  if (connection === undefined || connection === "keep-alive" || connection === "close") return undefined;
+  const listed = new Set<string>();
+  for (const v of Array.isArray(connection) ? connection : [connection])
+    for (const t of v.split(",")) listed.add(t.trim().toLowerCase());
+  return listed;
+}
 
 /** The request headers for the pod from the client's raw header list (name, value, name, value...). */
 export function upstreamHeaders(raw: readonly string[], requestId: string, clientIp: string | undefined): string[] {
   const out: string[] = [];
   let forwardedFor: string | undefined;
-  /** The fields the client's Connection header names: hop-by-hop as well (RFC 9110 §7.6.1). */
   let listed: Set<string> | undefined;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!.toLowerCase();
-    if (name === "connection")
-      for (const t of raw[i + 1]!.split(",")) (listed ??= new Set()).add(t.trim().toLowerCase());
+    if (name === "connection") for (const n of listedIn(raw[i + 1]) ?? []) (listed ??= new Set()).add(n);
     if (NOT_FORWARDED.has(name)) continue;
     if (name === "x-forwarded-for") {
       forwardedFor = forwardedFor ? `${forwardedFor}, ${raw[i + 1]}` : raw[i + 1];
@@ -46,44 +60,43 @@ export function upstreamHeaders(raw: readonly string[], requestId: string, clien
   return out;
 }
 
-/**
- * The response headers for the client: the pod's (a fresh object from the client's parser, which has taken out the
- * hop-by-hop fields already), with the request id.
- */
+/** The response headers for the client: the pod's less hop-by-hop ones (copied: deletes would slow the object). */
 export function downstreamHeaders(h: IncomingHttpHeaders, requestId: string): IncomingHttpHeaders {
-  h["x-request-id"] = requestId;
-  return h;
+  const listed = listedIn(h.connection);
+  const out: IncomingHttpHeaders = {};
+  for (const name in h) if (!HOP_BY_HOP.has(name) && !listed?.has(name)) out[name] = h[name];
+  out["x-request-id"] = requestId;
+  return out;
 }
+
+type Tokens = { prompt: number; completion: number };
 
 export type ProxyOutcome =
   /** The pod answered and the answer was passed on whole. */
-  | { kind: "done"; status: number; tokens?: { prompt: number; completion: number } }
+  | { kind: "done"; status: number; tokens?: Tokens }
   /** No connection could be made: nothing was sent, so another pod may be tried. */
   | { kind: "refused"; error: Error }
-  /**
-   * The connection broke after the request went out and before a byte of answer (the pod was killed or crashed with
-   * the request): the client has nothing yet, so another pod may be tried (the routes it serves change nothing).
-   */
+  /** The connection broke after the request went out and before a byte of answer (the pod was killed, or closed a
+   * kept-alive connection as the request arrived): the client has nothing yet, so it may be tried on another pod. */
   | { kind: "reset"; error: Error }
+  /** The pod took too long to start answering (no byte of answer yet). */
+  | { kind: "timeout"; error: Error }
   /** The exchange broke after it started (`started`: the client already has part of the answer). */
-  | { kind: "failed"; error: Error; started: boolean; status?: number; tokens?: { prompt: number; completion: number } }
-  /** Aborted on purpose (the client went away, the app was deleted, shutdown) */
-  | { kind: "aborted"; started: boolean; tokens?: { prompt: number; completion: number } };
+  | { kind: "failed"; error: Error; started: boolean; tokens?: Tokens }
+  /** Aborted on purpose (the client went away, the app was deleted, shutdown). */
+  | { kind: "aborted"; started: boolean; tokens?: Tokens };
 
 const CONNECT_ERRORS = new Set([
   "ECONNREFUSED",
   "EHOSTUNREACH",
   "ENETUNREACH",
   "EADDRNOTAVAIL",
-  "UPSTREAM_CONNECT_TIMEOUT",
+  "UND_ERR_CONNECT_TIMEOUT",
   "ETIMEDOUT",
 ]);
-export const isConnectError = (e: unknown): boolean => CONNECT_ERRORS.has((e as { code?: string })?.code ?? "");
-/** The connection ended or was reset (http1-client.ts's code when the pod closed it without an error). */
-const RESET_ERRORS = new Set(["ECONNRESET", "EPIPE", "UPSTREAM_CLOSED"]);
-/** The pod took too long: to send its answer's head, or inside its body (http1-client.ts's codes). */
-export const isTimeoutError = (e: unknown): boolean =>
-  /^UPSTREAM_(HEADERS|BODY)_TIMEOUT$/.test((e as { code?: string })?.code ?? "");
+/** The connection ended or was reset (undici's SocketError when the pod closed it without an error). */
+const RESET_ERRORS = new Set(["ECONNRESET", "EPIPE", "UND_ERR_SOCKET"]);
+const codeOf = (e: unknown): string => (e as { code?: string })?.code ?? "";
 
 export interface ForwardOptions {
   method: string;
@@ -117,23 +130,26 @@ export interface Forwarding {
 }
 
 export class Upstreams {
-  private readonly pools = new Map<string, Http1Pool>();
-  private readonly opts: Http1Options;
+  private readonly pools = new Map<string, Pool>();
+  private readonly opts: Pool.Options;
+  private readonly timeouts: { headersTimeout: number; bodyTimeout: number };
 
   constructor(o: { connectionsPerPod: number; headersTimeoutMs: number; idleTimeoutMs: number }) {
+    this.timeouts = { headersTimeout: o.headersTimeoutMs, bodyTimeout: o.idleTimeoutMs };
     this.opts = {
       connections: o.connectionsPerPod,
-      connectTimeoutMs: 3000,
-      headersTimeoutMs: o.headersTimeoutMs,
-      bodyTimeoutMs: o.idleTimeoutMs,
-      keepAliveMs: 4000,
+      pipelining: 1,
+      // Idle connections are closed before the pod's own 5 s keep-alive timeout can race a request.
+      keepAliveTimeout: 4000,
+      ...this.timeouts,
+      connect: { timeout: 3000 },
     };
   }
 
-  pool(origin: string): Http1Pool {
+  private pool(origin: string): Pool {
     let p = this.pools.get(origin);
     if (!p) {
-      p = new Http1Pool(origin, this.opts);
+      p = new Pool(origin, this.opts);
       this.pools.set(origin, p);
     }
     return p;
@@ -144,40 +160,37 @@ export class Upstreams {
     for (const [origin, p] of this.pools)
       if (!origins.has(origin)) {
         this.pools.delete(origin);
-        p.close(false);
+        void p.close().catch(() => undefined);
       }
   }
 
-  close(): void {
-    for (const p of this.pools.values()) p.close(true);
+  async close(): Promise<void> {
+    const all = [...this.pools.values()];
     this.pools.clear();
+    await Promise.all(all.map((p) => p.destroy().catch(() => undefined)));
   }
 
   /** The status of a GET (0 when there is no answer within the timeout). */
-  status(origin: string, path: string, timeoutMs: number): Promise<number> {
-    return new Promise((resolve) => {
-      let status = 0;
-      try {
-        this.pool(origin).request(
-          { method: "GET", path, headers: [], body: null, timeoutMs },
-          {
-            onHead: (s) => (status = s),
-            onData: () => undefined,
-            onEnd: () => resolve(status),
-            onError: () => resolve(0),
-          },
-        );
-      } catch {
-        resolve(0);
-      }
-    });
+  async status(origin: string, path: string, timeoutMs: number): Promise<number> {
+    try {
+      const r = await this.pool(origin).request({
+        method: "GET",
+        path,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      await r.body.dump();
+      return r.statusCode;
+    } catch {
+      return 0;
+    }
   }
 
-  forward(origin: string, res: OutgoingResponse, o: ForwardOptions): Forwarding {
+  forward(origin: string, res: ServerResponse, o: ForwardOptions): Forwarding {
     const f = new Forward(res, o);
     try {
-      f.exchange = this.pool(origin).request({ path: o.path, method: o.method, headers: o.headers, body: o.body }, f);
-      if (f.abortReason) f.exchange.abort(f.abortReason);
+      this.pool(origin).dispatch({ path: o.path, method: o.method, headers: o.headers, body: o.body }, f);
     } catch (error) {
       f.finish({ kind: "failed", error: error as Error, started: false });
     }
@@ -187,27 +200,30 @@ export class Upstreams {
 }
 
 /**
- * One forwarded exchange: the handler of the pod's answer (writing it into the client's response) and the caller's
- * handle on it. A class, so a request allocates one object rather than a closure per callback.
+ * One forwarded exchange: undici's handler of the pod's answer (writing it into the client's response) and the
+ * caller's handle on it. A class, so a request allocates one object rather than a closure per callback.
  */
-class Forward implements Http1Handler, Forwarding {
-  /** Made when first asked for (after the request went out), or the outcome when it came first. */
+class Forward implements Dispatcher.DispatchHandler, Forwarding {
   private pending: Promise<ProxyOutcome> | undefined;
   private resolve: ((x: ProxyOutcome) => void) | undefined;
   private outcome: ProxyOutcome | undefined;
-  private readonly res: OutgoingResponse;
+  private readonly res: ServerResponse;
   private readonly o: ForwardOptions;
-  exchange: Http1Exchange | undefined;
-  abortReason: Error | undefined;
+  private controller: Dispatcher.DispatchController | undefined;
+  private abortReason: Error | undefined;
   private started: boolean;
   private settled = false;
   private scanner: UsageScanner | undefined;
   private filter: UsageEventFilter | undefined;
   private status = 0;
+  /** Bytes of a sized answer still to come (the last piece goes out with res.end, in the same write). */
+  private left = -1;
   /** A committed stream's failed answer, collected for its error event. */
   private errorBody: string | undefined;
+  /** Made on the first backpressure only. */
+  private onDrain: (() => void) | undefined;
 
-  constructor(res: OutgoingResponse, o: ForwardOptions) {
+  constructor(res: ServerResponse, o: ForwardOptions) {
     this.res = res;
     this.o = o;
     this.started = o.committed !== undefined;
@@ -234,21 +250,22 @@ class Forward implements Http1Handler, Forwarding {
     this.resolve?.(x);
   }
 
-  /** A client that goes away mid-answer: the pod's request is aborted at once (it frees the sequence). */
   private readonly onClientClose = (): void => {
     if (!this.res.writableFinished) this.abort("client closed the connection");
   };
 
-  /** Made on the first backpressure only. */
-  private onDrain: (() => void) | undefined;
-
   abort(reason: string): void {
     if (this.settled || this.abortReason) return;
     this.abortReason = new Error(reason);
-    this.exchange?.abort(this.abortReason);
+    this.controller?.abort(this.abortReason);
   }
 
-  onHead(statusCode: number, headers: IncomingHttpHeaders): void {
+  onRequestStart(c: Dispatcher.DispatchController): void {
+    this.controller = c;
+    if (this.abortReason) c.abort(this.abortReason);
+  }
+
+  onResponseStart(c: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
     const o = this.o;
     this.status = statusCode;
     const type = String(headers["content-type"] ?? "");
@@ -261,32 +278,39 @@ class Forward implements Http1Handler, Forwarding {
     if (o.meter) this.scanner = new UsageScanner(type);
     if (o.dropUsageEvent && type.includes("text/event-stream")) this.filter = new UsageEventFilter();
     if (o.committed) return;
+    try {
+      this.res.writeHead(statusCode, downstreamHeaders(headers, o.requestId));
+    } catch (err) {
+      // A field node refuses to write (a CR or LF in a value): nothing went out, the client gets 502.
+      c.abort(new Error(`the app's answer has an invalid header: ${(err as Error).message}`));
+      return;
+    }
     this.started = true;
-    this.res.writeHead(statusCode, downstreamHeaders(headers, o.requestId));
+    const length = Number(headers["content-length"] ?? -1);
+    if (!this.filter && Number.isSafeInteger(length)) this.left = length;
     // SSE/NDJSON: the head goes out now, not with the first token.
     if (this.filter || type.includes("event-stream") || type.includes("ndjson")) this.res.flushHeaders();
   }
 
-  onData(chunk: Buffer, last: boolean): void {
+  onResponseData(c: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.errorBody !== undefined) {
       if (this.errorBody.length < 65536) this.errorBody += chunk.toString("utf8");
       return;
     }
     this.scanner?.push(chunk);
-    if (last && !this.filter) {
-      // The whole answer: head and body go out in one write, now (res.write would wait for the next tick).
-      this.res.end(chunk);
+    if (this.left >= 0 && (this.left -= chunk.length) <= 0) {
+      this.res.end(chunk); // the whole answer: head and body go out in one write, now
       return;
     }
     const out = this.filter ? this.filter.push(chunk) : chunk;
     if (out.length > 0 && !this.res.write(out)) {
-      this.exchange?.pause();
-      this.onDrain ??= () => this.exchange?.resume();
+      c.pause();
+      this.onDrain ??= () => this.controller?.resume();
       this.res.once("drain", this.onDrain);
     }
   }
 
-  onEnd(): void {
+  onResponseEnd(): void {
     if (this.errorBody !== undefined) {
       this.res.end(streamErrorEvent(this.o.committed ?? "ndjson", this.status, this.errorBody));
       this.finish({ kind: "done", status: this.status });
@@ -299,14 +323,15 @@ class Forward implements Http1Handler, Forwarding {
     this.finish({ kind: "done", status: this.status, ...(tokens ? { tokens } : {}) });
   }
 
-  onError(error: Error): void {
+  onResponseError(_c: Dispatcher.DispatchController, error: Error): void {
     const { started, status } = this;
     const partial = this.scanner?.partial();
     const tokens = partial ? { tokens: partial } : {};
+    const code = codeOf(error);
     if (this.abortReason) this.finish({ kind: "aborted", started, ...tokens });
-    else if (!started && status === 0 && isConnectError(error)) this.finish({ kind: "refused", error });
-    else if (!started && status === 0 && RESET_ERRORS.has((error as { code?: string }).code ?? ""))
-      this.finish({ kind: "reset", error });
-    else this.finish({ kind: "failed", error, started, ...(status ? { status } : {}), ...tokens });
+    else if (!started && status === 0 && CONNECT_ERRORS.has(code)) this.finish({ kind: "refused", error });
+    else if (!started && status === 0 && RESET_ERRORS.has(code)) this.finish({ kind: "reset", error });
+    else if (!started && code === "UND_ERR_HEADERS_TIMEOUT") this.finish({ kind: "timeout", error });
+    else this.finish({ kind: "failed", error, started, ...tokens });
   }
 }

@@ -15,6 +15,9 @@ const ALLOWED: ReadonlyMap<string, ReadonlySet<string>> = new Map([
   ["/v1/chat/completions", new Set(["POST"])],
   ["/v1/completions", new Set(["POST"])],
   ["/v1/embeddings", new Set(["POST"])],
+  ["/v1/responses", new Set(["POST"])],
+  ["/v1/messages", new Set(["POST"])],
+  ["/v1/messages/count_tokens", new Set(["POST"])],
   ["/api/chat", new Set(["POST"])],
   ["/api/generate", new Set(["POST"])],
   ["/api/embed", new Set(["POST"])],
@@ -34,8 +37,14 @@ export type RouteDecision =
   | { kind: "system"; path: "/healthz" | "/readyz" | "/metrics" }
   | { kind: "error"; status: 400 | 403 | 404 | 405; message: string; shape: ErrorShape; allow?: string };
 
-/** The error shape of a path under an app: the OpenAI envelope under /v1, Ollama's {"error"} elsewhere. */
-export const shapeOf = (rest: string): ErrorShape => (rest === "/v1" || rest.startsWith("/v1/") ? "openai" : "ollama");
+const isMessages = (rest: string): boolean => rest === "/v1/messages" || rest.startsWith("/v1/messages/");
+
+/**
+ * The error shape of a path under an app: Anthropic's under /v1/messages, the OpenAI envelope elsewhere under /v1,
+ * Ollama's {"error"} elsewhere.
+ */
+export const shapeOf = (rest: string): ErrorShape =>
+  isMessages(rest) ? "anthropic" : rest === "/v1" || rest.startsWith("/v1/") ? "openai" : "ollama";
 
 const wellEncoded = (s: string): boolean => {
   try {
@@ -47,11 +56,16 @@ const wellEncoded = (s: string): boolean => {
 };
 
 /**
- * The error shape for any request target, before (or without) knowing its org and app: the OpenAI envelope when a
- * `v1` segment is in the path or it is the management API, Ollama's otherwise.
+ * The error shape for any request target, before (or without) knowing its org and app: Anthropic's for a
+ * `/v1/messages` path, the OpenAI envelope when a `v1` segment is in the path or it is the management API, Ollama's
+ * otherwise.
  */
 export const guessShape = (target: string): ErrorShape =>
-  target.startsWith("/_gantry") || /\/v1(?:[/?]|$)/.test(target) ? "openai" : "ollama";
+  /\/v1\/messages(?:[/?]|$)/.test(target)
+    ? "anthropic"
+    : target.startsWith("/_gantry") || /\/v1(?:[/?]|$)/.test(target)
+      ? "openai"
+      : "ollama";
 
 /** The path and query of an absolute-form target (`http://host/path?q`, RFC 9112 §3.2.2); others unchanged. */
 function originForm(target: string): string {

@@ -26,6 +26,10 @@ export const KeySchema = z
     created: z.string().describe("RFC 3339."),
     expires: z.string().optional().describe("RFC 3339; the key never expires when absent."),
     expired: z.literal(true).optional().describe("Present when the expiry has passed: the key no longer works."),
+    lastUsed: z
+      .string()
+      .optional()
+      .describe("When the key last called an app (RFC 3339), within the usage kept; absent when never."),
   })
   .describe("An API key, without its secret.");
 export type KeyInfo = z.infer<typeof KeySchema>;
@@ -35,6 +39,16 @@ export const CreatedKeySchema = KeySchema.extend({
 }).describe("A new key with its secret.");
 
 export const KeyListSchema = z.object({ keys: z.array(KeySchema) }).describe("The org's keys.");
+
+export const ConditionSchema = z
+  .object({
+    type: z.string(),
+    status: z.string().describe("True, False or Unknown."),
+    reason: z.string(),
+    message: z.string(),
+    lastTransitionTime: z.string().optional(),
+  })
+  .describe("A status condition of the app (Ready, ModelCached, Scheduled...).");
 
 export const AppSchema = z
   .object({
@@ -51,10 +65,71 @@ export const AppSchema = z
       .object({ status: z.string(), reason: z.string(), message: z.string() })
       .optional()
       .describe("The app's Ready condition."),
-    replicas: z.int().optional(),
+    replicas: z.int().optional().describe("Replicas the app's Deployment wants now."),
     readyReplicas: z.int().optional(),
+    minReplicas: z.int().optional().describe("spec.scaling.minReplicas (0: scales to zero when idle)."),
+    maxReplicas: z.int().optional().describe("spec.scaling.maxReplicas."),
+    conditions: z.array(ConditionSchema).optional().describe("Every condition, with its message."),
+    deleting: z.literal(true).optional().describe("Present while the app is being deleted."),
+    progress: z
+      .string()
+      .optional()
+      .describe("One app's details only: the model download's last progress line while it pulls."),
   })
   .describe("A ModelApp of the org.");
+
+/** A replica bound as the API and `gantry apps scale` take it. */
+const ReplicaBound = z.int({ error: "must be a whole number" }).min(0).max(1000);
+
+export const ScaleRequestSchema = z
+  .object({
+    minReplicas: ReplicaBound.optional().describe("Replicas kept at all times (0: scale to zero when idle)."),
+    maxReplicas: ReplicaBound.min(1, { error: "must be at least 1 (minReplicas 0 lets the app scale to zero)" })
+      .optional()
+      .describe("Most replicas the autoscaler starts."),
+  })
+  .strict()
+  .refine((b) => b.minReplicas !== undefined || b.maxReplicas !== undefined, {
+    error: "give minReplicas, maxReplicas or both",
+  })
+  .describe("New scaling bounds of an app (as gantry apps scale --min --max).");
+
+export const LogQuerySchema = z
+  .object({
+    tail: z
+      .string()
+      .regex(/^\d{1,5}$/, { error: "must be a number of lines (at most 99999)" })
+      .optional()
+      .describe("Lines from the end of each pod's log (default 100)."),
+    follow: z.enum(["true", "false"]).optional().describe("Keep the answer open and send new lines as they come."),
+    container: z.enum(["server", "prepare"]).optional().describe("server (default) or prepare (the model download)."),
+  })
+  .strict();
+
+export const LogLineSchema = z
+  .object({
+    pod: z.string().optional(),
+    line: z.string().optional(),
+    error: z.string().optional().describe("Why the log stopped (the last line of the answer)."),
+  })
+  .describe("One line of NDJSON: a log line of a pod, or an error that ends the log.");
+
+export const SignInRequestSchema = z
+  .object({ key: z.string().max(200).describe("An admin key of the org, <key_id>:<key_secret>.") })
+  .strict()
+  .describe("A console sign-in.");
+
+export const SessionSchema = z
+  .object({
+    org: z.string(),
+    keyId: z.string().describe("The admin key the session was made from."),
+    keyName: z.string(),
+    csrfToken: z.string().describe("Send as X-CSRF-Token with every POST, PATCH and DELETE made with the session."),
+    created: z.string(),
+    expires: z.string().describe("When the session ends however active it is."),
+    idleTimeoutSeconds: z.number().describe("The session ends after this long without a request."),
+  })
+  .describe("A console session (its cookie is HttpOnly; nothing here is a credential on its own).");
 
 export const AppListSchema = z.object({ apps: z.array(AppSchema) }).describe("The org's apps.");
 

@@ -12,6 +12,13 @@ export const UsageRowSchema = z
     promptTokens: z.int().min(0),
     completionTokens: z.int().min(0),
     durationMs: z.number().min(0).describe("Total time spent answering, in milliseconds."),
+    streamed: z.int().min(0).optional().describe("Of which answered as a stream (SSE or NDJSON)."),
+    firstTokenMs: z
+      .number()
+      .min(0)
+      .optional()
+      .describe("Sum over the streamed answers of the time to their first byte (the first token), in milliseconds."),
+    lastAt: z.iso.datetime().optional().describe("When the last of these requests ended (UTC, RFC 3339)."),
   })
   .describe("Usage of one app by one key in one hour.");
 export type UsageRow = z.infer<typeof UsageRowSchema>;
@@ -24,8 +31,26 @@ export interface RequestUsage {
   promptTokens: number;
   completionTokens: number;
   durationMs: number;
+  /** Time to the first byte of a streamed answer (its first token); undefined when the answer was not a stream. */
+  firstTokenMs?: number | undefined;
   at: number;
 }
+
+/** Whether an answer's content type is a stream of tokens (SSE or NDJSON): its first byte is its first token. */
+export const isStreamType = (type: string | undefined): boolean =>
+  type !== undefined && (type.includes("event-stream") || type.includes("ndjson"));
+
+let lastSecond = { start: -1, iso: "" };
+/** A time to the second as RFC 3339 (the last one reused: one string per second, not per request). */
+function secondOf(t: number): string {
+  const start = Math.floor(t / 1000) * 1000;
+  if (start !== lastSecond.start) lastSecond = { start, iso: new Date(start).toISOString() };
+  return lastSecond.iso;
+}
+
+/** The later of two optional RFC 3339 UTC times (same format: they compare as strings). */
+const later = (a: string | undefined, b: string | undefined) =>
+  a === undefined ? b : b === undefined || a > b ? a : b;
 
 let lastHour = { start: -1, iso: "" };
 /** The hour a time falls in, as its start (RFC 3339); the last one is reused (one per hour, not per request). */
@@ -56,6 +81,8 @@ export class UsageTable {
         promptTokens: u.promptTokens,
         completionTokens: u.completionTokens,
         durationMs: u.durationMs,
+        ...(u.firstTokenMs !== undefined ? { streamed: 1, firstTokenMs: u.firstTokenMs } : {}),
+        lastAt: secondOf(u.at),
       });
       return;
     }
@@ -65,6 +92,11 @@ export class UsageTable {
     have.promptTokens += u.promptTokens;
     have.completionTokens += u.completionTokens;
     have.durationMs += u.durationMs;
+    if (u.firstTokenMs !== undefined) {
+      have.streamed = (have.streamed ?? 0) + 1;
+      have.firstTokenMs = (have.firstTokenMs ?? 0) + u.firstTokenMs;
+    }
+    have.lastAt = later(have.lastAt, secondOf(u.at));
   }
 
   addRow(r: UsageRow): void {
@@ -79,6 +111,10 @@ export class UsageTable {
     have.promptTokens += r.promptTokens;
     have.completionTokens += r.completionTokens;
     have.durationMs += r.durationMs;
+    if (r.streamed !== undefined) have.streamed = (have.streamed ?? 0) + r.streamed;
+    if (r.firstTokenMs !== undefined) have.firstTokenMs = (have.firstTokenMs ?? 0) + r.firstTokenMs;
+    const last = later(have.lastAt, r.lastAt);
+    if (last !== undefined) have.lastAt = last;
   }
 
   get size(): number {
@@ -89,7 +125,11 @@ export class UsageTable {
   list(): UsageRow[] {
     return [...this.rows.values()]
       .sort((a, b) => rowKey(a).localeCompare(rowKey(b)))
-      .map((r) => ({ ...r, durationMs: Math.round(r.durationMs * 1000) / 1000 }));
+      .map((r) => ({
+        ...r,
+        durationMs: Math.round(r.durationMs * 1000) / 1000,
+        ...(r.firstTokenMs !== undefined ? { firstTokenMs: Math.round(r.firstTokenMs * 1000) / 1000 } : {}),
+      }));
   }
 }
 
@@ -112,25 +152,42 @@ export function daysBetween(from: number, to: number): string[] {
   return out;
 }
 
-/** Token counts of a JSON response body or of one event/line of a stream; undefined when it carries none. */
+const count = (v: unknown): number => {
+  const n = Number(v ?? 0);
+  return Number.isFinite(n) ? n : 0;
+};
+
+/** An API's usage object: OpenAI chat's prompt/completion_tokens, or Responses' and Anthropic's input/output_tokens. */
+function usageCounts(u: unknown): { prompt: number; completion: number } | undefined {
+  if (!u || typeof u !== "object") return undefined;
+  const o = u as {
+    prompt_tokens?: unknown;
+    completion_tokens?: unknown;
+    input_tokens?: unknown;
+    output_tokens?: unknown;
+  };
+  return {
+    prompt: count(o.prompt_tokens ?? o.input_tokens),
+    completion: count(o.completion_tokens ?? o.output_tokens),
+  };
+}
+
+/**
+ * Token counts of a JSON response body or of one event/line of a stream; undefined when it carries none: `usage`
+ * (OpenAI, Anthropic), a Responses event's `response.usage`, Ollama's eval counts.
+ */
 export function tokensOf(obj: unknown): { prompt: number; completion: number } | undefined {
   if (!obj || typeof obj !== "object") return undefined;
   const o = obj as {
-    usage?: { prompt_tokens?: unknown; completion_tokens?: unknown };
+    usage?: unknown;
+    response?: { usage?: unknown } | null;
     prompt_eval_count?: unknown;
     eval_count?: unknown;
-    done?: unknown;
   };
-  if (o.usage && typeof o.usage === "object") {
-    const p = Number(o.usage.prompt_tokens ?? 0),
-      c = Number(o.usage.completion_tokens ?? 0);
-    return { prompt: Number.isFinite(p) ? p : 0, completion: Number.isFinite(c) ? c : 0 };
-  }
-  if (o.prompt_eval_count !== undefined || o.eval_count !== undefined) {
-    const p = Number(o.prompt_eval_count ?? 0),
-      c = Number(o.eval_count ?? 0);
-    return { prompt: Number.isFinite(p) ? p : 0, completion: Number.isFinite(c) ? c : 0 };
-  }
+  const usage = usageCounts(o.usage) ?? usageCounts(o.response?.usage);
+  if (usage) return usage;
+  if (o.prompt_eval_count !== undefined || o.eval_count !== undefined)
+    return { prompt: count(o.prompt_eval_count), completion: count(o.eval_count) };
   return undefined;
 }
 
@@ -142,7 +199,10 @@ export class UsageScanner {
   private readonly kind: "json" | "ndjson" | "sse" | "other";
   private buf = "";
   private tooBig = false;
-  /** Token events of a stream passed so far (SSE chunks with content, NDJSON lines before the last). */
+  /**
+   * Token events of a stream passed so far (SSE chunks with content, Responses' `*.delta` events, Anthropic's
+   * content_block_delta, NDJSON lines before the last).
+   */
   private events = 0;
   tokens: { prompt: number; completion: number } | undefined;
 
@@ -181,7 +241,10 @@ export class UsageScanner {
   private line(line: string): void {
     if (
       this.kind === "sse"
-        ? line.startsWith("data:") && line.includes('"finish_reason":null')
+        ? line.startsWith("data:") &&
+          (line.includes('"finish_reason":null') ||
+            line.includes('.delta"') ||
+            line.includes('"type":"content_block_delta"'))
         : line.includes('"done":false')
     )
       this.events++;

@@ -1,6 +1,6 @@
 // createServerApp(deps): the `gantry serve` HTTP application (express), without listen(). The Ollama-native API is a
-// router mounted at /api and the OpenAI-compatible one a router at /v1, each with its own error shape (its own 404, 405
-// and error middleware); / , /health and /metrics sit at the root.
+// router mounted at /api, the OpenAI-compatible one a router at /v1 and Anthropic's Messages API one at /v1/messages,
+// each with its own error shape (its own 404, 405 and error middleware); / , /health and /metrics sit at the root.
 import express, { type Express, type Request, type Response, type Router } from "express";
 import { AppError } from "../common/errors.ts";
 import type { ServerDeps } from "./deps.ts";
@@ -13,10 +13,13 @@ import { chatRoutes } from "./routes/chat.ts";
 import { embedRoutes } from "./routes/embed.ts";
 import { runtimeInfoRoutes, serverInfoRoutes } from "./routes/server-info.ts";
 import { openaiRoutes } from "./openai/routes.ts";
+import { responsesRoutes } from "./openai/responses-routes.ts";
+import { anthropicRoutes } from "./anthropic/routes.ts";
 
 /** POST paths of each API: the same path with another method is a 405, anything else a 404. */
 const NATIVE_POST = ["/generate", "/chat", "/embed", "/embeddings", "/create", "/copy", "/show", "/pull", "/push"];
-const OPENAI_POST = ["/chat/completions", "/completions", "/embeddings"];
+const OPENAI_POST = ["/chat/completions", "/completions", "/embeddings", "/responses"];
+const ANTHROPIC_POST = ["/", "/count_tokens"];
 
 export interface StoreRouters {
   /** Routers that read the raw request body themselves (blob uploads): mounted before JSON parsing. */
@@ -49,8 +52,13 @@ export function createServerApp(deps: ServerDeps, store: StoreRouters = { raw: [
   closeApi(native, "ollama", NATIVE_POST, deps);
 
   const openai = express.Router();
-  openai.use(json, openaiRoutes(deps));
+  openai.use(json, openaiRoutes(deps), responsesRoutes(deps));
   closeApi(openai, "openai", OPENAI_POST, deps);
+
+  // Anthropic's Messages API sits under /v1 too, with Anthropic's error shape.
+  const anthropic = express.Router();
+  anthropic.use(json, anthropicRoutes(deps));
+  closeApi(anthropic, "anthropic", ANTHROPIC_POST, deps);
 
   const app = express();
   app.disable("x-powered-by");
@@ -60,6 +68,7 @@ export function createServerApp(deps: ServerDeps, store: StoreRouters = { raw: [
   app.use(cors(deps.config.origins));
   app.use(announceGenerations(deps.engine));
   app.use("/api", native);
+  app.use("/v1/messages", anthropic);
   app.use("/v1", openai);
   app.use(serverInfoRoutes(deps));
   // Anything else answers in Ollama's shape, the server's native one.

@@ -1,6 +1,7 @@
 // The one place where thrown errors become HTTP responses, in the wire shape of the API the route belongs to.
 import type { ErrorRequestHandler, Request, Response } from "express";
 import {
+  anthropicErrorBody,
   fromBodyParserError,
   isServerFault,
   ollamaErrorBody,
@@ -10,9 +11,10 @@ import {
 } from "../common/errors.ts";
 import type { Logger } from "../common/logger.ts";
 
-export type ErrorShape = "ollama" | "openai";
+export type ErrorShape = "ollama" | "openai" | "anthropic";
 
 export function errorBody(shape: ErrorShape, e: AppError): unknown {
+  if (shape === "anthropic") return anthropicErrorBody(e);
   return shape === "openai" ? openaiErrorBody(e) : ollamaErrorBody(e);
 }
 

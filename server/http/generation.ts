@@ -14,11 +14,13 @@ import type {
   GenerationStats,
   ModelSpec,
   OutputFormat,
-  OutputTokenLogprob,
   PromptInput,
   SamplingOptions,
+  ThinkSetting,
+  ToolsRequest,
 } from "../engine/types.ts";
 import type { Options } from "../api/schemas.ts";
+import type { OutputEvent } from "./answer.ts";
 import type { ServerDeps } from "./deps.ts";
 
 export interface GenerationPlan {
@@ -31,6 +33,10 @@ export interface GenerationPlan {
   logprobs?: { top: number };
   /** Put the exchange's token ids in the final stats (/api/generate's `context`). */
   returnTokens?: boolean;
+  /** Tools the model may call (chat). */
+  tools?: ToolsRequest;
+  /** Thinking on, off or at a level; undefined: the template's default. */
+  think?: ThinkSetting;
 }
 
 /** What a request may need that a model may lack: Ollama's capability names. */
@@ -50,9 +56,8 @@ export async function requireCapability(
     throw new AppError("UNSUPPORTED_FIELD", `${model.name} does not support ${capability}`, { param });
 }
 
-/** Whether a `think` value (Ollama) or `reasoning_effort` (OpenAI) asks for thinking: true or a level. */
-export const wantsThinking = (think: boolean | string | undefined): boolean =>
-  think === true || (typeof think === "string" && ["high", "medium", "low", "max"].includes(think));
+/** Whether a `think` value asks for thinking: true or a level (false and undefined need no thinking). */
+export const wantsThinking = (think: ThinkSetting | undefined): boolean => think !== undefined && think !== false;
 
 /** Request keep_alive → ms | null (forever) | undefined (server default). Bad values are a 400 naming the field. */
 export function keepAliveFrom(value: string | number | undefined): number | null | undefined {
@@ -102,7 +107,15 @@ export const decodeImages = (
 ): Uint8Array[] | undefined => base64Images(images, field, deps.config.images ?? DEFAULT_IMAGE_INPUT);
 
 /** The routes that generate (and decode in the shared batches). */
-const GENERATION_PATHS = new Set(["/api/generate", "/api/chat", "/v1/chat/completions", "/v1/completions"]);
+const GENERATION_PATHS = new Set([
+  "/api/generate",
+  "/api/chat",
+  "/v1/chat/completions",
+  "/v1/completions",
+  "/v1/responses",
+  "/v1/messages",
+  "/v1/messages/count_tokens",
+]);
 
 /**
  * Announces every generation request to the engine as soon as it is received, before its body is parsed (see
@@ -178,9 +191,9 @@ export async function startGeneration(
 }
 
 /**
- * Runs a started generation to its end, calling onText per chunk. Records token metrics. Returns the final stats.
- * If the client disconnects the engine ends the stream with doneReason "abort"; a generation the server stopped (a
- * shutdown whose deadline passed) throws SHUTTING_DOWN, so the client still gets an answer: a 503, or an error line
+ * Runs a started generation to its end, calling onEvent per output event. Records token metrics. Returns the final
+ * stats. If the client disconnects the engine ends the stream with doneReason "abort"; a generation the server stopped
+ * (a shutdown whose deadline passed) throws SHUTTING_DOWN, so the client still gets an answer: a 503, or an error line
  * when the response is streaming.
  */
 export async function drain(
@@ -188,15 +201,16 @@ export async function drain(
   started: StartedGeneration,
   model: string,
   t0: bigint,
-  onText: (text: string, logprobs: OutputTokenLogprob[] | undefined) => void,
+  onEvent: (ev: OutputEvent) => void,
 ): Promise<GenerationStats> {
   let ev: GenerationEvent = started.first;
-  let sawText = false;
+  let sawOutput = false;
   try {
     for (;;) {
       if (ev.type === "done") {
         const s = ev.stats;
-        deps.metrics.promptTokens.inc({ model }, s.promptEvalCount);
+        deps.metrics.promptTokens.inc({ model, cached: "true" }, s.promptCachedCount);
+        deps.metrics.promptTokens.inc({ model, cached: "false" }, s.promptEvalCount - s.promptCachedCount);
         deps.metrics.generatedTokens.inc({ model }, s.evalCount);
         if (s.evalCount > 0 && s.evalDurationNs > 0)
           deps.metrics.tokensPerSecond.observe({ model }, s.evalCount / (s.evalDurationNs / 1e9));
@@ -210,11 +224,11 @@ export async function drain(
           );
         return s;
       }
-      if (!sawText && ev.text.length > 0) {
-        sawText = true;
+      if (!sawOutput && (ev.type !== "text" || ev.text.length > 0)) {
+        sawOutput = true;
         deps.metrics.ttft.observe({ model }, Number(process.hrtime.bigint() - t0) / 1e9);
       }
-      onText(ev.text, ev.logprobs);
+      onEvent(ev);
       const r = await started.rest.next();
       if (r.done) throw new AppError("INTERNAL", "generation ended without final stats");
       ev = r.value;

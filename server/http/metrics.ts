@@ -1,7 +1,7 @@
 // Prometheus metrics of the model server (prom-client, one registry per server instance).
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { collectProcessMetrics } from "../common/process-metrics.ts";
-import type { RequestHandler } from "express";
+import type { Request, RequestHandler } from "express";
 import type { EngineMetricsSink } from "../engine/metrics.ts";
 
 export class ServerMetrics {
@@ -26,8 +26,8 @@ export class ServerMetrics {
   });
   readonly promptTokens = new Counter({
     name: "gantry_prompt_tokens_total",
-    help: "Prompt tokens evaluated",
-    labelNames: ["model"],
+    help: "Prompt tokens of generation requests; cached=true: found in the sequence's KV cache, not evaluated again",
+    labelNames: ["model", "cached"],
     registers: [this.registry],
   });
   readonly generatedTokens = new Counter({
@@ -152,18 +152,24 @@ export class ServerMetrics {
     return (req, res, next) => {
       const end = this.requestDuration.startTimer();
       res.on("finish", () => {
-        const route = req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : "unmatched";
+        const route = routeOf(req);
         this.requests.inc({ route, method: req.method, status: String(res.statusCode) });
         end({ route });
       });
       res.on("close", () => {
         // 499: the client went away before the response finished (logged and counted, never sent).
         if (!res.writableFinished) {
-          const route = req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : "unmatched";
-          this.requests.inc({ route, method: req.method, status: "499" });
+          this.requests.inc({ route: routeOf(req), method: req.method, status: "499" });
         }
       });
       next();
     };
   }
+}
+
+/** The matched route of a request (its router's mount path and the route's; `/v1/messages`, not `/v1/messages/`). */
+function routeOf(req: Request): string {
+  const path = req.route?.path as unknown;
+  if (!path) return "unmatched";
+  return path === "/" && req.baseUrl ? req.baseUrl : `${req.baseUrl}${String(path)}`;
 }

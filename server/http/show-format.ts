@@ -71,7 +71,8 @@ export function showResponse(d: ModelDescription): ShowResponse {
       messages: layers.messages,
       licenses: layers.licenses,
     }),
-    ...(parameters ? { parameters } : {}),
+    // Always there, empty when the model has none (as Ollama: clients read it unconditionally).
+    parameters,
     ...(template !== undefined ? { template } : {}),
     ...(layers.system !== undefined ? { system: layers.system } : {}),
     details: d.details,

@@ -21,12 +21,16 @@ export function startNdjson(res: Response): LineStream {
   };
 }
 
-export function startSse(res: Response): LineStream {
+function sendSseHead(res: Response): void {
   res.status(200);
   res.setHeader("Content-Type", "text/event-stream");
   res.setHeader("Cache-Control", "no-cache");
   res.setHeader("Connection", "keep-alive");
   res.flushHeaders();
+}
+
+export function startSse(res: Response): LineStream {
+  sendSseHead(res);
   return {
     write: (obj) => {
       if (!res.writableEnded) res.write(`data: ${JSON.stringify(obj)}\n\n`);
@@ -36,6 +40,24 @@ export function startSse(res: Response): LineStream {
         res.write("data: [DONE]\n\n");
         res.end();
       }
+    },
+  };
+}
+
+/** Server-Sent Events with names (`event: <name>`), as the Responses and Anthropic Messages APIs stream. */
+export interface NamedEventStream {
+  write(event: string, data: object): void;
+  end(): void;
+}
+
+export function startNamedSse(res: Response): NamedEventStream {
+  sendSseHead(res);
+  return {
+    write: (event, data) => {
+      if (!res.writableEnded) res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    },
+    end: () => {
+      if (!res.writableEnded) res.end();
     },
   };
 }

@@ -27,7 +27,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * The last progress line of a running prepare step (pulling the model: a replica's init container, or the model cache
  * Job's container), if any.
  */
-async function pullProgress(client: AppsClient, app: ModelApp): Promise<string | undefined> {
+export async function pullProgress(client: AppsClient, app: ModelApp): Promise<string | undefined> {
   for (const pod of await client.pods(app, { modelCache: true })) {
     const running = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])].find(
       (c) => c.name === PREPARE_CONTAINER && c.state?.running,

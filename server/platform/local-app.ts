@@ -89,10 +89,10 @@ export function runningAppText(i: RunningAppInfo): string {
   const access =
     i.auth === "public"
       ? "public: no key needed"
-      : `${i.auth}: requests need the key below, as Authorization: Key <key> or Bearer <key>`;
+      : `${i.auth}: requests need the key below, as Authorization: Key <key> or Bearer <key>, or x-api-key: <key>`;
   return [
     `${i.app} is running at ${url} (${access})`,
-    `plain base URLs reach it too: ${i.base}/v1 (OpenAI clients), ${i.base} (Ollama clients, /api)`,
+    `plain base URLs reach it too: ${i.base}/v1 (OpenAI clients), ${i.base} (Ollama clients, /api; Anthropic clients)`,
     "",
     ...(i.key
       ? ["A temporary API key (it works until this server stops):", `  export GANTRY_API_KEY=${i.key}`, ""]

@@ -13,6 +13,12 @@ export const SetupEnvSchema = ServerConfigSchema.pick({
   GANTRY_ENGINE_REBUILD: envFlag()
     .default(false)
     .describe("Retry a patched engine build that failed before (otherwise the prebuilt binary is used at once)"),
+  GANTRY_LLAMA_CPP_SOURCE: z
+    .string()
+    .optional()
+    .describe(
+      "An unpacked llama.cpp source tree to build from instead of node-llama-cpp's git bundle (a GPU bundle's; it names its release in .gantry-source.json)",
+    ),
   // The server's setting: with a GPU backend named, the CPU-only patched build is not built.
   GANTRY_GPU: ServerConfigSchema.shape.GANTRY_GPU,
   CC: z.string().optional().describe("C compiler of the patched engine build (default: cc, gcc or clang on PATH)"),

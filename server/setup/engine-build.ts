@@ -34,22 +34,23 @@ import {
 import { parseEnv, processEnvironment } from "../common/config.ts";
 import { withDirLock } from "../common/dir-lock.ts";
 import { SetupEnvSchema, type SetupEnv } from "./config.ts";
-import {
-  applyPatch,
-  buildTools,
-  bundledRelease,
-  cloneBundledLlamaCpp,
-  cmakeBuild,
-  type Toolchain,
-} from "./llama-source.ts";
+import { applyPatch, buildTools, bundledRelease, cloneBundledLlamaCpp, cmakeBuild } from "./llama-source.ts";
 
 const log = (msg: string): void => {
   process.stderr.write(`gantry-setup: engine: ${msg}\n`);
 };
 
-/** node-llama-cpp's build metadata for a local build (what its compileLlamaCpp writes next to the binary). */
-async function buildMetadata(build: PatchedBuild, packageDir: string): Promise<object> {
-  const release = await bundledRelease(packageDir);
+/**
+ * node-llama-cpp's build metadata for a local build (what its compileLlamaCpp writes next to the binary); `gpu` is the
+ * backend getLlama expects it to load ("cuda" for the CUDA engine, cuda-engine.ts).
+ */
+export async function buildMetadata(
+  build: PatchedBuild,
+  packageDir: string,
+  sourceDir?: string,
+  gpu: false | "cuda" = false,
+): Promise<object> {
+  const release = await bundledRelease(packageDir, sourceDir);
   return {
     buildOptions: {
       customCmakeOptions: build.cmakeOptions,
@@ -57,7 +58,7 @@ async function buildMetadata(build: PatchedBuild, packageDir: string): Promise<o
       platform: nlcPlatform(),
       platformInfo: platformInfo(),
       arch: process.arch,
-      gpu: false,
+      gpu,
       llamaCpp: { repo: release.repo, release: release.release },
     },
   };
@@ -110,6 +111,7 @@ async function prepareSources(
   work: string,
   logFile: string,
   say: (line: string) => void,
+  settings: SetupEnv,
 ): Promise<string> {
   const packageDir = nodeLlamaCppDir();
   const src = path.join(work, "src");
@@ -119,9 +121,10 @@ async function prepareSources(
   for (const item of ["CMakeLists.txt", "addon", "cmake", "package.json"]) {
     fs.cpSync(path.join(packageDir, "llama", item), path.join(src, item), { recursive: true });
   }
-  say("cloning llama.cpp from the package's git bundle");
-  await cloneBundledLlamaCpp(path.join(src, "llama.cpp"), { packageDir, log: logFile });
-  await applyPatch(src, PATCH_FILE, logFile);
+  const sourceDir = settings.GANTRY_LLAMA_CPP_SOURCE;
+  say(sourceDir ? `copying llama.cpp from ${sourceDir}` : "cloning llama.cpp from the package's git bundle");
+  await cloneBundledLlamaCpp(path.join(src, "llama.cpp"), { packageDir, log: logFile, sourceDir });
+  await applyPatch(src, PATCH_FILE, logFile, settings.PATH);
   if (build.strategy === "addon") {
     // llama.cpp's own CMakeLists would build llama.cpp and ggml; the stub defines their targets as the prebuilt
     // libraries.
@@ -152,13 +155,13 @@ async function compile(
   build: PatchedBuild,
   logFile: string,
   say: (line: string) => void,
-  toolchain: Toolchain,
+  settings: SetupEnv,
 ): Promise<void> {
   const packageDir = nodeLlamaCppDir();
   const work = `${build.dir}.work`;
-  const src = await prepareSources(build, work, logFile, say);
+  const src = await prepareSources(build, work, logFile, say, settings);
   const buildTree = path.join(work, "build");
-  const release = await bundledRelease(packageDir);
+  const release = await bundledRelease(packageDir, settings.GANTRY_LLAMA_CPP_SOURCE);
   const req = createRequire(path.join(packageDir, "package.json"));
   const nodeApiHeaders = (req("node-api-headers") as { include_dir: string }).include_dir;
   const nodeAddonApi = path.dirname(req.resolve("node-addon-api/package.json"));
@@ -197,7 +200,7 @@ async function compile(
     build: buildTree,
     targets: ["llama-addon"],
     log: logFile,
-    toolchain,
+    toolchain: settings,
     // The addon's CMakeLists asks node for node-addon-api's path; the copy lives outside node_modules. cmake and the
     // compilers inherit the rest of the environment: child-process env construction.
     env: { ...processEnvironment(), NODE_PATH: path.dirname(packageDir) },
@@ -214,7 +217,7 @@ async function compile(
   if (lacks.length > 0) throw new Error(`the built llama-addon.node lacks ${lacks.join(" and ")}`);
   fs.writeFileSync(
     path.join(releaseDir, "_nlcBuildMetadata.json"),
-    JSON.stringify(await buildMetadata(build, packageDir)),
+    JSON.stringify(await buildMetadata(build, packageDir, settings.GANTRY_LLAMA_CPP_SOURCE)),
   );
   fs.writeFileSync(path.join(out, build.folder, "buildDone.status"), "");
   fs.rmSync(build.dir, { recursive: true, force: true });
@@ -234,7 +237,7 @@ export function addonLacks(addonFile: string, cmakeOptions: Readonly<Record<stri
   return wanted.filter(([name]) => !binary.includes(name)).map(([, what]) => what);
 }
 
-function writeStatus(build: PatchedBuild, status: BuildStatus): void {
+export function writeStatus(build: PatchedBuild, status: BuildStatus): void {
   fs.mkdirSync(build.dir, { recursive: true });
   fs.writeFileSync(path.join(build.dir, "status.json"), JSON.stringify(status, null, 2));
 }

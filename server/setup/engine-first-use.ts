@@ -8,7 +8,10 @@ import { patchedBuild, readBuildStatus, type PatchedBuild } from "../engine/nati
 import type { SetupEnv } from "./config.ts";
 import { ensurePatchedEngine } from "./engine-build.ts";
 
-/** GPU backends use node-llama-cpp's prebuilt binaries: the patched build is CPU-only (as llama-runtime.ts decides). */
+/**
+ * With a GPU backend named setup builds nothing: the runtime uses the patched CUDA engine where the GPU bundle's run.sh
+ * made one (cuda-engine.ts), else node-llama-cpp's prebuilt binary for that backend (llama-runtime.ts decides).
+ */
 const GPU_BACKENDS = new Set(["cuda", "vulkan", "metal"]);
 
 /**

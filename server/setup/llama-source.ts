@@ -1,7 +1,9 @@
 // llama.cpp's source as node-llama-cpp ships it, turned into a source tree outside node_modules without network: the
 // package carries its llama.cpp release as a git bundle (llama/gitRelease.bundle), the patches it applies to it
 // (llama/patches/*.diff) and its addon sources (llama/addon). Used to build the patched addon (engine-build.ts) and
-// llama.cpp's own tools for side-by-side benchmarks (test/bench/llama-cpp/tools.ts).
+// llama.cpp's own tools for side-by-side benchmarks (test/bench/llama-cpp/tools.ts). A GPU bundle (test/gpu/) carries
+// the same tree unpacked instead of the git bundle (GANTRY_LLAMA_CPP_SOURCE: node-llama-cpp's patches applied, what no
+// build needs left out, its release in SOURCE_INFO), so a machine without git builds from it.
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -22,7 +24,15 @@ export function bundlePath(packageDir = nodeLlamaCppDir()): string {
   return path.join(packageDir, "llama", "gitRelease.bundle");
 }
 
-export async function bundledRelease(packageDir = nodeLlamaCppDir()): Promise<BundledRelease> {
+/** The file of an unpacked source tree (GANTRY_LLAMA_CPP_SOURCE) that names its release: a BundledRelease as JSON. */
+export const SOURCE_INFO = ".gantry-source.json";
+
+/**
+ * The llama.cpp release the builds use: an unpacked tree's (`sourceDir`, from GANTRY_LLAMA_CPP_SOURCE) when given, else
+ * the package's git bundle's.
+ */
+export async function bundledRelease(packageDir = nodeLlamaCppDir(), sourceDir?: string): Promise<BundledRelease> {
+  if (sourceDir) return JSON.parse(fs.readFileSync(path.join(sourceDir, SOURCE_INFO), "utf8")) as BundledRelease;
   const info = JSON.parse(fs.readFileSync(path.join(packageDir, "llama", "llama.cpp.info.json"), "utf8")) as {
     tag: string;
     llamaCppGithubRepo: string;
@@ -33,11 +43,18 @@ export async function bundledRelease(packageDir = nodeLlamaCppDir()): Promise<Bu
   return { repo: info.llamaCppGithubRepo, release: info.tag, commit };
 }
 
-/** Clones the bundle into `dest` (which must not exist yet) and applies node-llama-cpp's own llama.cpp patches. */
+/**
+ * Clones the bundle into `dest` (which must not exist yet) and applies node-llama-cpp's own llama.cpp patches; or
+ * copies an unpacked tree (`sourceDir`), which has them applied.
+ */
 export async function cloneBundledLlamaCpp(
   dest: string,
-  opts: { packageDir?: string; log?: string } = {},
+  opts: { packageDir?: string; log?: string; sourceDir?: string | undefined } = {},
 ): Promise<void> {
+  if (opts.sourceDir) {
+    fs.cpSync(opts.sourceDir, dest, { recursive: true });
+    return;
+  }
   const packageDir = opts.packageDir ?? nodeLlamaCppDir();
   await run("git", ["clone", "--quiet", bundlePath(packageDir), dest], { log: opts.log });
   const patchesDir = path.join(packageDir, "llama", "patches");
@@ -50,16 +67,29 @@ export async function cloneBundledLlamaCpp(
   for (const p of patches) await applyPatch(dest, path.join(patchesDir, p), opts.log);
 }
 
-/** Applies a unified diff in `dir` with git apply, unless it is already applied (then it is left alone). */
-export async function applyPatch(dir: string, patchFile: string, log?: string): Promise<void> {
+/**
+ * Applies a unified diff in `dir` with git apply (or GNU patch where `searchPath`, a PATH value, has no git, as on a
+ * bare GPU machine), unless it is already applied (then it is left alone).
+ */
+export async function applyPatch(dir: string, patchFile: string, log?: string, searchPath?: string): Promise<void> {
   // GIT_CEILING_DIRECTORIES keeps git from treating an enclosing repository (a cache inside a checkout) as the target.
   // git inherits the rest of the environment (PATH, HOME, git's own settings): child-process env construction.
   const env = { ...processEnvironment(), GIT_CEILING_DIRECTORIES: path.dirname(path.resolve(dir)) };
-  const applied = await run("git", ["apply", "--reverse", "--check", patchFile], { cwd: dir, env }).then(
+  const withGit = searchPath === undefined || which(searchPath, "git") !== undefined;
+  const [check, apply] = withGit
+    ? [
+        ["git", "apply", "--reverse", "--check", patchFile],
+        ["git", "apply", "--whitespace=nowarn", patchFile],
+      ]
+    : [
+        ["patch", "-p1", "--reverse", "--dry-run", "--force", "--silent", "-i", patchFile],
+        ["patch", "-p1", "--forward", "-i", patchFile],
+      ];
+  const applied = await run(check[0]!, check.slice(1), { cwd: dir, env }).then(
     () => true,
     () => false,
   );
-  if (!applied) await run("git", ["apply", "--whitespace=nowarn", patchFile], { cwd: dir, env, log });
+  if (!applied) await run(apply[0]!, apply.slice(1), { cwd: dir, env, log });
 }
 
 export interface RunOptions {
@@ -125,21 +155,24 @@ export function which(searchPath: string, ...names: string[]): string | undefine
   return undefined;
 }
 
-/** The tools a CMake build of llama.cpp needs, or what is missing. */
+/**
+ * The tools a CMake build of llama.cpp needs, or what is missing. git clones the package's bundle; from an unpacked
+ * tree (GANTRY_LLAMA_CPP_SOURCE) GNU patch does for applying the addon patch.
+ */
 export function buildTools(
-  tc: Toolchain,
+  tc: Toolchain & { GANTRY_LLAMA_CPP_SOURCE?: string | undefined },
 ): { ok: true; cmake: string; generator: string[] } | { ok: false; missing: string[] } {
   const cmake = which(tc.PATH, "cmake");
   const cxx = tc.CXX || which(tc.PATH, "c++", "g++", "clang++");
   const cc = tc.CC || which(tc.PATH, "cc", "gcc", "clang");
-  const git = which(tc.PATH, "git");
+  const git = which(tc.PATH, "git") ?? (tc.GANTRY_LLAMA_CPP_SOURCE ? which(tc.PATH, "patch") : undefined);
   const ninja = which(tc.PATH, "ninja");
   const make = which(tc.PATH, "make");
   const missing = [
     !cmake && "cmake",
     !cxx && "a C++ compiler",
     !cc && "a C compiler",
-    !git && "git",
+    !git && (tc.GANTRY_LLAMA_CPP_SOURCE ? "git or patch" : "git"),
     !ninja && !make && "ninja or make",
   ].filter((m): m is string => !!m);
   if (missing.length > 0 || !cmake) return { ok: false, missing };

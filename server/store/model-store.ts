@@ -141,7 +141,12 @@ export class ModelStore implements ModelResolver {
   /** What a resolved model can do (the `capabilities` of /api/show): from its GGUF header and projector. */
   async capabilities(model: ModelSpec): Promise<string[]> {
     const summary = await this.gguf.get(model.digest, model.modelPath);
-    return modelCapabilities({ isEmbedding: summary.isEmbedding, hasProjector: model.projector !== undefined });
+    return modelCapabilities({
+      isEmbedding: summary.isEmbedding,
+      hasProjector: model.projector !== undefined,
+      goTemplate: model.template,
+      jinjaTemplate: summary.chatTemplate,
+    });
   }
 
   /** Stored models, most recently modified first. */
@@ -219,7 +224,12 @@ export class ModelStore implements ModelResolver {
       details: projector
         ? { ...detailsOf(summary), families: [summary.architecture, projector.architecture] }
         : detailsOf(summary),
-      capabilities: modelCapabilities({ isEmbedding: summary.isEmbedding, hasProjector: !!layers.projector }),
+      capabilities: modelCapabilities({
+        isEmbedding: summary.isEmbedding,
+        hasProjector: !!layers.projector,
+        goTemplate: layers.template,
+        jinjaTemplate: summary.chatTemplate,
+      }),
       ...(projector ? { projector } : {}),
       modifiedAt,
     };

@@ -3,7 +3,7 @@
 // TTFT p50. The ratio is the median of the per-round ratios: pairs measured seconds apart share the machine's drift.
 import { openInProcess } from "./in-process.ts";
 import { runHttpLoad } from "./http-load.ts";
-import { settle } from "./settle.ts";
+import { inTurn, settle } from "./settle.ts";
 import { median } from "./table.ts";
 import { createModel, startTestServer } from "../support/server.ts";
 
@@ -71,13 +71,7 @@ export async function benchServing(
               http.push(b.tokens / b.seconds);
               ttftHttp.push(...b.ttftMs);
             };
-            if (r % 2 === 0) {
-              await runIn();
-              await runHttp();
-            } else {
-              await runHttp();
-              await runIn();
-            }
+            await inTurn(r, runIn, runHttp);
             ratios.push(http.at(-1)! / inProc.at(-1)!);
           }
           const row = {

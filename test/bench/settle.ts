@@ -48,3 +48,10 @@ export async function settle(
     prev = now;
   }
 }
+
+/** One round of a paired measurement: `a` then `b` on even rounds, `b` then `a` on odd ones (neither always first). */
+export async function inTurn(round: number, a: () => Promise<void>, b: () => Promise<void>): Promise<void> {
+  const [first, second] = round % 2 === 0 ? [a, b] : [b, a];
+  await first();
+  await second();
+}

@@ -2,10 +2,10 @@
 // createGatewayServer (server/gateway/http-server.ts) with a handler written only with the subset of node's
 // IncomingMessage/ServerResponse the gateway uses, so that any server offering that subset can be put under the tests.
 import assert from "node:assert/strict";
+import type http from "node:http";
 import type net from "node:net";
 import { parseGatewayConfig } from "../../server/gateway/config.ts";
 import { createGatewayServer } from "../../server/gateway/http-server.ts";
-import type { Http1Server, IncomingRequest, OutgoingResponse } from "../../server/gateway/http1-server.ts";
 import type { Answer } from "./raw-http.ts";
 
 /** The most /flood writes into a client that reads nothing before it concludes there is no backpressure. */
@@ -24,8 +24,8 @@ export const newId = () => String(++lastId);
 
 // ---- The test handler: only the subset of IncomingMessage/ServerResponse the gateway uses ----
 
-type Req = IncomingRequest;
-type Res = OutgoingResponse;
+type Req = http.IncomingMessage;
+type Res = http.ServerResponse;
 
 /** Every request target the handler was given. */
 export const handled: string[] = [];
@@ -167,7 +167,7 @@ export function handle(req: Req, res: Res): void {
 
 // ---- Servers ----
 
-const servers: Http1Server[] = [];
+const servers: http.Server[] = [];
 
 /** Closes every server started, and its connections. */
 export function closeServers(): void {

@@ -1,11 +1,13 @@
 // Test models, generated (or downloaded) once and cached outside the repo in $GANTRY_CACHE/test-models. The writer
 // renames a finished file into place, so concurrent test processes either see a complete model or generate their own
 // copy; within one process, concurrent callers share one generation.
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { ensureDefaultModelFile } from "../../server/setup/default-model.ts";
 import { writeBenchModel, type BenchShapeName } from "./gguf/bench.ts";
+import { FAMILIES, familyTemplate, type FamilyName } from "./gguf/families.ts";
 import { writeTinyModel } from "./gguf/tiny.ts";
 import { writeVisionPair, type VisionPair } from "./gguf/vision.ts";
 
@@ -46,6 +48,23 @@ export function tinyModelPath(
     ctx = opts.contextLength;
   return cached(`tiny-v${GENERATOR_VERSION}-cl${controlLogit}-s${seed}${ctx ? `-ctx${ctx}` : ""}.gguf`, (f) =>
     writeTinyModel(f, { controlLogit, seed, ...(ctx ? { contextLength: ctx } : {}) }),
+  );
+}
+
+/**
+ * The tiny random llama with a model family's real chat template and special tokens (gguf/families.ts): Qwen2.5 and
+ * Hermes' tool calls, Qwen3's thinking, Llama 3.1's JSON calls, Mistral's [TOOL_CALLS]. Its family tokens are as
+ * unlikely as control tokens, so it answers without calls unless a grammar makes it call; `favored` tokens are made
+ * likely instead (a model that writes <tool_call> by itself).
+ */
+export function familyModelPath(family: FamilyName, favored: Record<string, number> = {}): Promise<string> {
+  const variant = createHash("sha256")
+    .update(familyTemplate(FAMILIES[family]))
+    .update(JSON.stringify(favored))
+    .digest("hex")
+    .slice(0, 8);
+  return cached(`tiny-v${GENERATOR_VERSION}-${family}-ctx4096-${variant}.gguf`, (f) =>
+    writeTinyModel(f, { family: FAMILIES[family], controlLogit: -3, contextLength: 4096, favored }),
   );
 }
 

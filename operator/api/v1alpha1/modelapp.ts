@@ -47,6 +47,7 @@ export const ACCESS_MODES = ["ReadWriteOnce", "ReadWriteOncePod", "ReadWriteMany
 
 /** How a spec change replaces running replicas (fal's deploy strategies). */
 export const ROLLOUT_STRATEGIES = ["recreate", "rolling"] as const;
+export const LOAD_BALANCING_STRATEGIES = ["LeastLoad", "PrefixHash"] as const;
 export type RolloutStrategy = (typeof ROLLOUT_STRATEGIES)[number];
 
 const EnvVarSchema = z
@@ -186,6 +187,44 @@ export const ModelAppSpecSchema = z
         ],
       })
       .describe("Autoscaling between minReplicas and maxReplicas from the in-flight requests the gateway reports."),
+    loadBalancing: z
+      .object({
+        strategy: z
+          .enum(LOAD_BALANCING_STRATEGIES)
+          .default("LeastLoad")
+          .describe(
+            "How the gateway picks a replica: LeastLoad (the one with the fewest in-flight requests) or PrefixHash (consistent hashing with bounded loads on the request's prefix, so a conversation's turns reach the replica that holds its KV cache).",
+          ),
+        prefixHash: z
+          .object({
+            meanLoadFactor: z
+              .int()
+              .min(100)
+              .max(10000)
+              .default(125)
+              .describe(
+                "A replica over this percentage of the mean in-flight load passes the request to the next replica on the ring.",
+              ),
+            replication: z
+              .int()
+              .min(1)
+              .max(1000)
+              .default(256)
+              .describe("Points per replica on the hash ring (more spread conversations more evenly)."),
+            prefixCharLength: z
+              .int()
+              .min(1)
+              .max(100000)
+              .default(100)
+              .describe(
+                "Characters hashed of a request's system text, and of its first user message (or a completion's prompt): every turn of a conversation hashes alike.",
+              ),
+          })
+          .default({ meanLoadFactor: 125, replication: 256, prefixCharLength: 100 })
+          .describe("PrefixHash's settings (KubeAI's names and defaults)."),
+      })
+      .default({ strategy: "LeastLoad", prefixHash: { meanLoadFactor: 125, replication: 256, prefixCharLength: 100 } })
+      .describe("How the gateway spreads requests over the app's ready replicas."),
     strategy: z
       .enum(ROLLOUT_STRATEGIES)
       .optional()

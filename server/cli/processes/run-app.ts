@@ -92,7 +92,15 @@ export async function runApp(args: string[], ctx: CliContext): Promise<void> {
 
   // Listening first: a port in use fails at once, not after a download. Requests that arrive before the model is
   // ready are held, as the cluster holds them for an app at zero replicas.
-  const gateway = await startLocalGateway({ org: LOCAL_ORG, app: name, auth, host, port, logger: log.gateway });
+  const gateway = await startLocalGateway({
+    org: LOCAL_ORG,
+    app: name,
+    auth,
+    host,
+    port,
+    logger: log.gateway,
+    loadBalancing: loaded.parsed.loadBalancing,
+  });
   let server: Awaited<ReturnType<typeof startServer>> | undefined;
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {

@@ -48,7 +48,9 @@ export interface AddonContext {
 interface ModelInternals {
   _llama: {
     _bindings: {
-      AddonSampler: new (model: unknown) => AddonSampler;
+      AddonSampler: (new (model: unknown) => AddonSampler) & {
+        acceptGrammarEvaluationStateToken(state: unknown, token: number): void;
+      };
       /** Patched addon with image input (node-llama-cpp-addon.patch, item 6). */
       AddonMtmdContext?: { pauseThreadpool?(context: AddonContext): boolean };
     };
@@ -82,6 +84,16 @@ class AddonNativeSampler implements NativeSampler {
 }
 
 const addonOf = (sampler: NativeSampler): AddonSampler => (sampler as AddonNativeSampler).addon;
+
+/**
+ * Advances a grammar's state over tokens written before it applied (the text after a tool call's marker, written in the
+ * same token as the marker): what the sampler does with each token it samples under the grammar. Throws when the
+ * grammar does not allow them.
+ */
+export function acceptGrammarTokens(model: LlamaModel, state: LlamaGrammarEvaluationState, tokens: number[]): void {
+  const sampler = (model as unknown as ModelInternals)._llama._bindings.AddonSampler;
+  for (const token of tokens) sampler.acceptGrammarEvaluationStateToken(grammarStateOf(state), token);
+}
 
 /** The native port of a node-llama-cpp context (of `model`). */
 export function nativeContextOf(context: LlamaContext, model: LlamaModel): NativeContext {

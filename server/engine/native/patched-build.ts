@@ -104,20 +104,24 @@ export function nlcHash(text: string): string {
 }
 
 /**
- * The folder name node-llama-cpp gives a CPU build with these custom CMake options (getBuildFolderNameForBuildOptions).
+ * The folder name node-llama-cpp gives a build for `gpu` (false: the CPU) with these custom CMake options
+ * (getBuildFolderNameForBuildOptions).
  */
 export function localBuildFolderName(
   cmakeOptions: Readonly<Record<string, string>>,
   platform = nlcPlatform(),
   arch: string = process.arch,
+  gpu: PatchedGpu | false = false,
 ): { folder: string; binVariant: (release: string) => string } {
+  const name = gpu ? `${platform}-${arch}-${gpu}` : `${platform}-${arch}`;
+  const variant = (release: string) => (gpu ? `${gpu}.${release}` : release);
   const pairs = Object.keys(cmakeOptions)
     .filter((k) => k !== "")
     .sort()
     .map((k) => `${encodeURIComponent(k)}=${encodeURIComponent(cmakeOptions[k]!)}`);
-  if (pairs.length === 0) return { folder: `${platform}-${arch}`, binVariant: (release) => release };
+  if (pairs.length === 0) return { folder: name, binVariant: variant };
   const hash = nlcHash(pairs.join(";"));
-  return { folder: `${platform}-${arch}-${hash}`, binVariant: (release) => `${release}.${hash.slice(0, 8)}` };
+  return { folder: `${name}-${hash}`, binVariant: (release) => `${variant(release)}.${hash.slice(0, 8)}` };
 }
 
 /** The installed prebuilt CPU package's libraries an "addon" build links against. */
@@ -180,6 +184,13 @@ export function buildStrategy(
   return "reason" in prebuilt ? { strategy: "source", why: prebuilt.reason } : { strategy: "addon", prebuilt };
 }
 
+/**
+ * The GPU backend a patched build runs on besides the CPU. "cuda": the CPU build ("addon" strategy, whose ggml loads
+ * its backends at run time) with a CUDA backend module, libggml-cuda.so, built from the same llama.cpp source for the
+ * machine's GPU (server/setup/cuda-engine.ts), as node-llama-cpp's own CUDA package is the CPU one plus that module.
+ */
+export type PatchedGpu = "cuda";
+
 export interface PatchedBuild {
   /** Cache key: node-llama-cpp version, platform, and a hash of the patch, options and builder. */
   key: string;
@@ -200,6 +211,8 @@ export interface PatchedBuild {
   /** "source": the CPU target of llama.cpp and ggml ("addon" builds use the prebuilt's run-time CPU dispatch). */
   cpuTarget: EngineCpuTarget;
   nodeLlamaCppVersion: string;
+  /** The GPU backend it loads (false: the CPU only). */
+  gpu: PatchedGpu | false;
 }
 
 export function patchedBuild(opts: {
@@ -210,6 +223,8 @@ export function patchedBuild(opts: {
   packageDir?: string;
   /** Without image input (NLC_MTMD off): the build the A/B benchmark compares the current one with. */
   withoutMtmd?: boolean;
+  /** The CUDA engine: the CPU build's key with "-cuda", the folder getLlama({ gpu: "cuda" }) looks in. */
+  gpu?: PatchedGpu | false;
 }): PatchedBuild {
   const packageDir = opts.packageDir ?? nodeLlamaCppDir();
   const cpuTarget = opts.cpuTarget;
@@ -243,8 +258,10 @@ export function patchedBuild(opts: {
       .slice(0, 12);
     key = `node-llama-cpp-${version}-${platform}-${process.arch}${cpuTarget === "native" ? "" : `-${cpuTarget}`}-${digest}`;
   }
+  const gpu = opts.gpu ?? false;
+  if (gpu) key = `${key}-${gpu}`;
   const dir = path.join(opts.cacheDir, "engine", key);
-  const { folder } = localBuildFolderName(cmakeOptions, platform);
+  const { folder } = localBuildFolderName(cmakeOptions, platform, process.arch, gpu);
   return {
     key,
     dir,
@@ -256,6 +273,7 @@ export function patchedBuild(opts: {
     ...(choice.strategy === "addon" ? { prebuilt: choice.prebuilt } : { sourceReason: choice.why }),
     cpuTarget,
     nodeLlamaCppVersion: version,
+    gpu,
   };
 }
 

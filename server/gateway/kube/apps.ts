@@ -63,10 +63,22 @@ export function appInfoOf(app: ModelApp): AppInfo {
     ...(failed ? { failed } : {}),
     ...(parsed.ok ? { model: parsed.spec.model } : {}),
     ...(servedModel ? { servedModel } : {}),
+    ...(parsed.ok ? { loadBalancing: parsed.spec.loadBalancing } : {}),
     ...(app.status?.url ? { url: app.status.url } : {}),
     ...(ready ? { ready: { status: ready.status, reason: ready.reason, message: ready.message } } : {}),
     ...(app.status?.replicas !== undefined ? { replicas: app.status.replicas } : {}),
     ...(app.status?.readyReplicas !== undefined ? { readyReplicas: app.status.readyReplicas } : {}),
+    ...(parsed.ok
+      ? { minReplicas: parsed.spec.scaling.minReplicas, maxReplicas: parsed.spec.scaling.maxReplicas }
+      : {}),
+    conditions: (app.status?.conditions ?? []).map((c) => ({
+      type: c.type,
+      status: c.status,
+      reason: c.reason,
+      message: c.message,
+      ...(c.lastTransitionTime ? { lastTransitionTime: String(c.lastTransitionTime) } : {}),
+    })),
+    ...((app.metadata as { deletionTimestamp?: unknown }).deletionTimestamp ? { deleting: true } : {}),
   };
 }
 
@@ -81,7 +93,8 @@ export function endpointsOf(slice: V1EndpointSlice): Endpoint[] {
     const host = slice.addressType === "IPv6" ? `[${ip}]` : ip;
     const id = `${host}:${port.port}`;
     const ready = ep.conditions?.ready !== false && ep.conditions?.terminating !== true;
-    out.push({ id, origin: `http://${id}`, ready });
+    const pod = ep.targetRef?.kind === "Pod" ? ep.targetRef.name : undefined;
+    out.push({ id, origin: `http://${id}`, ready, ...(pod ? { pod } : {}) });
   }
   return out;
 }

@@ -2,8 +2,9 @@
 // key's record in memory, indexed by key id; a deleted Secret (a revoked key) is gone from the index as soon as the
 // watch event arrives, which the key verifier's cache respects.
 import { CoreV1Api, type KubeConfig, type V1Secret } from "@kubernetes/client-node";
-import { KubeWatch, resourcePath } from "../../common/kube-watch.ts";
+import type { KubeWatch } from "../../common/kube-watch.ts";
 import type { Logger } from "../../common/logger.ts";
+import { labelledSecrets } from "./secret-watch.ts";
 import { KEY_LABEL, keySecretName, readKeySecret, type KeyRecord, type KeyScope } from "../keys.ts";
 import type { CreatedKey, KeyStore } from "../ports.ts";
 import { createKeySecret, revokeKeySecret } from "./key-admin.ts";
@@ -18,15 +19,10 @@ export class KubeKeys implements KeyStore {
 
   constructor(kc: KubeConfig, o: { namespace?: string; logger: Logger }) {
     this.core = kc.makeApiClient(CoreV1Api);
-    const ns = o.namespace;
-    this.watch = new KubeWatch<V1Secret>(kc, {
+    this.watch = labelledSecrets(kc, {
       name: "api-key secrets",
-      path: resourcePath("/api/v1", "secrets", ns),
-      list: () =>
-        ns
-          ? this.core.listNamespacedSecret({ namespace: ns, labelSelector: KEY_LABEL })
-          : this.core.listSecretForAllNamespaces({ labelSelector: KEY_LABEL }),
-      labelSelector: KEY_LABEL,
+      label: KEY_LABEL,
+      namespace: o.namespace,
       logger: o.logger,
     });
     this.watch.on((secret, event) => {

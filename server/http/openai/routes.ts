@@ -1,32 +1,43 @@
 // OpenAI-compatible API under /v1: a translator onto the same generation core as the native API.
+import { randomBytes } from "node:crypto";
 import { Router, type Response } from "express";
 import { AppError } from "../../common/errors.ts";
 import { parseBody } from "../../common/validate.ts";
-import type { GenerationStats, OutputTokenLogprob } from "../../engine/types.ts";
+import type { GenerationStats } from "../../engine/types.ts";
+import type { Answer, OutputEvent } from "../answer.ts";
 import type { ServerDeps } from "../deps.ts";
 import { requireCapability, wantsThinking, type GenerationPlan } from "../generation.ts";
 import { DEFAULT_IMAGE_INPUT } from "../images.ts";
 import { logprobsRequest, openaiChatLogprobs, openaiCompletionLogprobs } from "../logprobs.ts";
-import { respondGeneration } from "../respond.ts";
+import { respondGeneration, type AnswerAdapter } from "../respond.ts";
 import { clientAbortSignal } from "../streams.ts";
 import { embedInputs, truncateDims } from "../routes/embed.ts";
-import { ChatCompletionRequestSchema, CompletionRequestSchema, EmbeddingsRequestSchema } from "./schemas.ts";
+import {
+  ChatCompletionRequestSchema,
+  CompletionRequestSchema,
+  EmbeddingsRequestSchema,
+  type ChatCompletionRequest,
+} from "./schemas.ts";
 import {
   finishReason,
   formatFromOpenAI,
   newId,
   samplingFromOpenAI,
+  thinkFromOpenAI,
   toChatMessages,
+  toolsFromOpenAI,
   unixNow,
   usage,
 } from "./translate.ts";
 
 interface Shapes {
-  /** A streamed piece; `logprobs` only when they were asked for. */
-  chunk(text: string, first: boolean, logprobs: OutputTokenLogprob[] | undefined): object;
-  lastChunk(stats: GenerationStats): object;
+  /** Serves another API on these answers (/v1/responses, /v1/messages). */
+  adapter?: AnswerAdapter | undefined;
+  /** The streamed object of an output event (undefined: nothing streams for it). */
+  chunk(ev: OutputEvent, first: boolean): object | undefined;
+  lastChunk(stats: GenerationStats, answer: Answer): object;
   usageChunk(stats: GenerationStats): object;
-  full(text: string, stats: GenerationStats, logprobs: OutputTokenLogprob[] | undefined): object;
+  full(answer: Answer, stats: GenerationStats): object;
 }
 
 /** The OpenAI translator: chunks, then the finish chunk and (stream_options.include_usage) the usage chunk. */
@@ -38,66 +49,133 @@ const respond = (
   includeUsage: boolean,
   shapes: Shapes,
 ): Promise<void> =>
-  respondGeneration(deps, res, plan, stream, {
-    api: "openai",
-    piece: shapes.chunk,
-    end: (stats) => [shapes.lastChunk(stats), ...(includeUsage ? [shapes.usageChunk(stats)] : [])],
-    full: shapes.full,
-  });
+  respondGeneration(
+    deps,
+    res,
+    plan,
+    stream,
+    {
+      api: "openai",
+      piece: shapes.chunk,
+      end: (stats, answer) => [shapes.lastChunk(stats, answer), ...(includeUsage ? [shapes.usageChunk(stats)] : [])],
+      full: shapes.full,
+    },
+    shapes.adapter,
+  );
 
-export function openaiRoutes(deps: ServerDeps): Router {
-  const r = Router();
+/** A streamed chat delta of an output event; `id(index)` names each tool call (the same id in every chunk of it). */
+function chatDelta(ev: OutputEvent, id: (index: number) => string): object | undefined {
+  switch (ev.type) {
+    case "text":
+      return { content: ev.text };
+    case "thinking":
+      return { reasoning_content: ev.text };
+    case "tool_call_begin":
+      return {
+        tool_calls: [
+          { index: ev.index, id: id(ev.index), type: "function", function: { name: ev.name, arguments: "" } },
+        ],
+      };
+    case "tool_call_arguments":
+      return { tool_calls: [{ index: ev.index, function: { arguments: ev.text } }] };
+    default:
+      return undefined;
+  }
+}
 
-  r.post("/chat/completions", async (req, res) => {
-    const body = parseBody(ChatCompletionRequestSchema, req.body);
+/**
+ * Serves a parsed chat completion request: the /v1/chat/completions route, and the APIs served on its answers
+ * (`adapter`: /v1/responses, /v1/messages).
+ */
+export function chatCompletions(deps: ServerDeps) {
+  return async (res: Response, body: ChatCompletionRequest, adapter?: AnswerAdapter): Promise<void> => {
     const model = await deps.store.resolve(body.model);
+    const tools = toolsFromOpenAI(body);
+    const think = thinkFromOpenAI(body);
     // Tools the model may not call (tool_choice "none") need no tool support: they are left out of the prompt.
-    if (body.tools?.length && body.tool_choice !== "none") await requireCapability(deps, model, "tools", "tools");
-    if (wantsThinking(body.reasoning_effort)) await requireCapability(deps, model, "thinking", "reasoning_effort");
+    if (tools) await requireCapability(deps, model, "tools", "tools");
+    if (wantsThinking(think))
+      await requireCapability(
+        deps,
+        model,
+        "thinking",
+        body.reasoning_effort !== undefined ? "reasoning_effort" : "reasoning",
+      );
     const plan: GenerationPlan = {
       model,
       input: { kind: "chat", messages: await toChatMessages(body.messages, deps.config.images ?? DEFAULT_IMAGE_INPUT) },
       options: samplingFromOpenAI(body),
       format: formatFromOpenAI(body),
       logprobs: logprobsRequest(body.logprobs, body.top_logprobs),
+      ...(tools ? { tools } : {}),
+      ...(think !== undefined ? { think } : {}),
     };
     const id = newId("chatcmpl"),
       created = unixNow();
     const head = { id, created, model: body.model, system_fingerprint: "fp_gantry" };
+    const callIds: string[] = [];
+    const callId = (index: number) => (callIds[index] ??= `call_${randomBytes(12).toString("hex")}`);
     await respond(deps, res, plan, body.stream ?? false, body.stream_options?.include_usage ?? false, {
-      chunk: (text, first, lps) => ({
+      adapter,
+      chunk: (ev, first) => {
+        const delta = chatDelta(ev, callId);
+        if (!delta) return undefined;
+        return {
+          ...head,
+          object: "chat.completion.chunk",
+          choices: [
+            {
+              index: 0,
+              delta: first ? { role: "assistant", ...delta, refusal: null } : delta,
+              logprobs: ev.type === "text" && ev.logprobs ? openaiChatLogprobs(ev.logprobs) : null,
+              finish_reason: null,
+            },
+          ],
+        };
+      },
+      lastChunk: (s, a) => ({
         ...head,
         object: "chat.completion.chunk",
-        choices: [
-          {
-            index: 0,
-            delta: first ? { role: "assistant", content: text, refusal: null } : { content: text },
-            logprobs: lps ? openaiChatLogprobs(lps) : null,
-            finish_reason: null,
-          },
-        ],
-      }),
-      lastChunk: (s) => ({
-        ...head,
-        object: "chat.completion.chunk",
-        choices: [{ index: 0, delta: {}, finish_reason: finishReason(s.doneReason) }],
+        choices: [{ index: 0, delta: {}, finish_reason: finishReason(s.doneReason, a.toolCalls.length > 0) }],
       }),
       usageChunk: (s) => ({ ...head, object: "chat.completion.chunk", choices: [], usage: usage(s) }),
-      full: (text, s, lps) => ({
+      full: (a, s) => ({
         ...head,
         object: "chat.completion",
         choices: [
           {
             index: 0,
-            message: { role: "assistant", content: text, refusal: null, annotations: [] },
-            logprobs: lps ? openaiChatLogprobs(lps) : null,
-            finish_reason: finishReason(s.doneReason),
+            message: {
+              role: "assistant",
+              content: a.toolCalls.length && !a.content ? null : a.content,
+              ...(a.thinking ? { reasoning_content: a.thinking } : {}),
+              ...(a.toolCalls.length
+                ? {
+                    tool_calls: a.toolCalls.map((c, i) => ({
+                      id: callId(i),
+                      type: "function",
+                      function: { name: c.call.name, arguments: c.argumentsText },
+                    })),
+                  }
+                : {}),
+              refusal: null,
+              annotations: [],
+            },
+            logprobs: a.logprobs ? openaiChatLogprobs(a.logprobs) : null,
+            finish_reason: finishReason(s.doneReason, a.toolCalls.length > 0),
           },
         ],
         usage: usage(s),
       }),
     });
-  });
+  };
+}
+
+export function openaiRoutes(deps: ServerDeps): Router {
+  const r = Router();
+  const chat = chatCompletions(deps);
+
+  r.post("/chat/completions", (req, res) => chat(res, parseBody(ChatCompletionRequestSchema, req.body)));
 
   r.post("/completions", async (req, res) => {
     const body = parseBody(CompletionRequestSchema, req.body);
@@ -117,23 +195,24 @@ export function openaiRoutes(deps: ServerDeps): Router {
     // Where the next streamed piece starts in the completion (the logprobs' text_offset).
     let offset = 0;
     await respond(deps, res, plan, body.stream ?? false, body.stream_options?.include_usage ?? false, {
-      chunk: (text, _first, lps) => {
-        const logprobs = lps ? openaiCompletionLogprobs(lps, offset) : null;
-        offset += text.length;
-        return { ...head, choices: [{ index: 0, text, logprobs, finish_reason: null }] };
+      chunk: (ev) => {
+        if (ev.type !== "text") return undefined;
+        const logprobs = ev.logprobs ? openaiCompletionLogprobs(ev.logprobs, offset) : null;
+        offset += ev.text.length;
+        return { ...head, choices: [{ index: 0, text: ev.text, logprobs, finish_reason: null }] };
       },
       lastChunk: (s) => ({
         ...head,
         choices: [{ index: 0, text: "", logprobs: null, finish_reason: finishReason(s.doneReason) }],
       }),
       usageChunk: (s) => ({ ...head, choices: [], usage: usage(s) }),
-      full: (text, s, lps) => ({
+      full: (a, s) => ({
         ...head,
         choices: [
           {
             index: 0,
-            text,
-            logprobs: lps ? openaiCompletionLogprobs(lps, 0) : null,
+            text: a.content,
+            logprobs: a.logprobs ? openaiCompletionLogprobs(a.logprobs, 0) : null,
             finish_reason: finishReason(s.doneReason),
           },
         ],

@@ -2,6 +2,13 @@
 // when ignoring would change the answer (n > 1, best_of, echo, logit_bias, …). Every object is a wire object
 // (api/wire.ts): a null on any field means the field is absent, as OpenAI's own API treats it.
 import { z } from "zod";
+import {
+  ReasoningEffortSchema,
+  ToolArgumentsSchema,
+  ToolListSchema,
+  ToolNameSchema,
+  type FunctionTool,
+} from "../../api/tools.ts";
 import { JsonSchemaObject, wire } from "../../api/wire.ts";
 
 const TextPart = z.object({ type: z.literal("text"), text: z.string() });
@@ -11,13 +18,25 @@ const ImagePart = z.object({
 });
 export const ContentPartSchema = wire(z.discriminatedUnion("type", [TextPart, ImagePart]));
 
+/** A tool call of an assistant message sent back: the arguments are the JSON text the model wrote. */
+export const OpenAIToolCallSchema = wire(
+  z.object({
+    id: z.string().min(1, "a tool call's id must not be empty"),
+    type: z.literal("function", { error: 'only "function" tool calls are supported' }).default("function"),
+    function: wire(z.object({ name: ToolNameSchema, arguments: ToolArgumentsSchema.default({}) })),
+  }),
+);
+
 export const OpenAIMessageSchema = wire(
   z.object({
     role: z.enum(["system", "developer", "user", "assistant", "tool"]),
     content: z.union([z.string(), z.array(ContentPartSchema)]).optional(),
     name: z.string().optional(),
     tool_call_id: z.string().optional(),
-    tool_calls: z.array(z.unknown()).optional(),
+    tool_calls: z.array(OpenAIToolCallSchema).optional(),
+    /** An assistant message's reasoning, sent back (llama-server's and the common clients' field). */
+    reasoning_content: z.string().optional(),
+    refusal: z.string().optional(),
   }),
 );
 export type OpenAIMessage = z.infer<typeof OpenAIMessageSchema>;
@@ -63,20 +82,68 @@ const common = {
   user: z.string().optional(),
 };
 
-export const ChatCompletionRequestSchema = wire(
-  z.object({
-    ...common,
-    messages: z.array(OpenAIMessageSchema).min(1, "messages must contain at least one message"),
-    max_tokens: maxTokens,
-    max_completion_tokens: maxTokens,
-    response_format: ResponseFormatSchema.optional(),
-    logprobs: z.boolean().optional(),
-    top_logprobs: topLogprobs.optional(),
-    tools: z.array(z.unknown()).optional(),
-    tool_choice: z.unknown().optional(),
-    reasoning_effort: z.string().optional(),
-  }),
+/** Whether the model may call tools ("auto"), must not ("none"), must call one ("required"), or must call this one. */
+export const ToolChoiceSchema = z.union(
+  [
+    z.enum(["auto", "none", "required"]),
+    wire(z.object({ type: z.literal("function"), function: wire(z.object({ name: z.string() })) })),
+  ],
+  { error: 'must be "auto", "none", "required" or {"type": "function", "function": {"name": …}}' },
 );
+export type ToolChoice = z.infer<typeof ToolChoiceSchema>;
+
+export const ChatCompletionRequestSchema = wire(
+  z
+    .object({
+      ...common,
+      messages: z.array(OpenAIMessageSchema).min(1, "messages must contain at least one message"),
+      max_tokens: maxTokens,
+      max_completion_tokens: maxTokens,
+      response_format: ResponseFormatSchema.optional(),
+      logprobs: z.boolean().optional(),
+      top_logprobs: topLogprobs.optional(),
+      tools: ToolListSchema.optional(),
+      tool_choice: ToolChoiceSchema.optional(),
+      parallel_tool_calls: z.boolean().optional(),
+      reasoning_effort: ReasoningEffortSchema.optional(),
+      reasoning: wire(z.object({ effort: ReasoningEffortSchema.optional() }).loose()).optional(),
+      /** Not OpenAI's: llama-server's and vLLM's extension (Anthropic's top_k arrives through it). */
+      top_k: z.number().int().min(0).optional(),
+    })
+    .superRefine((r, ctx) => {
+      const problem = toolChoiceProblem(r.tool_choice, r.tools) ?? toolResultProblem(r.messages);
+      if (problem) ctx.addIssue({ code: "custom", ...problem });
+    }),
+);
+
+type Problem = { path: (string | number)[]; message: string };
+
+/** A named function must be one of the tools; "required" needs tools. */
+function toolChoiceProblem(choice: ToolChoice | undefined, tools: FunctionTool[] | undefined): Problem | null {
+  if (choice === "required" && !tools?.length)
+    return { path: ["tool_choice"], message: '"required" needs at least one tool in tools' };
+  if (typeof choice !== "object") return null;
+  const name = choice.function.name;
+  if (tools?.some((t) => t.function.name === name)) return null;
+  return { path: ["tool_choice"], message: `no tool in tools is named "${name}"` };
+}
+
+/** Each tool message answers a call an earlier assistant message made (its tool_call_id is that call's id). */
+function toolResultProblem(messages: OpenAIMessage[]): Problem | null {
+  const calls = new Set<string>();
+  for (const [i, m] of messages.entries()) {
+    for (const call of m.tool_calls ?? []) calls.add(call.id);
+    if (m.role !== "tool") continue;
+    if (m.tool_call_id === undefined)
+      return { path: ["messages", i, "tool_call_id"], message: "a tool message needs the tool_call_id it answers" };
+    if (!calls.has(m.tool_call_id))
+      return {
+        path: ["messages", i, "tool_call_id"],
+        message: `"${m.tool_call_id}" is the id of no tool call in an earlier assistant message`,
+      };
+  }
+  return null;
+}
 export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequestSchema>;
 
 export const CompletionRequestSchema = wire(

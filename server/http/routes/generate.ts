@@ -18,6 +18,9 @@ import {
 import { logprobsRequest, ollamaLogprobs } from "../logprobs.ts";
 import { respondGeneration } from "../respond.ts";
 import type { Response } from "express";
+import type { AnsweredCall } from "../answer.ts";
+
+const thinkingField = (p: NativeParts): object => (p.thinking ? { thinking: p.thinking } : {});
 
 export function finalMetrics(s: GenerationStats): FinalMetrics {
   return {
@@ -25,6 +28,7 @@ export function finalMetrics(s: GenerationStats): FinalMetrics {
     total_duration: s.totalDurationNs,
     load_duration: s.loadDurationNs,
     prompt_eval_count: s.promptEvalCount,
+    prompt_cached_count: s.promptCachedCount,
     prompt_eval_duration: s.promptEvalDurationNs,
     eval_count: s.evalCount,
     eval_duration: s.evalDurationNs,
@@ -66,20 +70,48 @@ function logprobsField(plan: GenerationPlan, lps: readonly OutputTokenLogprob[] 
   return plan.logprobs && lps?.length ? { logprobs: ollamaLogprobs(lps, plan.logprobs.top) } : {};
 }
 
-/** Streams (NDJSON) or collects a generation; `piece(text)` and `final(text, stats)` build the route's objects. */
+/** What one native response object carries of the answer: content, and thinking and tool calls when there are any. */
+export interface NativeParts {
+  content: string;
+  thinking?: string;
+  toolCalls?: AnsweredCall[];
+}
+
+/**
+ * Streams (NDJSON) or collects a generation; `piece(parts)` and `final(parts, stats)` build the route's objects. A
+ * stream carries thinking and content as they come, and each tool call whole once it is complete (as Ollama streams
+ * them).
+ */
 export async function respondNative(
   deps: ServerDeps,
   res: Response,
   plan: GenerationPlan,
   stream: boolean,
-  piece: (text: string) => object,
-  final: (fullText: string, stats: GenerationStats) => object,
+  piece: (parts: NativeParts) => object,
+  final: (parts: NativeParts, stats: GenerationStats) => object,
 ): Promise<void> {
   await respondGeneration(deps, res, plan, stream, {
     api: "ollama",
-    piece: (text, _first, lps) => ({ ...piece(text), ...logprobsField(plan, lps) }),
-    end: (stats) => [final("", stats)],
-    full: (text, stats, lps) => ({ ...final(text, stats), ...logprobsField(plan, lps) }),
+    piece: (ev) => {
+      if (ev.type === "text") return { ...piece({ content: ev.text }), ...logprobsField(plan, ev.logprobs) };
+      if (ev.type === "thinking") return piece({ content: "", thinking: ev.text });
+      // Only whole calls, as Ollama (a call cut short by num_predict is not one).
+      if (ev.type === "tool_call" && !ev.cut)
+        return piece({ content: "", toolCalls: [{ call: ev.call, argumentsText: ev.argumentsText }] });
+      return undefined;
+    },
+    end: (stats) => [final({ content: "" }, stats)],
+    full: (a, stats) => ({
+      ...final(
+        {
+          content: a.content,
+          ...(a.thinking ? { thinking: a.thinking } : {}),
+          ...(a.toolCalls.some((c) => !c.cut) ? { toolCalls: a.toolCalls.filter((c) => !c.cut) } : {}),
+        },
+        stats,
+      ),
+      ...logprobsField(plan, a.logprobs),
+    }),
   });
 }
 
@@ -109,6 +141,7 @@ export function generateRoutes(deps: ServerDeps): Router {
       logprobs: logprobsRequest(body.logprobs, body.top_logprobs),
       // Ollama returns the exchange's tokens (`context`) unless the prompt was raw.
       ...(body.raw ? {} : { returnTokens: true }),
+      ...(body.think !== undefined ? { think: body.think } : {}),
     };
     const head = () => ({ model: body.model, created_at: nowIso() });
     if (!body.prompt && !body.images?.length) {
@@ -120,10 +153,11 @@ export function generateRoutes(deps: ServerDeps): Router {
       res,
       plan,
       body.stream ?? true,
-      (text) => ({ ...head(), response: text, done: false }),
-      (text, stats) => ({
+      (p) => ({ ...head(), response: p.content, ...thinkingField(p), done: false }),
+      (p, stats) => ({
         ...head(),
-        response: text,
+        response: p.content,
+        ...thinkingField(p),
         done: true,
         ...finalMetrics(stats),
         ...(stats.tokens ? { context: stats.tokens } : {}),

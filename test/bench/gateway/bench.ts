@@ -69,10 +69,10 @@ async function startHelper(script: string, args: string[]): Promise<{ line: stri
   return { line, stop: () => proc.kill("SIGTERM") };
 }
 
-/** Which parts to run: GANTRY_BENCH_GATEWAY=proxy,stream,cpu,cold,usage (default: all). */
+/** Which parts to run: GANTRY_BENCH_GATEWAY=proxy,stream,cpu,idle,log,cold,usage (default: all). */
 export function gatewayParts(): Set<string> {
   const v = process.env.GANTRY_BENCH_GATEWAY;
-  return new Set(v ? v.split(",").map((x) => x.trim()) : ["proxy", "stream", "cpu", "cold", "usage"]);
+  return new Set(v ? v.split(",").map((x) => x.trim()) : ["proxy", "stream", "cpu", "idle", "log", "cold", "usage"]);
 }
 
 export async function benchGateway(

@@ -149,28 +149,38 @@ function profileTop(file: string, top = 25): { functions: Array<[string, number]
   return { functions: topOf(fns), files: topOf(files) };
 }
 
+/** The stand-in upstream and in front of it the gateway, the minimal Node proxy and nginx (when it can be had). */
+export async function proxiesOnStandIn(nodeArgs: { gateway?: string[]; minimal?: string[] } = {}) {
+  const ports = { up: await freePort(), gw: await freePort(), min: await freePort(), ng: await freePort() };
+  const upstream = await helper("stand-in.ts", [String(ports.up)]);
+  const origin = `http://127.0.0.1:${ports.up}`;
+  const gw = await helper("gateway-process.ts", [String(ports.gw), origin], nodeArgs.gateway ?? []);
+  const key = gw.line;
+  const minimal = await helper("minimal-proxy.ts", [String(ports.min), origin, key], nodeArgs.minimal ?? []);
+  const bin = nginxBinary();
+  const nginx = bin ? await startNginx(bin, ports.ng, ports.up, key) : undefined;
+  const stop = async () => {
+    await gw.stop();
+    await minimal.stop();
+    await nginx?.stop();
+    await upstream.stop();
+  };
+  return { ports, upstream, gw, minimal, nginx, key, stop };
+}
+
 export async function benchGatewayCpu(n = 20_000, rounds = 3): Promise<void> {
   const profDir = process.env.GANTRY_BENCH_CPU_PROF;
-  const upPort = await freePort(),
-    gwPort = await freePort(),
-    minPort = await freePort(),
-    ngPort = await freePort();
-  const upstream = await helper("stand-in.ts", [String(upPort)]);
-  const origin = `http://127.0.0.1:${upPort}`;
-  const gw = await helper(
-    "gateway-process.ts",
-    [String(gwPort), origin],
-    profDir ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : [],
+  const p = await proxiesOnStandIn(
+    profDir
+      ? {
+          gateway: ["--cpu-prof", `--cpu-prof-dir=${profDir}`],
+          minimal: ["--cpu-prof", `--cpu-prof-dir=${path.join(profDir, "minimal")}`],
+        }
+      : {},
   );
-  const key = gw.line,
-    auth = `Key ${key}`;
-  const minimal = await helper(
-    "minimal-proxy.ts",
-    [String(minPort), origin, key],
-    profDir ? ["--cpu-prof", `--cpu-prof-dir=${path.join(profDir, "minimal")}`] : [],
-  );
-  const bin = nginxBinary();
-  const nginx = bin ? await startNginx(bin, ngPort, upPort, key) : undefined;
+  const { upstream, gw, minimal, nginx } = p;
+  const { up: upPort, gw: gwPort, min: minPort, ng: ngPort } = p.ports;
+  const auth = `Key ${p.key}`;
   const rows: Array<Array<string | number>> = [];
   try {
     const only = process.env.GANTRY_BENCH_CPU_TARGETS?.split(",");
@@ -200,10 +210,7 @@ export async function benchGatewayCpu(n = 20_000, rounds = 3): Promise<void> {
       rows.push([t.name, direct ? 0 : median(x.one), direct ? 0 : median(x.many), median(x.up)]);
     }
   } finally {
-    await gw.stop();
-    await minimal.stop();
-    await nginx?.stop();
-    await upstream.stop();
+    await p.stop();
   }
   printTable(
     `Gateway: CPU time per request of the proxy process (µs; process.cpuUsage, nginx from /proc), small GETs with Authorization: Key to a stand-in upstream, ${n / 4} requests at 1 connection and ${n} at 32, medians of ${rounds} interleaved rounds; little skewed by other load`,

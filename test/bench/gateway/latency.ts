@@ -4,7 +4,7 @@
 // timings). Each round sends one request to every target in rotating order, so drift in machine load hits all alike;
 // the added latency of a target is the median of its per-round differences to the direct request.
 //   node test/bench/gateway/latency.ts [rounds]
-//   GANTRY_BENCH_LATENCY_TARGETS=gateway,dispatch (of gateway, http1, dispatch, request, agent): only those proxies.
+//   GANTRY_BENCH_LATENCY_TARGETS=gateway,dispatch (of gateway, dispatch, request, agent): only those proxies.
 import net from "node:net";
 import { freePort } from "../../support/server.ts";
 import { median, printTable } from "../table.ts";
@@ -59,13 +59,13 @@ export async function benchGatewayLatency(rounds = 5000): Promise<void> {
     helpers.push(gw);
     const key = gw.line;
     if (!only || only.includes("gateway")) targets.push({ name: "gantry gateway", port: gwPort, path: PATH });
-    for (const c of ["http1", "dispatch", "request", "agent"]) {
+    for (const c of ["dispatch", "request", "agent"]) {
       if (only && !only.includes(c)) continue;
       const p = await freePort();
       helpers.push(await helper("minimal-proxy.ts", [String(p), origin, key, c]));
       targets.push({
         name:
-          { http1: "minimal proxy, gateway's http1 client", agent: "minimal proxy, node:http Agent" }[c] ??
+          { dispatch: "minimal proxy, undici dispatch (as the gateway)", agent: "minimal proxy, node:http Agent" }[c] ??
           `minimal proxy, undici ${c}`,
         port: p,
         path: PATH,

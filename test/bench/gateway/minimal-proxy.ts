@@ -1,27 +1,18 @@
 // The floor of a Node proxy on this machine, for comparison with the gateway: node:http in front of the same upstream
-// through the gateway's own HTTP/1.1 client (server/gateway/http1-client.ts, one keep-alive pool), the prefix
-// stripped, the Authorization header compared with the key (a static string compare, as the nginx row does) and
-// nothing else: no routing table, no key store, no metrics, no logs, no usage. The optional client argument picks how
-// the upstream is called, to compare clients in latency.ts: `http1` (the default, the gateway's client), `dispatch`
-// (undici Pool.dispatch with a handler), `request` (undici Pool.request, a promise and a body stream), `agent`
-// (node:http with a keep-alive Agent).
-//   node minimal-proxy.ts <port> <upstream origin> <key> [http1|dispatch|request|agent]   prints "ready" once listening
+// through undici (one keep-alive Pool, as the gateway), the prefix stripped, the Authorization header compared with
+// the key (a static string compare, as the nginx row does) and nothing else: no routing table, no key store, no
+// metrics, no logs, no usage. The optional client argument picks how the upstream is called, to compare clients in
+// latency.ts: `dispatch` (the default, undici Pool.dispatch with a handler, as the gateway), `request` (undici
+// Pool.request, a promise and a body stream), `agent` (node:http with a keep-alive Agent).
+//   node minimal-proxy.ts <port> <upstream origin> <key> [dispatch|request|agent]   prints "ready" once listening
 import http from "node:http";
 import { Pool, type Dispatcher } from "undici";
-import { Http1Pool } from "../../../server/gateway/http1-client.ts";
 import { reportCpuOnRequest } from "./cpu-report.ts";
 
-const [port, upstream, key, client = "http1"] = process.argv.slice(2) as [string, string, string, string?];
+const [port, upstream, key, client = "dispatch"] = process.argv.slice(2) as [string, string, string, string?];
 const pool = new Pool(upstream, { connections: 64, pipelining: 1, keepAliveTimeout: 4000 });
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64, keepAliveMsecs: 4000 });
 const up = new URL(upstream);
-const http1 = new Http1Pool(upstream, {
-  connections: 64,
-  connectTimeoutMs: 3000,
-  headersTimeoutMs: 60_000,
-  bodyTimeoutMs: 60_000,
-  keepAliveMs: 4000,
-});
 const want = `Key ${key}`;
 const PREFIX = "/acme/chat";
 
@@ -83,29 +74,7 @@ function viaAgent(req: http.IncomingMessage, res: http.ServerResponse, path: str
   r.end();
 }
 
-function viaHttp1(req: http.IncomingMessage, res: http.ServerResponse, path: string, headers: string[]): void {
-  http1.request(
-    { path, method: req.method!, headers, body: null },
-    {
-      onHead(status, h) {
-        res.writeHead(status, h); // the client took out the hop-by-hop fields
-      },
-      onData(chunk, last) {
-        if (last) res.end(chunk);
-        else res.write(chunk);
-      },
-      onEnd() {
-        if (!res.writableEnded) res.end();
-      },
-      onError() {
-        if (!res.headersSent) res.writeHead(502);
-        res.end();
-      },
-    },
-  );
-}
-
-const forward = { agent: viaAgent, request: viaRequest, dispatch: viaDispatch }[client] ?? viaHttp1;
+const forward = { agent: viaAgent, request: viaRequest }[client] ?? viaDispatch;
 
 const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
   if (req.headers.authorization !== want) {

@@ -8,7 +8,9 @@
 import { median, minMedMax, pairedRatio, spread } from "../table.ts";
 import { interleave, warm, type Results, type RunResult, type Scenario } from "./interleave.ts";
 import type { EngineTuning } from "../../../server/engine/tuning.ts";
+import { gpuMemoryByPid } from "./gpu-memory.ts";
 import { llamaBench } from "./llama-bench.ts";
+import { toolsVariant, type GpuRun } from "./options.ts";
 import { startGantry, startLlamaServer, type BenchTarget, type LlamaSlots, type ServeShape } from "./targets.ts";
 import { llamaTools } from "./tools.ts";
 
@@ -22,6 +24,10 @@ export interface CompareOptions {
   shape: ServeShape;
   /** How llama-server assigns slots to concurrent requests (GANTRY_BENCH_LLAMA_SLOTS; default its own LRU choice). */
   llamaSlots?: LlamaSlots;
+  /** Both servers on a GPU (options.ts); default the CPU. */
+  gpu?: GpuRun;
+  /** The runs (default MAIN: the CPU table's). */
+  scenarios?: Scenario[];
 }
 
 export interface Table {
@@ -64,26 +70,54 @@ async function engineOf(url: string): Promise<string> {
     : "";
 }
 
+/** Where each server's model is: Gantry's /api/ps split, and each process's GPU memory as nvidia-smi reports it. */
+async function placement(targets: BenchTarget[]): Promise<string> {
+  const ps = (await (await fetch(`${targets[0]!.url}/api/ps`)).json()) as {
+    models: Array<{ size: number; size_vram: number }>;
+  };
+  const m = ps.models[0];
+  const vram = await gpuMemoryByPid();
+  const mib = (t: BenchTarget) => (t.pid !== undefined && vram.has(t.pid) ? `${vram.get(t.pid)} MiB` : "-");
+  return `gantry /api/ps size_vram ${m ? `${m.size_vram} of ${m.size} bytes` : "-"}; GPU memory (nvidia-smi, per process): ${targets.map((t) => `${t.label} ${mib(t)}`).join(", ")}`;
+}
+
 async function stopAll(targets: BenchTarget[]): Promise<void> {
   await Promise.all(targets.map((t) => t.stop().catch(() => undefined)));
 }
 
+/** The single-stream run whose server timings give generation speed: the longest of one stream. */
+const generationScenario = (scenarios: Scenario[]): Scenario | undefined =>
+  scenarios
+    .filter((s) => s.concurrency === 1 && !s.longPrompt && !s.lengths)
+    .sort((a, b) => b.nPredict - a.nPredict)[0];
+
 export async function benchLlamaServer(models: BenchModel[], o: CompareOptions): Promise<Table[]> {
-  const tools = await llamaTools();
+  const tools = await llamaTools(undefined, toolsVariant(o.gpu));
+  const scenarios = o.scenarios ?? MAIN;
+  const gen = generationScenario(scenarios);
+  // llama-bench's generation run no longer than the scenarios' (a short CPU check need not generate 128 per round).
+  const refGen = Math.min(128, Math.max(...scenarios.map((x) => x.nPredict)));
   const main: string[][] = [],
     ref: string[][] = [];
   const engines: string[] = [];
   for (const m of models) {
     const targets: BenchTarget[] = [];
     try {
-      targets.push(await startGantry(GANTRY, m.path, o.shape));
-      targets.push(await startLlamaServer(LLAMA, tools.server, m.path, o.shape, o.llamaSlots));
+      targets.push(await startGantry(GANTRY, m.path, o.shape, o.gpu?.gantryEnv));
+      targets.push(await startLlamaServer(LLAMA, tools.server, m.path, o.shape, o.llamaSlots, o.gpu?.llamaArgs ?? []));
       engines.push(`${m.label}: gantry engine = ${await engineOf(targets[0]!.url)}`);
       await warm(targets);
+      if (o.gpu) engines.push(`${m.label}: ${await placement(targets)}`);
       const pp: number[] = [],
         tg: number[] = [];
-      const res = await interleave(targets, MAIN, o.rounds, m.label, async () => {
-        const b = await llamaBench(tools.bench, m.path, { threads: o.shape.threads, prompt: 512, gen: 128, reps: 2 });
+      const res = await interleave(targets, scenarios, o.rounds, m.label, async () => {
+        const b = await llamaBench(tools.bench, m.path, {
+          threads: o.shape.threads,
+          prompt: 512,
+          gen: refGen,
+          reps: 2,
+          extraArgs: o.gpu?.llamaArgs ?? [],
+        });
         pp.push(b.ppTps);
         tg.push(b.tgTps);
       });
@@ -106,18 +140,18 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
       const promptTokens = Math.round(minMedMax(runs(res, GANTRY, "prompt").map((r) => r.promptTokens)).med);
       const gPrompt = runs(res, GANTRY, "prompt").map((r) => r.promptTps),
         lPrompt = runs(res, LLAMA, "prompt").map((r) => r.promptTps);
-      const gGen = runs(res, GANTRY, "c1 n256").map((r) => r.genTps),
-        lGen = runs(res, LLAMA, "c1 n256").map((r) => r.genTps);
+      const gGen = gen ? runs(res, GANTRY, gen.key).map((r) => r.genTps) : [],
+        lGen = gen ? runs(res, LLAMA, gen.key).map((r) => r.genTps) : [];
       row(`prompt tok/s, 1 stream, ${promptTokens}-token prompt (server timings)`, gPrompt, lPrompt);
-      row("generation tok/s, 1 stream, 256 tokens (server timings)", gGen, lGen);
-      for (const s of MAIN.filter((x) => !x.longPrompt)) {
+      if (gen) row(`generation tok/s, 1 stream, ${gen.nPredict} tokens (server timings)`, gGen, lGen);
+      for (const s of scenarios.filter((x) => !x.longPrompt)) {
         row(
           `aggregate generated tok/s, ${shapeOf(s)} tokens${s.repeat ? ` (${s.repeat} in a row per run)` : ""}`,
           runs(res, GANTRY, s.key).map((r) => r.aggregateTps),
           runs(res, LLAMA, s.key).map((r) => r.aggregateTps),
         );
       }
-      for (const s of MAIN.filter((x) => x.concurrency > 1)) {
+      for (const s of scenarios.filter((x) => x.concurrency > 1)) {
         const g = runs(res, GANTRY, s.key),
           l = runs(res, LLAMA, s.key);
         row(
@@ -127,7 +161,7 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
           { g: g.map((r) => median(r.ttftMs)), l: l.map((r) => median(r.ttftMs)), lowerIsBetter: true },
         );
       }
-      for (const s of MAIN.filter((x) => x.concurrency > 1)) {
+      for (const s of scenarios.filter((x) => x.concurrency > 1)) {
         const g = runs(res, GANTRY, s.key).map((r) => r.stepsPerPosition),
           l = runs(res, LLAMA, s.key).map((r) => r.stepsPerPosition);
         row(`decode steps per token position, ${shapeOf(s)} (ideal 1.0)`, g, l, { g, l, lowerIsBetter: true });
@@ -141,7 +175,7 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
         `pp512 ${spread(pp)}`,
         `${spread(gPrompt)}`,
         ratio(gPrompt, pp),
-        `tg128 ${spread(tg)}`,
+        `tg${refGen} ${spread(tg)}`,
         spread(gGen),
         ratio(gGen, tg),
       ]);
@@ -151,7 +185,8 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
   }
   const slots =
     o.llamaSlots === "pinned" ? "llama-server slots pinned (request i → slot i)" : "llama-server picks its slots (LRU)";
-  const shape = `${o.shape.threads} threads, ${o.shape.parallel} parallel sequences × ${o.shape.contextPerSequence} context, ${slots}`;
+  const where = o.gpu ? `on the GPU (${tools.variant} build; llama-server ${o.gpu.llamaArgs.join(" ")})` : "on the CPU";
+  const shape = `${where}, ${o.shape.threads} threads, ${o.shape.parallel} parallel sequences × ${o.shape.contextPerSequence} context, ${slots}`;
   return [
     {
       title: `Gantry vs llama-server ${tools.release} (${tools.commit.slice(0, 12)}, the llama.cpp node-llama-cpp ships): ${shape}; min / median / max of ${o.rounds} interleaved rounds; ratio of the medians, and the median of each round's own ratio with the rounds in which Gantry did at least as well (TTFT: as low)\n${engines.join("\n")}`,

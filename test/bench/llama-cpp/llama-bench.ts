@@ -10,7 +10,7 @@ export interface LlamaBenchResult {
 export async function llamaBench(
   binary: string,
   modelPath: string,
-  o: { threads: number; prompt: number; gen: number; reps: number },
+  o: { threads: number; prompt: number; gen: number; reps: number; extraArgs?: string[] },
 ): Promise<LlamaBenchResult> {
   const out = await run(
     binary,
@@ -27,6 +27,7 @@ export async function llamaBench(
       String(o.reps),
       "-o",
       "json",
+      ...(o.extraArgs ?? []),
     ],
     { capture: true },
   );

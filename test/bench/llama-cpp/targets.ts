@@ -19,6 +19,8 @@ export interface Completion {
 export interface BenchTarget {
   label: string;
   url: string;
+  /** The server process (for its GPU memory, nvidia-smi's per-process figure). */
+  pid: number | undefined;
   /** `stream`: the request's index among the run's concurrent requests (0 …). */
   complete(prompt: string, nPredict: number, seed: number, stream: number): Promise<Completion>;
   /**
@@ -86,6 +88,7 @@ export async function startGantry(
   return {
     label,
     url: srv.url,
+    pid: srv.proc.pid,
     async complete(prompt, nPredict, seed) {
       const start = performance.now();
       let ttftMs = Number.NaN,
@@ -152,6 +155,8 @@ export async function startLlamaServer(
   modelPath: string,
   shape: ServeShape,
   slots: LlamaSlots = "lru",
+  /** More arguments (on a GPU: -ngl 999, every layer offloaded, as Gantry's own fit does). */
+  extraArgs: string[] = [],
 ): Promise<BenchTarget> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
@@ -174,6 +179,7 @@ export async function startLlamaServer(
       "-c",
       String(shape.parallel * shape.contextPerSequence),
       "--metrics",
+      ...extraArgs,
     ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
@@ -201,6 +207,7 @@ export async function startLlamaServer(
   return {
     label,
     url,
+    pid: proc.pid,
     async complete(prompt, nPredict, seed, stream) {
       const start = performance.now();
       let ttftMs = Number.NaN,

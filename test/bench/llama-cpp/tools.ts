@@ -1,8 +1,12 @@
 // llama.cpp's own tools (llama-server, llama-bench, llama-mtmd-cli), built from the very llama.cpp release
-// node-llama-cpp ships (its git bundle, with the patches node-llama-cpp applies), CPU, Release, static, with
-// llama.cpp's default options (GGML_NATIVE, OpenMP). Only the tools asked for are built, into a build tree kept in
-// $GANTRY_CACHE/llama.cpp/<release>-<commit>-<platform>.work (outside the repo), so a tool asked for later compiles
-// only what it adds; the binaries are copied into <dir>/bin. Later calls return at once. Prints the cold build cost.
+// node-llama-cpp ships (its git bundle, with the patches node-llama-cpp applies, or a GPU bundle's unpacked copy:
+// GANTRY_LLAMA_CPP_SOURCE), Release, with no network features. Two variants: "cpu" (default): static, with llama.cpp's
+// default options (GGML_NATIVE, OpenMP); "cuda": shared libraries with backends loaded at run time (GGML_BACKEND_DL),
+// the CUDA backend for the given GPU architectures only, whose libggml-cuda.so is also the patched CUDA engine's
+// (server/setup/cuda-engine.ts), so Gantry and llama-server run the same GPU kernels. Only the tools asked for are
+// built, into a build tree kept in $GANTRY_CACHE/llama.cpp/<release>-<commit>-<platform>[-cuda-<archs>].work (outside
+// the repo), so a tool asked for later compiles only what it adds; the binaries (and the variant's shared libraries)
+// are copied into <dir>/bin. Later calls return at once. Prints the cold build cost.
 import fs from "node:fs";
 import path from "node:path";
 import { withDirLock } from "../../../server/common/dir-lock.ts";
@@ -22,6 +26,58 @@ export interface LlamaTools {
   release: string;
   commit: string;
   dir: string;
+  /** "cuda": the CUDA backend module the tools load (and the patched CUDA engine takes). */
+  cudaModule?: string;
+  variant: string;
+}
+
+/** How the tools are built: options beyond the common ones, the extra targets, and the cache folder's suffix. */
+export interface LlamaToolsVariant {
+  name: string;
+  suffix: string;
+  options: Record<string, string>;
+  /** Targets built with every tool (backend modules, which no tool links). */
+  extraTargets: string[];
+  /** Copy the shared libraries and backend modules of build/bin next to the tools. */
+  shared: boolean;
+}
+
+export const CPU_TOOLS: LlamaToolsVariant = {
+  name: "cpu",
+  suffix: "",
+  options: { BUILD_SHARED_LIBS: "OFF", GGML_NATIVE: "ON" },
+  extraTargets: [],
+  shared: false,
+};
+
+/**
+ * The CUDA variant for `architectures` (CMAKE_CUDA_ARCHITECTURES, e.g. "90" for an H100/H200): only those, so the
+ * build takes minutes, not an hour. NCCL (multi-GPU) is off; nvcc is CUDACXX or on PATH.
+ */
+export function cudaTools(architectures: string): LlamaToolsVariant {
+  if (!/^[0-9]+[af]?(-real|-virtual)?(;[0-9]+[af]?(-real|-virtual)?)*$/.test(architectures))
+    throw new Error(`not a list of CUDA architectures: ${JSON.stringify(architectures)}`);
+  return {
+    name: `cuda ${architectures}`,
+    suffix: `-cuda-${architectures.replaceAll(";", "_")}`,
+    options: {
+      BUILD_SHARED_LIBS: "ON",
+      GGML_BACKEND_DL: "ON",
+      // ggml refuses a native CPU backend with run-time backends: the baseline one (x86-64-v3), which on a GPU only
+      // runs what is not offloaded.
+      GGML_NATIVE: "OFF",
+      GGML_CUDA: "ON",
+      CMAKE_CUDA_ARCHITECTURES: architectures,
+      GGML_CUDA_NCCL: "OFF",
+      GGML_OPENMP: "OFF",
+      // As node-llama-cpp builds its libraries: unversioned sonames, so the module's libggml-base.so is the one the
+      // addon has loaded (its libraries have none); and $ORIGIN run paths, so the copies in bin/ load each other.
+      CMAKE_PLATFORM_NO_VERSIONED_SONAME: "ON",
+      CMAKE_BUILD_RPATH_USE_ORIGIN: "ON",
+    },
+    extraTargets: ["ggml-cpu", "ggml-cuda"],
+    shared: true,
+  };
 }
 
 const log = (msg: string): void => {
@@ -30,24 +86,44 @@ const log = (msg: string): void => {
 
 const pending = new Map<string, Promise<LlamaTools>>();
 
+/** CMake options of a variant's build: its own, and no network features (curl, TLS), tests, examples, web UI or video
+ * input (mtmd would run ffmpeg). */
+export function toolsCmakeOptions(variant: LlamaToolsVariant): Record<string, string> {
+  return {
+    ...variant.options,
+    LLAMA_CURL: "OFF",
+    LLAMA_OPENSSL: "OFF",
+    LLAMA_BUILD_TESTS: "OFF",
+    LLAMA_BUILD_EXAMPLES: "OFF",
+    LLAMA_BUILD_UI: "OFF",
+    LLAMA_USE_PREBUILT_UI: "OFF",
+    MTMD_VIDEO: "OFF",
+  };
+}
+
 /** Builds (once, cached) the tools named and returns where they are. */
-export function llamaTools(names: readonly LlamaToolName[] = ["llama-server", "llama-bench"]): Promise<LlamaTools> {
-  const key = [...names].sort().join(",");
+export function llamaTools(
+  names: readonly LlamaToolName[] = ["llama-server", "llama-bench"],
+  variant: LlamaToolsVariant = CPU_TOOLS,
+): Promise<LlamaTools> {
+  const key = `${variant.suffix}:${[...names].sort().join(",")}`;
   let p = pending.get(key);
   if (!p) {
-    p = ensure(names);
+    p = ensure(names, variant);
     pending.set(key, p);
     p.catch(() => pending.delete(key));
   }
   return p;
 }
 
-async function ensure(names: readonly LlamaToolName[]): Promise<LlamaTools> {
-  const rel = await bundledRelease();
+async function ensure(names: readonly LlamaToolName[], variant: LlamaToolsVariant): Promise<LlamaTools> {
+  const toolchain = parseEnv(SetupEnvSchema);
+  const sourceDir = toolchain.GANTRY_LLAMA_CPP_SOURCE;
+  const rel = await bundledRelease(undefined, sourceDir);
   const dir = path.join(
-    parseEnv(SetupEnvSchema).GANTRY_CACHE,
+    toolchain.GANTRY_CACHE,
     "llama.cpp",
-    `${rel.release}-${rel.commit.slice(0, 12)}-${process.platform}-${process.arch}`,
+    `${rel.release}-${rel.commit.slice(0, 12)}-${process.platform}-${process.arch}${variant.suffix}`,
   );
   const bin = path.join(dir, "bin");
   const tools: LlamaTools = {
@@ -57,29 +133,31 @@ async function ensure(names: readonly LlamaToolName[]): Promise<LlamaTools> {
     release: rel.release,
     commit: rel.commit,
     dir,
+    variant: variant.name,
+    ...(variant.extraTargets.includes("ggml-cuda") ? { cudaModule: path.join(bin, "libggml-cuda.so") } : {}),
   };
-  const missing = () => names.filter((n) => !fs.existsSync(path.join(bin, n)));
+  const wanted = [...names, ...variant.extraTargets.map((t) => `lib${t}.so`)];
+  const missing = () => wanted.filter((n) => !fs.existsSync(path.join(bin, n)));
   if (missing().length === 0) return tools;
 
-  const toolchain = parseEnv(SetupEnvSchema);
   const have = buildTools(toolchain);
   if (!have.ok) throw new Error(`cannot build ${names.join(", ")}: missing ${have.missing.join(", ")}`);
   return withDirLock(
     `${dir}.lock`,
     async () => {
-      const targets = missing();
-      if (targets.length === 0) return tools;
+      if (missing().length === 0) return tools;
+      const targets = [...names.filter((n) => !fs.existsSync(path.join(bin, n))), ...variant.extraTargets];
       const started = performance.now();
       const work = `${dir}.work`;
       fs.mkdirSync(work, { recursive: true });
       const logFile = path.join(work, "build.log");
       const src = path.join(work, "llama.cpp");
       log(
-        `building ${targets.join(", ")} ${rel.release} (${rel.commit.slice(0, 12)}, as shipped by node-llama-cpp ${nodeLlamaCppVersion()}) into ${dir}, once; log: ${logFile}`,
+        `building ${targets.join(", ")} ${rel.release} (${rel.commit.slice(0, 12)}, as shipped by node-llama-cpp ${nodeLlamaCppVersion()}; ${variant.name}) into ${dir}, once; log: ${logFile}`,
       );
       if (!fs.existsSync(path.join(src, ".gantry-ready"))) {
         fs.rmSync(src, { recursive: true, force: true });
-        await cloneBundledLlamaCpp(src, { log: logFile });
+        await cloneBundledLlamaCpp(src, { log: logFile, sourceDir });
         fs.writeFileSync(path.join(src, ".gantry-ready"), "");
       }
       await cmakeBuild({
@@ -88,24 +166,15 @@ async function ensure(names: readonly LlamaToolName[]): Promise<LlamaTools> {
         targets,
         log: logFile,
         toolchain,
-        // Static, so the binaries are self-contained in the cache; no network features (curl, TLS), no web UI, no
-        // video input (mtmd would run ffmpeg).
-        options: {
-          BUILD_SHARED_LIBS: "OFF",
-          GGML_NATIVE: "ON",
-          LLAMA_CURL: "OFF",
-          LLAMA_OPENSSL: "OFF",
-          LLAMA_BUILD_TESTS: "OFF",
-          LLAMA_BUILD_EXAMPLES: "OFF",
-          LLAMA_BUILD_UI: "OFF",
-          LLAMA_USE_PREBUILT_UI: "OFF",
-          MTMD_VIDEO: "OFF",
-        },
+        options: toolsCmakeOptions(variant),
       });
       fs.mkdirSync(bin, { recursive: true });
-      for (const name of targets) {
+      const built = path.join(work, "build", "bin");
+      // Libraries first, the tools last: a tool in place means what it loads is too.
+      const libraries = variant.shared ? fs.readdirSync(built).filter((f) => /\.so(\.\d+)*$/.test(f)) : [];
+      for (const name of [...libraries, ...targets.filter((t) => !variant.extraTargets.includes(t))]) {
         const tmp = path.join(bin, `.${name}.${process.pid}.tmp`);
-        fs.copyFileSync(path.join(work, "build", "bin", name), tmp);
+        fs.copyFileSync(path.join(built, name), tmp);
         fs.chmodSync(tmp, 0o755);
         fs.renameSync(tmp, path.join(bin, name));
       }

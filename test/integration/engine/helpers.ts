@@ -1,7 +1,8 @@
-// Shared set-up for engine integration tests: an engine on the tiny generated models and a stream collector.
+// Shared set-up for engine integration tests: an engine on the tiny generated models (on the GPU GANTRY_GPU names, else
+// the CPU) and a stream collector.
 import { silentLogger } from "../../../server/common/logger.ts";
 import { createEngine, type EngineOptions } from "../../../server/engine/engine.ts";
-import { testEngineBuild } from "../../support/engine-build.ts";
+import { testEngineBuild, testGpu } from "../../support/engine-build.ts";
 import type { GenerateRequest, GenerationEvent, GenerationStats, ModelSpec } from "../../../server/engine/types.ts";
 
 export function makeEngine(opts: Partial<EngineOptions> = {}): ReturnType<typeof createEngine> {
@@ -14,6 +15,7 @@ export function makeEngine(opts: Partial<EngineOptions> = {}): ReturnType<typeof
     contextLength: 512,
     defaultKeepAliveMs: null,
     engineBuild: testEngineBuild(),
+    gpu: testGpu(),
     ...opts,
   });
 }
@@ -37,7 +39,7 @@ export async function collect(
     if (ev.type === "text") {
       chunks.push(ev.text);
       onText?.(ev.text);
-    } else return { text: chunks.join(""), chunks, stats: ev.stats };
+    } else if (ev.type === "done") return { text: chunks.join(""), chunks, stats: ev.stats };
   }
   throw new Error("stream ended without a done event");
 }

@@ -1,6 +1,6 @@
 // `gantry gateway` on the test control plane with pods that really run (`gantry serve` on the tiny generated model),
 // as a user of the hosted deployment meets it: two gateway replicas and the operator run on the host (and a third
-// replica that reports no load, so what only it holds cannot wake an app), keys are made
+// replica whose load reports reach no operator, so what only it holds cannot wake an app), keys are made
 // with `gantry keys` from the kubeconfig, and the `openai` and `ollama` npm clients and curl call
 // {gateway}/<org>/<app>/... with the key. Apps are reused across tests where that is what a user would do (the auth
 // mode of one app is switched between rounds of the auth matrix) to keep the file to two apps.
@@ -35,6 +35,8 @@ import {
 const run = promisify(execFile);
 let c: OperatorCluster, op: TestOperator, hub: HubServer, gw1: TestGateway, gw2: TestGateway, gw3: TestGateway;
 let config: Record<string, unknown>;
+/** An operator address where nothing listens: load reports sent there fail (connection refused). */
+let nowhere: string;
 let orgA: string, orgB: string, core: CoreV1Api;
 /** Keys by role; every secret made here, to check none ever shows up in logs or Secrets. */
 const keys: Record<string, { id: string; key: string }> = {};
@@ -79,10 +81,11 @@ before(async () => {
     usage: { flushSeconds: 1, retentionDays: 7 },
     limits: { requestsPerSecond: 50, burst: 100, concurrent: 16, orgs: { [orgB]: { requestsPerSecond: 1, burst: 2 } } },
   };
+  nowhere = `http://127.0.0.1:${await freePort()}`;
   gw1 = await startTestGateway(c.cp, config, gw1Port);
   gw2 = await startTestGateway(c.cp, config);
-  // The third reports load to no operator, so an app only it holds requests for stays at zero whatever the machine's
-  // speed: it holds 1 request per app (the hold cap), here for at most 1 s (the warm-up timeout).
+  // The third's load reports reach no operator, so an app only it holds requests for stays at zero whatever the
+  // machine's speed: it holds 1 request per app (the hold cap), here for at most 1 s (the warm-up timeout).
   gw3 = await startTestGateway(c.cp, quiet(1));
   await createApp(
     c,
@@ -97,10 +100,10 @@ before(async () => {
   );
 });
 
-/** The config of the replica that reports no load, holding 1 request per app for `timeoutSeconds`. */
+/** The config of the replica whose reports reach no operator, holding 1 request per app for `timeoutSeconds`. */
 const quiet = (timeoutSeconds: number) => ({
   ...config,
-  operatorUrls: [],
+  operatorUrls: [nowhere],
   hold: { timeoutSeconds, maxPerApp: 1, keepAliveSeconds: 1 },
 });
 
@@ -762,7 +765,7 @@ test("scale from zero: held requests get keep-alives and are answered; the hold 
   assert.equal(r503.status, 503);
   assert.ok(Number(r503.headers.get("retry-after")) >= 1);
   assert.equal(((await r503.json()) as { error: { code: string } }).error.code, "warmup_timeout");
-  assert.equal((await readApp(c, orgA, "sleepy")).spec.replicas ?? 0, 0, "a replica reporting no load woke nothing");
+  assert.equal((await readApp(c, orgA, "sleepy")).spec.replicas ?? 0, 0, "a replica whose reports fail woke nothing");
 
   // Gateway 3 now holds for long: a stream it holds gets keep-alive comments (the head and the first one come after
   // 1 s) while nothing wakes the app, and is answered once gateway 1's requests have woken it. While it is held (for
@@ -859,6 +862,57 @@ test("scale from zero: held requests get keep-alives and are answered; the hold 
     },
     60_000,
   );
+});
+
+test("a gateway the operator does not hear (a refused token, or no operator) answers 503 at once for an app at zero, naming the cause and the fix; /readyz says it", async () => {
+  await waitForCondition(c, orgA, "sleepy", "Ready", "True", "ScaledToZero");
+  const { operatorTokenFile: _, ...noToken } = config;
+  const body = JSON.stringify({ model: "sleepy:latest", messages: [{ role: "user", content: "wake" }], max_tokens: 2 });
+  const h = { ...auth(keys.apiA!.key), "content-type": "application/json" };
+  const hold = { timeoutSeconds: 60, maxPerApp: 4, keepAliveSeconds: 1 }; // held this long before the fix
+  const rounds = [
+    // Out of the cluster without operatorTokenFile: the operator answers every report 401.
+    {
+      config: { ...noToken, hold },
+      cause: /refuses its load reports \(401\): no token was sent/,
+      fix: /operatorTokenFile.*kubectl create token gantry-gateway/,
+    },
+    {
+      config: { ...noToken, hold, operatorUrls: [] },
+      cause: /reports load to no operator \(operatorUrls is empty\)/,
+      fix: /set operatorUrls \(--operator-url\)/,
+    },
+  ];
+  const gw = await startTestGateway(c.cp, rounds[0]!.config);
+  try {
+    for (const { config: roundConfig, cause, fix } of rounds) {
+      if (roundConfig !== rounds[0]!.config) {
+        await gw.stop();
+        await gw.restart(roundConfig);
+      }
+      await eventually("the gateway knows the app", async () => {
+        const r = await fetch(`${gw.url}/_gantry/v1/orgs/${orgA}/apps`, { headers: auth(keys.adminA!.key) });
+        return (
+          ((await r.json()) as { apps: Array<{ name: string }> }).apps.some((a) => a.name === "sleepy") || undefined
+        );
+      });
+      const r = await call(gw.url, orgA, "sleepy", "/v1/chat/completions", { method: "POST", headers: h, body });
+      const e = ((await r.json()) as { error: { code: string; message: string } }).error;
+      assert.equal(r.status, 503, e.message);
+      assert.equal(e.code, "app_unavailable");
+      assert.match(e.message, cause);
+      assert.match(e.message, fix);
+      assert.ok(Number(r.headers.get("retry-after")) >= 1);
+      const ready = (await (await fetch(`${gw.url}/readyz`)).json()) as { status: string; scaleFromZero: string };
+      assert.equal(ready.status, "ok", "running apps are still served");
+      assert.match(ready.scaleFromZero, cause);
+    }
+    assert.equal((await readApp(c, orgA, "sleepy")).spec.replicas ?? 0, 0);
+  } finally {
+    await gw.stop();
+  }
+  const ready = (await (await fetch(`${gw1.url}/readyz`)).json()) as { scaleFromZero: string };
+  assert.equal(ready.scaleFromZero, "ok", "a gateway with an accepted token can wake apps");
 });
 
 test("apps sharing a model volume: each lists and serves only its own model; the other's is 404", async () => {

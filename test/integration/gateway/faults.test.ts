@@ -13,7 +13,6 @@ import { silentLogger } from "../../../server/common/logger.ts";
 import { parseGatewayConfig } from "../../../server/gateway/config.ts";
 import { Gateway } from "../../../server/gateway/gateway.ts";
 import { createGatewayServer } from "../../../server/gateway/http-server.ts";
-import type { Http1Server } from "../../../server/gateway/http1-server.ts";
 import { endpointAt, MemoryKeys, StaticApps } from "../../../server/gateway/memory.ts";
 import { tinyModelPath } from "../../support/models.ts";
 import { createModel, startTestServer } from "../../support/server.ts";
@@ -21,7 +20,7 @@ import { createModel, startTestServer } from "../../support/server.ts";
 const MAX_BODY = 4096;
 const apps = new StaticApps(),
   keys = new MemoryKeys();
-let gateway: Gateway, server: Http1Server, port: number, base: string, key: string;
+let gateway: Gateway, server: http.Server, port: number, base: string, key: string;
 const pods: net.Server[] = [];
 
 const listen = async (s: net.Server): Promise<number> => {
@@ -466,6 +465,11 @@ test("a real `gantry serve` killed mid-stream: the openai SDK's stream fails wit
   const upstream = await startTestServer({ env: { GANTRY_CONTEXT_LENGTH: "131072" } });
   try {
     await createModel(upstream.url, "tiny", await tinyModelPath({ controlLogit: -8, contextLength: 131_072 }));
+    // Loaded first (an empty prompt loads the model): the answer's head must come within this gateway's 1 s.
+    assert.equal(
+      (await fetch(`${upstream.url}/api/generate`, { method: "POST", body: '{"model":"tiny"}' })).status,
+      200,
+    );
     apps.set({ org: "o", name: "real", auth: "public", uid: "real" }, [endpointAt(upstream.url)]);
     const openai = new OpenAI({ baseURL: `${base}/o/real/v1`, apiKey: "unused", maxRetries: 0 });
     const stream = await openai.chat.completions.create({

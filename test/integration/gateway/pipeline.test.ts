@@ -12,7 +12,6 @@ import { silentLogger } from "../../../server/common/logger.ts";
 import { parseGatewayConfig } from "../../../server/gateway/config.ts";
 import { Gateway } from "../../../server/gateway/gateway.ts";
 import { createGatewayServer } from "../../../server/gateway/http-server.ts";
-import type { Http1Server } from "../../../server/gateway/http1-server.ts";
 import { endpointAt, MemoryKeys, MemoryUsage, StaticApps } from "../../../server/gateway/memory.ts";
 import { tinyModelPath } from "../../support/models.ts";
 import { sumMetric } from "../../support/operator.ts";
@@ -20,14 +19,14 @@ import { createModel, freePort, startTestServer, type TestServer } from "../../s
 import { eventually } from "../operator/helpers.ts";
 
 let upstream: TestServer, echo: http.Server, echoUrl: string;
-let gateway: Gateway, server: Http1Server, base: string;
+let gateway: Gateway, server: http.Server, base: string;
 const apps = new StaticApps(),
   keys = new MemoryKeys(),
   usage = new MemoryUsage();
 let key: string;
 const seen: Array<{ url: string; headers: http.IncomingHttpHeaders; body: string }> = [];
 
-const listen = async (s: http.Server | Http1Server): Promise<string> => {
+const listen = async (s: http.Server): Promise<string> => {
   await new Promise<void>((r) => s.listen(0, "127.0.0.1", () => r()));
   return `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
 };

@@ -7,6 +7,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { after, before, test } from "node:test";
 import { patchedBuild, readBuildStatus } from "../../../server/engine/native/patched-build.ts";
 import { VERSION } from "../../../server/common/version.ts";
@@ -48,8 +49,35 @@ test("the tarball holds the built package, the engine patch and its build step, 
     "dist/server/engine/native/node-llama-cpp-addon.patch",
     "dist/server/setup/engine-build.js",
     "dist/server/setup/llama-source.js",
+    "dist/console/index.html",
+    "dist/console/index.html.br",
+    "dist/console/manifest.json",
   ])
     assert.ok(files.includes(f), `${f} is packed`);
+  // The console's built assets (npm run build): hashed, with their precompressed forms; no browser sources.
+  for (const re of [
+    /^dist\/console\/assets\/main-\w+\.js$/,
+    /^dist\/console\/assets\/main-\w+\.js\.br$/,
+    /^dist\/console\/assets\/main-\w+\.css\.gz$/,
+  ])
+    assert.ok(
+      files.some((f) => re.test(f)),
+      `${re} is packed`,
+    );
+  assert.deepEqual(
+    files.filter((f) => f.startsWith("dist/server/console/") || f.endsWith(".tsx")),
+    [],
+    "the console's sources stay out",
+  );
+  // The installed gateway finds them where it looks (its package's dist/console).
+  const wire = pathToFileURL(path.join(gantry.packageDir, "dist", "server", "gateway", "console", "wire.js")).href;
+  const dir = execFileSync(
+    process.execPath,
+    ["--input-type=module", "-e", `const m = await import(${JSON.stringify(wire)}); console.log(m.consoleDir());`],
+    { encoding: "utf8" },
+  ).trim();
+  assert.equal(dir, path.join(fs.realpathSync(gantry.packageDir), "dist", "console"));
+  assert.ok(fs.existsSync(path.join(dir, "index.html")));
   assert.deepEqual(
     files.filter((f) => f.startsWith("test/") || f.includes("/test/")),
     [],

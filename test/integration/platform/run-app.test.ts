@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { after, before, test } from "node:test";
+import Anthropic from "@anthropic-ai/sdk";
 import { Ollama } from "ollama";
 import OpenAI from "openai";
 import { startHubServer, type HubServer } from "../../support/hub-server.ts";
@@ -17,6 +18,7 @@ import { curl, printedCurl } from "../../support/printed-example.ts";
 import { freePort, REPO } from "../../support/server.ts";
 import { userProject } from "../../support/user-project.ts";
 import { runCli } from "../cli/run-cli.ts";
+import { eventually } from "../operator/helpers.ts";
 
 const MODEL = "hf.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF:Q4_K_M";
 const HELLO = [{ role: "user" as const, content: "Hello!" }];
@@ -90,6 +92,10 @@ async function startRun(args: string[], cwd = work): Promise<RunningApp> {
     },
   };
 }
+
+/** The per-request line of a metered POST to `path` that generated `completion` tokens. */
+const lineOf = (path: string, completion: number): RegExp =>
+  new RegExp(`^POST ${path} 200 \\([\\d.]+ ms, [1-9]\\d* \\+ ${completion} tokens\\)$`, "m");
 
 /** The run log's lines (JSON), as `gantry run` writes them next to the model store. */
 const runLog = (app: string): Record<string, unknown>[] =>
@@ -174,7 +180,7 @@ test("run examples/chat.ts::chat: downloads on the first run, answers openai, ol
   await assert.rejects(fetch(`${base}/v1/models`), "nothing listens any more");
 });
 
-test("run --auth private in an `npm init -y` project: a temporary key printed once; no key or a wrong one is 401 in each API's shape; SIGTERM stops it", async () => {
+test("run --auth private in an `npm init -y` project: a temporary key printed once (also as x-api-key); no key or a wrong one is 401 in each API's shape; SIGTERM stops it", async () => {
   const port = await freePort();
   const app = await startRun([
     "app.ts::chat",
@@ -231,6 +237,36 @@ test("run --auth private in an `npm init -y` project: a temporary key printed on
     );
     assert.equal(refused?.status_code, 401, `${host}: ${String(refused)}`);
   }
+  // The Anthropic SDK sends its key as x-api-key; the Responses API through the openai client; streamed and not,
+  // each request metered (the per-request line counts its tokens).
+  const claude = new Anthropic({ baseURL: url, apiKey: key, maxRetries: 0 });
+  const message = await claude.messages.create({ model: MODEL, max_tokens: 2, messages: HELLO });
+  assert.deepEqual([message.stop_reason, message.usage.output_tokens], ["max_tokens", 2]);
+  const streamed = await claude.messages.stream({ model: MODEL, max_tokens: 3, messages: HELLO }).finalMessage();
+  assert.equal(streamed.usage.output_tokens, 3);
+  const counted = await claude.messages.countTokens({ model: MODEL, messages: HELLO });
+  assert.equal(counted.input_tokens, message.usage.input_tokens);
+  const refusedClaude = await new Anthropic({ baseURL: url, apiKey: `${key}x`, maxRetries: 0 }).messages
+    .create({ model: MODEL, max_tokens: 2, messages: HELLO })
+    .then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+  assert.ok(refusedClaude instanceof Anthropic.AuthenticationError, String(refusedClaude));
+  assert.equal((refusedClaude.error as { error: { type: string } }).error.type, "authentication_error");
+  const openai = new OpenAI({ baseURL: `${url}/v1`, apiKey: key });
+  const response = await openai.responses.create({ model: MODEL, input: "Hello!", max_output_tokens: 2 });
+  assert.equal(response.usage?.output_tokens, 2);
+  const streamedResponse = await openai.responses
+    .stream({ model: MODEL, input: "Hello!", max_output_tokens: 3 })
+    .finalResponse();
+  assert.equal(streamedResponse.usage?.output_tokens, 3);
+  // Lines are written as requests are accounted for (in batches): wait for the last one.
+  const metered = [2, 3].flatMap((n) => ["/v1/messages", "/v1/responses"].map((path) => lineOf(path, n)));
+  await eventually("the per-request lines of /v1/messages and /v1/responses", async () =>
+    metered.every((line) => line.test(app.stderr())) ? true : undefined,
+  );
+
   // The error in each API's own shape, with and without the path's app prefix.
   for (const prefix of [url, base]) {
     for (const auth of ["", ` -H "Authorization: Key ${key}x"`]) {

@@ -119,13 +119,13 @@ describe("tools, think and suffix on a model that cannot use them: 400, as Ollam
     assert.equal(empty.eval_count, 4);
   });
 
-  test("a template that renders tools does not make /api/show claim them", async () => {
+  test("a Modelfile TEMPLATE that renders .Tools makes /api/show claim them, and tools are taken", async () => {
     const modelfile = fs.readFileSync(path.join(REPO, "test/fixtures/modelfiles/tools.Modelfile"), "utf8");
     const template = /TEMPLATE """([\s\S]*?)"""/.exec(modelfile)![1]!;
     await createModel(srv.url, "tooly", await tinyModelPath(), { template });
-    assert.deepEqual((await ollama.show({ model: "tooly" })).capabilities, ["completion"]);
-    const refused = await failure(ollama.chat({ model: "tooly", messages: user, tools }));
-    assert.match(refused.message, /tooly:latest does not support tools/);
+    assert.deepEqual((await ollama.show({ model: "tooly" })).capabilities, ["completion", "tools"]);
+    const r = await ollama.chat({ model: "tooly", messages: user, tools, options: quiet });
+    assert.equal(r.done, true);
   });
 
   test("think and suffix are refused; think: false is fine", async () => {

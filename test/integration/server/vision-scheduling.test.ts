@@ -26,10 +26,11 @@ const b64 = (bytes: Buffer) => bytes.toString("base64");
 const GREEDY = { temperature: 0, num_predict: 12, repeat_penalty: 1 };
 
 /** A model's value of a metric (gauge, counter, or a histogram's _count), 0 when absent. */
+/** A counter of the model, summed over its other labels (gantry_prompt_tokens_total: cached and not). */
 async function metric(name: string, model: string): Promise<number> {
   const text = await (await fetch(`${srv.url}/metrics`)).text();
-  const line = text.split("\n").find((l) => l.startsWith(`${name}{`) && l.includes(`model="${model}:latest"`));
-  return line ? Number(line.split(" ").pop()) : 0;
+  const lines = text.split("\n").filter((l) => l.startsWith(`${name}{`) && l.includes(`model="${model}:latest"`));
+  return lines.reduce((sum, l) => sum + Number(l.split(" ").pop()), 0);
 }
 
 /** Generation requests being served or queued (gantry_in_flight_requests). */

@@ -14,6 +14,7 @@ import { makeRng, Q8_0_BLOCK_BYTES, type Rng } from "./numeric.ts";
 import { GGML_TYPE, TOKEN_TYPE, tensorByteSize, type GgmlType } from "./types.ts";
 import {
   fillF32,
+  fillFromPool,
   fillQ8_0Random,
   layoutTensors,
   withRowOverrides,
@@ -23,14 +24,25 @@ import {
   type WrittenGguf,
 } from "./writer.ts";
 
-export type BenchShapeName = "250m" | "1b";
+export type BenchShapeName = "250m" | "1b" | "8b";
 
-export const BENCH_SHAPES: Record<BenchShapeName, LlamaShape & { nVocab: number }> = {
+/**
+ * A bench model's shape; `pooled`: its quants are copied from a pool of random blocks (writer.ts fillFromPool), so a
+ * GPU-sized model is written in seconds.
+ */
+export type BenchShape = LlamaShape & { nVocab: number; pooled?: boolean };
+
+export const BENCH_SHAPES: Record<BenchShapeName, BenchShape> = {
   // ~250 MB in Q8_0: the "small but real" size; 16 layers x 1024 with grouped-query attention.
   "250m": { nLayer: 16, nEmbd: 1024, nFf: 2816, nHead: 16, nHeadKv: 4, nCtx: 2048, nVocab: 32000 },
   // TinyLlama-1.1B's shape: ~1.1 GiB in Q8_0.
   "1b": { nLayer: 22, nEmbd: 2048, nFf: 5632, nHead: 32, nHeadKv: 4, nCtx: 2048, nVocab: 32000 },
+  // Llama-3.1-8B's shape (its 128256-token vocabulary too): ~8.5 GB in Q8_0, GPU-sized work.
+  "8b": { nLayer: 32, nEmbd: 4096, nFf: 14336, nHead: 32, nHeadKv: 8, nCtx: 8192, nVocab: 128256, pooled: true },
 };
+
+/** Bytes of a pooled model's random block pool per weight scale. */
+const POOL_BYTES = 16 << 20;
 
 export interface BenchModelOptions {
   shape: BenchShapeName;
@@ -78,7 +90,21 @@ export function benchDataBytes(shape: BenchShapeName): number {
 }
 
 // Q8_0 quants are uniform in [-64, 63] (std ≈ 37), so scale = std / 37 gives weights of the wanted std.
-const q8 = (rng: Rng, std: number) => fillQ8_0Random(rng, std / 37);
+const q8Random = (rng: Rng, std: number) => fillQ8_0Random(rng, std / 37);
+
+/** Fills from one pool of random blocks per std (made on first use). */
+function q8Pooled(): (rng: Rng, std: number) => TensorFill {
+  const pools = new Map<number, Buffer>();
+  return (rng, std) => {
+    let pool = pools.get(std);
+    if (!pool) {
+      pool = Buffer.alloc(Math.floor(POOL_BYTES / Q8_0_BLOCK_BYTES) * Q8_0_BLOCK_BYTES);
+      q8Random(rng, std)(pool, { firstRow: 0, rowCount: 1, rowLength: (pool.length / Q8_0_BLOCK_BYTES) * 32 });
+      pools.set(std, pool);
+    }
+    return fillFromPool(pool, rng);
+  };
+}
 
 /** Sets element 0 of every row to the block's largest quant: a constant positive "bias" value in every embedding. */
 function withBiasChannel(base: TensorFill): TensorFill {
@@ -92,6 +118,7 @@ function withBiasChannel(base: TensorFill): TensorFill {
 export async function writeBenchModel(file: string, opts: BenchModelOptions): Promise<WrittenGguf> {
   const s = BENCH_SHAPES[opts.shape];
   const rng = makeRng(opts.seed ?? 7);
+  const q8 = s.pooled ? q8Pooled() : q8Random;
   const controlLogit = opts.controlLogit ?? -1000;
   const vocab = benchVocab(s.nVocab, rng);
   // Layers never write to dim 0 (row 0 of the output projections is zero), so the residual stream keeps the

@@ -1,6 +1,7 @@
 // A tiny random llama (2 layers x 64, F32, ~0.8 MB) with a byte-level SPM vocabulary of common English words and
 // ChatML control tokens. It loads in milliseconds and exercises every code path: tokenization, chat templates,
 // special tokens, sampling, end-of-generation.
+import { familyMetadata, type TinyFamily } from "./families.ts";
 import { baseVocab, llamaMetadata, llamaTensorShapes, SPM_SPACE, type LlamaShape, type TensorRole } from "./llama.ts";
 import { makeRng } from "./numeric.ts";
 import { GGML_TYPE, TOKEN_TYPE } from "./types.ts";
@@ -17,6 +18,10 @@ export interface TinyModelOptions {
   contextLength?: number;
   /** general.name (default "tiny-random-llama"). */
   name?: string;
+  /** A model family's chat template and special tokens (families.ts): written into the GGUF instead of ChatML's. */
+  family?: TinyFamily;
+  /** Tokens made likely: their bias channel weight (a few units above the words' 0.15 makes them dominate). */
+  favored?: Record<string, number>;
   /**
    * Scales the query and key weights (default 1): sharper attention, which then depends on the content and position of
    * what it attends to instead of averaging over the whole context (the vision pair's text model uses it).
@@ -61,6 +66,12 @@ export async function writeTinyModel(file: string, opts: TinyModelOptions = {}):
   // sampled 128-token completions: -3 → ~60% end with end-of-generation, -8 → none).
   const controlWeight = (opts.controlLogit ?? -3) + CONTROL_LOGIT_OFFSET;
   const vocab = tinyVocab();
+  const family = opts.family;
+  for (const t of family?.control ?? []) vocab.add(t, 0, TOKEN_TYPE.CONTROL);
+  for (const t of family?.userDefined ?? []) vocab.add(t, 0, TOKEN_TYPE.USER_DEFINED);
+  // A family's user-defined tokens (<tool_call>, <think>) are as unlikely as control tokens.
+  const pushedDown = (t: number) => vocab.isControl(t) || vocab.types[t] === TOKEN_TYPE.USER_DEFINED;
+  const favored = new Map(Object.entries(opts.favored ?? {}).map(([t, w]) => [vocab.id(t), w]));
   const E = TINY_SHAPE.nEmbd,
     V = vocab.size;
 
@@ -75,13 +86,15 @@ export async function writeTinyModel(file: string, opts: TinyModelOptions = {}):
   const outW = new Float32Array(E * V);
   for (let t = 0; t < V; t++) {
     const piece = vocab.tokens[t]!;
-    outW[t * E] = vocab.isControl(t)
-      ? controlWeight
-      : vocab.types[t] === TOKEN_TYPE.BYTE
-        ? -0.6
-        : piece.startsWith(SPM_SPACE) && piece.length > 2
-          ? 0.15
-          : -0.1;
+    outW[t * E] = favored.has(t)
+      ? favored.get(t)!
+      : pushedDown(t)
+        ? controlWeight
+        : vocab.types[t] === TOKEN_TYPE.BYTE
+          ? -0.6
+          : piece.startsWith(SPM_SPACE) && piece.length > 2
+            ? 0.15
+            : -0.1;
     for (let j = 1; j < E; j++) outW[t * E + j] = rng.gauss() * 0.5;
   }
 
@@ -106,12 +119,9 @@ export async function writeTinyModel(file: string, opts: TinyModelOptions = {}):
     type: GGML_TYPE.F32,
     fill: fillFor[t.role](),
   }));
-  return writeGguf(
-    file,
-    llamaMetadata({ ...TINY_SHAPE, nCtx: opts.contextLength ?? TINY_SHAPE.nCtx }, vocab, {
-      name: opts.name ?? "tiny-random-llama",
-      weightType: GGML_TYPE.F32,
-    }),
-    tensors,
-  );
+  const metadata = llamaMetadata({ ...TINY_SHAPE, nCtx: opts.contextLength ?? TINY_SHAPE.nCtx }, vocab, {
+    name: opts.name ?? family?.name ?? "tiny-random-llama",
+    weightType: GGML_TYPE.F32,
+  });
+  return writeGguf(file, family ? { ...metadata, ...familyMetadata(family, vocab) } : metadata, tensors);
 }

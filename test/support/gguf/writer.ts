@@ -325,6 +325,24 @@ export function fillQ8_0Random(rng: Rng, scale: number): TensorFill {
 }
 
 /**
+ * Q8_0 blocks copied from `pool` (whole blocks, e.g. made by fillQ8_0Random), each chunk from a random block offset:
+ * for GPU-sized benchmark models (8 GB), written at disk speed instead of minutes of per-byte random numbers. The
+ * weights repeat with the pool's period, which no kernel's speed depends on.
+ */
+export function fillFromPool(pool: Buffer, rng: Rng): TensorFill {
+  const blocks = pool.length / Q8_0_BLOCK_BYTES;
+  if (!Number.isInteger(blocks) || blocks < 1)
+    throw new Error(`a Q8_0 pool holds whole blocks, not ${pool.length} bytes`);
+  return (out) => {
+    let o = 0;
+    while (o < out.length) {
+      const start = (rng.next() % blocks) * Q8_0_BLOCK_BYTES;
+      o += pool.copy(out, o, start, Math.min(pool.length, start + out.length - o));
+    }
+  };
+}
+
+/**
  * Wraps a fill so chosen rows get exact values instead (encoded in the tensor's type): `rowValues(row)` returns the
  * row's values (missing trailing values are 0, so [] is a zero row), or undefined to keep the base fill's output. The
  * base fill still runs first, so a seeded PRNG advances

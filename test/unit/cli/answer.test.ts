@@ -39,3 +39,28 @@ test("userTurn attaches image files named in the text as base64 and keeps other 
   });
   fs.rmSync(dir, { recursive: true });
 });
+
+test("streamAnswer shows thinking first, dimmed on a terminal, then the answer (as Ollama's CLI)", async () => {
+  const { streamAnswer } = await import("../../../server/cli/answer.ts");
+  const chunks = [
+    { model: "m", message: { role: "assistant", content: "", thinking: "Blue light " }, done: false },
+    { model: "m", message: { role: "assistant", content: "", thinking: "scatters." }, done: false },
+    { model: "m", message: { role: "assistant", content: "Rayleigh." }, done: false },
+    { model: "m", message: { role: "assistant", content: "" }, done: true, eval_count: 3 },
+  ];
+  for (const isTTY of [true, false]) {
+    let out = "";
+    const ctx = {
+      client: {
+        chat: async function* () {
+          yield* chunks;
+        },
+      },
+      stdout: { isTTY, write: (s: string) => ((out += s), true) },
+    } as never;
+    const r = await streamAnswer(ctx, { model: "m", messages: [] });
+    assert.equal(r.text, "Rayleigh.");
+    const [dim, undim] = isTTY ? ["\x1b[2m", "\x1b[22m"] : ["", ""];
+    assert.equal(out, `${dim}Thinking...\nBlue light scatters.\n...done thinking.${undim}\n\nRayleigh.`);
+  }
+});

@@ -6,6 +6,9 @@ test("each request carries the system message, the whole history and the new tur
   const s = new ChatSession("tiny", { keepAlive: "10m" });
   const first = { role: "user" as const, content: "hi" };
   assert.deepEqual(s.request(first), { model: "tiny", messages: [first], keep_alive: "10m" });
+  s.think = false;
+  assert.equal(s.request(first).think, false);
+  s.think = undefined;
   s.commit(first, "hello!");
   s.system = "be brief";
   const second = { role: "user" as const, content: "and?" };

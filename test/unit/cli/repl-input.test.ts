@@ -43,6 +43,10 @@ test("slash commands", () => {
     kind: "set-system",
     text: "You are\na pirate.",
   });
+  assert.deepEqual(parseReplInput("/set think"), { kind: "set-think", value: true });
+  assert.deepEqual(parseReplInput("/set think high"), { kind: "set-think", value: "high" });
+  assert.deepEqual(parseReplInput("/set nothink"), { kind: "set-think", value: false });
+  assert.equal(parseReplInput("/set think hard").kind, "invalid");
   for (const topic of ["info", "template", "parameters", "system", "license", "modelfile"]) {
     assert.deepEqual(parseReplInput(`/show ${topic}`), { kind: "show", topic });
   }

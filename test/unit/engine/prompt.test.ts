@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { templateData, withDefaultSystem } from "../../../server/engine/prompt.ts";
+import { goTemplateData as templateData } from "../../../server/chat/go-data.ts";
+import { withDefaultSystem } from "../../../server/engine/prompt.ts";
 import type { ChatMessage } from "../../../server/engine/types.ts";
 
 test("the model's SYSTEM is used only when the conversation has none", () => {
@@ -26,4 +27,20 @@ test("template data follows Ollama: .System, .Prompt = last user message, .Messa
     ["system", "user", "assistant", "user"],
   );
   assert.equal(d.Messages[3]!.Content, "three");
+});
+
+test("a template without a system role gets the system text in front of the first user message", async () => {
+  const { systemIntoFirstUser } = await import("../../../server/engine/prompt.ts");
+  assert.deepEqual(
+    systemIntoFirstUser([
+      { role: "system", content: "S" },
+      { role: "user", content: "one" },
+      { role: "user", content: "two" },
+    ]),
+    [
+      { role: "user", content: "S\n\none" },
+      { role: "user", content: "two" },
+    ],
+  );
+  assert.equal(systemIntoFirstUser([{ role: "user", content: "hi" }]), undefined);
 });

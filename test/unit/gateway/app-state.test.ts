@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { AppState } from "../../../server/gateway/app-state.ts";
+import { AppState, type PrefixRoute } from "../../../server/gateway/app-state.ts";
 import type { Endpoint } from "../../../server/gateway/ports.ts";
 
 const ep = (id: string, ready: boolean): Endpoint => ({ id, origin: `http://${id}`, ready });
@@ -33,4 +33,35 @@ test("forget: a new pod at a gone pod's address inherits neither its passed heal
   s.probed.set(old.id, 10_000);
   s.forget([old]);
   assert.equal(s.probed.get(old.id), 10_000, "a pod still listed keeps its state");
+});
+
+test("pick by PrefixHash: a key goes to its ring pod whatever the loads within the bound, and says whether it was the first choice", () => {
+  const s = new AppState("acme", "chat");
+  const pods = ["10.0.0.1:11434", "10.0.0.2:11434", "10.0.0.3:11434"].map((id) => ep(id, true));
+  const settings = { meanLoadFactor: 125, replication: 64, prefixCharLength: 100 };
+  const route = (key: string): PrefixRoute => ({ key, settings });
+  const own = s.pick(pods, 0, undefined, route("conversation a"))!;
+  for (let i = 0; i < 5; i++)
+    assert.equal(s.pick([...pods].reverse(), 0, undefined, route("conversation a"))?.id, own.id);
+  const r = route("conversation a");
+  s.load.set(own.id, 1); // the bound: ceil((1 + 1) / 3 × 1.25) = 1 < 1 + 1, so passed on to an idle pod
+  const next = s.pick(pods, 0, undefined, r)!;
+  assert.notEqual(next.id, own.id);
+  assert.equal(r.first, false);
+  s.load.set(own.id, 0);
+  const back = route("conversation a");
+  assert.equal(s.pick(pods, 0, undefined, back)?.id, own.id);
+  assert.equal(back.first, true);
+  assert.notEqual(s.pick(pods, 0, own.id, route("conversation a"))?.id, own.id, "avoid: the pod it just failed on");
+  assert.equal(s.pick(pods, 0)?.id !== undefined, true, "without a route: the least loaded");
+});
+
+test("pick: a request's retry avoids the pod it failed on, unless that pod is the only usable one; ties rotate", () => {
+  const s = new AppState("acme", "chat");
+  const a = ep("10.0.0.1:11434", true),
+    b = ep("10.0.0.2:11434", true);
+  for (let i = 0; i < 4; i++) assert.equal(s.pick([a, b], 0, a.id)?.id, b.id);
+  assert.equal(s.pick([a], 0, a.id)?.id, a.id, "no other pod: the same one again");
+  const seen = new Set([0, 1, 2, 3].map(() => s.pick([a, b], 0)?.id));
+  assert.deepEqual([...seen].sort(), [a.id, b.id], "equally loaded pods take turns");
 });

@@ -73,3 +73,18 @@ test("Authorization: spaces or tabs after the scheme; several headers are joined
   const two = authorizationOf(good, ["authorization", good, "AUTHORIZATION", "Key 1111111111111111:x"]);
   assert.deepEqual(parseAuthorization(two), { ok: false, reason: "malformed" });
 });
+
+test("x-api-key (the Anthropic SDKs' header) is the key when no Authorization is sent", () => {
+  const key = `${ID}:${SECRET}`;
+  const viaApiKey = authorizationOf(undefined, ["Host", "x", "X-Api-Key", key]);
+  assert.deepEqual(parseAuthorization(viaApiKey), { ok: true, keyId: ID, secret: SECRET });
+  // Authorization wins when both come; two x-api-key headers never parse as one key.
+  const other = `Key 1111111111111111:${SECRET}`;
+  assert.equal(authorizationOf(other, ["authorization", other, "x-api-key", key]), other);
+  const two = authorizationOf(undefined, ["x-api-key", key, "x-api-key", key]);
+  assert.deepEqual(parseAuthorization(two), { ok: false, reason: "malformed" });
+  assert.deepEqual(parseAuthorization(authorizationOf(undefined, ["x-api-key", "nonsense"])), {
+    ok: false,
+    reason: "malformed",
+  });
+});

@@ -12,6 +12,8 @@ test("defaults", () => {
   assert.deepEqual(c.operatorUrls, []);
   assert.equal(c.hold.timeoutSeconds, 600);
   assert.equal(c.limits.orgs && Object.keys(c.limits.orgs).length, 0);
+  assert.deepEqual(c.clientTimeouts, { headersSeconds: 60, requestSeconds: 300, keepAliveSeconds: 65 });
+  assert.deepEqual(c.clientLimits, { maxHeaderBytes: 16384, connectionsPerAddress: 1024 });
 });
 
 test("a section given in part keeps the defaults of the rest (limits as hold and upstream do)", () => {

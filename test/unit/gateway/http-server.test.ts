@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { preflightHeaders } from "../../../server/gateway/cors.ts";
-import { refusalResponse } from "../../../server/gateway/http-server.ts";
+import { AppError } from "../../../server/common/errors.ts";
+import { clientErrorAnswer, refusalResponse } from "../../../server/gateway/http-server.ts";
 import { guessShape } from "../../../server/gateway/routing.ts";
 
 const parse = (raw: string) => {
@@ -11,19 +12,33 @@ const parse = (raw: string) => {
 
 test("a request the server refused gets a complete JSON answer in the shape its request target names", () => {
   const big = parse(
-    refusalResponse(431, "the request line or headers are too large", "/acme/chat/v1/models?x=aaaa", "r1"),
+    refusalResponse(new AppError("HEADERS_TOO_LARGE", "too large"), "/acme/chat/v1/models?x=aaaa", "r1"),
   );
   assert.equal(big.status, 431);
   assert.match(big.head, /Connection: close/);
   assert.match(big.head, /\r\nX-Request-Id: r1\r\n/);
-  assert.match(big.head, new RegExp(`Content-Length: ${Buffer.byteLength(JSON.stringify(big.body))}`));
   assert.equal((big.body.error as { type: string }).type, "invalid_request_error");
-  const api = parse(
-    refusalResponse(400, "malformed HTTP request (malformed header field)", "/acme/chat/api/chat", "r2"),
-  );
+  const api = parse(refusalResponse(new AppError("BAD_REQUEST", "malformed"), "/acme/chat/api/chat", "r2"));
   assert.equal(api.status, 400);
-  assert.match(api.body.error as string, /malformed header field/);
-  assert.equal(parse(refusalResponse(408, "the request was not received in time", "/", "r3")).status, 408);
+  assert.equal(api.body.error, "malformed");
+  const busy = refusalResponse(new AppError("SERVER_BUSY", "busy", { headers: { "retry-after": "5" } }), "/", "r3");
+  assert.match(busy, /^HTTP\/1\.1 503 .*\r\nretry-after: 5\r\n/s);
+});
+
+test("a refusal's Content-Length counts the bytes of its UTF-8 body (the socket writes it as UTF-8)", () => {
+  const raw = Buffer.from(refusalResponse(new AppError("BAD_REQUEST", "ünïcödé ✓"), "/", "r"), "utf8");
+  const at = raw.indexOf("\r\n\r\n") + 4;
+  const length = Number(/Content-Length: (\d+)/.exec(raw.subarray(0, at).toString("latin1"))![1]);
+  assert.equal(length, raw.length - at);
+});
+
+test("node's parser errors map to the status node's own answer has: 431, 413, 408, 400; none for a client gone", () => {
+  assert.equal(clientErrorAnswer("HPE_HEADER_OVERFLOW", undefined)?.code, "HEADERS_TOO_LARGE");
+  assert.equal(clientErrorAnswer("HPE_CHUNK_EXTENSIONS_OVERFLOW", undefined)?.code, "PAYLOAD_TOO_LARGE");
+  assert.equal(clientErrorAnswer("ERR_HTTP_REQUEST_TIMEOUT", undefined)?.code, "REQUEST_TIMEOUT");
+  const bad = clientErrorAnswer("HPE_INVALID_HEADER_TOKEN", "Invalid header token");
+  assert.deepEqual(bad, { code: "BAD_REQUEST", message: "malformed HTTP request (Invalid header token)" });
+  assert.equal(clientErrorAnswer("ECONNRESET", undefined), undefined);
 });
 
 test("the error shape of any path: OpenAI under a v1 segment and the management API, Ollama's otherwise", () => {

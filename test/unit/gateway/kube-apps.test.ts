@@ -51,7 +51,7 @@ test("EndpointSlice endpoints: the http port, readiness, terminating pods", () =
     addressType: "IPv4",
     ports: [{ name: "http", port: 11434 }],
     endpoints: [
-      { addresses: ["10.244.128.5"], conditions: { ready: true } },
+      { addresses: ["10.244.128.5"], conditions: { ready: true }, targetRef: { kind: "Pod", name: "chat-abc" } },
       { addresses: ["10.244.128.6"], conditions: { ready: false } },
       { addresses: ["10.244.128.7"], conditions: { ready: true, terminating: true } },
       { addresses: ["10.244.128.8"] },
@@ -59,7 +59,7 @@ test("EndpointSlice endpoints: the http port, readiness, terminating pods", () =
     ],
   } as unknown as V1EndpointSlice;
   assert.deepEqual(endpointsOf(slice), [
-    { id: "10.244.128.5:11434", origin: "http://10.244.128.5:11434", ready: true },
+    { id: "10.244.128.5:11434", origin: "http://10.244.128.5:11434", ready: true, pod: "chat-abc" },
     { id: "10.244.128.6:11434", origin: "http://10.244.128.6:11434", ready: false },
     { id: "10.244.128.7:11434", origin: "http://10.244.128.7:11434", ready: false },
     { id: "10.244.128.8:11434", origin: "http://10.244.128.8:11434", ready: true },
@@ -71,6 +71,15 @@ test("EndpointSlice endpoints: the http port, readiness, terminating pods", () =
     endpoints: [{ addresses: ["fd00::1"] }],
   } as V1EndpointSlice);
   assert.equal(v6[0]?.origin, "http://[fd00::1]:80");
+});
+
+test("an app's loadBalancing comes with it (LeastLoad by default)", () => {
+  assert.equal(appInfoOf(app({ model: "m" })).loadBalancing?.strategy, "LeastLoad");
+  const ph = appInfoOf(app({ model: "m", loadBalancing: { strategy: "PrefixHash", prefixHash: { replication: 8 } } }));
+  assert.deepEqual(ph.loadBalancing, {
+    strategy: "PrefixHash",
+    prefixHash: { meanLoadFactor: 125, replication: 8, prefixCharLength: 100 },
+  });
 });
 
 test("an app's model and the name requests send: the model itself, or <app>:latest with a modelfile", () => {

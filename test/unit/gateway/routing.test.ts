@@ -18,6 +18,9 @@ test("app routes: org and app are stripped, the rest and the query go to the pod
     ["GET", "/v1/models/hf.co%2Facme%2Fx"],
     ["POST", "/v1/completions"],
     ["POST", "/v1/embeddings"],
+    ["POST", "/v1/responses"],
+    ["POST", "/v1/messages"],
+    ["POST", "/v1/messages/count_tokens"],
     ["POST", "/api/chat"],
     ["POST", "/api/generate"],
     ["POST", "/api/embed"],
@@ -111,6 +114,18 @@ test("DNS labels and shapes", () => {
   for (const bad of ["", "-a", "a-", "A", "a.b", "a_b", "a".repeat(64)]) assert.ok(!isDnsLabel(bad), bad);
   assert.equal(shapeOf("/v1"), "openai");
   assert.equal(shapeOf("/v1x"), "ollama");
+  assert.equal(shapeOf("/v1/responses"), "openai");
+  assert.equal(shapeOf("/v1/messages"), "anthropic");
+  assert.equal(shapeOf("/v1/messages/count_tokens"), "anthropic");
+  assert.equal(shapeOf("/v1/messagesx"), "openai");
+});
+
+test("Anthropic's Messages API is answered in its own error shape, also before the app is known", () => {
+  const get = route("GET", "/acme/chat/v1/messages") as { status: number; shape: string; allow: string };
+  assert.deepEqual([get.status, get.shape, get.allow], [405, "anthropic", "POST"]);
+  const batches = route("POST", "/acme/chat/v1/messages/batches") as { status: number; shape: string };
+  assert.deepEqual([batches.status, batches.shape], [404, "anthropic"]);
+  assert.equal((route("POST", "/Acme/chat/v1/messages") as { shape: string }).shape, "anthropic");
 });
 
 test("an inference path without the org and app (a base URL missing them) is told the app URL form, in its shape", () => {
@@ -119,6 +134,8 @@ test("an inference path without the org and app (a base URL missing them) is tol
     ["GET", "/v1/models", "openai"],
     ["POST", "/api/chat", "ollama"],
     ["POST", "/api/generate", "ollama"],
+    ["POST", "/v1/responses", "openai"],
+    ["POST", "/v1/messages", "anthropic"],
   ] as const) {
     const r = route(method, target) as { kind: string; status: number; message: string; shape: string };
     assert.deepEqual([r.kind, r.status, r.shape], ["error", 404, shape], target);

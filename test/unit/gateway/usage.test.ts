@@ -31,6 +31,7 @@ test("hourly rows per app and key add up; merging keeps the hours asked for", ()
     promptTokens: 6,
     completionTokens: 10,
     durationMs: 20,
+    lastAt: "2026-05-01T10:31:00.000Z",
   });
   const merged = mergeUsage([rows, rows], Date.parse("2026-05-01T10:45:00Z"), Date.parse("2026-05-01T11:00:00Z"));
   assert.deepEqual(
@@ -52,6 +53,50 @@ test("tokens from OpenAI usage and Ollama eval counts", () => {
   assert.deepEqual(tokensOf({ done: true, prompt_eval_count: 7, eval_count: 2 }), { prompt: 7, completion: 2 });
   assert.equal(tokensOf({ choices: [] }), undefined);
   assert.equal(tokensOf(null), undefined);
+});
+
+test("tokens from Anthropic Messages and Responses answers and their closing events", () => {
+  const anthropic = { type: "message", content: [], usage: { input_tokens: 11, output_tokens: 5 } };
+  assert.deepEqual(tokensOf(anthropic), { prompt: 11, completion: 5 });
+  const delta = {
+    type: "message_delta",
+    delta: { stop_reason: "end_turn" },
+    usage: { input_tokens: 3, output_tokens: 4 },
+  };
+  assert.deepEqual(tokensOf(delta), { prompt: 3, completion: 4 });
+  const response = { object: "response", usage: { input_tokens: 7, output_tokens: 2, total_tokens: 9 } };
+  assert.deepEqual(tokensOf(response), { prompt: 7, completion: 2 });
+  assert.deepEqual(tokensOf({ type: "response.completed", response }), { prompt: 7, completion: 2 });
+  // response.created carries "usage": null: no counts yet.
+  assert.equal(tokensOf({ type: "response.created", response: { usage: null } }), undefined);
+});
+
+test("the scanner reads the counts of streamed Messages and Responses answers; their deltas count when cut off", () => {
+  const event = (name: string, data: object) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
+  const messages =
+    event("message_start", { type: "message_start", message: { usage: { input_tokens: 0, output_tokens: 0 } } }) +
+    event("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "a" } }) +
+    event("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "b" } });
+  const messagesEnd =
+    event("message_delta", { type: "message_delta", delta: {}, usage: { input_tokens: 9, output_tokens: 2 } }) +
+    event("message_stop", { type: "message_stop" });
+  const responses =
+    event("response.created", { type: "response.created", sequence_number: 0, response: { usage: null } }) +
+    event("response.output_text.delta", { type: "response.output_text.delta", sequence_number: 1, delta: "a" });
+  const responsesEnd = event("response.completed", {
+    type: "response.completed",
+    sequence_number: 2,
+    response: { usage: { input_tokens: 4, output_tokens: 1 } },
+  });
+  const scan = (text: string) => {
+    const s = new UsageScanner("text/event-stream");
+    s.push(Buffer.from(text));
+    return { end: s.end(), partial: s.partial() };
+  };
+  assert.deepEqual(scan(messages + messagesEnd).end, { prompt: 9, completion: 2 });
+  assert.deepEqual(scan(responses + responsesEnd).end, { prompt: 4, completion: 1 });
+  assert.deepEqual(scan(messages).partial, { prompt: 0, completion: 2 });
+  assert.deepEqual(scan(responses).partial, { prompt: 0, completion: 1 });
 });
 
 test("the scanner reads counts from JSON, NDJSON and SSE answers split anywhere", () => {
@@ -141,4 +186,33 @@ test("durations are listed to the microsecond, without the noise of float sums",
   const base = { org: "acme", app: "chat", keyId: "k1", promptTokens: 1, completionTokens: 1, status: 200, at: T };
   for (const durationMs of [0.1, 0.2, 3065.71257100002]) t.add({ ...base, durationMs });
   assert.equal(t.list()[0]!.durationMs, 3066.013);
+});
+
+test("rows keep the last request's time and the streamed answers' time to first token, merged across gateways", () => {
+  const a = new UsageTable(),
+    b = new UsageTable();
+  const base = { org: "o", app: "chat", keyId: "k", status: 200, promptTokens: 1, completionTokens: 1, durationMs: 5 };
+  a.add({ ...base, at: Date.parse("2026-11-27T10:05:00.400Z"), firstTokenMs: 30 });
+  a.add({ ...base, at: Date.parse("2026-11-27T10:06:00Z") });
+  b.add({ ...base, at: Date.parse("2026-11-27T10:20:00Z"), firstTokenMs: 50 });
+  const [merged] = mergeUsage([a.list(), b.list()], 0, Date.parse("2026-11-28T00:00:00Z"));
+  assert.equal(merged!.requests, 3);
+  assert.equal(merged!.streamed, 2);
+  assert.equal(merged!.firstTokenMs, 80);
+  assert.equal(merged!.lastAt, "2026-11-27T10:20:00.000Z");
+  assert.equal(a.list()[0]!.lastAt, "2026-11-27T10:06:00.000Z", "to the second");
+  // A row stored before these fields existed merges with one that has them.
+  const old = {
+    hour: "2026-11-27T10:00:00.000Z",
+    app: "chat",
+    keyId: "k",
+    requests: 1,
+    errors: 0,
+    promptTokens: 1,
+    completionTokens: 1,
+    durationMs: 1,
+  };
+  const [both] = mergeUsage([[old], a.list()], 0, Date.parse("2026-11-28T00:00:00Z"));
+  assert.equal(both!.requests, 3);
+  assert.equal(both!.streamed, 1);
 });

@@ -126,6 +126,30 @@ test("an invalid spec names the field: unknown, out of range, inconsistent, a lo
   assert.match(await failure("apps.ts::inverted", "local"), /minReplicas 4 exceeds maxReplicas 2/);
 });
 
+test("an app chooses how the gateway spreads its requests (loadBalancing, KubeAI's names and defaults)", () => {
+  const r = validateAppSpec({
+    model: "m",
+    loadBalancing: { strategy: "PrefixHash", prefixHash: { prefixCharLength: 400 } },
+  });
+  assert.ok("parsed" in r);
+  assert.deepEqual(r.parsed.loadBalancing, {
+    strategy: "PrefixHash",
+    prefixHash: { meanLoadFactor: 125, replication: 256, prefixCharLength: 400 },
+  });
+  const plain = validateAppSpec({ model: "m" });
+  assert.ok("parsed" in plain);
+  assert.equal(plain.parsed.loadBalancing.strategy, "LeastLoad", "the default");
+  const bad = validateAppSpec({
+    model: "m",
+    loadBalancing: { strategy: "RoundRobin", prefixHash: { meanLoadFactor: 50 } },
+  });
+  assert.ok("issues" in bad);
+  assert.deepEqual(
+    bad.issues.map((i) => i.split(":")[0]),
+    ["spec.loadBalancing.strategy", "spec.loadBalancing.prefixHash.meanLoadFactor"],
+  );
+});
+
 test("validateAppSpec lists every problem at once, with its path", () => {
   const r = validateAppSpec({ model: "", resources: { gpus: -1 }, extra: true });
   assert.ok("issues" in r);

@@ -159,6 +159,18 @@ describe("localBuildFolderName", () => {
     const ours = localBuildFolderName(PATCHED_CMAKE_OPTIONS, "linux", "x64");
     assert.equal(ours.folder, theirs.withCustomCmakeOptions);
     assert.equal(ours.binVariant(release), theirs.binVariant);
+    // The CUDA engine's folder: where getLlama({ gpu: "cuda", cmakeOptions }) looks.
+    const theirsCuda = await getBuildFolderNameForBuildOptions({
+      customCmakeOptions: new Map(Object.entries(PATCHED_CMAKE_OPTIONS)),
+      platform: "linux",
+      arch: "x64",
+      gpu: "cuda",
+      llamaCpp: { repo: "ggml-org/llama.cpp", release },
+    });
+    const oursCuda = localBuildFolderName(PATCHED_CMAKE_OPTIONS, "linux", "x64", "cuda");
+    assert.equal(oursCuda.folder, theirsCuda.withCustomCmakeOptions);
+    assert.equal(oursCuda.binVariant(release), theirsCuda.binVariant);
+    assert.match(oursCuda.folder, /^linux-x64-cuda-/);
   });
 
   it("has no hash part without custom options", () => {
@@ -176,6 +188,16 @@ describe("patchedBuild", () => {
     assert.equal(a.buildDir, path.join(a.dir, a.folder));
     assert.match(a.linkPath, /llama[/\\]localBuilds[/\\]/);
     assert.ok(fs.readFileSync(PATCH_FILE, "utf8").includes("llama_attach_threadpool"));
+  });
+
+  it("keys the CUDA engine after its CPU build, in the folder getLlama looks in for CUDA", () => {
+    const pkg = fakePackage("3.22.1");
+    const cpu = patchedBuild({ cacheDir: tmp, packageDir: pkg, mode: "auto", cpuTarget: "native" });
+    const cuda = patchedBuild({ cacheDir: tmp, packageDir: pkg, mode: "auto", cpuTarget: "native", gpu: "cuda" });
+    assert.equal(cuda.key, `${cpu.key}-cuda`);
+    assert.deepEqual(cuda.cmakeOptions, cpu.cmakeOptions);
+    assert.equal(cuda.folder, cpu.folder.replace(platformArch, `${platformArch}-cuda`));
+    assert.equal([cpu.gpu, cuda.gpu].join(), "false,cuda");
   });
 
   it("keys a portable source build apart from the native one, in the same folder getLlama looks in", () => {

@@ -19,6 +19,16 @@ describe("bench model shapes", () => {
     assert.ok(bytes > 1.1 * 2 ** 30 * 0.95 && bytes < 1.1 * 2 ** 30 * 1.05, `${bytes}`);
   });
 
+  it("8b has Llama-3.1-8B's dimensions and parameter count: about 8.5 GB in Q8_0", () => {
+    const plan = benchTensorPlan("8b");
+    const params = plan.reduce((n, t) => n + t.dims.reduce((a, b) => a * b, 1), 0);
+    assert.ok(params > 8.02e9 && params < 8.04e9, `${params} parameters`);
+    assert.deepEqual(plan.find((t) => t.name === "blk.31.attn_k.weight")?.dims, [4096, 1024]);
+    assert.deepEqual(plan.find((t) => t.name === "output.weight")?.dims, [4096, 128256]);
+    const bytes = benchDataBytes("8b");
+    assert.ok(bytes > 8.5e9 && bytes < 8.56e9, `${bytes}`);
+  });
+
   it("plans llama tensors with grouped-query attention and Q8_0 weights", () => {
     const s = BENCH_SHAPES["1b"];
     const plan = benchTensorPlan("1b");

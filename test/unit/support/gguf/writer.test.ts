@@ -3,10 +3,19 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
-import { dequantizeQ8_0, f16ToF32 } from "../../../support/gguf/numeric.ts";
+import { dequantizeQ8_0, f16ToF32, makeRng } from "../../../support/gguf/numeric.ts";
 import { readGgufInfo, readTensorBytes } from "../../../support/gguf/reader.ts";
 import { GGML_TYPE, GGUF_TYPE, kv, type GgufMetadata } from "../../../support/gguf/types.ts";
-import { fillF16, fillF32, fillQ8_0, layoutTensors, writeGguf, type RowChunk } from "../../../support/gguf/writer.ts";
+import {
+  fillF16,
+  fillF32,
+  fillFromPool,
+  fillQ8_0,
+  fillQ8_0Random,
+  layoutTensors,
+  writeGguf,
+  type RowChunk,
+} from "../../../support/gguf/writer.ts";
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gguf-writer-test-"));
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -194,5 +203,20 @@ describe("writeGguf → readGgufInfo round trip", () => {
     assert.throws(() => readGgufInfo(cut), /past the end of the file/);
     fs.writeFileSync(cut, fs.readFileSync(whole).subarray(0, 30));
     assert.throws(() => readGgufInfo(cut), /truncated GGUF file/);
+  });
+});
+
+describe("fillFromPool", () => {
+  it("copies whole blocks of the pool into every chunk, from seeded offsets", () => {
+    const pool = Buffer.alloc(34 * 5);
+    fillQ8_0Random(makeRng(3), 0.01)(pool, { firstRow: 0, rowCount: 1, rowLength: 5 * 32 });
+    const blocks = new Set(Array.from({ length: 5 }, (_, i) => pool.subarray(i * 34, i * 34 + 34).toString("hex")));
+    const out = Buffer.alloc(34 * 12);
+    fillFromPool(pool, makeRng(9))(out, { firstRow: 0, rowCount: 12, rowLength: 32 });
+    for (let i = 0; i < 12; i++) assert.ok(blocks.has(out.subarray(i * 34, i * 34 + 34).toString("hex")), `block ${i}`);
+    const again = Buffer.alloc(out.length);
+    fillFromPool(pool, makeRng(9))(again, { firstRow: 0, rowCount: 12, rowLength: 32 });
+    assert.deepEqual(again, out);
+    assert.throws(() => fillFromPool(Buffer.alloc(35), makeRng(1)), /whole blocks/);
   });
 });
