@@ -141,7 +141,11 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
           const grammar = calls?.fromStart ? toolGrammar : await grammars.get(req.format);
           // Waiting for a sequence to free up can take a whole generation: nobody should wait for this one meanwhile.
           if (loaded.slots.busy >= loaded.parallel) req.arrival?.settle();
-          const slot = await loaded.slots.acquire(signal, (s) => commonPrefixLength(s.tokens, promptTokens));
+          const slot = await loaded.slots.acquire(
+            signal,
+            (s) => commonPrefixLength(s.tokens, promptTokens),
+            (s) => s.tokens.length,
+          );
           try {
             yield* runGeneration({
               loaded,

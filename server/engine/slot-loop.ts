@@ -141,8 +141,12 @@ export class SlotLoop {
    * A free slot for a request, preferring the one whose cache holds most of the prompt (`prefer`), else the one that
    * keeps the busy slots compact; waits in FIFO order when none is free (SlotPool.acquire).
    */
-  acquire(signal: AbortSignal | undefined, prefer?: (slot: Slot) => number): Promise<Slot> {
-    return this.pool.acquire(signal, prefer);
+  acquire(
+    signal: AbortSignal | undefined,
+    prefer?: (slot: Slot) => number,
+    held?: (slot: Slot) => number,
+  ): Promise<Slot> {
+    return this.pool.acquire(signal, prefer, held);
   }
 
   /**

@@ -46,14 +46,15 @@ export class SlotPool<S> {
   }
 
   /**
-   * A free sequence, preferring the highest `prefer` score (the tokens of the prompt it has cached), where it beats the
-   * others by more than PREFER_SLACK, and else the one that keeps the busy sequences most compact; waits in FIFO order
-   * when none is free. Throws SERVER_BUSY when the queue is full, CLIENT_CLOSED when `signal` aborts while waiting.
+   * A free sequence: the one with the most of the prompt cached (`prefer`'s score), where it beats the others by more
+   * than PREFER_SLACK or by more than the cache it overwrites (`held`: the tokens it holds), else the one that keeps
+   * the busy sequences most compact (takeFree's cost); waits in FIFO order when none is free. Throws SERVER_BUSY when
+   * the queue is full, CLIENT_CLOSED when `signal` aborts while waiting.
    */
-  acquire(signal: AbortSignal | undefined, prefer?: (seq: S) => number): Promise<S> {
+  acquire(signal: AbortSignal | undefined, prefer?: (seq: S) => number, held?: (seq: S) => number): Promise<S> {
     if (signal?.aborted) return Promise.reject(clientClosed());
     if (this.free.length > 0) {
-      const seq = this.takeFree(prefer);
+      const seq = this.takeFree(prefer, held);
       this.onChange();
       return Promise.resolve(seq);
     }
@@ -99,23 +100,27 @@ export class SlotPool<S> {
   }
 
   /**
-   * Among the free sequences scoring within PREFER_SLACK of the best: the one leaving the fewest runs of consecutive
-   * busy
-   * sequences, then the best scored, then the first created.
+   * The free sequence that costs least, in tokens: the prompt tokens it lacks against the best cached one, the cached
+   * tokens it overwrites (another conversation's history, worth keeping for its next turn), and PREFER_SLACK per run of
+   * consecutive busy sequences it adds; ties to the fewest runs, then the best scored, then the first created.
    */
-  private takeFree(prefer: ((seq: S) => number) | undefined): S {
+  private takeFree(prefer: ((seq: S) => number) | undefined, held: ((seq: S) => number) | undefined): S {
     const scores = this.free.map((s) => (prefer ? prefer(s) : 0));
-    const floor = Math.max(...scores) - PREFER_SLACK;
-    let best = -1,
-      bestRuns = Infinity;
-    this.free.forEach((s, i) => {
-      if (scores[i]! < floor) return;
-      const runs = this.busyRunsWith(s);
-      if (runs < bestRuns || (runs === bestRuns && scores[i]! > scores[best]!)) {
-        best = i;
-        bestRuns = runs;
-      }
-    });
+    const runs = this.free.map((s) => this.busyRunsWith(s));
+    const bestScore = Math.max(...scores),
+      fewestRuns = Math.min(...runs);
+    const cost = this.free.map(
+      (s, i) =>
+        bestScore -
+        scores[i]! +
+        (held ? Math.max(0, held(s) - scores[i]!) : 0) +
+        PREFER_SLACK * (runs[i]! - fewestRuns),
+    );
+    let best = 0;
+    for (let i = 1; i < this.free.length; i++) {
+      const d = cost[i]! - cost[best]! || runs[i]! - runs[best]! || scores[best]! - scores[i]!;
+      if (d < 0) best = i;
+    }
     return this.free.splice(best, 1)[0]!;
   }
 

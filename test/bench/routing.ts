@@ -39,6 +39,8 @@ interface Turn {
   cached: number;
   completion: number;
   pod: string;
+  /** The access log's `choice`: least_load, ring_first or ring_next (passed on by the load bound). */
+  choice: string;
   conversation: string;
 }
 
@@ -179,7 +181,8 @@ async function chatTurn(gw: TestGateway, ns: string, app: string, messages: Mess
       .find((l) => l.includes(`"requestId":"${requestId}"`) && l.includes('"pod"')))
   )
     await new Promise((r) => setTimeout(r, 20));
-  return { ttftMs, text, usage, pod: (JSON.parse(line) as { pod: string }).pod };
+  const logged = JSON.parse(line) as { pod: string; choice: string };
+  return { ttftMs, text, usage, pod: logged.pod, choice: logged.choice };
 }
 
 /** Turns `from`..`to` of a conversation (the earlier ones replayed as history, with the same texts). */
@@ -212,6 +215,7 @@ async function conversation(
       cached: r.usage?.prompt_tokens_details?.cached_tokens ?? 0,
       completion: r.usage?.completion_tokens ?? 0,
       pod: r.pod,
+      choice: r.choice,
       conversation: id,
     });
   }
@@ -271,6 +275,7 @@ export function routingTables(r: RoutingResult): Array<{ title: string; header: 
       "median TTFT turns 3–6 ms",
       "requests per pod",
       "max off even",
+      "ring's first choice",
     ],
     rows: STRATEGIES.map((s) => {
       const ts = by(s);
@@ -286,6 +291,9 @@ export function routingTables(r: RoutingResult): Array<{ title: string; header: 
         f(median(ts.filter((t) => t.turn >= 3).map((t) => t.ttftMs))),
         [...perPod.values()].sort((a, b) => b - a).join(" / "),
         `${(off * 100).toFixed(0)}%`,
+        s === "PrefixHash"
+          ? `${((ts.filter((t) => t.choice === "ring_first").length / ts.length) * 100).toFixed(0)}%`
+          : "-",
       ];
     }),
   };

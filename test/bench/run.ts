@@ -95,7 +95,7 @@ if (run("serving")) {
     { rounds: Number(process.env.GANTRY_BENCH_ROUNDS ?? 9) },
   );
   printTable(
-    "Tool calls: decode tok/s of plain generation vs generation under the tool-call grammar (tool_choice required, a string argument: every token constrained), 64 tokens, one stream, /v1/chat/completions; time to a complete call of a tool with enum, integer and boolean arguments",
+    "Tool calls: decode tok/s of plain generation (tool_choice auto, answered without a call: the same prompt) vs generation under the tool-call grammar (tool_choice required, a string argument: every token constrained), 64 tokens, one stream, /v1/chat/completions; time to a complete call of a tool with enum, integer and boolean arguments",
     ["model", "plain tok/s", "grammar tok/s", "grammar ÷ plain", "complete call ms", "call tokens"],
     [[tool.model, tool.plainTps, tool.grammarTps, tool.ratio, tool.callMs, tool.callTokens]],
   );

@@ -1,5 +1,6 @@
 // The tool-call row of the serving benchmark: on one model through `gantry serve`'s /v1/chat/completions, plain
-// generation against generation under the tool-call grammar (tool_choice "required": constrained from the first
+// generation (the same request with tool_choice "auto", which the random weights answer without a call) against
+// generation under the tool-call grammar (tool_choice "required": constrained from the first
 // token), interleaved over rounds: generated tokens over the request's wall time (each side repeats its own prompt,
 // which stays in the KV cache, so that is decode time; a grammar call streams nothing until the call's name is
 // written, so the first chunk cannot start the clock), and the time to a complete tool call (a tool whose arguments
@@ -69,9 +70,12 @@ export async function benchToolCalls(
     await createModel(srv.url, model.label, model.path, { template });
     const messages = [{ role: "user", content: "Tell me a long story about the sea" }];
     const plainBody = { model: model.label, messages, max_tokens: maxTokens, seed: 1 };
+    // Both sides send the tool, so both prompts render it (the same prompt, the same context length): with "auto" the
+    // random weights write no call and no grammar applies; with "required" every token is under the grammar.
+    const autoBody = { ...plainBody, tools: [longTool], tool_choice: "auto" };
     const grammarBody = { ...plainBody, tools: [longTool], tool_choice: "required" };
     // Warm: the model, and each side's prompt in the KV cache.
-    await completion(srv.url, plainBody);
+    await completion(srv.url, autoBody);
     await completion(srv.url, grammarBody);
     const plain: number[] = [],
       grammar: number[] = [],
@@ -81,7 +85,7 @@ export async function benchToolCalls(
     for (let r = 0; r < rounds; r++) {
       const runPlain = async () => {
         await settle();
-        plain.push((await completion(srv.url, plainBody)).tps);
+        plain.push((await completion(srv.url, autoBody)).tps);
       };
       const runGrammar = async () => {
         await settle();

@@ -41,6 +41,51 @@ test("prefers the sequence with the best score (longest cached prefix) among equ
   assert.equal(await pool.acquire(undefined, (s) => s.length), "yy");
 });
 
+test("among equally compact choices, the one whose cache loses least: another conversation's history is kept", async () => {
+  // Sequence 0 holds 500 tokens of another conversation, 20 of them (a shared system prompt) also this prompt's start;
+  // 1 holds nothing; 2 holds 60 tokens sharing 10.
+  const held = new Map([
+    [0, 500],
+    [1, 0],
+    [2, 60],
+  ]);
+  const common = new Map([
+    [0, 20],
+    [1, 0],
+    [2, 10],
+  ]);
+  const pool = new SlotPool([0, 1, 2], 0);
+  assert.equal(
+    await pool.acquire(
+      undefined,
+      (s) => common.get(s)!,
+      (s) => held.get(s)!,
+    ),
+    1,
+    "the empty one, not the one sharing 20 tokens",
+  );
+  assert.equal(
+    await pool.acquire(
+      undefined,
+      (s) => common.get(s)!,
+      (s) => held.get(s)!,
+    ),
+    2,
+    "then the one losing 50 tokens, not 480",
+  );
+  pool.release(1);
+  pool.release(2);
+  assert.equal(
+    await pool.acquire(
+      undefined,
+      (s) => (s === 0 ? 499 : 0),
+      (s) => held.get(s)!,
+    ),
+    0,
+    "its own history: the longest prefix by far",
+  );
+});
+
 test("keeps the busy sequences a compact run of ids: the first created, then the hole next to the busy ones", async () => {
   const pool = new SlotPool([0, 1, 2, 3, 4], 0);
   const [a, b, c] = [await pool.acquire(undefined), await pool.acquire(undefined), await pool.acquire(undefined)];
