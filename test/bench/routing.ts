@@ -97,7 +97,13 @@ export async function benchRouting(opts: { rounds?: number } = {}): Promise<Rout
           // Six sequences a replica: room for the conversations the ring gives it (12 over 3, unevenly).
           server: { parallel: 6, contextLength: 2048 },
           scaling: { minReplicas: replicas, maxReplicas: replicas },
-          loadBalancing: { strategy },
+          // GANTRY_BENCH_MEAN_LOAD_FACTOR: PrefixHash's bound (KubeAI's default 125), to measure other settings.
+          loadBalancing: {
+            strategy,
+            ...(process.env.GANTRY_BENCH_MEAN_LOAD_FACTOR
+              ? { prefixHash: { meanLoadFactor: Number(process.env.GANTRY_BENCH_MEAN_LOAD_FACTOR) } }
+              : {}),
+          },
         },
       }),
     );
