@@ -46,6 +46,32 @@ export function Code({ text, label }: { text: string; label: string }) {
   );
 }
 
+/** A labelled number input whose text is kept as typed (the caller parses it when the form is sent). */
+export function NumberField(p: {
+  label: string;
+  value: string;
+  onValue: (value: string) => void;
+  min: number;
+  max: number;
+  step?: number;
+  required?: boolean;
+}) {
+  return (
+    <label>
+      {p.label}
+      <input
+        type="number"
+        min={p.min}
+        max={p.max}
+        step={p.step}
+        required={p.required}
+        value={p.value}
+        onInput={(e) => p.onValue((e.target as HTMLInputElement).value)}
+      />
+    </label>
+  );
+}
+
 export function Empty({ title, children }: { title: string; children: ComponentChildren }) {
   return (
     <section class="empty" aria-label={title}>

@@ -7,7 +7,7 @@ import { TimeChart } from "../chart.tsx";
 import { href, navigate } from "../router.ts";
 import { curlLine, openaiSnippet, servedModel } from "../snippets.ts";
 import { bucketTimes, perBucket } from "../usage-data.ts";
-import { Code, ConfirmButton, ErrorText, usePoll } from "../ui.tsx";
+import { Code, ConfirmButton, ErrorText, NumberField, usePoll } from "../ui.tsx";
 
 export function AppPage({ org, name }: { org: string; name: string }) {
   const [app, setApp] = useState<(AppView & { progress?: string }) | undefined>(undefined);
@@ -215,28 +215,8 @@ function Scaling({ org, app, onChanged }: { org: string; app: AppView; onChanged
           }
         }}
       >
-        <label>
-          Min replicas
-          <input
-            type="number"
-            min={0}
-            max={1000}
-            required
-            value={min}
-            onInput={(e) => setMin((e.target as HTMLInputElement).value)}
-          />
-        </label>
-        <label>
-          Max replicas
-          <input
-            type="number"
-            min={1}
-            max={1000}
-            required
-            value={max}
-            onInput={(e) => setMax((e.target as HTMLInputElement).value)}
-          />
-        </label>
+        <NumberField label="Min replicas" min={0} max={1000} required value={min} onValue={setMin} />
+        <NumberField label="Max replicas" min={1} max={1000} required value={max} onValue={setMax} />
         <button type="submit" disabled={busy}>
           {busy ? "Saving…" : "Save scaling"}
         </button>

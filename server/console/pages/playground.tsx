@@ -3,7 +3,7 @@
 // time to the first token and the tokens per second of each answer.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { API, ApiError, get, lines, orgPath, request, type AppView } from "../api.ts";
-import { ErrorText } from "../ui.tsx";
+import { ErrorText, NumberField } from "../ui.tsx";
 import { servedModel } from "../snippets.ts";
 
 interface Turn {
@@ -124,27 +124,8 @@ export function PlaygroundPage({ org, app: wanted }: { org: string; app: string 
               ))}
             </select>
           </label>
-          <label>
-            Temperature
-            <input
-              type="number"
-              min={0}
-              max={2}
-              step={0.1}
-              value={temperature}
-              onInput={(e) => setTemperature((e.target as HTMLInputElement).value)}
-            />
-          </label>
-          <label>
-            Max tokens
-            <input
-              type="number"
-              min={1}
-              max={32768}
-              value={maxTokens}
-              onInput={(e) => setMaxTokens((e.target as HTMLInputElement).value)}
-            />
-          </label>
+          <NumberField label="Temperature" min={0} max={2} step={0.1} value={temperature} onValue={setTemperature} />
+          <NumberField label="Max tokens" min={1} max={32768} value={maxTokens} onValue={setMaxTokens} />
           <button type="button" class="secondary" onClick={() => setTurns([])} disabled={turns.length === 0}>
             New chat
           </button>
