@@ -1,9 +1,9 @@
 // One request to an app as the gateway's parts see it while it is served (dispatch.ts makes it; forward.ts,
 // cold-start.ts and accounting.ts read and fill it).
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Active, PrefixRoute } from "./app-state.ts";
+import type { Active, PrefixRoute } from "./3-route/app-state.ts";
 import type { ErrorShape } from "./errors.ts";
-import type { StreamKind } from "./hold.ts";
+import type { StreamKind } from "./3-route/hold.ts";
 
 export interface RequestContext extends Active {
   req: IncomingMessage;

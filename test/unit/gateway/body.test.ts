@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { withoutKeepAlive } from "../../../server/gateway/body.ts";
+import { withoutKeepAlive } from "../../../server/gateway/3-route/request-body.ts";
 
 const out = (body: string) => withoutKeepAlive(Buffer.from(body))?.toString();
 

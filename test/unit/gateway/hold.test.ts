@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { keepAliveLine, streamErrorEvent, streamKind } from "../../../server/gateway/hold.ts";
+import { keepAliveLine, streamErrorEvent, streamKind } from "../../../server/gateway/3-route/hold.ts";
 
 const b = (o: unknown) => Buffer.from(JSON.stringify(o));
 

@@ -4,8 +4,8 @@
 import assert from "node:assert/strict";
 import { randomInt } from "node:crypto";
 import { test } from "node:test";
-import { prefixKey } from "../../../server/gateway/prefix-key.ts";
-import { PrefixRing } from "../../../server/gateway/prefix-ring.ts";
+import { prefixKey } from "../../../server/gateway/3-route/prefix-key.ts";
+import { PrefixRing } from "../../../server/gateway/3-route/prefix-ring.ts";
 
 const body = (o: unknown, indent?: number) => Buffer.from(JSON.stringify(o, null, indent));
 const chat = (messages: unknown[], extra: object = {}) => body({ model: "m", ...extra, messages });

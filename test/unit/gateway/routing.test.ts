@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { isDnsLabel } from "../../../server/common/kube-names.ts";
-import { route, shapeOf } from "../../../server/gateway/routing.ts";
+import { route, shapeOf } from "../../../server/gateway/1-dispatch/target.ts";
 
 test("app routes: org and app are stripped, the rest and the query go to the pod", () => {
   assert.deepEqual(route("POST", "/acme/chat/v1/chat/completions?x=1"), {

@@ -9,7 +9,7 @@ import {
   UsageEventFilter,
   UsageScanner,
   UsageTable,
-} from "../../../server/gateway/usage.ts";
+} from "../../../server/gateway/5-account/usage.ts";
 
 const T = Date.parse("2026-05-01T10:30:00Z");
 

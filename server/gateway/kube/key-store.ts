@@ -5,7 +5,7 @@ import { CoreV1Api, type KubeConfig, type V1Secret } from "@kubernetes/client-no
 import type { KubeWatch } from "../../common/kube-watch.ts";
 import type { Logger } from "../../common/logger.ts";
 import { labelledSecrets } from "./secret-watch.ts";
-import { KEY_LABEL, keySecretName, readKeySecret, type KeyRecord, type KeyScope } from "../keys.ts";
+import { KEY_LABEL, keySecretName, readKeySecret, type KeyRecord, type KeyScope } from "../2-authenticate/api-keys.ts";
 import type { CreatedKey, KeyStore } from "../ports.ts";
 import { createKeySecret, revokeKeySecret } from "./key-admin.ts";
 

@@ -2,10 +2,10 @@
 // gateway's). Requests are accounted in batches within 50 ms after they end (or every 256), off the path of the next
 // request on a busy connection; a metrics scrape, a usage read and shutdown flush first, so they see every answered
 // request.
-import type { Logger } from "../common/logger.ts";
-import type { RequestContext } from "./context.ts";
-import type { AppStats, GatewayMetrics, PodChoice } from "./metrics.ts";
-import type { UsageStore } from "./ports.ts";
+import type { Logger } from "../../common/logger.ts";
+import type { RequestContext } from "../context.ts";
+import type { AppStats, GatewayMetrics, PodChoice } from "../metrics.ts";
+import type { UsageStore } from "../ports.ts";
 import { isStreamType } from "./usage.ts";
 
 /** Ended requests are accounted for this long after they end at most. */

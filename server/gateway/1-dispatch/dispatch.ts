@@ -2,17 +2,17 @@
 // (forward.ts), the management API (management.ts), the process's own /healthz, /readyz and /metrics, or an error in
 // the API's shape.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { AppError } from "../common/errors.ts";
-import type { Logger } from "../common/logger.ts";
-import { originMatches } from "../common/origins.ts";
-import { givenRequestId } from "../common/request-id.ts";
-import { askForBody } from "./body.ts";
-import type { GatewayConfig } from "./config.ts";
-import type { RequestContext } from "./context.ts";
+import { AppError } from "../../common/errors.ts";
+import type { Logger } from "../../common/logger.ts";
+import { originMatches } from "../../common/origins.ts";
+import { givenRequestId } from "../../common/request-id.ts";
+import { askForBody } from "../3-route/request-body.ts";
+import type { GatewayConfig } from "../config.ts";
+import type { RequestContext } from "../context.ts";
 import { EXPOSED_HEADERS, preflightHeaders } from "./cors.ts";
-import { gatewayError, sendGatewayError } from "./errors.ts";
-import type { ManagementHandler } from "./management.ts";
-import { guessShape, route } from "./routing.ts";
+import { gatewayError, sendGatewayError } from "../errors.ts";
+import type { ManagementHandler } from "../management/management-api.ts";
+import { guessShape, route } from "./target.ts";
 
 export type SystemPath = "/healthz" | "/readyz" | "/metrics";
 

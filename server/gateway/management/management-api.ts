@@ -5,19 +5,19 @@
 // OpenAPI document (openapi.ts) is public; the console's pages and its session routes answer for themselves.
 // Errors use the OpenAI envelope.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { AppError } from "../common/errors.ts";
-import type { Logger } from "../common/logger.ts";
-import { decideAdmin, type AuthFailure, type KeyCheck } from "./auth.ts";
+import { AppError } from "../../common/errors.ts";
+import type { Logger } from "../../common/logger.ts";
+import { decideAdmin, type AuthFailure, type KeyCheck } from "../2-authenticate/authorization.ts";
 import { parse, readJson } from "./json-request.ts";
-import type { AppRouteContext } from "./management-apps.ts";
-import { gatewayError, sendGatewayError } from "./errors.ts";
-import { parseExpiry, type KeyRecord } from "./keys.ts";
-import { limitRefusal, type LimitResult } from "./limiter.ts";
+import type { AppRouteContext } from "./app-api.ts";
+import { gatewayError, sendGatewayError } from "../errors.ts";
+import { parseExpiry, type KeyRecord } from "../2-authenticate/api-keys.ts";
+import { limitRefusal, type LimitResult } from "../2-authenticate/limiter.ts";
 import { sendJson } from "./json-response.ts";
 import { openApiDocument } from "./openapi.ts";
-import type { AppInfo, AppSource, KeyStore, UsageStore } from "./ports.ts";
-import type { UsageRow } from "./usage.ts";
-import { isDnsLabel } from "../common/kube-names.ts";
+import type { AppInfo, AppSource, KeyStore, UsageStore } from "../ports.ts";
+import type { UsageRow } from "../5-account/usage.ts";
+import { isDnsLabel } from "../../common/kube-names.ts";
 import { CreateKeyRequestSchema, UsageQuerySchema, type KeyInfo } from "./schemas.ts";
 
 export type ManagementHandler = (

@@ -4,8 +4,8 @@
 // sequence).
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import { Pool, type Dispatcher } from "undici";
-import { streamErrorEvent } from "./hold.ts";
-import { UsageEventFilter, UsageScanner } from "./usage.ts";
+import { streamErrorEvent } from "../3-route/hold.ts";
+import { UsageEventFilter, UsageScanner } from "../5-account/usage.ts";
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1) and what the gateway sets itself: never copied across. */
 const HOP_BY_HOP = new Set([

@@ -9,9 +9,9 @@
 import dns from "node:dns/promises";
 import fs from "node:fs";
 import net from "node:net";
-import { LOAD_REPORT_PATH, type LoadReport } from "../../operator/api/v1alpha1/load-report.ts";
-import type { Logger } from "../common/logger.ts";
-import type { LoadSink } from "./ports.ts";
+import { LOAD_REPORT_PATH, type LoadReport } from "../../../operator/api/v1alpha1/load-report.ts";
+import type { Logger } from "../../common/logger.ts";
+import type { LoadSink } from "../ports.ts";
 
 export const IN_CLUSTER_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token";
 const TOKEN_REREAD_MS = 60_000;

@@ -7,8 +7,8 @@
 // Modes (ModelApp spec.auth): private = a valid key of the app's org; shared = a valid key of any org; public = no key
 // needed (a valid key still names who called, for usage; an invalid one is ignored, since SDKs insist on sending
 // some apiKey).
-import type { AuthMode } from "../../operator/api/v1alpha1/modelapp.ts";
-import { parseApiKey } from "./keys.ts";
+import type { AuthMode } from "../../../operator/api/v1alpha1/modelapp.ts";
+import { parseApiKey } from "./api-keys.ts";
 
 export type AuthFailure =
   "missing" | "malformed" | "unknown" | "revoked" | "expired" | "wrong_secret" | "other_org" | "scope";

@@ -6,7 +6,7 @@ import { AppError } from "../../common/errors.ts";
 import { AppsClient } from "../../platform/apps-client.ts";
 import { pullProgress } from "../../platform/deploy-wait.ts";
 import { PlatformError } from "../../platform/platform-error.ts";
-import type { AppAdmin, LogOptions } from "../app-admin.ts";
+import type { AppAdmin, LogOptions } from "../management/app-admin.ts";
 import { streamPodLog } from "./pod-log.ts";
 
 /** Calls the API server as org `org`'s apps client; a failure becomes a 502 with the API server's sentence. */

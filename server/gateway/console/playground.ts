@@ -1,7 +1,7 @@
 // The playground's requests go through the gateway's app pipeline (hold while the app starts, limits, usage, the
 // pod's stream) as the admin key whose session (or header) called the management route: the request is rewritten to
 // the app's own path and carries that already-checked key, so the page never holds a key.
-import type { VerifiedKey } from "../auth.ts";
+import type { VerifiedKey } from "../2-authenticate/authorization.ts";
 import type { IncomingMessage } from "node:http";
 
 const PRESET = Symbol("gantry.presetKey");

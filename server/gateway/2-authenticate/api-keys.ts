@@ -12,7 +12,7 @@
 // compared in constant time (crypto.timingSafeEqual).
 import crypto from "node:crypto";
 import { z } from "zod";
-import { formatIssue } from "../common/validate.ts";
+import { formatIssue } from "../../common/validate.ts";
 
 export const KEY_LABEL = "gantry.dev/api-key";
 export const KEY_SCOPES = ["api", "admin"] as const;

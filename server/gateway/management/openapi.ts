@@ -1,7 +1,7 @@
 // The OpenAPI 3.1 document of the management API, derived from the zod schemas (z.toJSONSchema), served at
 // /_gantry/v1/openapi.json.
 import { z } from "zod";
-import { VERSION } from "../common/version.ts";
+import { VERSION } from "../../common/version.ts";
 import {
   AppSchema,
   AppListSchema,

@@ -3,14 +3,14 @@
 // and the console's playground, which sends /v1/chat/completions to the app through the gateway's own pipeline as
 // the admin key (or session) that called, so no key ever sits in the page. management.ts has checked the admin key
 // of the org and its limits before any of these run.
-import { AppError } from "../common/errors.ts";
-import type { Logger } from "../common/logger.ts";
-import type { VerifiedKey } from "./auth.ts";
+import { AppError } from "../../common/errors.ts";
+import type { Logger } from "../../common/logger.ts";
+import type { VerifiedKey } from "../2-authenticate/authorization.ts";
 import type { AppAdmin } from "./app-admin.ts";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { parse, readJson } from "./json-request.ts";
 import { sendJson } from "./json-response.ts";
-import type { AppInfo, AppSource } from "./ports.ts";
+import type { AppInfo, AppSource } from "../ports.ts";
 import { LogQuerySchema, ScaleRequestSchema } from "./schemas.ts";
 
 export interface AppRouteContext {

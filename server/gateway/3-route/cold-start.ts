@@ -3,16 +3,16 @@
 // the app's pods that are listed but not ready yet are health-checked every 100 ms, so a request goes on at the first
 // pass instead of after the readiness probe period and the EndpointSlice update. Held streams get keep-alive lines
 // (hold.ts). A gateway that cannot wake an app (its load reports are refused, or go nowhere) says so at once.
-import { AppError } from "../common/errors.ts";
-import type { Logger } from "../common/logger.ts";
+import { AppError } from "../../common/errors.ts";
+import type { Logger } from "../../common/logger.ts";
 import type { AppState } from "./app-state.ts";
-import type { GatewayConfig } from "./config.ts";
-import type { RequestContext } from "./context.ts";
-import { gatewayError } from "./errors.ts";
+import type { GatewayConfig } from "../config.ts";
+import type { RequestContext } from "../context.ts";
+import { gatewayError } from "../errors.ts";
 import { keepAliveLine, NDJSON_HEAD, SSE_HEAD, streamKind } from "./hold.ts";
-import type { GatewayMetrics } from "./metrics.ts";
-import type { AppInfo, AppSource, Endpoint, LoadSink } from "./ports.ts";
-import type { Upstreams } from "./proxy.ts";
+import type { GatewayMetrics } from "../metrics.ts";
+import type { AppInfo, AppSource, Endpoint, LoadSink } from "../ports.ts";
+import type { Upstreams } from "../4-forward/proxy.ts";
 
 /** How long the gateway's own passed health check of a not-yet-ready pod counts (the EndpointSlice catches up). */
 const PROBED_MS = 30_000;

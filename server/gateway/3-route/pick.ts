@@ -1,6 +1,6 @@
 // Which pod a request goes to. Pure and small on purpose: a routing strategy (LeastLoad today; PrefixHash later)
 // is one function of the usable pods and what the gateway knows of their load.
-import type { Endpoint } from "./ports.ts";
+import type { Endpoint } from "../ports.ts";
 
 /**
  * The pod with the fewest requests in flight from this gateway among the `usable` ones of `endpoints`, ties broken in

@@ -2,9 +2,9 @@
 // the key's Secrets, so a revoked (deleted) or changed key fails at once, however long the cache would keep it.
 // checkAuthorization keys its cache by the whole Authorization header, so a repeated caller costs one Map lookup and
 // the key's record lookup (for its version), without parsing the header again.
-import { checkKey, type KeyRecord } from "./keys.ts";
-import { parseAuthorization, type KeyCheck } from "./auth.ts";
-import type { KeyStore } from "./ports.ts";
+import { checkKey, type KeyRecord } from "./api-keys.ts";
+import { parseAuthorization, type KeyCheck } from "./authorization.ts";
+import type { KeyStore } from "../ports.ts";
 
 const MAX_ENTRIES = 10_000;
 

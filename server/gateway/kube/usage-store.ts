@@ -18,7 +18,7 @@ import {
   UsageTable,
   type RequestUsage,
   type UsageRow,
-} from "../usage.ts";
+} from "../5-account/usage.ts";
 
 export const USAGE_LABEL = "gantry.dev/usage";
 export const USAGE_KEY = "usage.json";

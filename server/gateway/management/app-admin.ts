@@ -1,5 +1,5 @@
 // What the management API changes or reads of an app beyond the watch caches: its scaling bounds, its deletion and
-// its pods' logs (the operations of `gantry apps scale/delete/logs`). kube/app-admin.ts does them through the API
+// its pods' logs (the operations of `gantry apps scale/delete/logs`). kube/app-operations.ts does them through the API
 // server; a gateway without a cluster has none (the routes answer 501).
 
 export interface LogOptions {

@@ -3,20 +3,20 @@
 // answered with (its status and, unless the pod's answer went out, the gateway's error).
 import { AppError } from "../common/errors.ts";
 import type { Logger } from "../common/logger.ts";
-import type { Accounting } from "./accounting.ts";
-import type { AppState } from "./app-state.ts";
-import { decideAccess, type KeyCheck } from "./auth.ts";
-import { askForBody, KEEP_ALIVE_ROUTES, readRequestBody, withoutKeepAlive } from "./body.ts";
-import type { ColdStart } from "./cold-start.ts";
+import type { Accounting } from "./5-account/accounting.ts";
+import type { AppState } from "./3-route/app-state.ts";
+import { decideAccess, type KeyCheck } from "./2-authenticate/authorization.ts";
+import { askForBody, KEEP_ALIVE_ROUTES, readRequestBody, withoutKeepAlive } from "./3-route/request-body.ts";
+import type { ColdStart } from "./3-route/cold-start.ts";
 import type { GatewayConfig } from "./config.ts";
 import type { RequestContext } from "./context.ts";
 import { gatewayError, sendGatewayError } from "./errors.ts";
-import { limitRefusal, type LimitResult } from "./limiter.ts";
+import { limitRefusal, type LimitResult } from "./2-authenticate/limiter.ts";
 import type { AppStats, GatewayMetrics } from "./metrics.ts";
 import type { AppInfo, AppSource, Endpoint } from "./ports.ts";
-import { upstreamHeaders, type ProxyOutcome, type Upstreams } from "./proxy.ts";
-import { prefixKey } from "./prefix-key.ts";
-import { addStreamUsage } from "./usage.ts";
+import { upstreamHeaders, type ProxyOutcome, type Upstreams } from "./4-forward/proxy.ts";
+import { prefixKey } from "./3-route/prefix-key.ts";
+import { addStreamUsage } from "./5-account/usage.ts";
 
 export interface ForwardDeps {
   config: GatewayConfig;

@@ -1,9 +1,9 @@
 // Wire types of the gateway's management API (/_gantry/v1/orgs/<org>/{keys,apps,usage}): one zod schema each, from
 // which the handlers validate and openapi.ts derives the OpenAPI document.
 import { z } from "zod";
-import { AUTH_MODES } from "../../operator/api/v1alpha1/modelapp.ts";
-import { KEY_SCOPES, NewKeyNameSchema } from "./keys.ts";
-import { UsageRowSchema } from "./usage.ts";
+import { AUTH_MODES } from "../../../operator/api/v1alpha1/modelapp.ts";
+import { KEY_SCOPES, NewKeyNameSchema } from "../2-authenticate/api-keys.ts";
+import { UsageRowSchema } from "../5-account/usage.ts";
 
 export const CreateKeyRequestSchema = z
   .object({

@@ -6,8 +6,8 @@
 //   /healthz /readyz /metrics     the gateway process
 //
 // org_id and app_id are Kubernetes names: DNS labels (RFC 1123), at most 63 characters.
-import { isDnsLabel } from "../common/kube-names.ts";
-import type { ErrorShape } from "./errors.ts";
+import { isDnsLabel } from "../../common/kube-names.ts";
+import type { ErrorShape } from "../errors.ts";
 
 /** The inference routes of `gantry serve` a caller may reach, by method (read-only model info included). */
 const ALLOWED: ReadonlyMap<string, ReadonlySet<string>> = new Map([

@@ -1,9 +1,9 @@
 // Reading the JSON body of a request to the gateway's own APIs (management, console), bounded, and checking it
 // against its zod schema: errors are AppErrors naming the field, answered in the OpenAI envelope.
 import type { z } from "zod";
-import { AppError } from "../common/errors.ts";
-import { formatIssue } from "../common/validate.ts";
-import { readRequestBody } from "./body.ts";
+import { AppError } from "../../common/errors.ts";
+import { formatIssue } from "../../common/validate.ts";
+import { readRequestBody } from "../3-route/request-body.ts";
 import type { IncomingMessage } from "node:http";
 
 export function parse<S extends z.ZodType>(schema: S, input: unknown): z.infer<S> {
