@@ -1,6 +1,6 @@
-// CORS for browser clients of the apps and the management API. Keys travel in the Authorization header, never in
-// cookies, so a page of any allowed origin (config corsOrigins, "*" by default) may call the gateway as OpenAI's own
-// API allows: the origin is echoed (with Vary: Origin), credentials (cookies) are not allowed. Pure.
+// Step 1, dispatch: CORS for browser clients of the apps and the management API. Keys travel in the Authorization
+// header, never in cookies, so a page of any allowed origin (config corsOrigins, "*" by default) may call the gateway
+// as OpenAI's own API allows: the origin is echoed (with Vary: Origin), credentials (cookies) are not allowed. Pure.
 
 /** Response headers a browser script may read besides the CORS-safelisted ones. */
 export const EXPOSED_HEADERS = "x-request-id, retry-after, www-authenticate";

@@ -1,6 +1,6 @@
-// Where a request goes: CORS (preflights answered here), a request id, then routing.ts's decision: an app's API
-// (forward.ts), the management API (management.ts), the process's own /healthz, /readyz and /metrics, or an error in
-// the API's shape.
+// Step 1, dispatch: where a request goes. CORS (preflights answered here), a request id, then target.ts's decision:
+// an app's API (its route from routes.ts; pipeline.ts runs the later steps), the management API, the process's own
+// /healthz, /readyz and /metrics, or an error in the API's shape.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { AppError } from "../../common/errors.ts";
 import type { Logger } from "../../common/logger.ts";
@@ -21,7 +21,7 @@ export interface DispatchDeps {
   newRequestId: () => string;
   logger: Logger;
   management: ManagementHandler;
-  /** Serves a request to an app (forward.ts); settles when it ended. */
+  /** Serves a request to an app (pipeline.ts, steps 2 to 5); settles when it ended. */
   serveApp(ctx: RequestContext): Promise<void>;
   system(path: SystemPath, res: ServerResponse): Promise<void>;
 }
@@ -66,8 +66,9 @@ export function dispatcher(d: DispatchDeps): (req: IncomingMessage, res: ServerR
     const r = route(req.method ?? "GET", req.url ?? "/");
     switch (r.kind) {
       case "app": {
-        const { org, app, rest, query, shape } = r;
-        const ctx: RequestContext = { req, res, requestId, t0, org, app, rest, query, shape, keyId: "-" };
+        const { org, app, rest, query, api } = r;
+        const shape = api.shape;
+        const ctx: RequestContext = { req, res, requestId, t0, org, app, rest, query, api, shape, keyId: "-" };
         d.serveApp(ctx).catch((err: unknown) => {
           d.logger.error({ err: String(err), requestId }, "request failed");
           sendGatewayError(res, shape, gatewayError(502, "the request failed in the gateway"), {

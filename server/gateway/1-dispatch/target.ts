@@ -1,38 +1,17 @@
-// Which request goes where. Pure: a path (and method) in, a decision out.
+// Step 1, dispatch: which request goes where, from its method and request target. Pure: a decision out.
 //
 //   /<org_id>/<app_id>/<rest>     an app's API: <rest> is sent to a ready pod of ModelApp <app_id> in namespace
-//                                 <org_id>, with the prefix stripped (only the inference routes below pass)
+//                                 <org_id>, with the prefix stripped (only the routes of the route table pass)
 //   /_gantry/v1/...               the gateway's own management API (management.ts)
 //   /healthz /readyz /metrics     the gateway process
 //
 // org_id and app_id are Kubernetes names: DNS labels (RFC 1123), at most 63 characters.
 import { isDnsLabel } from "../../common/kube-names.ts";
 import type { ErrorShape } from "../errors.ts";
-
-/** The inference routes of `gantry serve` a caller may reach, by method (read-only model info included). */
-const ALLOWED: ReadonlyMap<string, ReadonlySet<string>> = new Map([
-  ["/v1/models", new Set(["GET"])],
-  ["/v1/chat/completions", new Set(["POST"])],
-  ["/v1/completions", new Set(["POST"])],
-  ["/v1/embeddings", new Set(["POST"])],
-  ["/v1/responses", new Set(["POST"])],
-  ["/v1/messages", new Set(["POST"])],
-  ["/v1/messages/count_tokens", new Set(["POST"])],
-  ["/api/chat", new Set(["POST"])],
-  ["/api/generate", new Set(["POST"])],
-  ["/api/embed", new Set(["POST"])],
-  ["/api/embeddings", new Set(["POST"])],
-  ["/api/tags", new Set(["GET"])],
-  ["/api/show", new Set(["POST"])],
-  ["/api/ps", new Set(["GET"])],
-  ["/api/version", new Set(["GET"])],
-]);
-
-/** Routes that change a pod's model store: never reachable through the gateway. */
-const MANAGEMENT_PREFIXES = ["/api/pull", "/api/create", "/api/delete", "/api/copy", "/api/blobs", "/api/push"];
+import { apiRoute, STORE_ROUTES, type ApiRoute } from "../routes.ts";
 
 export type RouteDecision =
-  | { kind: "app"; org: string; app: string; rest: string; query: string; shape: ErrorShape }
+  | { kind: "app"; org: string; app: string; rest: string; query: string; api: ApiRoute }
   | { kind: "management"; rest: string; query: string }
   | { kind: "system"; path: "/healthz" | "/readyz" | "/metrics" }
   | { kind: "error"; status: 400 | 403 | 404 | 405; message: string; shape: ErrorShape; allow?: string };
@@ -109,21 +88,20 @@ export function route(method: string, target: string): RouteDecision {
     (rest.includes("%") && (!rest.startsWith("/v1/models/") || !wellEncoded(rest)))
   )
     return { kind: "error", status: 400, message: `invalid path ${rest}`, shape };
-  const methods = ALLOWED.get(rest);
-  if (methods) {
-    if (methods.has(method) || (method === "HEAD" && methods.has("GET")))
-      return { kind: "app", org, app, rest, query, shape };
+  const api = apiRoute(rest);
+  if (api) {
+    const methods: readonly string[] = api.methods;
+    if (methods.includes(method) || (method === "HEAD" && methods.includes("GET")))
+      return { kind: "app", org, app, rest, query, api };
     return {
       kind: "error",
       status: 405,
       message: `method ${method} not allowed on ${rest}`,
-      shape,
-      allow: methods.has("GET") ? [...methods, "HEAD"].join(", ") : [...methods].join(", "),
+      shape: api.shape,
+      allow: methods.includes("GET") ? [...methods, "HEAD"].join(", ") : methods.join(", "),
     };
   }
-  if (rest.startsWith("/v1/models/") && (method === "GET" || method === "HEAD") && rest.length > "/v1/models/".length)
-    return { kind: "app", org, app, rest, query, shape };
-  if (MANAGEMENT_PREFIXES.some((p) => rest === p || rest.startsWith(`${p}/`)))
+  if (STORE_ROUTES.some((p) => rest === p || rest.startsWith(`${p}/`)))
     return {
       kind: "error",
       status: 403,

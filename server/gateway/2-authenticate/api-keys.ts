@@ -1,5 +1,5 @@
-// API keys: format, hashing and the Secret that stores one. No I/O (the randomness is passed in or drawn here from
-// the CSPRNG; the clock is passed in).
+// Step 2, authenticate: API keys: format, hashing and the Secret that stores one. No I/O (the randomness is passed in
+// or drawn here from the CSPRNG; the clock is passed in).
 //
 // A key is `<key_id>:<key_secret>` (fal's FAL_KEY_ID:FAL_KEY_SECRET form): key_id is 16 hex characters (it names the
 // Secret `gantry-key-<key_id>` in the org's namespace and is safe to show and log), key_secret is 32 random bytes in

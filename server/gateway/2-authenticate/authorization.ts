@@ -1,4 +1,4 @@
-// Authorization header parsing and the access rule of an app's auth mode. Pure.
+// Step 2, authenticate: Authorization header parsing and the access rule of an app's auth mode. Pure.
 //
 //   Authorization: Key <key_id>:<key_secret>      (fal's form; the scheme is case-insensitive)
 //   Authorization: Bearer <key_id>:<key_secret>   (what OpenAI and Ollama SDKs send with apiKey)

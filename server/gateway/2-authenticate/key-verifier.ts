@@ -1,7 +1,7 @@
-// Checks presented keys against the key store, caching results briefly. A cached result is tied to the versions of
-// the key's Secrets, so a revoked (deleted) or changed key fails at once, however long the cache would keep it.
-// checkAuthorization keys its cache by the whole Authorization header, so a repeated caller costs one Map lookup and
-// the key's record lookup (for its version), without parsing the header again.
+// Step 2, authenticate: checks presented keys against the key store, caching results briefly. A cached result is tied
+// to the versions of the key's Secrets, so a revoked (deleted) or changed key fails at once, however long the cache
+// would keep it. checkAuthorization keys its cache by the whole Authorization header, so a repeated caller costs one
+// Map lookup and the key's record lookup (for its version), without parsing the header again.
 import { checkKey, type KeyRecord } from "./api-keys.ts";
 import { parseAuthorization, type KeyCheck } from "./authorization.ts";
 import type { KeyStore } from "../ports.ts";

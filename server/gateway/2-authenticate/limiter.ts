@@ -1,4 +1,5 @@
-// Per-key request limits (state of limits.ts): requests per second and requests in flight, per gateway replica.
+// Step 2, authenticate: per-key request limits (state of limits.ts): requests per second and requests in flight, per
+// gateway replica.
 import { limitsFor, takeToken, type Bucket, type LimitSettings } from "./limits.ts";
 
 export type LimitResult =

@@ -1,5 +1,5 @@
-// Per-key rate limits: a token bucket for requests per second and a count of requests in flight. Pure arithmetic
-// (the clock is passed in); the limiter that holds the state per key is in pipeline.ts.
+// Step 2, authenticate: per-key rate limits: a token bucket for requests per second and a count of requests in flight.
+// Pure arithmetic (the clock is passed in); the limiter that holds the state per key is limiter.ts.
 
 export interface LimitSettings {
   /** Sustained requests per second; 0 = unlimited. */

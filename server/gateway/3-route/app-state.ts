@@ -1,6 +1,6 @@
-// What the gateway knows about one app while it serves it: requests in flight and held, load per pod, pods that
-// refused a connection or passed the gateway's own health check, and the warm-up of a scale from zero. Which of its
-// usable pods a request takes is pick.ts.
+// Step 3, route: what the gateway knows about one app while it serves it: requests in flight and held, load per pod,
+// pods that refused a connection or passed the gateway's own health check, and the warm-up of a scale from zero. Which
+// of its usable pods a request takes is pick.ts.
 import type { AppError } from "../../common/errors.ts";
 import { AppStats } from "../metrics.ts";
 import type { ModelAppSpec } from "../../../operator/api/v1alpha1/modelapp.ts";

@@ -1,18 +1,19 @@
-// Scale from zero: a request for an app without a usable pod is held until one is ready (the first held request wakes
-// the autoscaler at once), the app is deleted or fails, the hold times out, or the client leaves. While requests wait,
-// the app's pods that are listed but not ready yet are health-checked every 100 ms, so a request goes on at the first
-// pass instead of after the readiness probe period and the EndpointSlice update. Held streams get keep-alive lines
-// (hold.ts). A gateway that cannot wake an app (its load reports are refused, or go nowhere) says so at once.
+// Step 3, route: scale from zero. A request for an app without a usable pod is held until one is ready (the first
+// held request wakes the autoscaler at once), the app is deleted or fails, the hold times out, or the client leaves.
+// While requests wait, the app's pods that are listed but not ready yet are health-checked every 100 ms, so a request
+// goes on at the first pass instead of after the readiness probe period and the EndpointSlice update. Held streams get
+// keep-alive lines (hold.ts). A gateway that cannot wake an app (its load reports are refused, or go nowhere) says so
+// at once.
 import { AppError } from "../../common/errors.ts";
 import type { Logger } from "../../common/logger.ts";
 import type { AppState } from "./app-state.ts";
 import type { GatewayConfig } from "../config.ts";
-import type { RequestContext } from "../context.ts";
 import { gatewayError } from "../errors.ts";
 import { keepAliveLine, NDJSON_HEAD, SSE_HEAD, streamKind } from "./hold.ts";
 import type { GatewayMetrics } from "../metrics.ts";
 import type { AppInfo, AppSource, Endpoint, LoadSink } from "../ports.ts";
 import type { Upstreams } from "../4-forward/proxy.ts";
+import type { RequestBody, RequestContext } from "../context.ts";
 
 /** How long the gateway's own passed health check of a not-yet-ready pod counts (the EndpointSlice catches up). */
 const PROBED_MS = 30_000;
@@ -52,13 +53,7 @@ export class ColdStart {
    * A usable pod for the request: at once when the app has one, else after holding the request until a pod is ready,
    * the app is deleted or fails, the deadline passes, or the client leaves ("closed").
    */
-  endpointFor(
-    ctx: RequestContext,
-    s: AppState,
-    body: Buffer | null,
-    deadline: number,
-    avoid?: string,
-  ): Promise<Waited> {
+  endpointFor(ctx: RequestContext, s: AppState, body: RequestBody, deadline: number, avoid?: string): Promise<Waited> {
     const pick = (): Endpoint | AppError | undefined => {
       if (ctx.cause) return ctx.cause;
       const app = this.d.apps.get(ctx.org, ctx.app);
@@ -101,7 +96,7 @@ export class ColdStart {
   private hold(
     ctx: RequestContext,
     s: AppState,
-    body: Buffer | null,
+    body: RequestBody,
     deadline: number,
     pick: () => Endpoint | AppError | undefined,
   ): Promise<Waited> {
@@ -114,7 +109,7 @@ export class ColdStart {
     s.warmUntil = Math.max(s.warmUntil, deadline);
     this.d.load?.wake();
     this.probe(s);
-    const kind = ctx.committed ? undefined : streamKind(ctx.rest, body);
+    const kind = ctx.committed ? undefined : streamKind(ctx.api, body.json);
     return new Promise((resolve) => {
       let keepAlive: NodeJS.Timeout | undefined;
       const sendKeepAlive = () => {
@@ -124,7 +119,7 @@ export class ColdStart {
           ctx.sentType = kind === "sse" ? SSE_HEAD["content-type"] : NDJSON_HEAD["content-type"];
           ctx.res.writeHead(200, { ...(kind === "sse" ? SSE_HEAD : NDJSON_HEAD), "x-request-id": ctx.requestId });
         }
-        ctx.res.write(keepAliveLine(kind, ctx.rest, body, new Date(this.d.now())));
+        ctx.res.write(keepAliveLine(ctx.api, kind, body.json, new Date(this.d.now())));
         keepAlive = setTimeout(sendKeepAlive, this.d.hold.keepAliveSeconds * 1000);
       };
       if (kind) keepAlive = setTimeout(sendKeepAlive, FIRST_KEEPALIVE_MS);

@@ -1,5 +1,5 @@
-// Which pod a request goes to. Pure and small on purpose: a routing strategy (LeastLoad today; PrefixHash later)
-// is one function of the usable pods and what the gateway knows of their load.
+// Step 3, route: which pod a request goes to. Pure and small on purpose: a routing strategy (LeastLoad here;
+// PrefixHash in prefix-ring.ts) is one function of the usable pods and what the gateway knows of their load.
 import type { Endpoint } from "../ports.ts";
 
 /**

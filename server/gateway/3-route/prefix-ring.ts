@@ -1,8 +1,8 @@
-// PrefixHash's ring: consistent hashing with bounded loads (CHWBL, as KubeAI's PrefixHash and HAProxy's
+// Step 3, route: PrefixHash's ring: consistent hashing with bounded loads (CHWBL, as KubeAI's PrefixHash and HAProxy's
 // hash-balance-factor do it). Each pod owns `replication` points of a 32-bit ring; a key goes to the owner of the first
 // point at or after its hash, unless that pod's in-flight load is over meanLoadFactor × the mean (counting the new
-// request), then to the next pod along the ring that is not. A pod added or removed moves only the keys whose points
-// it takes or gives up. Pure.
+// request), then to the next pod along the ring that is not. A pod added or removed moves only the keys whose points it
+// takes or gives up. Pure.
 import { hash } from "node:crypto";
 
 /** A point's or a key's place on the ring: the first 32 bits of its SHA-1 (spread evenly, fast in native code). */

@@ -1,6 +1,10 @@
-// Reading a request body into memory, bounded: the gateway buffers bodies (they are small JSON) so that a request a
-// pod refused can be sent to another one.
+// Step 3, route: the request's body, read into memory (bounded: bodies are small JSON, buffered so that a request a
+// pod refused can be sent to another one) and parsed once, after a nesting-depth check, into the one view every later
+// step reads (PrefixHash's key, the hold's stream style, the body rules of 4-forward/pod-request.ts).
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { textNestsDeeperThan } from "../../common/json-depth.ts";
+import type { RequestBody } from "../context.ts";
+import { MAX_BODY_DEPTH } from "../routes.ts";
 
 /**
  * Sends `100 Continue` to a client that waits for it (`Expect: 100-continue`), once its body is wanted: a request
@@ -48,30 +52,20 @@ export function readRequestBody(req: IncomingMessage, max: number): Promise<Buff
   });
 }
 
-/** The Ollama routes whose bodies may hold `keep_alive`. */
-export const KEEP_ALIVE_ROUTES: ReadonlySet<string> = new Set([
-  "/api/chat",
-  "/api/generate",
-  "/api/embed",
-  "/api/embeddings",
-]);
+export const NO_BODY: RequestBody = { raw: null, json: undefined };
 
-/**
- * An Ollama request body without its `keep_alive`: through the gateway an app's model stays loaded as its spec says
- * (server.keepAlive), since a caller's keep_alive would let anyone unload (`0`) or time out the model every other
- * caller uses. Undefined when there is nothing to take out (or the body is not a JSON object: the pod answers that).
- */
-export function withoutKeepAlive(body: Buffer): Buffer | undefined {
-  // A key may be written with \u escapes ("keep\u005falive"): such bodies are parsed too.
-  if (body.indexOf("keep_alive") < 0 && body.indexOf("\\u") < 0) return undefined;
-  let parsed: unknown;
+/** The body's one parsed view, or "too-deep" when it nests deeper than MAX_BODY_DEPTH (answered 400). Pure. */
+export function parseBody(raw: Buffer | null, maxDepth = MAX_BODY_DEPTH): RequestBody | "too-deep" {
+  if (!raw || raw.length === 0) return { raw, json: undefined };
+  if (textNestsDeeperThan(raw, maxDepth)) return "too-deep";
+  let json: unknown;
   try {
-    parsed = JSON.parse(body.toString("utf8"));
+    json = JSON.parse(raw.toString("utf8"));
   } catch {
-    return undefined;
+    return { raw, json: undefined };
   }
-  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed) || !Object.hasOwn(parsed, "keep_alive"))
-    return undefined;
-  const { keep_alive: _, ...rest } = parsed as Record<string, unknown>;
-  return Buffer.from(JSON.stringify(rest));
+  return {
+    raw,
+    json: json && typeof json === "object" && !Array.isArray(json) ? (json as Record<string, unknown>) : undefined,
+  };
 }

@@ -1,10 +1,10 @@
-// Forwarding one request to one pod with undici (a keep-alive Pool per pod), writing the answer straight into the
-// client's response as it arrives: no buffering, so SSE and NDJSON tokens pass at once, and a client that reads
-// nothing stops the pod's answer (backpressure). A client that goes away aborts the pod's request (the pod frees the
-// sequence).
+// Step 4, forward: sending one request to one pod with undici (a keep-alive Pool per pod), writing the answer straight
+// into the client's response as it arrives: no buffering, so SSE and NDJSON tokens pass at once, and a client that
+// reads nothing stops the pod's answer (backpressure). A client that goes away aborts the pod's request (the pod frees
+// the sequence).
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import { Pool, type Dispatcher } from "undici";
-import { streamErrorEvent } from "../3-route/hold.ts";
+import { streamErrorEvent, type ErrorShape } from "../errors.ts";
 import { UsageEventFilter, UsageScanner } from "../5-account/usage.ts";
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1) and what the gateway sets itself: never copied across. */
@@ -110,6 +110,8 @@ export interface ForwardOptions {
   dropUsageEvent: boolean;
   /** Read token counts from the answer (generation and embedding routes; model listings carry none). */
   meter: boolean;
+  /** The route's error shape (of the error event that ends a committed stream). */
+  shape: ErrorShape;
   /** What the caller learns of the answer as it arrives (the request's own record: no callback per request). */
   sink: ForwardSink;
 }
@@ -312,7 +314,7 @@ class Forward implements Dispatcher.DispatchHandler, Forwarding {
 
   onResponseEnd(): void {
     if (this.errorBody !== undefined) {
-      this.res.end(streamErrorEvent(this.o.committed ?? "ndjson", this.status, this.errorBody));
+      this.res.end(streamErrorEvent(this.o.shape, this.o.committed ?? "ndjson", this.status, this.errorBody));
       this.finish({ kind: "done", status: this.status });
       return;
     }

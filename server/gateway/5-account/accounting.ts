@@ -1,7 +1,7 @@
-// What each request leaves behind: its metrics, its usage record and its access log line (pino, a child logger of the
-// gateway's). Requests are accounted in batches within 50 ms after they end (or every 256), off the path of the next
-// request on a busy connection; a metrics scrape, a usage read and shutdown flush first, so they see every answered
-// request.
+// Step 5, account: what each request leaves behind: its metrics, its usage record and its access log line (pino, a
+// child logger of the gateway's). Requests are accounted in batches within 50 ms after they end (or every 256), off the
+// path of the next request on a busy connection; a metrics scrape, a usage read and shutdown flush first, so they see
+// every answered request.
 import type { Logger } from "../../common/logger.ts";
 import type { RequestContext } from "../context.ts";
 import type { AppStats, GatewayMetrics, PodChoice } from "../metrics.ts";

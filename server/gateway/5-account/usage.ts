@@ -1,5 +1,5 @@
-// Usage metering: what one request used, read from the response (OpenAI `usage`, Ollama eval counts; streamed or
-// not), and hourly aggregation per app and key. Pure.
+// Step 5, account: usage metering — what one request used, read from the response as 4-forward passes it on (OpenAI
+// `usage`, Ollama eval counts; streamed or not), and hourly aggregation per app and key. Pure.
 import { z } from "zod";
 
 export const UsageRowSchema = z
@@ -278,31 +278,6 @@ export class UsageScanner {
   partial(): { prompt: number; completion: number } | undefined {
     return this.tokens ?? (this.events > 0 ? { prompt: 0, completion: this.events } : undefined);
   }
-}
-
-/**
- * An OpenAI streaming request that did not ask for usage gets `stream_options.include_usage` added, so its tokens can
- * be metered; the extra usage-only event is then taken out of the stream the client sees. Returns the body to send
- * and whether to filter, or undefined when the body is left alone.
- */
-export function addStreamUsage(body: Buffer): { body: Buffer } | undefined {
-  // A key may be written with \u escapes ("str\u0065am"): such bodies are parsed too, or their tokens go unmetered.
-  if (body.indexOf('"stream"') < 0 && body.indexOf("\\u") < 0) return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body.toString("utf8"));
-  } catch {
-    return undefined;
-  }
-  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) return undefined;
-  const o = parsed as { stream?: unknown; stream_options?: { include_usage?: unknown } | null };
-  if (o.stream !== true) return undefined;
-  // Asked for: passed on as it is. Turned off (include_usage: false) counts as not asked: the pod sends usage anyway
-  // (to meter it) and the client does not see it.
-  if (o.stream_options && typeof o.stream_options === "object" && o.stream_options.include_usage === true)
-    return undefined;
-  const options = o.stream_options && typeof o.stream_options === "object" ? o.stream_options : {};
-  return { body: Buffer.from(JSON.stringify({ ...o, stream_options: { ...options, include_usage: true } })) };
 }
 
 /**
