@@ -18,10 +18,11 @@ export const OptionsSchema = wire(
       typical_p: z.number().optional(),
       seed: SeedSchema.optional(),
       num_predict: z.number().int().min(-2).optional(),
+      /** 0 (a Go client's zero value) is the default. */
       num_ctx: z
         .number()
         .int()
-        .min(1)
+        .min(0)
         .max(1 << 20)
         .optional(),
       num_keep: z.number().int().optional(),
