@@ -68,7 +68,7 @@ export interface GenerateRequest {
    * true); false: CONTEXT_OVERFLOW.
    */
   truncate?: boolean;
-  /** When generation fills the context, the context shifts (Ollama's `shift`, default true); false: it ends, "length". */
+  /** When generation fills the context, it shifts (Ollama's `shift`, default true); false: it ends, "length". */
   shift?: boolean;
 }
 

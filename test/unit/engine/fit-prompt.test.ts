@@ -46,11 +46,17 @@ test("a long prompt keeps the BOS and num_keep tokens, then the end, leaving hal
 });
 
 test("a chat drops its oldest turns first, keeping the system messages and the last turns", () => {
-  const input: PromptInput = { kind: "chat", messages: msgs(["system", "user", "assistant", "user", "assistant", "user"]) };
+  const input: PromptInput = {
+    kind: "chat",
+    messages: msgs(["system", "user", "assistant", "user", "assistant", "user"]),
+  };
   // 1 + 10 per message: 61 tokens; a context of 40 holds 3 messages (31 tokens).
   const p = fitPrompt(build, input, 40, on);
   assert.equal(p.tokens.length, 31);
-  assert.deepEqual(fromTurn(input.messages, 4).map((m) => m.content), ["m0", "m4", "m5"]);
+  assert.deepEqual(
+    fromTurn(input.messages, 4).map((m) => m.content),
+    ["m0", "m4", "m5"],
+  );
 });
 
 test("a last message longer than the context alone is cut at the token level", () => {

@@ -62,7 +62,7 @@ test("a seed is any integer, as Ollama's int64: llama.cpp samples with its low 3
   assert.equal(seed32(42), 42);
   assert.equal(seed32(2 ** 32 + 7), 7);
   // Above 2^53 (JSON parsing rounds it), still an integer.
-  const big = 8_674_665_223_082_153_551;
+  const big = JSON.parse("8674665223082153551") as number;
   assert.equal(seed32(big), Number(BigInt(big) & 0xffffffffn));
   assert.equal(seed32(-1), undefined);
   assert.equal(seed32(-2), 0xfffffffe);
