@@ -75,6 +75,8 @@ export const API_ROUTES: readonly ApiRoute[] = [
     queueable: true,
   },
   { path: "/v1/embeddings", ...post, shape: "openai", queueable: true },
+  { path: "/v1/rerank", ...post, shape: "openai", queueable: true },
+  { path: "/v1/reranking", ...post, shape: "openai", queueable: true },
   {
     path: "/v1/responses",
     ...post,
@@ -116,6 +118,7 @@ export const API_ROUTES: readonly ApiRoute[] = [
   { path: "/api/embed", ...post, dropsKeepAlive: true, shape: "ollama", queueable: true },
   // Ollama's legacy embeddings answer carries no counts.
   { path: "/api/embeddings", ...post, metered: false, dropsKeepAlive: true, shape: "ollama", queueable: true },
+  { path: "/api/rerank", ...post, dropsKeepAlive: true, shape: "ollama", queueable: true },
   { path: "/api/show", ...post, metered: false, shape: "ollama", queueable: false },
   { path: "/api/tags", ...get, shape: "ollama" },
   { path: "/api/ps", ...get, shape: "ollama" },

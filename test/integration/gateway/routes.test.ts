@@ -18,7 +18,7 @@ import { endpointAt, MemoryKeys, MemoryUsage, StaticApps } from "../../../server
 import type { AppInfo, Endpoint } from "../../../server/gateway/ports.ts";
 import { API_ROUTES, MAX_BODY_DEPTH, type ApiRoute } from "../../../server/gateway/routes.ts";
 import type { ErrorShape } from "../../../server/gateway/errors.ts";
-import { tinyModelPath } from "../../support/models.ts";
+import { rerankerModelPath, tinyModelPath } from "../../support/models.ts";
 import { sumMetric } from "../../support/operator.ts";
 import { createModel, startTestServer, type TestServer } from "../../support/server.ts";
 
@@ -30,6 +30,7 @@ const apps = new StaticApps(),
 before(async () => {
   upstream = await startTestServer({ env: { GANTRY_NUM_PARALLEL: "4" } });
   await createModel(upstream.url, "tiny", await tinyModelPath());
+  await createModel(upstream.url, "ranker", await rerankerModelPath());
   apps.set({ org: "local", name: "warm", auth: "private", uid: "1" }, [endpointAt(upstream.url)]);
   const config = parseGatewayConfig({
     limits: { requestsPerSecond: 0, burst: 1, concurrent: 0 },
@@ -54,6 +55,8 @@ const SAMPLES: Record<string, Record<string, unknown> | undefined> = {
   "/v1/chat/completions": { model: "tiny", messages: user, max_tokens: 3 },
   "/v1/completions": { model: "tiny", prompt: "hi", max_tokens: 3 },
   "/v1/embeddings": { model: "tiny", input: "hi" },
+  "/v1/rerank": { model: "ranker", query: "a cat", documents: ["a cat sat", "stocks fell"] },
+  "/v1/reranking": { model: "ranker", query: "a cat", documents: ["a cat sat", "stocks fell"] },
   "/v1/responses": { model: "tiny", input: "hi", max_output_tokens: 3 },
   "/v1/messages": { model: "tiny", messages: user, max_tokens: 3 },
   "/v1/messages/count_tokens": { model: "tiny", messages: user },
@@ -61,6 +64,7 @@ const SAMPLES: Record<string, Record<string, unknown> | undefined> = {
   "/api/generate": { model: "tiny", prompt: "hi", stream: false, options: { num_predict: 3 } },
   "/api/embed": { model: "tiny", input: "hi" },
   "/api/embeddings": { model: "tiny", prompt: "hi" },
+  "/api/rerank": { model: "ranker", query: "a cat", documents: ["a cat sat", "stocks fell"] },
   "/api/show": { model: "tiny" },
 };
 const pathOf = (r: ApiRoute) => (r.under ? `${r.path}tiny` : r.path);
