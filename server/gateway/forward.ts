@@ -16,6 +16,7 @@ import type { AppStats, GatewayMetrics } from "./metrics.ts";
 import type { AppInfo, AppSource, Endpoint } from "./ports.ts";
 import { upstreamHeaders, type ProxyOutcome, type Upstreams } from "./proxy.ts";
 import { prefixKey } from "./prefix-key.ts";
+import { isQueuedRun } from "./queue/exchange.ts";
 import { addStreamUsage } from "./usage.ts";
 
 export interface ForwardDeps {
@@ -142,8 +143,9 @@ async function forward(
     return refused({ kind: "denied", status: decision.status, message: decision.message });
   }
   let release: (() => void) | undefined;
-  if (decision.key) {
-    ctx.keyId = decision.key.id;
+  if (decision.key) ctx.keyId = decision.key.id;
+  // A queued request was counted against its key's limits when it was submitted.
+  if (decision.key && !isQueuedRun(ctx.req)) {
     // Limits are the key's: its org's overrides apply (also when it calls a shared app of another org).
     const l = d.acquireLimit(decision.key);
     if (!l.ok) return refused({ kind: "limited", ...limitRefusal(l) });
