@@ -32,6 +32,7 @@ export async function startQueueGateway(
   keys: MemoryKeys,
   config: Record<string, unknown>,
   publicUrl?: string,
+  port = 0,
 ): Promise<QueueGateway> {
   const c = parseGatewayConfig(config);
   const gateway = new Gateway({
@@ -41,8 +42,9 @@ export async function startQueueGateway(
     logger: silentLogger,
     ...(publicUrl ? { publicUrl } : {}),
   });
+  await gateway.queue?.start();
   const server = createGatewayServer(c, gateway.handle);
-  const base = await listen(server);
+  const base = await listen(server, port);
   return {
     gateway,
     base,
@@ -54,8 +56,12 @@ export async function startQueueGateway(
   };
 }
 
-/** A stand-in pod: answers each request only when the test releases it; says which were aborted. */
+/** A stand-in pod: answers each request only when the test releases it (or at once, `autoRelease`); says which were
+ * aborted. */
 export class HoldingPod {
+  autoRelease = false;
+  /** Request ids in the order they arrived (a request run again arrives twice). */
+  readonly arrivals: string[] = [];
   readonly server: http.Server;
   readonly held: Array<{ id: string; body: string; release: () => void }> = [];
   readonly aborted = new Set<string>();
@@ -73,17 +79,22 @@ export class HoldingPod {
             this.notify();
           }
         });
-        this.held.push({
-          id,
-          body,
-          release: () => {
-            res.writeHead(200, { "content-type": "application/json" });
-            res.end(JSON.stringify({ id, echo: body ? JSON.parse(body) : null }));
-          },
-        });
+        const release = () => {
+          res.writeHead(200, { "content-type": "application/json" });
+          res.end(JSON.stringify({ id, echo: body ? JSON.parse(body) : null }));
+        };
+        this.arrivals.push(id);
+        if (this.autoRelease) release();
+        else this.held.push({ id, body, release });
         this.notify();
       });
     });
+  }
+
+  /** Answers every request held now and every one to come. */
+  releaseAll(): void {
+    this.autoRelease = true;
+    for (const h of this.held.splice(0)) h.release();
   }
 
   private notify(): void {

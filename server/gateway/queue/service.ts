@@ -11,6 +11,7 @@ import { decideAccess, type KeyCheck, type VerifiedKey } from "../auth.ts";
 import { readRequestBody } from "../body.ts";
 import { limitRefusal, type LimitResult } from "../limiter.ts";
 import type { AppSource } from "../ports.ts";
+import { route } from "../routing.ts";
 import { Broker, BrokerUnavailable, queueName, type QueueJob } from "./broker.ts";
 import type { QueueConfig } from "./config.ts";
 import { Deliveries } from "./deliveries.ts";
@@ -90,7 +91,13 @@ export class QueueService {
   }
 
   /** Connects to the broker, loads the signing key and starts the workers of every app that has a queue. */
-  async start(): Promise<void> {
+  start(): Promise<void> {
+    return (this.started ??= this.startOnce());
+  }
+
+  private started: Promise<void> | undefined;
+
+  private async startOnce(): Promise<void> {
     await this.broker.ready();
     this.signer = await WebhookSigner.load(this.d.config.webhooks.signingKeyFile, (pem) =>
       this.broker.sharedSigningKey(pem),
@@ -168,7 +175,20 @@ export class QueueService {
       return send(decision.status, falError(decision.message, "unauthorized"), h);
     }
     const base = `${this.d.publicUrl ?? `http://${req.headers.host ?? "localhost"}`}${QUEUE_PREFIX}`;
-    if (r.kind === "submit") return this.submit(req, r.org, r.app, r.rest, query, decision.key, base, send);
+    if (r.kind === "submit") {
+      // Only what the app would serve synchronously is queued: anything else is refused now, not when it runs.
+      const sync = route(req.method ?? "POST", `/${r.org}/${r.app}${r.rest}`);
+      if (sync.kind !== "app") {
+        req.resume();
+        const message = sync.kind === "error" ? sync.message : `${r.rest} cannot be queued`;
+        return send(
+          sync.kind === "error" ? sync.status : 404,
+          falError(message),
+          sync.kind === "error" && sync.allow ? { allow: sync.allow } : {},
+        );
+      }
+      return this.submit(req, r.org, r.app, r.rest, query, decision.key, base, send);
+    }
     const job = await this.broker.find(r.org, r.app, r.id);
     // Another org's request is as unknown as a made-up id: its status is never shown.
     if (!job || (job.data.key !== undefined && decision.key?.org !== job.data.owner)) {
