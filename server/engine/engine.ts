@@ -6,7 +6,8 @@ import { Arrivals } from "./arrivals.ts";
 import { embedTexts } from "./embedding.ts";
 import { rankDocuments } from "./ranking.ts";
 import { vramBytes, type GpuSetting } from "./gpu.ts";
-import { commonPrefixLength, contextOverflow, runGeneration } from "./generation.ts";
+import { commonPrefixLength, runGeneration } from "./generation.ts";
+import { contextOverflow, fitPrompt, keptTokens } from "./fit-prompt.ts";
 import { GrammarCache, grammarStopStrings } from "./grammars.ts";
 import { llamaRuntime, type EngineBuildSettings } from "./llama-runtime.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
@@ -118,18 +119,25 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
         signal,
       );
       try {
-        const prompt = buildPrompt(
-          {
-            model: loaded.model,
-            spec: req.model,
-            chatWrapper: loaded.chatWrapper,
-            renderTemplate: opts.renderTemplate,
-            vocabSize: loaded.vocabSize,
-            jinjaTemplate: loaded.jinjaTemplate,
-            ...(loaded.projector ? { imageMarker: loaded.projector.info.marker } : {}),
-          },
+        const bos = loaded.model.tokens.bos;
+        const prompt = fitPrompt(
+          (input) =>
+            buildPrompt(
+              {
+                model: loaded.model,
+                spec: req.model,
+                chatWrapper: loaded.chatWrapper,
+                renderTemplate: opts.renderTemplate,
+                vocabSize: loaded.vocabSize,
+                jinjaTemplate: loaded.jinjaTemplate,
+                ...(loaded.projector ? { imageMarker: loaded.projector.info.marker } : {}),
+              },
+              input,
+              { tools: req.tools, think: req.think },
+            ),
           req.input,
-          { tools: req.tools, think: req.think },
+          loaded.contextLength,
+          { truncate: req.truncate !== false, numKeep: sampling.numKeep, bos },
         );
         const images =
           prompt.withImages && loaded.projector
@@ -139,6 +147,9 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
           const promptTokens = images?.tokens ?? prompt.tokens;
           if (promptTokens.length >= loaded.contextLength)
             throw contextOverflow(promptTokens.length, loaded.contextLength);
+          // A template that renders nothing (and a model without BOS) leaves nothing to evaluate: the client's to fix.
+          if (promptTokens.length === 0)
+            throw new AppError("BAD_REQUEST", "the prompt is empty: the template rendered no tokens to evaluate");
           const calls = prompt.output?.tools;
           const toolGrammar = calls ? await toolGrammars.get(calls.format, calls.request) : undefined;
           const grammar = calls?.fromStart ? toolGrammar : await grammars.get(req.format);
@@ -164,6 +175,9 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
               admission: tuning.fullSteps === false ? undefined : { arrival: req.arrival, arrivals },
               ...(req.logprobs ? { logprobs: req.logprobs } : {}),
               ...(req.returnTokens ? { returnTokens: true } : {}),
+              ...(req.shift !== false && !images
+                ? { shiftKeep: keptTokens(sampling.numKeep, promptTokens, bos, loaded.contextLength) }
+                : {}),
               ...(prompt.output
                 ? {
                     output: {
@@ -276,7 +290,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
 
     running(): RunningModel[] {
       return [...registry.models.values()].map((m) => ({
-        name: m.spec.name,
+        name: m.name,
         digest: m.spec.digest,
         size: m.spec.size,
         sizeVram: vramBytes(m.spec.size, m.gpuLayers, m.totalLayers),

@@ -35,7 +35,7 @@ export interface LoadOptions {
 
 export class LoadedModel {
   readonly spec: ModelSpec;
-  /** Every model name that has used these weights (aliases share one loaded model). */
+  /** Every model name that has used these weights (aliases share one loaded model), the latest one last. */
   readonly names = new Set<string>();
   readonly model: LlamaModel;
   readonly context: LlamaContext;
@@ -194,6 +194,17 @@ export class LoadedModel {
       threads: this.threads,
     });
     return this.embeddingContext;
+  }
+
+  /** A request used these weights under `name`: /api/ps lists them by the name used last (as Ollama). */
+  usedAs(name: string): void {
+    this.names.delete(name);
+    this.names.add(name);
+  }
+
+  /** The name the latest request used. */
+  get name(): string {
+    return [...this.names].at(-1) ?? this.spec.name;
   }
 
   /** Lazily created ranking context (same weights, rank pooling, its own KV): models with a rank head only. */

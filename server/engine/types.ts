@@ -63,6 +63,13 @@ export interface GenerateRequest {
   tools?: ToolsRequest;
   /** Thinking on, off or at a level (undefined: the template's default); the thinking comes back as its own events. */
   think?: ThinkSetting;
+  /**
+   * A prompt longer than the context is cut from the front, a chat's oldest turns first (Ollama's `truncate`, default
+   * true); false: CONTEXT_OVERFLOW.
+   */
+  truncate?: boolean;
+  /** When generation fills the context, it shifts (Ollama's `shift`, default true); false: it ends, "length". */
+  shift?: boolean;
 }
 
 /**
