@@ -5,14 +5,8 @@
 import { IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from "node:http";
 import { Socket } from "node:net";
 import { Writable } from "node:stream";
-import type { VerifiedKey } from "../auth.ts";
-import { asAppRequest } from "../console/forward.ts";
-
-const QUEUED = Symbol("gantry.queued");
-
-/** True for a request the queue runs: it was counted against its key's limits when it was submitted. */
-export const isQueuedRun = (req: IncomingMessage): boolean =>
-  (req as IncomingMessage & { [QUEUED]?: true })[QUEUED] === true;
+import { actAs, limitsCounted } from "../2-authenticate/authenticate.ts";
+import type { VerifiedKey } from "../2-authenticate/authorization.ts";
 
 export interface RunRequest {
   org: string;
@@ -41,8 +35,8 @@ export function runRequest(r: RunRequest): IncomingMessage {
   req.headers = headers;
   req.rawHeaders = Object.entries(headers).flat();
   req.url = `/${r.org}/${r.app}${r.rest}${r.query}`;
-  if (r.key) asAppRequest(req, r.org, r.app, r.rest, r.key);
-  (req as IncomingMessage & { [QUEUED]?: true })[QUEUED] = true;
+  if (r.key) actAs(req, r.key);
+  limitsCounted(req);
   req.complete = true;
   if (r.method !== "GET" && r.method !== "HEAD") req.push(r.body);
   req.push(null);

@@ -7,11 +7,11 @@ import { EventEmitter } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Registry } from "prom-client";
 import type { Logger } from "../../common/logger.ts";
-import { decideAccess, type KeyCheck, type VerifiedKey } from "../auth.ts";
-import { readRequestBody } from "../body.ts";
-import { limitRefusal, type LimitResult } from "../limiter.ts";
+import { decideAccess, type KeyCheck, type VerifiedKey } from "../2-authenticate/authorization.ts";
+import { readRequestBody } from "../3-route/request-body.ts";
+import { limitRefusal, type LimitResult } from "../2-authenticate/limiter.ts";
 import type { AppSource } from "../ports.ts";
-import { route } from "../routing.ts";
+import { route } from "../1-dispatch/target.ts";
 import { Broker, BrokerUnavailable, queueName, type QueueJob } from "./broker.ts";
 import type { QueueConfig } from "./config.ts";
 import { Deliveries } from "./deliveries.ts";
@@ -176,16 +176,13 @@ export class QueueService {
     }
     const base = `${this.d.publicUrl ?? `http://${req.headers.host ?? "localhost"}`}${QUEUE_PREFIX}`;
     if (r.kind === "submit") {
-      // Only what the app would serve synchronously is queued: anything else is refused now, not when it runs.
+      // Only what the app serves and the route table lets wait in a queue is queued; the rest is refused now.
       const sync = route(req.method ?? "POST", `/${r.org}/${r.app}${r.rest}`);
-      if (sync.kind !== "app") {
+      if (sync.kind !== "app" || !sync.api.queueable) {
         req.resume();
-        const message = sync.kind === "error" ? sync.message : `${r.rest} cannot be queued`;
-        return send(
-          sync.kind === "error" ? sync.status : 404,
-          falError(message),
-          sync.kind === "error" && sync.allow ? { allow: sync.allow } : {},
-        );
+        if (sync.kind === "error")
+          return send(sync.status, falError(sync.message), sync.allow ? { allow: sync.allow } : {});
+        return send(405, falError(`${req.method ?? "POST"} ${r.rest} cannot be queued`));
       }
       return this.submit(req, r.org, r.app, r.rest, query, decision.key, base, send);
     }
