@@ -5,7 +5,7 @@ import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { ConfigError } from "../common/config.ts";
 import { ListenAddressSchema } from "../common/host-port.ts";
-import { CONSOLE_DEFAULTS, ConsoleConfigSchema } from "./console/config.ts";
+import { CONSOLE_DEFAULTS, ConsoleConfigSchema } from "./console/console-config.ts";
 
 const LimitsSchema = z.object({
   requestsPerSecond: z.number().min(0).describe("Sustained requests per second per key (0 = unlimited)."),

@@ -1,28 +1,26 @@
-// The gateway: its parts wired together, and what it keeps per app while serving. A request goes dispatch.ts →
-// forward.ts (auth → limits → body → a pod, held by cold-start.ts while the app scales from zero → proxy.ts) →
-// accounting.ts. It reads apps, pods, keys and usage only through the interfaces of ports.ts, so the same code serves
+// The gateway: its parts wired together, and what it keeps per app while serving. A request goes down the steps:
+// 1-dispatch → (pipeline.ts) 2-authenticate → 3-route → 4-forward → 5-account, each route's rules read from
+// routes.ts. It reads apps, pods, keys and usage only through the interfaces of ports.ts, so the same code serves
 // the cluster (kube/ watches) and a one-off local server (memory.ts). No Kubernetes API call is made per request.
 import type { ServerResponse } from "node:http";
 import { AppError } from "../common/errors.ts";
 import type { Logger } from "../common/logger.ts";
-import { Accounting } from "./accounting.ts";
-import { AppState } from "./app-state.ts";
-import { authorizationOf, type KeyCheck } from "./auth.ts";
-import { ColdStart } from "./cold-start.ts";
+import { Accounting } from "./5-account/accounting.ts";
+import { AppState } from "./3-route/app-state.ts";
+import { Authenticator } from "./2-authenticate/authenticate.ts";
+import { ColdStart } from "./3-route/cold-start.ts";
 import type { GatewayConfig } from "./config.ts";
 import type { RequestContext } from "./context.ts";
-import { dispatcher, systemDispatcher, type SystemPath } from "./dispatch.ts";
+import { dispatcher, systemDispatcher, type SystemPath } from "./1-dispatch/dispatch.ts";
 import { gatewayError } from "./errors.ts";
-import { serveApp, type ForwardDeps } from "./forward.ts";
-import { KeyVerifier } from "./key-verifier.ts";
-import { KeyLimiter, type LimitResult } from "./limiter.ts";
-import { createManagement } from "./management.ts";
+import { serveApp, type PipelineDeps } from "./pipeline.ts";
+import { createManagement } from "./management/management-api.ts";
 import { GatewayMetrics } from "./metrics.ts";
 import type { AppInfo, AppSource, KeyStore, LoadSink, UsageStore } from "./ports.ts";
-import { Upstreams } from "./proxy.ts";
-import { requestIds } from "./request-id.ts";
-import type { AppAdmin } from "./app-admin.ts";
-import { asAppRequest, presetKeyOf } from "./console/forward.ts";
+import { Upstreams } from "./4-forward/proxy.ts";
+import { requestIds } from "./1-dispatch/request-id.ts";
+import type { AppAdmin } from "./management/app-admin.ts";
+import { asAppRequest } from "./console/playground.ts";
 import type { SessionStore } from "./console/session.ts";
 import { consoleManagement } from "./console/wire.ts";
 
@@ -44,13 +42,14 @@ export interface GatewayDeps {
   now?: () => number;
 }
 
-export class Gateway implements ForwardDeps {
+export class Gateway implements PipelineDeps {
   readonly config: GatewayConfig;
   readonly apps: AppSource;
   readonly metrics: GatewayMetrics;
   readonly upstreams: Upstreams;
   readonly coldStart: ColdStart;
   readonly accounting: Accounting;
+  readonly auth: Authenticator;
   readonly logger: Logger;
   readonly now: () => number;
   /** The request listener of the gateway's address, and of its metrics address. */
@@ -58,8 +57,6 @@ export class Gateway implements ForwardDeps {
   readonly handleSystem: (req: RequestContext["req"], res: ServerResponse) => void;
   private readonly d: GatewayDeps;
   private readonly states = new Map<string, AppState>();
-  private readonly verifier: KeyVerifier;
-  private readonly limiter: KeyLimiter;
   private readonly consoleSessions: { start(): void; stop(): void };
   private closing_ = false;
   private running = 0;
@@ -94,11 +91,7 @@ export class Gateway implements ForwardDeps {
       logger: d.logger,
       now: this.now,
     });
-    this.verifier = new KeyVerifier(d.keys, c.keyCacheSeconds * 1000);
-    this.limiter = new KeyLimiter(
-      { requestsPerSecond: c.limits.requestsPerSecond, burst: c.limits.burst, concurrent: c.limits.concurrent },
-      c.limits.orgs,
-    );
+    this.auth = new Authenticator({ keys: d.keys, config: c, metrics: this.metrics, now: this.now });
     const consoleParts = consoleManagement({
       config: c.console,
       ...(d.sessions ? { sessions: d.sessions } : {}),
@@ -106,8 +99,8 @@ export class Gateway implements ForwardDeps {
       ...(d.consoleAssets ? { assetsDir: d.consoleAssets } : {}),
       apps: d.apps,
       keys: d.keys,
-      checkHeader: (req) => this.check(req),
-      checkKey: (key) => this.verifier.checkAuthorization(`Key ${key}`, this.now()),
+      checkHeader: (req) => this.auth.check(req),
+      checkKey: (key) => this.auth.checkKey(key),
       forwardToApp: (req, res, org, app, rest, key) => {
         asAppRequest(req, org, app, rest, key);
         this.handle(req, res);
@@ -125,7 +118,7 @@ export class Gateway implements ForwardDeps {
       apps: d.apps,
       keys: d.keys,
       ...(d.usage ? { usage: this.usageAfterFlush(d.usage) } : {}),
-      limit: (key) => this.acquireLimit(key),
+      limit: (key) => this.auth.acquireLimit(key),
       maxBodyBytes: c.maxBodyBytes,
       logger: d.logger,
       ...(d.publicUrl ? { publicUrl: d.publicUrl } : {}),
@@ -162,19 +155,6 @@ export class Gateway implements ForwardDeps {
       (this.d.usage?.synced ?? true) &&
       (this.d.sessions?.synced ?? true)
     );
-  }
-
-  check(req: RequestContext["req"]): KeyCheck {
-    const preset = presetKeyOf(req); // the console's playground, as the key of its session
-    if (preset) return { ok: true, key: preset };
-    return this.verifier.checkAuthorization(authorizationOf(req.headers.authorization, req.rawHeaders), this.now());
-  }
-
-  /** A request slot under the key's limits (its org's overrides apply), counted when refused. */
-  acquireLimit(key: { id: string; org: string }): LimitResult {
-    const l = this.limiter.acquire(key.id, key.org, this.now());
-    if (!l.ok) this.metrics.rateLimited.inc({ org: key.org, limit: l.limit });
-    return l;
   }
 
   state(org: string, name: string): AppState {

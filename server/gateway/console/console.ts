@@ -4,13 +4,13 @@
 import Tokens from "@fastify/csrf";
 import { AppError } from "../../common/errors.ts";
 import type { Logger } from "../../common/logger.ts";
-import type { KeyCheck } from "../auth.ts";
+import type { KeyCheck } from "../2-authenticate/authorization.ts";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { parse, readJson } from "../json-request.ts";
-import { sendJson } from "../json-response.ts";
+import { parse, readJson } from "../management/json-request.ts";
+import { sendJson } from "../management/json-response.ts";
 import type { KeyStore } from "../ports.ts";
-import { SignInRequestSchema } from "../schemas.ts";
-import type { ConsoleConfig } from "./config.ts";
+import { SignInRequestSchema } from "../management/schemas.ts";
+import type { ConsoleConfig } from "./console-config.ts";
 import {
   cameOverTls,
   ENDED_MESSAGE,

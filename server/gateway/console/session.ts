@@ -4,7 +4,7 @@
 import crypto from "node:crypto";
 import { parseCookie, stringifySetCookie } from "cookie";
 import { isDnsLabel } from "../../common/kube-names.ts";
-import type { KeyRecord } from "../keys.ts";
+import type { KeyRecord } from "../2-authenticate/api-keys.ts";
 
 export const SESSION_COOKIE = "gantry_session";
 /** The cookie is sent to the management API and the console only. */

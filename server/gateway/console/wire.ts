@@ -4,13 +4,13 @@
 import path from "node:path";
 import type { Logger } from "../../common/logger.ts";
 import { packageRoot } from "../../common/package-files.ts";
-import type { KeyCheck, VerifiedKey } from "../auth.ts";
-import type { AppAdmin } from "../app-admin.ts";
+import type { KeyCheck, VerifiedKey } from "../2-authenticate/authorization.ts";
+import type { AppAdmin } from "../management/app-admin.ts";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { appInfo, type ManagementDeps } from "../management.ts";
-import { createAppRoutes } from "../management-apps.ts";
+import { appInfo, type ManagementDeps } from "../management/management-api.ts";
+import { createAppRoutes } from "../management/app-api.ts";
 import type { AppSource, KeyStore } from "../ports.ts";
-import type { ConsoleConfig } from "./config.ts";
+import type { ConsoleConfig } from "./console-config.ts";
 import { ConsoleSessions, SESSION_PATH } from "./console.ts";
 import { MemorySessions } from "./memory-sessions.ts";
 import type { SessionStore } from "./session.ts";

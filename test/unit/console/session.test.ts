@@ -10,7 +10,7 @@ import {
   type SessionRecord,
 } from "../../../server/gateway/console/session.ts";
 import { SignInThrottle } from "../../../server/gateway/console/throttle.ts";
-import type { KeyRecord } from "../../../server/gateway/keys.ts";
+import type { KeyRecord } from "../../../server/gateway/2-authenticate/api-keys.ts";
 import { readSessionSecret, sessionSecretName } from "../../../server/gateway/kube/sessions.ts";
 
 const key = (o: Partial<KeyRecord> = {}): KeyRecord => ({
