@@ -6,7 +6,6 @@ import type { Logger } from "../common/logger.ts";
 import { LoadedModel } from "./loaded-model.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { clientClosed } from "./slot-pool.ts";
-import type { EngineTuning } from "./tuning.ts";
 import type { ModelSpec } from "./types.ts";
 import { mapWeights } from "./weights-mapping.ts";
 
@@ -25,7 +24,6 @@ export interface RegistryOptions {
   maxQueue: number;
   maxLoadedModels: number;
   contextLength: number;
-  tuning: EngineTuning;
 }
 
 export const shuttingDown = (): AppError => new AppError("SHUTTING_DOWN", "the server is shutting down");
@@ -153,7 +151,6 @@ export class ModelRegistry {
           maxQueue: this.o.maxQueue,
           threads: this.o.threads,
           metrics: this.o.metrics,
-          tuning: this.o.tuning,
         });
         loaded.usedAs(spec.name);
         this.models.set(weightsKey(spec), loaded);

@@ -7,6 +7,7 @@ import { z } from "zod";
 import { ConfigError } from "../common/config.ts";
 import { ListenAddressSchema } from "../common/host-port.ts";
 import { CONSOLE_DEFAULTS, ConsoleConfigSchema } from "./console/console-config.ts";
+import { QueueConfigSchema } from "./queue/config.ts";
 
 const LimitsSchema = z.object({
   requestsPerSecond: z.number().min(0).describe("Sustained requests per second per key (0 = unlimited)."),
@@ -173,6 +174,9 @@ export const GatewayConfigSchema = z
       })
       .default({ flushSeconds: 5, retentionDays: 62 }),
     console: ConsoleConfigSchema.default(CONSOLE_DEFAULTS),
+    queue: QueueConfigSchema.optional().describe(
+      "fal's queue API at <gateway>/_queue/<org>/<app> on a Redis/Valkey broker (off without it).",
+    ),
     shutdownSeconds: z
       .number()
       .min(0)

@@ -24,6 +24,7 @@ import type { AppAdmin } from "./management/app-admin.ts";
 import { asAppRequest } from "./console/playground.ts";
 import type { SessionStore } from "./console/session.ts";
 import { consoleManagement } from "./console/wire.ts";
+import { QueueService } from "./queue/service.ts";
 
 export interface GatewayDeps {
   config: GatewayConfig;
@@ -61,6 +62,8 @@ export class Gateway implements PipelineDeps {
   private readonly d: GatewayDeps;
   private readonly states = new Map<string, AppState>();
   private readonly consoleSessions: { start(): void; stop(): void };
+  /** fal's queue API, when config.queue names a broker. */
+  readonly queue: QueueService | undefined;
   private closing_ = false;
   private running = 0;
   private idle: (() => void) | undefined;
@@ -130,9 +133,27 @@ export class Gateway implements PipelineDeps {
       now: this.now,
       onAuthFailure: (reason) => this.metrics.authFailures.inc({ reason }),
     });
+    if (c.queue) {
+      const q = new QueueService({
+        config: c.queue,
+        maxBodyBytes: c.maxBodyBytes,
+        apps: d.apps,
+        check: (req) => this.auth.check(req),
+        acquireLimit: (key) => this.auth.acquireLimit(key),
+        run: (req, res) => this.handle(req, res),
+        registry: this.metrics.registry,
+        logger: d.logger,
+        now: this.now,
+        ...(d.publicUrl ? { publicUrl: d.publicUrl } : {}),
+      });
+      this.queue = q;
+      q.start().catch((err: unknown) => d.logger.error({ err: String(err) }, "the queue did not start"));
+    }
+    const queue = this.queue;
     const dispatch = {
       config: c,
       clientOf: this.clientOf,
+      ...(queue ? { queue: queue.handle.bind(queue) } : {}),
       newRequestId: requestIds(),
       logger: d.logger,
       management,
@@ -141,7 +162,10 @@ export class Gateway implements PipelineDeps {
     };
     this.handle = dispatcher(dispatch);
     this.handleSystem = systemDispatcher(dispatch);
-    d.apps.onChange((org, name) => this.appChanged(org, name));
+    d.apps.onChange((org, name) => {
+      this.appChanged(org, name);
+      this.queue?.appChanged(org, name);
+    });
     // Held requests of apps at zero learn at once when this gateway can no longer wake them (or can again).
     d.load?.onWakeChange?.(() => {
       for (const s of this.states.values()) s.wake();
@@ -183,7 +207,8 @@ export class Gateway implements PipelineDeps {
     const now = this.now();
     const out: Array<{ namespace: string; name: string; inFlight: number }> = [];
     for (const s of this.states.values()) {
-      const n = Math.max(s.inFlight, s.warmUntil > now ? 1 : 0);
+      // Queued requests waiting for the app are load too: a burst larger than the replicas scales them up.
+      const n = Math.max(s.inFlight, s.warmUntil > now ? 1 : 0) + (this.queue?.waiting(s.org, s.name) ?? 0);
       if (n > 0) out.push({ namespace: s.org, name: s.name, inFlight: n });
     }
     return out;
@@ -248,6 +273,8 @@ export class Gateway implements PipelineDeps {
    */
   async close(deadlineMs: number): Promise<void> {
     this.closing_ = true;
+    // The queue's workers take nothing more; the requests they run drain with the others.
+    const queueClosed = this.queue?.close();
     this.consoleSessions.stop();
     const idle = (ms: number) =>
       this.running > 0
@@ -262,6 +289,7 @@ export class Gateway implements PipelineDeps {
     const cause = new AppError("SHUTTING_DOWN", "the gateway is shutting down");
     for (const s of this.states.values()) s.cancelAll(cause);
     await idle(2000);
+    await queueClosed;
     this.accounting.flush();
     await this.d.usage?.flush().catch((err: unknown) => this.d.logger.warn({ err: String(err) }, "usage flush failed"));
     await this.upstreams.close();

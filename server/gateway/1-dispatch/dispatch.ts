@@ -14,6 +14,7 @@ import { EXPOSED_HEADERS, preflightHeaders } from "./cors.ts";
 import { gatewayError, sendGatewayError } from "../errors.ts";
 import type { ManagementHandler } from "../management/management-api.ts";
 import { guessShape, route } from "./target.ts";
+import { QUEUE_PREFIX } from "../queue/wire.ts";
 
 export type SystemPath = "/healthz" | "/readyz" | "/metrics";
 
@@ -27,6 +28,8 @@ export interface DispatchDeps {
   /** Serves a request to an app (pipeline.ts, steps 2 to 5); settles when it ended. */
   serveApp(ctx: RequestContext): Promise<void>;
   system(path: SystemPath, res: ServerResponse): Promise<void>;
+  /** fal's queue API (queue/service.ts), for paths under /_queue; none when the queue is off. */
+  queue?: (req: IncomingMessage, res: ServerResponse, path: string, query: string, requestId: string) => void;
 }
 
 /**
@@ -66,7 +69,14 @@ export function dispatcher(d: DispatchDeps): (req: IncomingMessage, res: ServerR
         return;
       }
     }
-    const r = route(req.method ?? "GET", req.url ?? "/");
+    const url = req.url ?? "/";
+    if (d.queue && (url === QUEUE_PREFIX || url.startsWith(`${QUEUE_PREFIX}/`) || url.startsWith(`${QUEUE_PREFIX}?`))) {
+      const q = url.indexOf("?");
+      const path = q < 0 ? url : url.slice(0, q);
+      d.queue(req, res, path.slice(QUEUE_PREFIX.length), q < 0 ? "" : url.slice(q), requestId);
+      return;
+    }
+    const r = route(req.method ?? "GET", url);
     switch (r.kind) {
       case "app": {
         const { org, app, rest, query, api } = r;
