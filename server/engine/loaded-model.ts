@@ -7,13 +7,13 @@ import {
   type LlamaContext,
   type LlamaEmbeddingContext,
   type LlamaModel,
+  type LlamaRankingContext,
 } from "node-llama-cpp";
 import { setLongTimeout, type LongTimeout } from "../common/long-timeout.ts";
 import { decodeTurnsFor } from "./decode-turns.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { nativeContextOf } from "./native/node-llama-cpp.ts";
 import { INLINE_DECODE, SlotLoop } from "./slot-loop.ts";
-import type { EngineTuning } from "./tuning.ts";
 import { ImageEncodes } from "./image-encodes.ts";
 import { loadProjector, mtmdAvailable, type Projector } from "./native/mtmd.ts";
 import type { ModelSpec } from "./types.ts";
@@ -29,12 +29,16 @@ export interface LoadOptions {
   maxQueue: number;
   threads: number;
   metrics: EngineMetricsSink;
-  tuning: EngineTuning;
+  /**
+   * Busy slots move into gaps among the busy ids on release (default true); harnesses that hold every slot and release
+   * them all at the end turn it off.
+   */
+  moveSlots?: boolean;
 }
 
 export class LoadedModel {
   readonly spec: ModelSpec;
-  /** Every model name that has used these weights (aliases share one loaded model). */
+  /** Every model name that has used these weights (aliases share one loaded model), the latest one last. */
   readonly names = new Set<string>();
   readonly model: LlamaModel;
   readonly context: LlamaContext;
@@ -63,6 +67,7 @@ export class LoadedModel {
   readonly imageEncodes = new ImageEncodes();
   private readonly threads: number;
   private embeddingContext: Promise<LlamaEmbeddingContext> | undefined;
+  private rankingContext: Promise<LlamaRankingContext> | undefined;
   /** Requests (and loads) holding this model: it is idle, and may be evicted, at 0. */
   users = 0;
   lastUsed = Date.now();
@@ -134,15 +139,8 @@ export class LoadedModel {
         parallel: o.parallel,
         maxQueue: o.maxQueue,
         turns: decodeTurnsFor(o.llama),
-        inline:
-          (o.tuning.inlineDecode ?? true)
-            ? { ...INLINE_DECODE, maxStepMs: o.tuning.inlineDecodeMaxStepMs ?? INLINE_DECODE.maxStepMs }
-            : undefined,
-        fill: {
-          ...(o.tuning.decodeWaitMs !== undefined ? { maxWaitMs: o.tuning.decodeWaitMs } : {}),
-          fullSteps: o.tuning.fullSteps ?? true,
-        },
-        moveSlots: o.tuning.moveSlots ?? true,
+        inline: INLINE_DECODE,
+        moveSlots: o.moveSlots ?? true,
         onPoolChange: (busy, queued) => {
           o.metrics.onQueueDepth?.(name, queued);
           o.metrics.onBusySequences?.(name, busy);
@@ -194,6 +192,23 @@ export class LoadedModel {
     return this.embeddingContext;
   }
 
+  /** A request used these weights under `name`: /api/ps lists them by the name used last (as Ollama). */
+  usedAs(name: string): void {
+    this.names.delete(name);
+    this.names.add(name);
+  }
+
+  /** The name the latest request used. */
+  get name(): string {
+    return [...this.names].at(-1) ?? this.spec.name;
+  }
+
+  /** Lazily created ranking context (same weights, rank pooling, its own KV): models with a rank head only. */
+  ranking(): Promise<LlamaRankingContext> {
+    this.rankingContext ??= this.model.createRankingContext({ contextSize: this.contextLength, threads: this.threads });
+    return this.rankingContext;
+  }
+
   get idle(): boolean {
     return this.users === 0;
   }
@@ -236,6 +251,8 @@ export class LoadedModel {
     await this.slots.drained();
     const emb = this.embeddingContext;
     if (emb) await (await emb.catch(() => undefined))?.dispose();
+    const rank = this.rankingContext;
+    if (rank) await (await rank.catch(() => undefined))?.dispose();
     await this.imageEncodes.clear();
     await this.projector?.dispose();
     await this.context.dispose();

@@ -4,7 +4,7 @@
 # with docker or podman, whichever answers (server/setup/image/engine.sh), then, on request, pushes it to a registry
 # (as <repository>:<tag>) or loads it into a kind cluster's nodes, and prints the `helm install` that runs it.
 # Where no registry serves the Dockerfile's Node base (or with --offline-base), it is made here from Debian's packages
-# and the npm registry's Node (server/setup/image/offline-base.sh, docs/decisions/0012-offline-image-bases.md).
+# and the npm registry's Node (server/setup/image/offline-base.sh, docs/decisions/0013-offline-image-bases.md).
 # The machine's CA bundle (GANTRY_IMAGE_CA, default the system's) is the build secret `ca`: npm trusts it during the
 # build (a TLS-inspecting proxy), and no image layer keeps it.
 set -euo pipefail

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bash server/setup/image/host-tools.sh — the machine's tools for building and running the image, from Debian's
 # packages where missing (CI's .ci/run calls it; root on Debian or Ubuntu): podman (with runc; no daemon),
-# mmdebstrap (the offline base: docs/decisions/0012-offline-image-bases.md), and containerd (the test cluster's
+# mmdebstrap (the offline base: docs/decisions/0013-offline-image-bases.md), and containerd (the test cluster's
 # real node). Elsewhere it says what to install. A machine whose Docker engine answers needs only mmdebstrap.
 set -euo pipefail
 want=()

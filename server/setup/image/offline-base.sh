@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sourced by server/setup/image.sh: the offline path's base images (docs/decisions/0012-offline-image-bases.md). Where
+# Sourced by server/setup/image.sh: the offline path's base images (docs/decisions/0013-offline-image-bases.md). Where
 # no container registry serves the Dockerfile's NODE_IMAGE, offline_node_base makes it here, under the same name, from
 #   - a Debian root filesystem made from Debian's packages: mmdebstrap --variant=minbase --include=ca-certificates
 #     <suite>, imported as localhost/gantry-base/debian:<suite>;
