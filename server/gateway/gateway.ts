@@ -7,6 +7,7 @@ import { AppError } from "../common/errors.ts";
 import type { Logger } from "../common/logger.ts";
 import { Accounting } from "./5-account/accounting.ts";
 import { AppState } from "./3-route/app-state.ts";
+import { clientOf, type ClientOf } from "./1-dispatch/client.ts";
 import { Authenticator } from "./2-authenticate/authenticate.ts";
 import { ColdStart } from "./3-route/cold-start.ts";
 import type { GatewayConfig } from "./config.ts";
@@ -51,6 +52,8 @@ export class Gateway implements PipelineDeps {
   readonly coldStart: ColdStart;
   readonly accounting: Accounting;
   readonly auth: Authenticator;
+  /** Who a request's client is (config trustProxy). */
+  readonly clientOf: ClientOf;
   readonly logger: Logger;
   readonly now: () => number;
   /** The request listener of the gateway's address, and of its metrics address. */
@@ -94,6 +97,7 @@ export class Gateway implements PipelineDeps {
       logger: d.logger,
       now: this.now,
     });
+    this.clientOf = clientOf(c.trustProxy);
     this.auth = new Authenticator({ keys: d.keys, config: c, metrics: this.metrics, now: this.now });
     const consoleParts = consoleManagement({
       config: c.console,
@@ -104,6 +108,7 @@ export class Gateway implements PipelineDeps {
       keys: d.keys,
       checkHeader: (req) => this.auth.check(req),
       checkKey: (key) => this.auth.checkKey(key),
+      clientOf: this.clientOf,
       forwardToApp: (req, res, org, app, rest, key) => {
         asAppRequest(req, org, app, rest, key);
         this.handle(req, res);
@@ -147,6 +152,7 @@ export class Gateway implements PipelineDeps {
     const queue = this.queue;
     const dispatch = {
       config: c,
+      clientOf: this.clientOf,
       ...(queue ? { queue: queue.handle.bind(queue) } : {}),
       newRequestId: requestIds(),
       logger: d.logger,

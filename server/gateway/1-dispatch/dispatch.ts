@@ -9,6 +9,7 @@ import { givenRequestId } from "../../common/request-id.ts";
 import { askForBody } from "../3-route/request-body.ts";
 import type { GatewayConfig } from "../config.ts";
 import type { RequestContext } from "../context.ts";
+import type { ClientOf } from "./client.ts";
 import { EXPOSED_HEADERS, preflightHeaders } from "./cors.ts";
 import { gatewayError, sendGatewayError } from "../errors.ts";
 import type { ManagementHandler } from "../management/management-api.ts";
@@ -20,6 +21,8 @@ export type SystemPath = "/healthz" | "/readyz" | "/metrics";
 export interface DispatchDeps {
   config: Pick<GatewayConfig, "corsOrigins" | "metricsListen">;
   newRequestId: () => string;
+  /** Who a request's client is (config trustProxy). */
+  clientOf: ClientOf;
   logger: Logger;
   management: ManagementHandler;
   /** Serves a request to an app (pipeline.ts, steps 2 to 5); settles when it ended. */
@@ -78,7 +81,8 @@ export function dispatcher(d: DispatchDeps): (req: IncomingMessage, res: ServerR
       case "app": {
         const { org, app, rest, query, api } = r;
         const shape = api.shape;
-        const ctx: RequestContext = { req, res, requestId, t0, org, app, rest, query, api, shape, keyId: "-" };
+        const client = d.clientOf(req);
+        const ctx: RequestContext = { req, res, requestId, t0, org, app, rest, query, api, shape, client, keyId: "-" };
         d.serveApp(ctx).catch((err: unknown) => {
           d.logger.error({ err: String(err), requestId }, "request failed");
           sendGatewayError(res, shape, gatewayError(502, "the request failed in the gateway"), {
