@@ -6,6 +6,7 @@ import type { Logger } from "../common/logger.ts";
 import { LoadedModel } from "./loaded-model.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { clientClosed } from "./slot-pool.ts";
+import type { PromptCache } from "./prompt-cache.ts";
 import type { EngineTuning } from "./tuning.ts";
 import type { ModelSpec } from "./types.ts";
 import { mapWeights } from "./weights-mapping.ts";
@@ -26,6 +27,8 @@ export interface RegistryOptions {
   maxLoadedModels: number;
   contextLength: number;
   tuning: EngineTuning;
+  /** The server's RAM prompt cache, shared by the loaded models. */
+  promptCache?: PromptCache | undefined;
 }
 
 export const shuttingDown = (): AppError => new AppError("SHUTTING_DOWN", "the server is shutting down");
@@ -154,6 +157,7 @@ export class ModelRegistry {
           threads: this.o.threads,
           metrics: this.o.metrics,
           tuning: this.o.tuning,
+          promptCache: this.o.promptCache,
         });
         loaded.names.add(spec.name);
         this.models.set(weightsKey(spec), loaded);

@@ -10,7 +10,8 @@
 import type { Token } from "node-llama-cpp";
 import { DecodeTurns } from "./decode-turns.ts";
 import type { NativeContext, NativeSampler, RowLogits } from "./native/port.ts";
-import { SlotPool } from "./slot-pool.ts";
+import { commonPrefixLength, MIN_CACHED_TOKENS, type ModelPromptCache } from "./prompt-cache.ts";
+import { SlotPool, type SlotMove } from "./slot-pool.ts";
 import { StepFill, type DecodeStats, type StepFillOptions } from "./step-fill.ts";
 import type { Planned } from "./step-plan.ts";
 
@@ -63,6 +64,18 @@ export interface SlotLoopOptions {
   onPoolChange?: (busy: number, queued: number) => void;
   /** A compaction move finished (ok) or failed. */
   onMove?: (ok: boolean) => void;
+  /** The RAM prompt cache: a history about to be overwritten is saved there, and a prompt restored from it (reuse). */
+  promptCache?: ModelPromptCache | undefined;
+}
+
+/** How a slot was readied for a prompt (SlotLoop.reuse). */
+export interface Reuse {
+  /** Tokens of the prompt restored from the RAM prompt cache (0: none). */
+  restored: number;
+  /** The cache was asked: it holds more of the prompt than the slot did (hit) or not (miss). */
+  looked: boolean;
+  /** The runtime refused the saved state: the slot started empty and the entry is gone. */
+  failed: boolean;
 }
 
 interface Pending {
@@ -86,6 +99,7 @@ export class SlotLoop {
   private readonly batchSize: number;
   private readonly turns: DecodeTurns;
   private readonly onMove: ((ok: boolean) => void) | undefined;
+  private readonly promptCache: ModelPromptCache | undefined;
   /** Busy slots move down into gaps (release): unless switched off, until a move fails. */
   private moveSlots: boolean;
   private queue: Pending[] = [];
@@ -109,6 +123,8 @@ export class SlotLoop {
     this.fill = new StepFill(o.fill);
     this.moveSlots = o.moveSlots ?? true;
     this.onMove = o.onMove;
+    // Without the runtime's state calls there is nothing to save or restore.
+    this.promptCache = native.saveSequence && native.restoreSequence ? o.promptCache : undefined;
     const slots = Array.from({ length: o.parallel }, (_, id) => new Slot(id));
     this.pool = new SlotPool(slots, o.maxQueue, () => o.onPoolChange?.(this.pool.busy, this.pool.queued));
   }
@@ -145,8 +161,14 @@ export class SlotLoop {
     signal: AbortSignal | undefined,
     prefer?: (slot: Slot) => number,
     held?: (slot: Slot) => number,
+    restorable = 0,
   ): Promise<Slot> {
-    return this.pool.acquire(signal, prefer, held);
+    return this.pool.acquire(signal, prefer, held, restorable);
+  }
+
+  /** Tokens of `prompt` the RAM prompt cache could restore into any slot (0 without a cache). */
+  restorable(prompt: readonly Token[]): number {
+    return this.promptCache?.match(prompt).length ?? 0;
   }
 
   /**
@@ -159,8 +181,10 @@ export class SlotLoop {
     // Idle: the threadpool's threads would poll for a next decode on a core (NativeContext.pauseThreadpool).
     if (this.pool.busy === 0 && this.native.pauseThreadpool) this.pauseThreadpool();
     if (!this.moveSlots) return;
-    for (let move = this.pool.compact(); move; move = this.pool.compact()) {
-      this.relocate(move.busy, move.free).then(
+    const held = (s: Slot) => s.tokens.length;
+    const canSwap = this.canSwap;
+    for (let move = this.pool.compact(held, canSwap); move; move = this.pool.compact(held, canSwap)) {
+      this.relocate(move).then(
         () => this.onMove?.(true),
         (err: unknown) => {
           this.onMove?.(false);
@@ -234,36 +258,121 @@ export class SlotLoop {
    * queued before it: `keepOf` sees what the slot holds then.
    */
   truncate(slot: Slot, keepOf: (held: readonly Token[]) => number): Promise<void> {
-    return this.betweenSteps(() => {
-      const keep = keepOf(slot.tokens);
-      if (keep >= slot.tokens.length) return;
-      if (keep <= 0 || !this.native.removeTokens(slot.id, keep, slot.tokens.length)) {
-        this.native.disposeSequence(slot.id);
-        slot.tokens.length = 0;
-      } else slot.tokens.length = keep;
-    });
+    return this.betweenSteps(() => this.cut(slot, keepOf(slot.tokens)));
   }
 
   /**
-   * Moves what `from` holds into `to`'s sequence and the two slots trade sequence ids, between steps: `from` goes on
-   * generating under `to`'s old id, and `to` (free) keeps what `from` held under `from`'s old id (still a valid cache).
-   * With one KV stream per sequence, llama.cpp copies the whole stream at the next decode (16–23 MB for the bench
-   * models); a step spanning a gap in the busy ids costs an extra pass over the weights every token.
+   * Readies a slot for `prompt`, between steps: where the RAM prompt cache holds more of the prompt than the slot (by
+   * more than MIN_CACHED_TOKENS), its saved state replaces what the slot holds (which goes to the cache first);
+   * then what the slot holds beyond `keepOf` goes, as truncate. A state the runtime refuses leaves the slot empty
+   * (the prompt is then evaluated whole) and leaves the cache.
    */
-  relocate(from: Slot, to: Slot): Promise<void> {
-    return this.betweenSteps(async () => {
-      try {
-        await this.native.copySequence(to.id, from.id);
-      } catch (err) {
-        // Both keep their ids; what `to` holds is unknown now.
-        this.native.disposeSequence(to.id);
-        to.tokens.length = 0;
-        throw err;
+  reuse(slot: Slot, prompt: readonly Token[], keepOf: (held: readonly Token[]) => number): Promise<Reuse> {
+    return this.betweenSteps(() => {
+      const out: Reuse = { restored: 0, looked: false, failed: false };
+      const cache = this.promptCache;
+      const own = commonPrefixLength(slot.tokens, prompt);
+      if (cache && prompt.length - own > MIN_CACHED_TOKENS) {
+        out.looked = true;
+        const { entry, length } = cache.match(prompt);
+        if (entry && length - own > MIN_CACHED_TOKENS) {
+          this.save(slot, own);
+          if (this.native.restoreSequence!(slot.id, entry.state)) {
+            slot.tokens.length = 0;
+            slot.tokens.push(...entry.tokens);
+            cache.touch(entry);
+          } else {
+            slot.tokens.length = 0;
+            cache.delete(entry);
+            out.failed = true;
+          }
+        }
       }
-      [from.id, to.id] = [to.id, from.id];
-      to.tokens.length = 0;
-      to.tokens.push(...from.tokens);
+      const before = commonPrefixLength(slot.tokens, prompt);
+      this.cut(slot, keepOf(slot.tokens));
+      if (out.looked && !out.failed && before > own) out.restored = Math.min(before, slot.tokens.length);
+      return out;
     });
+  }
+
+  /** Whether compaction may trade two slots' states (the runtime can save and restore a sequence). */
+  private get canSwap(): boolean {
+    return this.native.saveSequence !== undefined && this.native.restoreSequence !== undefined;
+  }
+
+  /** Drops what the slot holds from `keep` on; what goes is saved to the RAM prompt cache first where worth it. */
+  private cut(slot: Slot, keep: number): void {
+    if (keep >= slot.tokens.length) return;
+    this.save(slot, keep);
+    if (keep <= 0 || !this.native.removeTokens(slot.id, keep, slot.tokens.length)) {
+      this.native.disposeSequence(slot.id);
+      slot.tokens.length = 0;
+    } else slot.tokens.length = keep;
+  }
+
+  /** Saves the slot's history to the RAM prompt cache when at least MIN_CACHED_TOKENS of it beyond `keep` would go. */
+  private save(slot: Slot, keep: number): void {
+    const cache = this.promptCache;
+    if (!cache || slot.tokens.length - keep < MIN_CACHED_TOKENS || !cache.wants(slot.tokens)) return;
+    cache.add(slot.tokens, this.native.saveSequence!(slot.id));
+  }
+
+  /**
+   * Moves what the busy slot holds into the free slot's sequence, between steps (a step spanning a gap in the busy
+   * ids costs an extra pass over the weights every token), and the slots trade sequence ids: `busy` goes on generating
+   * under `free`'s old id. What `free` held is never lost: with `swap` the two trade states (through host memory: only
+   * the cells in use are copied), with `spare` it is first copied into that empty slot's sequence (the spare then takes
+   * `busy`'s old id); a plain move (`free` held nothing) leaves `free` with a copy of `busy`'s state, a valid cache.
+   * A copy within the runtime (copySequence) happens at the next decode, and copies the whole KV stream (16–23 MB for
+   * the bench models).
+   */
+  relocate(move: SlotMove<Slot>): Promise<void> {
+    const { busy, free, spare, swap } = move;
+    return this.betweenSteps(async () => {
+      if (swap) return this.swapStates(busy, free);
+      // Without a spare, `free` is the one overwritten (it holds nothing).
+      const target = spare ?? free;
+      if (spare) {
+        await this.copyInto(spare, free);
+        // `free` keeps its history under the spare's old id; the spare takes the place to overwrite.
+        [free.id, spare.id] = [spare.id, free.id];
+      }
+      await this.copyInto(target, busy);
+      [busy.id, target.id] = [target.id, busy.id];
+    });
+  }
+
+  /** `to`'s sequence becomes a copy of `from`'s: through host memory where the runtime can (at once), else copy. */
+  private async copyInto(to: Slot, from: Slot): Promise<void> {
+    try {
+      if (this.canSwap) {
+        if (!this.native.restoreSequence!(to.id, this.native.saveSequence!(from.id)))
+          throw new Error("the runtime refused a sequence's own state");
+      } else await this.native.copySequence(to.id, from.id);
+    } catch (err) {
+      // What `to` holds is unknown now.
+      this.native.disposeSequence(to.id);
+      to.tokens.length = 0;
+      throw err;
+    }
+    to.tokens.length = 0;
+    to.tokens.push(...from.tokens);
+  }
+
+  /** `busy` and `free` trade states and ids: each keeps its own tokens. */
+  private swapStates(busy: Slot, free: Slot): void {
+    const busyState = this.native.saveSequence!(busy.id),
+      freeState = this.native.saveSequence!(free.id);
+    const okBusy = this.native.restoreSequence!(free.id, busyState);
+    const okFree = okBusy && this.native.restoreSequence!(busy.id, freeState);
+    if (!okBusy || !okFree) {
+      // Put the busy state back where it was; the free slot's history is lost.
+      if (!okBusy || !this.native.restoreSequence!(busy.id, busyState)) throw new Error("a sequence swap failed");
+      this.native.disposeSequence(free.id);
+      free.tokens.length = 0;
+      throw new Error("the runtime refused a sequence's own state");
+    }
+    [busy.id, free.id] = [free.id, busy.id];
   }
 
   /**
@@ -308,12 +417,11 @@ export class SlotLoop {
   }
 
   /** Runs `edit` when no step is in flight, before the next step; edits run one at a time, in the order queued. */
-  private betweenSteps(edit: () => void | Promise<void>): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
+  private betweenSteps<T = void>(edit: () => T | Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
       this.between.push(async () => {
         try {
-          await edit();
-          resolve();
+          resolve(await edit());
         } catch (err) {
           reject(err);
         }
