@@ -18,7 +18,7 @@ test("an evicted prompt is restored from RAM with the same greedy answer; a refu
   const outcomes: Array<[string, number]> = [];
   const metrics: EngineMetricsSink = { onPromptCache: (_m, outcome, tokens) => outcomes.push([outcome, tokens]) };
   const cache = new PromptCache(512 * 1024 ** 2);
-  const engine = await makeEngine({ numParallel: 1, contextLength: 2048, promptCache: cache, metrics });
+  const engine = await makeEngine({ numParallel: 1, contextLength: 1024, promptCache: cache, metrics });
   try {
     const path = await smollm2Path();
     const model = specFor(path, "smollm2");
@@ -38,17 +38,17 @@ test("an evicted prompt is restored from RAM with the same greedy answer; a refu
     const hit = outcomes.find(([o]) => o === "hit");
     assert.ok(hit && hit[1] === restored.stats.promptCachedCount, JSON.stringify(outcomes));
 
-    // A state saved by a context of 2048 tokens, holding more cells than one of 512 has: refused there.
-    const long = topic("forests", 60);
+    // A state saved by a context of 1024 tokens, holding more cells than one of 256 has: refused there.
+    const long = topic("forests", 24);
     await run(long);
     await run(b);
-    const longEntry = cache.list().find((e) => e.tokens.length > 512);
+    const longEntry = cache.list().find((e) => e.tokens.length > 256);
     assert.ok(longEntry, "the long conversation's state was saved");
     const small = specFor(path, "smollm2-small");
     const c = topic("lakes", 8);
-    const smallRun = () => collect(engine.generate(request(small, chat(c), { ...GREEDY, num_ctx: 512 })));
+    const smallRun = () => collect(engine.generate(request(small, chat(c), { ...GREEDY, num_ctx: 256 })));
     const smallCold = await smallRun();
-    await collect(engine.generate(request(small, chat(b), { ...GREEDY, num_ctx: 512 })));
+    await collect(engine.generate(request(small, chat(b), { ...GREEDY, num_ctx: 256 })));
     // The small context's entry for `c` (saved when `b` took its sequence) now carries the big context's state.
     const smallEntry = cache.list().at(-1)!;
     const smallScope = smallEntry.scope;
