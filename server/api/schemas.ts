@@ -159,3 +159,29 @@ export interface FinalMetrics {
   eval_count: number;
   eval_duration: number;
 }
+
+/** Most documents one rerank request may score (Cohere's limit). */
+export const MAX_RERANK_DOCUMENTS = 1000;
+
+/**
+ * A rerank request (/api/rerank, /v1/rerank and its aliases): Jina's and Cohere's shape, as llama-server takes it.
+ * Documents are strings or Cohere's `{text}` objects; `top_n` keeps the best n; `return_documents` puts each
+ * document's text in its result. `keep_alive` and `options` are the native API's, as on /api/embed.
+ */
+export const RerankRequestSchema = wire(
+  z.object({
+    model: modelField,
+    query: z.string({ error: "query must be a string" }),
+    documents: z
+      .array(z.union([z.string(), z.object({ text: z.string() }).transform((d) => d.text)]), {
+        error: "documents must be a non-empty array of strings",
+      })
+      .min(1, "documents must be a non-empty array of strings")
+      .max(MAX_RERANK_DOCUMENTS, `at most ${MAX_RERANK_DOCUMENTS} documents per request`),
+    top_n: z.number().int().min(1).optional(),
+    return_documents: z.boolean().optional(),
+    options: OptionsSchema.optional(),
+    keep_alive: KeepAliveSchema.optional(),
+  }),
+);
+export type RerankRequestBody = z.infer<typeof RerankRequestSchema>;

@@ -4,6 +4,7 @@ import type { Logger } from "../common/logger.ts";
 import { AppError } from "../common/errors.ts";
 import { Arrivals } from "./arrivals.ts";
 import { embedTexts } from "./embedding.ts";
+import { rankDocuments } from "./ranking.ts";
 import { vramBytes, type GpuSetting } from "./gpu.ts";
 import { commonPrefixLength, contextOverflow, runGeneration } from "./generation.ts";
 import { GrammarCache, grammarStopStrings } from "./grammars.ts";
@@ -24,6 +25,8 @@ import { DEFAULT_TUNING, type EngineTuning } from "./tuning.ts";
 import type {
   EmbedRequest,
   EmbedResult,
+  RerankRequest,
+  RerankResult,
   Engine,
   EngineBuildInfo,
   GenerateRequest,
@@ -268,6 +271,21 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
         metrics.onTokens?.(loaded.spec.name, promptTokens, 0);
         return {
           embeddings,
+          promptEvalCount: promptTokens,
+          loadDurationNs,
+          totalDurationNs: Number(process.hrtime.bigint() - startedNs),
+        };
+      });
+    },
+
+    rerank(req: RerankRequest): Promise<RerankResult> {
+      const startedNs = process.hrtime.bigint();
+      const sampling = resolveSampling(req.model.parameters, req.options);
+      return withModel(req.model, req.keepAliveMs, sampling, req.signal, async ({ loaded, loadDurationNs }) => {
+        const { scores, promptTokens } = await rankDocuments(loaded, req.query, req.documents);
+        metrics.onTokens?.(loaded.spec.name, promptTokens, 0);
+        return {
+          scores,
           promptEvalCount: promptTokens,
           loadDurationNs,
           totalDurationNs: Number(process.hrtime.bigint() - startedNs),

@@ -7,6 +7,7 @@ import {
   type LlamaContext,
   type LlamaEmbeddingContext,
   type LlamaModel,
+  type LlamaRankingContext,
 } from "node-llama-cpp";
 import { setLongTimeout, type LongTimeout } from "../common/long-timeout.ts";
 import { decodeTurnsFor } from "./decode-turns.ts";
@@ -66,6 +67,7 @@ export class LoadedModel {
   readonly imageEncodes = new ImageEncodes();
   private readonly threads: number;
   private embeddingContext: Promise<LlamaEmbeddingContext> | undefined;
+  private rankingContext: Promise<LlamaRankingContext> | undefined;
   /** Requests (and loads) holding this model: it is idle, and may be evicted, at 0. */
   users = 0;
   lastUsed = Date.now();
@@ -204,6 +206,12 @@ export class LoadedModel {
     return this.embeddingContext;
   }
 
+  /** Lazily created ranking context (same weights, rank pooling, its own KV): models with a rank head only. */
+  ranking(): Promise<LlamaRankingContext> {
+    this.rankingContext ??= this.model.createRankingContext({ contextSize: this.contextLength, threads: this.threads });
+    return this.rankingContext;
+  }
+
   get idle(): boolean {
     return this.users === 0;
   }
@@ -247,6 +255,8 @@ export class LoadedModel {
     this.dropCached();
     const emb = this.embeddingContext;
     if (emb) await (await emb.catch(() => undefined))?.dispose();
+    const rank = this.rankingContext;
+    if (rank) await (await rank.catch(() => undefined))?.dispose();
     await this.imageEncodes.clear();
     await this.projector?.dispose();
     await this.context.dispose();

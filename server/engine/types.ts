@@ -127,6 +127,23 @@ export interface EmbedResult {
   loadDurationNs: number;
 }
 
+export interface RerankRequest {
+  model: ModelSpec;
+  query: string;
+  documents: string[];
+  keepAliveMs?: number | null;
+  options: SamplingOptions;
+  signal: AbortSignal;
+}
+
+export interface RerankResult {
+  /** One relevance score per document, in the documents' order (the rank head's probability, 0 to 1). */
+  scores: number[];
+  promptEvalCount: number;
+  totalDurationNs: number;
+  loadDurationNs: number;
+}
+
 export interface RunningModel {
   name: string;
   digest: string;
@@ -191,6 +208,11 @@ export interface Engine {
    */
   announce(): Arrival;
   embed(req: EmbedRequest): Promise<EmbedResult>;
+  /**
+   * Scores each document's relevance to the query with the model's rank pooling head. UNSUPPORTED_FIELD for a model
+   * without one; CONTEXT_OVERFLOW for a pair longer than the context.
+   */
+  rerank(req: RerankRequest): Promise<RerankResult>;
   /** Token count of a text for a model (loads it if needed). */
   countTokens(model: ModelSpec, text: string): Promise<number>;
   running(): RunningModel[];
