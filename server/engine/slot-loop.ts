@@ -10,21 +10,13 @@
 import type { Token } from "node-llama-cpp";
 import { DecodeTurns } from "./decode-turns.ts";
 import type { NativeContext, NativeSampler, RowLogits } from "./native/port.ts";
-import { commonPrefixLength, MIN_CACHED_TOKENS, type ModelPromptCache } from "./prompt-cache.ts";
+import type { ModelPromptCache } from "./prompt-cache.ts";
 import { SlotPool, type SlotMove } from "./slot-pool.ts";
+import { movesStates, Slot, SlotStates, type Reuse } from "./slot-states.ts";
+
+export { Slot };
 import { StepFill, type DecodeStats, type StepFillOptions } from "./step-fill.ts";
 import type { Planned } from "./step-plan.ts";
-
-/** One sequence's KV cache: the tokens it holds, in position order. */
-export class Slot {
-  /** The llama.cpp sequence id; two slots trade ids when one moves into the other's place (SlotLoop.relocate). */
-  id: number;
-  readonly tokens: Token[] = [];
-
-  constructor(id: number) {
-    this.id = id;
-  }
-}
 
 /** Samples the token after the decode from the batch logit row given (with the sequence's own sampler). */
 export type SampleFn = (batchLogitIndex: number) => Promise<number>;
@@ -68,16 +60,6 @@ export interface SlotLoopOptions {
   promptCache?: ModelPromptCache | undefined;
 }
 
-/** How a slot was readied for a prompt (SlotLoop.reuse). */
-export interface Reuse {
-  /** Tokens of the prompt restored from the RAM prompt cache (0: none). */
-  restored: number;
-  /** The cache was asked: it holds more of the prompt than the slot did (hit) or not (miss). */
-  looked: boolean;
-  /** The runtime refused the saved state: the slot started empty and the entry is gone. */
-  failed: boolean;
-}
-
 interface Pending {
   slot: Slot;
   /** Tokens not yet decoded (shrinks as a long prompt is decoded over several steps). */
@@ -99,7 +81,8 @@ export class SlotLoop {
   private readonly batchSize: number;
   private readonly turns: DecodeTurns;
   private readonly onMove: ((ok: boolean) => void) | undefined;
-  private readonly promptCache: ModelPromptCache | undefined;
+  /** The slots' KV-state edits (cut, save, restore, move). */
+  private readonly states: SlotStates;
   /** Busy slots move down into gaps (release): unless switched off, until a move fails. */
   private moveSlots: boolean;
   private queue: Pending[] = [];
@@ -123,8 +106,7 @@ export class SlotLoop {
     this.fill = new StepFill(o.fill);
     this.moveSlots = o.moveSlots ?? true;
     this.onMove = o.onMove;
-    // Without the runtime's state calls there is nothing to save or restore.
-    this.promptCache = native.saveSequence && native.restoreSequence ? o.promptCache : undefined;
+    this.states = new SlotStates(native, o.promptCache);
     const slots = Array.from({ length: o.parallel }, (_, id) => new Slot(id));
     this.pool = new SlotPool(slots, o.maxQueue, () => o.onPoolChange?.(this.pool.busy, this.pool.queued));
   }
@@ -168,7 +150,7 @@ export class SlotLoop {
 
   /** Tokens of `prompt` the RAM prompt cache could restore into any slot (0 without a cache). */
   restorable(prompt: readonly Token[]): number {
-    return this.promptCache?.match(prompt).length ?? 0;
+    return this.states.restorable(prompt);
   }
 
   /**
@@ -182,7 +164,7 @@ export class SlotLoop {
     if (this.pool.busy === 0 && this.native.pauseThreadpool) this.pauseThreadpool();
     if (!this.moveSlots) return;
     const held = (s: Slot) => s.tokens.length;
-    const canSwap = this.canSwap;
+    const canSwap = movesStates(this.native);
     for (let move = this.pool.compact(held, canSwap); move; move = this.pool.compact(held, canSwap)) {
       this.relocate(move).then(
         () => this.onMove?.(true),
@@ -258,7 +240,7 @@ export class SlotLoop {
    * queued before it: `keepOf` sees what the slot holds then.
    */
   truncate(slot: Slot, keepOf: (held: readonly Token[]) => number): Promise<void> {
-    return this.betweenSteps(() => this.cut(slot, keepOf(slot.tokens)));
+    return this.betweenSteps(() => this.states.cut(slot, keepOf(slot.tokens)));
   }
 
   /**
@@ -268,53 +250,7 @@ export class SlotLoop {
    * (the prompt is then evaluated whole) and leaves the cache.
    */
   reuse(slot: Slot, prompt: readonly Token[], keepOf: (held: readonly Token[]) => number): Promise<Reuse> {
-    return this.betweenSteps(() => {
-      const out: Reuse = { restored: 0, looked: false, failed: false };
-      const cache = this.promptCache;
-      const own = commonPrefixLength(slot.tokens, prompt);
-      if (cache && prompt.length - own > MIN_CACHED_TOKENS) {
-        out.looked = true;
-        const { entry, length } = cache.match(prompt);
-        if (entry && length - own > MIN_CACHED_TOKENS) {
-          this.save(slot, own);
-          if (this.native.restoreSequence!(slot.id, entry.state)) {
-            slot.tokens.length = 0;
-            slot.tokens.push(...entry.tokens);
-            cache.touch(entry);
-          } else {
-            slot.tokens.length = 0;
-            cache.delete(entry);
-            out.failed = true;
-          }
-        }
-      }
-      const before = commonPrefixLength(slot.tokens, prompt);
-      this.cut(slot, keepOf(slot.tokens));
-      if (out.looked && !out.failed && before > own) out.restored = Math.min(before, slot.tokens.length);
-      return out;
-    });
-  }
-
-  /** Whether compaction may trade two slots' states (the runtime can save and restore a sequence). */
-  private get canSwap(): boolean {
-    return this.native.saveSequence !== undefined && this.native.restoreSequence !== undefined;
-  }
-
-  /** Drops what the slot holds from `keep` on; what goes is saved to the RAM prompt cache first where worth it. */
-  private cut(slot: Slot, keep: number): void {
-    if (keep >= slot.tokens.length) return;
-    this.save(slot, keep);
-    if (keep <= 0 || !this.native.removeTokens(slot.id, keep, slot.tokens.length)) {
-      this.native.disposeSequence(slot.id);
-      slot.tokens.length = 0;
-    } else slot.tokens.length = keep;
-  }
-
-  /** Saves the slot's history to the RAM prompt cache when at least MIN_CACHED_TOKENS of it beyond `keep` would go. */
-  private save(slot: Slot, keep: number): void {
-    const cache = this.promptCache;
-    if (!cache || slot.tokens.length - keep < MIN_CACHED_TOKENS || !cache.wants(slot.tokens)) return;
-    cache.add(slot.tokens, this.native.saveSequence!(slot.id));
+    return this.betweenSteps(() => this.states.reuse(slot, prompt, keepOf));
   }
 
   /**
@@ -329,50 +265,17 @@ export class SlotLoop {
   relocate(move: SlotMove<Slot>): Promise<void> {
     const { busy, free, spare, swap } = move;
     return this.betweenSteps(async () => {
-      if (swap) return this.swapStates(busy, free);
+      if (swap) return this.states.swap(busy, free);
       // Without a spare, `free` is the one overwritten (it holds nothing).
       const target = spare ?? free;
       if (spare) {
-        await this.copyInto(spare, free);
+        await this.states.copyInto(spare, free);
         // `free` keeps its history under the spare's old id; the spare takes the place to overwrite.
         [free.id, spare.id] = [spare.id, free.id];
       }
-      await this.copyInto(target, busy);
+      await this.states.copyInto(target, busy);
       [busy.id, target.id] = [target.id, busy.id];
     });
-  }
-
-  /** `to`'s sequence becomes a copy of `from`'s: through host memory where the runtime can (at once), else copy. */
-  private async copyInto(to: Slot, from: Slot): Promise<void> {
-    try {
-      if (this.canSwap) {
-        if (!this.native.restoreSequence!(to.id, this.native.saveSequence!(from.id)))
-          throw new Error("the runtime refused a sequence's own state");
-      } else await this.native.copySequence(to.id, from.id);
-    } catch (err) {
-      // What `to` holds is unknown now.
-      this.native.disposeSequence(to.id);
-      to.tokens.length = 0;
-      throw err;
-    }
-    to.tokens.length = 0;
-    to.tokens.push(...from.tokens);
-  }
-
-  /** `busy` and `free` trade states and ids: each keeps its own tokens. */
-  private swapStates(busy: Slot, free: Slot): void {
-    const busyState = this.native.saveSequence!(busy.id),
-      freeState = this.native.saveSequence!(free.id);
-    const okBusy = this.native.restoreSequence!(free.id, busyState);
-    const okFree = okBusy && this.native.restoreSequence!(busy.id, freeState);
-    if (!okBusy || !okFree) {
-      // Put the busy state back where it was; the free slot's history is lost.
-      if (!okBusy || !this.native.restoreSequence!(busy.id, busyState)) throw new Error("a sequence swap failed");
-      this.native.disposeSequence(free.id);
-      free.tokens.length = 0;
-      throw new Error("the runtime refused a sequence's own state");
-    }
-    [busy.id, free.id] = [free.id, busy.id];
   }
 
   /**
