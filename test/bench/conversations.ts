@@ -75,6 +75,8 @@ export async function benchConversations(
   const turns = opts.turns ?? 6;
   const env = (cache: string) => ({
     GANTRY_NUM_PARALLEL: String(SEQUENCES),
+    // One thread: no barriers for a busy machine's scheduler to stall (the routing bench's pods run one too).
+    GANTRY_THREADS: "1",
     GANTRY_CONTEXT_LENGTH: "2048",
     GANTRY_KEEP_ALIVE: "-1",
     GANTRY_LOG_LEVEL: "warn",
@@ -119,9 +121,9 @@ export async function benchConversations(
 
 /** Median ms to save and to restore the state of a 1024-token sequence of the model, in process, and its bytes. */
 async function stateCost(modelPath: string): Promise<ConversationsResult["state"]> {
-  const { llama } = await llamaRuntime(0, silentLogger, testEngineBuild());
+  const { llama } = await llamaRuntime(1, silentLogger, testEngineBuild());
   const model = await llama.loadModel({ modelPath });
-  const context = await model.createContext({ contextSize: 2048, sequences: 2 });
+  const context = await model.createContext({ contextSize: 2048, sequences: 2, threads: 1 });
   try {
     const native = nativeContextOf(context, model);
     if (!native.saveSequence || !native.restoreSequence) throw new Error("the patched addon is required");

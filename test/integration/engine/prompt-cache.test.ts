@@ -18,7 +18,7 @@ test("an evicted prompt is restored from RAM with the same greedy answer; a refu
   const outcomes: Array<[string, number]> = [];
   const metrics: EngineMetricsSink = { onPromptCache: (_m, outcome, tokens) => outcomes.push([outcome, tokens]) };
   const cache = new PromptCache(512 * 1024 ** 2);
-  const engine = await makeEngine({ numParallel: 1, contextLength: 1024, promptCache: cache, metrics });
+  const engine = await makeEngine({ threads: 1, numParallel: 1, contextLength: 1024, promptCache: cache, metrics });
   try {
     const path = await smollm2Path();
     const model = specFor(path, "smollm2");
