@@ -7,7 +7,6 @@ import { LoadedModel } from "./loaded-model.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { clientClosed } from "./slot-pool.ts";
 import type { PromptCache } from "./prompt-cache.ts";
-import type { EngineTuning } from "./tuning.ts";
 import type { ModelSpec } from "./types.ts";
 import { mapWeights } from "./weights-mapping.ts";
 
@@ -26,7 +25,6 @@ export interface RegistryOptions {
   maxQueue: number;
   maxLoadedModels: number;
   contextLength: number;
-  tuning: EngineTuning;
   /** The server's RAM prompt cache, shared by the loaded models. */
   promptCache?: PromptCache | undefined;
 }
@@ -65,7 +63,7 @@ export class ModelRegistry {
           (load.numCtx === undefined || existing.requestedContextLength === load.numCtx) &&
           (load.useMmap === undefined || existing.mappedWeights === mapWeights(load.useMmap, this.o.llama));
         if (fits) {
-          existing.names.add(spec.name);
+          existing.usedAs(spec.name);
           existing.hold(keepAliveMs);
           return { loaded: existing, loadDurationNs: 0 };
         }
@@ -156,10 +154,9 @@ export class ModelRegistry {
           maxQueue: this.o.maxQueue,
           threads: this.o.threads,
           metrics: this.o.metrics,
-          tuning: this.o.tuning,
           promptCache: this.o.promptCache,
         });
-        loaded.names.add(spec.name);
+        loaded.usedAs(spec.name);
         this.models.set(weightsKey(spec), loaded);
         this.o.logger.info(
           {

@@ -244,6 +244,22 @@ export class SlotLoop {
   }
 
   /**
+   * A context shift, between steps: drops `discard` tokens after the first `keep` the slot holds and moves the rest
+   * down (llama-server's, when generation reaches the context's end). False when the model's memory cannot.
+   */
+  async shift(slot: Slot, keep: number, discard: number): Promise<boolean> {
+    let shifted = false;
+    await this.betweenSteps(() => {
+      const end = keep + discard;
+      if (discard <= 0 || end > slot.tokens.length || !this.native.removeTokens(slot.id, keep, end)) return;
+      this.native.shiftTokens(slot.id, end, slot.tokens.length, -discard);
+      slot.tokens.splice(keep, discard);
+      shifted = true;
+    });
+    return shifted;
+  }
+
+  /**
    * Readies a slot for `prompt`, between steps: where the RAM prompt cache holds more of the prompt than the slot (by
    * more than MIN_CACHED_TOKENS), its saved state replaces what the slot holds (which goes to the cache first);
    * then what the slot holds beyond `keepOf` goes, as truncate. A state the runtime refuses leaves the slot empty

@@ -135,4 +135,8 @@ export class RecordingNativeContext implements NativeContext {
     this.log.push(`restore ${seq} ← ${text}`);
     return text !== this.badState;
   }
+
+  shiftTokens(seq: number, start: number, end: number, delta: number): void {
+    this.log.push(`shift ${seq}[${start},${end}) by ${delta}`);
+  }
 }

@@ -97,4 +97,6 @@ export interface NativeContext {
    * shape's state, more cells than fit), and the sequence is empty then. Only while no decode is in flight.
    */
   restoreSequence?(sequenceId: number, state: Uint8Array): boolean;
+  /** Moves cells [start, end) of a sequence by `delta` positions (a context shift, after removeTokens). */
+  shiftTokens(sequenceId: number, start: number, end: number, delta: number): void;
 }
