@@ -106,6 +106,9 @@ if (run("serving")) {
     ["model", "plain tok/s", "grammar tok/s", "grammar ÷ plain", "complete call ms", "call tokens"],
     [[tool.model, tool.plainTps, tool.grammarTps, tool.ratio, tool.callMs, tool.callTokens]],
   );
+  const { benchConversations, conversationTables } = await import("./conversations.ts");
+  const conversations = await benchConversations(await smollm2Path());
+  for (const t of conversationTables(conversations)) printTable(t.title, t.header, t.rows);
 }
 
 if (run("llama") || run("causes") || run("builds")) {
