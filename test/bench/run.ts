@@ -1,15 +1,15 @@
 // `npm run bench [section...]`: runs the benchmarks and prints their tables. Sections: serving, llama, step, causes,
 // builds, pull, cli, operator, platform, gateway, vision, console, routing, image, queue (default: all). `llama`
 // compares Gantry with llama.cpp's llama-server and llama-bench built from the llama.cpp release node-llama-cpp ships;
-// `causes` measures the two causes of the gap before and after; `vision` image requests against llama-server --mmproj
-// and text on the addon with and without mtmd; `builds` compares the engine builds (patched addon on the prebuilt
-// libraries, patched all from source, prebuilt binary); `gateway` compares the gateway with going direct and with
-// nginx, and measures cold starts on the test cluster; `console` the console's first page in a headless browser;
-// `routing` LeastLoad against PrefixHash for multi-turn conversations over an app's replicas; `step` the host time of a
-// decode step at 1, 8 and 32 streams on a 128k-vocabulary model (GANTRY_BENCH_STEP_TOKENS per stream, default 128);
-// `image` the container image (build times, size, cold start to first token: test/bench/image.ts); `queue` fal's queue
-// API on the broker: submit → COMPLETED against a synchronous call, submissions/s accepted, a 10,000-request drain
-// (GANTRY_BENCH_QUEUE_DRAIN sets the count).
+// `causes` the prebuilt binary against the patched build (threadpool poll 0 and 50); `vision` image requests against
+// llama-server --mmproj and text on the addon with and without mtmd; `builds` compares the engine builds (patched addon
+// on the prebuilt libraries, patched all from source, prebuilt binary); `gateway` compares the gateway with going
+// direct and with nginx, and measures cold starts on the test cluster; `console` the console's first page in a headless
+// browser; `routing` LeastLoad against PrefixHash for multi-turn conversations over an app's replicas; `step` the host
+// time of a decode step at 1, 8 and 32 streams on a 128k-vocabulary model (GANTRY_BENCH_STEP_TOKENS per stream, default
+// 128); `image` the container image (build times, size, cold start to first token: test/bench/image.ts); `queue` fal's
+// queue API on the broker: submit → COMPLETED against a synchronous call, submissions/s accepted, a 10,000-request
+// drain (GANTRY_BENCH_QUEUE_DRAIN sets the count).
 // GANTRY_BENCH_ROUNDS (default 9 for serving: its paired ratios need that many to settle on 2 noisy cores; 3 for llama,
 // causes and builds) sets the interleaved rounds, GANTRY_BENCH_MODELS (default 250m,1b) the generated models,
 // GANTRY_BENCH_LLAMA_SLOTS (lru, default, or pinned) how llama-server assigns slots to concurrent requests;
