@@ -5,6 +5,7 @@ import { AppError } from "../common/errors.ts";
 import { Arrivals } from "./arrivals.ts";
 import { embedTexts } from "./embedding.ts";
 import { rankDocuments } from "./ranking.ts";
+import { ngramDrafter } from "./speculation.ts";
 import { vramBytes, type GpuSetting } from "./gpu.ts";
 import { commonPrefixLength, contextOverflow, runGeneration } from "./generation.ts";
 import { GrammarCache, grammarStopStrings } from "./grammars.ts";
@@ -164,6 +165,11 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
               admission: tuning.fullSteps === false ? undefined : { arrival: req.arrival, arrivals },
               ...(req.logprobs ? { logprobs: req.logprobs } : {}),
               ...(req.returnTokens ? { returnTokens: true } : {}),
+              // Drafts are verified by plain sampling: not with a grammar (one that applies from a tool call on
+              // included), log probabilities or images.
+              ...(sampling.draftNgram > 0 && !grammar && !toolGrammar && !req.logprobs && !images
+                ? { drafter: ngramDrafter(sampling.draftNgram) }
+                : {}),
               ...(prompt.output
                 ? {
                     output: {

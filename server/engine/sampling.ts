@@ -31,6 +31,8 @@ export interface ResolvedSampling {
   numCtx: number | undefined;
   /** Requested weights mapping (use_mmap), if any. */
   useMmap: boolean | undefined;
+  /** Speculative decoding by prompt lookup: tokens drafted a step at most (0 = off). */
+  draftNgram: number;
 }
 
 /**
@@ -54,6 +56,7 @@ export function resolveSampling(modelParams: SamplingOptions, request: SamplingO
     frequencyPenalty: o.frequency_penalty ?? OLLAMA_DEFAULTS.frequency_penalty,
     numCtx: o.num_ctx !== undefined && o.num_ctx > 0 ? o.num_ctx : undefined,
     useMmap: o.use_mmap,
+    draftNgram: o.draft_ngram ?? 0,
   };
 }
 

@@ -12,7 +12,7 @@
 // The waits are bounded only as a safety net: between getting a token and queueing the next one a sequence does CPU
 // work only (sampling, detokenizing), so a wait for it ends on its own; the bound (a few decode steps) keeps a bug or a
 // starved thread from stalling the others, and timeouts are counted.
-import { bySequenceId, fairShare, wholePromptsFirst, type Planned, type StepItem } from "./step-plan.ts";
+import { bySequenceId, fairShare, generates, wholePromptsFirst, type Planned, type StepItem } from "./step-plan.ts";
 
 export interface StepFillOptions {
   /**
@@ -189,7 +189,7 @@ export class StepFill {
       ? fairShare(items, size)
       : bySequenceId(wholePromptsFirst(items, size), (p) => idOf(p.item));
     // Decided now: once decoded, an item's tokens are what is left of it (none for a generating sequence).
-    this.stepGenerates = plan.some((p) => p.item.tokens.length === 1);
+    this.stepGenerates = plan.some((p) => generates(p.item));
     this.record(plan, false);
     return plan;
   }
@@ -215,7 +215,7 @@ export class StepFill {
     if (this.eager || left <= 0 || this.stepGenerates) return [];
     const plan = bySequenceId(
       wholePromptsFirst(
-        items.filter((item) => item.tokens.length > 1),
+        items.filter((item) => !generates(item)),
         left,
       ),
       (p) => idOf(p.item),

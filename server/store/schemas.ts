@@ -31,6 +31,8 @@ export const StoredParametersSchema = z
     tfs_z: z.number(),
     use_mmap: z.boolean(),
     numa: z.boolean(),
+    /** Gantry's: speculative decoding by prompt lookup (tokens drafted a step; 0 = off). */
+    draft_ngram: z.number().int().min(0).max(64),
     stop: stopList,
   })
   .partial()

@@ -43,6 +43,8 @@ export interface ModelOptions {
   num_ctx?: number;
   /** Memory-map the weights (true) or read them into memory (false) for this model load; unset: weights-mapping.ts. */
   use_mmap?: boolean;
+  /** Speculative decoding by prompt lookup: at most this many tokens drafted a step; 0 or unset = off. */
+  draft_ngram?: number;
 }
 
 /** A model as the store resolves it: everything the engine needs to load and prompt it. */

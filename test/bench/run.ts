@@ -89,6 +89,24 @@ if (run("serving")) {
     ["model", "HTTP c4 ÷ c1", "in-process c4 ÷ c1"],
     scaling as Array<Array<string | number>>,
   );
+  const { benchSpeculative } = await import("./speculative.ts");
+  const smollm2 = { label: "smollm2-135m", path: await smollm2Path() };
+  const spec = await benchSpeculative(
+    [
+      {
+        label: "SmolLM2-135M, repetitive prompt, n-gram drafts (draft_ngram 8)",
+        model: smollm2,
+        prompt: "The cat sat on the mat. The dog sat on the log. ".repeat(6) + "The cat sat",
+        drafting: { draft_ngram: 8 },
+      },
+    ],
+    { rounds: Number(process.env.GANTRY_BENCH_ROUNDS ?? 5) },
+  );
+  printTable(
+    `Speculative decoding: decode tok/s of one greedy stream (128 tokens, /api/generate), without and with drafts, medians of interleaved rounds; ${(await import("node:os")).cpus().length} CPUs, load average at the start → end of each row`,
+    ["case", "without tok/s", "with tok/s", "with ÷ without", "acceptance rate", "load average"],
+    spec.map((r) => [r.label, r.withoutTps, r.withTps, r.ratio, r.acceptanceRate, r.load]),
+  );
   const { benchToolCalls } = await import("./tool-calls.ts");
   const tool = await benchToolCalls(
     { label: "bench-250m", path: await benchModelPath("250m") },

@@ -15,6 +15,7 @@ export const PARAMETER_TYPES = {
   num_gpu: "int",
   main_gpu: "int",
   num_thread: "int",
+  draft_ngram: "int",
   temperature: "float",
   top_p: "float",
   min_p: "float",
