@@ -6,6 +6,7 @@ import { Arrivals } from "./arrivals.ts";
 import { embedTexts } from "./embedding.ts";
 import { rankDocuments } from "./ranking.ts";
 import { ngramDrafter } from "./speculation.ts";
+import { MODEL_DRAFT_SIZE, ModelDrafter } from "./draft-model.ts";
 import { vramBytes, type GpuSetting } from "./gpu.ts";
 import { commonPrefixLength, contextOverflow, runGeneration } from "./generation.ts";
 import { GrammarCache, grammarStopStrings } from "./grammars.ts";
@@ -167,8 +168,12 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
               ...(req.returnTokens ? { returnTokens: true } : {}),
               // Drafts are verified by plain sampling: not with a grammar (one that applies from a tool call on
               // included), log probabilities or images.
-              ...(sampling.draftNgram > 0 && !grammar && !toolGrammar && !req.logprobs && !images
-                ? { drafter: ngramDrafter(sampling.draftNgram) }
+              ...(!grammar && !toolGrammar && !req.logprobs && !images
+                ? loaded.draft
+                  ? { drafter: await ModelDrafter.open(loaded.draft, MODEL_DRAFT_SIZE, signal) }
+                  : sampling.draftNgram > 0
+                    ? { drafter: ngramDrafter(sampling.draftNgram) }
+                    : {}
                 : {}),
               ...(prompt.output
                 ? {

@@ -155,8 +155,9 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
       slots.suspend();
     }
   };
-  const queueNext = (tokens: Token[]) => {
-    const drafted =
+  /** Queues `tokens`, with a draft after a generated token; a promise while a draft model drafts. */
+  const queueNext = (tokens: Token[]): Promise<void> | undefined => {
+    const drafting =
       tokens.length === 1 && job.drafter
         ? job.drafter.draft(
             history,
@@ -167,6 +168,24 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
             ),
           )
         : [];
+    if (Array.isArray(drafting)) {
+      queueDrafted(tokens, drafting);
+      return undefined;
+    }
+    // The draft model decodes meanwhile: the target's steps do not wait for this stream.
+    slots.suspend();
+    return drafting.then(
+      (drafted) => {
+        slots.resume();
+        queueDrafted(tokens, drafted);
+      },
+      (err: unknown) => {
+        slots.resume();
+        throw err;
+      },
+    );
+  };
+  const queueDrafted = (tokens: Token[], drafted: Token[]) => {
     const next: Promise<Token | Token[]> =
       drafted.length > 0
         ? slots.evaluateDraft(slot, tokens[0]!, drafted, (rows) =>
@@ -194,7 +213,7 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
   try {
     // Join the next decode step with the others rather than queueing the prompt while one is in flight.
     await slots.gate();
-    queueNext(toEvaluate);
+    await queueNext(toEvaluate);
     for (;;) {
       let token: Token;
       if (ready.length > 0) token = ready.shift()!;
@@ -237,7 +256,8 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
       // A token a draft gave with more after it is in the KV cache already: the next one is ready.
       if (end === undefined && ready.length === 0) {
         await slots.gate();
-        queueNext([token]);
+        const drafting = queueNext([token]);
+        if (drafting) await drafting;
       }
       if (events.length > 0) {
         consuming = true;
@@ -269,6 +289,7 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
     // A decode already queued for this sequence finishes within one step; wait for it before the sequence is reused.
     if (pendingNext) await pendingNext.catch(() => undefined);
     sampler.dispose();
+    job.drafter?.dispose?.();
   }
   const endNs = process.hrtime.bigint();
   const promptEndNs = firstTokenNs ?? endNs;

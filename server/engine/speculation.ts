@@ -2,13 +2,17 @@
 // decodes them in one call (SlotLoop.evaluateDraft), and the sequence's own sampler verifies the draft row by row.
 // Each row is sampled exactly as it would have been without the draft (same sampler, same history, same order), so the
 // output is the same; a draft only saves decode calls when its tokens are the ones sampled. Drafters: prompt lookup
-// (ngram-draft.ts), which needs no second model.
+// (ngram-draft.ts), which needs no second model, and a draft model (draft-model.ts).
 import type { Token } from "node-llama-cpp";
 import { ngramDraft } from "./ngram-draft.ts";
 
-/** Proposes the tokens after `history` (prompt and output so far), at most `max`; none = decode the token alone. */
+/**
+ * Proposes the tokens after `history` (prompt and output so far), at most `max`; none = decode the token alone. A draft
+ * model drafts asynchronously (draft-model.ts); `dispose` ends a generation's use of it.
+ */
 export interface Drafter {
-  draft(history: readonly Token[], max: number): Token[];
+  draft(history: readonly Token[], max: number): Token[] | Promise<Token[]>;
+  dispose?(): void;
 }
 
 /** Tokens a prompt-lookup draft holds at most, by default (llama.cpp's --draft-max is 16; a CPU step grows with it). */

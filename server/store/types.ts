@@ -69,6 +69,8 @@ export interface ModelSpec {
   projector?: string;
   /** Total bytes of the model's layers (for /api/ps). */
   size: number;
+  /** The draft model for speculative decoding (Modelfile PARAMETER draft_model), resolved from the store. */
+  draft?: { name: string; digest: string; modelPath: string };
 }
 
 export interface ModelDetails {

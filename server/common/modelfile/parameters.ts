@@ -30,6 +30,7 @@ export const PARAMETER_TYPES = {
   use_mmap: "bool",
   numa: "bool",
   stop: "string",
+  draft_model: "string",
 } as const satisfies Record<string, ParameterType>;
 
 export type ParameterName = keyof typeof PARAMETER_TYPES;

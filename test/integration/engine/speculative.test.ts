@@ -18,11 +18,11 @@ after(() => engine.shutdown());
 // (a decode of several tokens may round differently from one of a single token, so a near-tie could go either way).
 const PROMPT = "The cat sat on the mat. The dog sat on the log. ".repeat(4) + "The cat sat";
 
-const greedy = (draft: number) =>
+const greedy = (draft: number, target = model) =>
   collect(
     engine.generate(
       request(
-        model,
+        target,
         { kind: "prompt", prompt: PROMPT, raw: true },
         { temperature: 0, num_predict: 40, draft_ngram: draft },
         { returnTokens: true },
@@ -42,4 +42,17 @@ test("greedy output with prompt-lookup drafts is the output without them", async
   assert.ok(d.accepted > 0 && d.accepted <= d.drafted, JSON.stringify(d));
   // Again with the sequence's cache holding the earlier exchange: the same answer.
   assert.deepEqual((await greedy(8)).stats.tokens, plain.stats.tokens);
+});
+
+test("greedy output with a draft model (SmolLM2-135M drafting for itself) is the output without it", async () => {
+  const plain = await greedy(0);
+  const drafted = await greedy(
+    0,
+    specFor(model.modelPath, "smollm2-drafted", {
+      draft: { name: "smollm2", digest: "sha256:draft", modelPath: model.modelPath },
+    }),
+  );
+  assert.deepEqual(drafted.stats.tokens, plain.stats.tokens);
+  const d = drafted.stats.draft!;
+  assert.ok(d.drafted > 0 && d.accepted > 0 && d.accepted <= d.drafted, JSON.stringify(d));
 });

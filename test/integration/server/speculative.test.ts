@@ -2,7 +2,7 @@
 // prompt-lookup drafts on; the final /api object reports the tally, and /metrics counts drafted and accepted tokens.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { tinyModelPath } from "../../support/models.ts";
+import { familyModelPath, tinyModelPath } from "../../support/models.ts";
 import { createModel, startTestServer, type TestServer } from "../../support/server.ts";
 
 let srv: TestServer;
@@ -10,6 +10,14 @@ before(async () => {
   srv = await startTestServer();
   await createModel(srv.url, "babbler", await tinyModelPath({ controlLogit: -8 }));
   await createModel(srv.url, "drafting", await tinyModelPath({ controlLogit: -8 }), { parameters: { draft_ngram: 6 } });
+  // A draft model: the babbler for itself (same vocabulary), and one whose vocabulary differs (Qwen3's extra tokens).
+  await createModel(srv.url, "qwen3", await familyModelPath("qwen3"));
+  await createModel(srv.url, "self-drafted", await tinyModelPath({ controlLogit: -8 }), {
+    parameters: { draft_model: "babbler" },
+  });
+  await createModel(srv.url, "mismatched", await tinyModelPath({ controlLogit: -8, seed: 5 }), {
+    parameters: { draft_model: "qwen3" },
+  });
 });
 after(() => srv.stop());
 
@@ -66,4 +74,15 @@ test("bad input: draft_ngram out of range is a 400 naming it", async () => {
   const r = await generate("babbler", { draft_ngram: 65 });
   assert.equal(r.status, 400);
   assert.match(r.body.error!, /draft_ngram/);
+});
+
+test("PARAMETER draft_model: drafts from the draft model, the same greedy text; a vocabulary that differs is refused at load", async () => {
+  const plain = await generate("babbler");
+  const drafted = await generate("self-drafted");
+  assert.equal(drafted.status, 200, JSON.stringify(drafted.body));
+  assert.equal(drafted.body.response, plain.body.response);
+  assert.ok(drafted.body.draft_count! > 0 && drafted.body.draft_accepted_count! > 0, JSON.stringify(drafted.body));
+  const refused = await generate("mismatched");
+  assert.equal(refused.status, 400);
+  assert.match(refused.body.error!, /draft model "qwen3:latest" does not share the vocabulary of "mismatched:latest"/);
 });
