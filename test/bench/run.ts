@@ -99,6 +99,21 @@ if (run("serving")) {
         prompt: "The cat sat on the mat. The dog sat on the log. ".repeat(6) + "The cat sat",
         drafting: { draft_ngram: 8 },
       },
+      {
+        label: "SmolLM2-135M, story prompt, n-gram drafts (draft_ngram 8)",
+        model: smollm2,
+        prompt: "Once upon a time, in a small village by the sea,",
+        drafting: { draft_ngram: 8 },
+      },
+      {
+        // No larger SmolLM2 ships in a registry package: the pair is SmolLM2-135M drafting for itself (the best case
+        // for acceptance; the cost of a draft model's decodes in full).
+        label: "SmolLM2-135M drafting for SmolLM2-135M (PARAMETER draft_model), story prompt",
+        model: smollm2,
+        prompt: "Once upon a time, in a small village by the sea,",
+        drafting: {},
+        draftModel: { label: "smollm2-draft", path: smollm2.path },
+      },
     ],
     { rounds: Number(process.env.GANTRY_BENCH_ROUNDS ?? 5) },
   );

@@ -3,6 +3,7 @@
 // noisy machine moves every figure: compare the two columns of one row).
 import os from "node:os";
 import { inTurn, settle } from "./settle.ts";
+import { postStreamingLines } from "./stream-client.ts";
 import { median } from "./table.ts";
 import { createModel, startTestServer } from "../support/server.ts";
 
@@ -13,6 +14,8 @@ export interface SpeculativeCase {
   prompt: string;
   /** Options that turn drafting on (the "without" side sends none of them). */
   drafting: Record<string, unknown>;
+  /** A draft model: the "with" side asks for the model created with PARAMETER draft_model naming it. */
+  draftModel?: { label: string; path: string };
 }
 
 export interface SpeculativeRow {
@@ -47,20 +50,29 @@ export async function benchSpeculative(
     for (const c of cases) {
       if (!created.has(c.model.label)) await createModel(srv.url, c.model.label, c.model.path);
       created.add(c.model.label);
-      const generate = async (drafting: Record<string, unknown>): Promise<Final> => {
-        const r = await fetch(`${srv.url}/api/generate`, {
-          method: "POST",
-          body: JSON.stringify({
-            model: c.model.label,
-            prompt: c.prompt,
-            raw: true,
-            stream: false,
-            options: { temperature: 0, num_predict: maxTokens, ...drafting },
-          }),
+      const drafted = c.draftModel ? `${c.model.label}-drafted-by-${c.draftModel.label}` : c.model.label;
+      if (c.draftModel) {
+        if (!created.has(c.draftModel.label)) await createModel(srv.url, c.draftModel.label, c.draftModel.path);
+        created.add(c.draftModel.label);
+        await createModel(srv.url, drafted, c.model.path, { parameters: { draft_model: c.draftModel.label } });
+      }
+      // Streamed: on a loaded machine a whole answer can take longer than a client's wait for the first byte.
+      const generate = async (drafting: Record<string, unknown> | undefined): Promise<Final> => {
+        let final: Final | undefined;
+        const body = {
+          model: drafting ? drafted : c.model.label,
+          prompt: c.prompt,
+          raw: true,
+          stream: true,
+          options: { temperature: 0, num_predict: maxTokens, ...(drafting ?? {}) },
+        };
+        await postStreamingLines(`${srv.url}/api/generate`, body, (text) => {
+          const line = JSON.parse(text) as Final & { done?: boolean };
+          if (line.error) throw new Error(line.error);
+          if (line.done) final = line;
         });
-        const body = (await r.json()) as Final;
-        if (body.error) throw new Error(body.error);
-        return body;
+        if (!final) throw new Error("no final object");
+        return final;
       };
       await generate(c.drafting);
       const without: number[] = [],
@@ -71,7 +83,7 @@ export async function benchSpeculative(
       for (let r = 0; r < rounds; r++) {
         const a = async () => {
           await settle();
-          const f = await generate({});
+          const f = await generate(undefined);
           without.push(f.eval_count / (f.eval_duration / 1e9));
         };
         const b = async () => {
