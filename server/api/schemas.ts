@@ -3,7 +3,7 @@
 // Every object is a wire object (wire.ts): a null on any field means the field is absent.
 import { z } from "zod";
 import { ThinkLevelSchema, ToolArgumentsSchema, ToolListSchema, ToolNameSchema } from "./tools.ts";
-import { JsonSchemaObject, wire } from "./wire.ts";
+import { JsonSchemaObject, optionalText, SeedSchema, wire } from "./wire.ts";
 
 const nonNegInt = z.number().int().min(0);
 
@@ -19,12 +19,13 @@ export const OptionsSchema = wire(
       top_k: nonNegInt.optional(),
       min_p: z.number().min(0).max(1).optional(),
       typical_p: z.number().optional(),
-      seed: z.number().int().optional(),
+      seed: SeedSchema.optional(),
       num_predict: z.number().int().min(-2).optional(),
+      /** 0 (a Go client's zero value) is the default. */
       num_ctx: z
         .number()
         .int()
-        .min(1)
+        .min(0)
         .max(1 << 20)
         .optional(),
       num_keep: z.number().int().optional(),
@@ -62,9 +63,16 @@ const logprobFields = {
   top_logprobs: z.number().int().min(0, "must be between 0 and 20").max(20, "must be between 0 and 20").optional(),
 };
 
+/**
+ * Ollama's `truncate` (a prompt longer than the context is cut from the front, a chat's oldest turns first; false: 400)
+ * and `shift` (a full context shifts during generation; false: the answer ends, done_reason "length"). Default true.
+ */
+const contextFields = { truncate: z.boolean().optional(), shift: z.boolean().optional() };
+
 /** Ollama's `think`: on, off, or a level ("low", "medium", "high"). */
-export const ThinkSchema = z.union([z.boolean(), ThinkLevelSchema], {
-  error: 'must be true, false, "low", "medium" or "high"',
+const thinkError = 'invalid think value (must be "high", "medium", "low", "max", true, or false)';
+export const ThinkSchema = z.union([z.boolean(), z.enum(ThinkLevelSchema.options, { error: thinkError })], {
+  error: thinkError,
 });
 
 /** A tool call in an assistant message (Ollama's shape: the arguments are an object). */
@@ -85,9 +93,9 @@ export const GenerateRequestSchema = wire(
   z.object({
     model: modelField,
     prompt: z.string().optional(),
-    suffix: z.string().optional(),
-    system: z.string().optional(),
-    template: z.string().optional(),
+    suffix: optionalText,
+    system: optionalText,
+    template: optionalText,
     raw: z.boolean().optional(),
     images: z.array(base64Image).optional(),
     format: FormatSchema.optional(),
@@ -96,6 +104,7 @@ export const GenerateRequestSchema = wire(
     keep_alive: KeepAliveSchema.optional(),
     context: z.array(z.number().int().min(0, "token ids are not negative")).optional(),
     think: ThinkSchema.optional(),
+    ...contextFields,
     ...logprobFields,
   }),
 );
@@ -126,6 +135,7 @@ export const ChatRequestSchema = wire(
     keep_alive: KeepAliveSchema.optional(),
     tools: ToolListSchema.optional(),
     think: ThinkSchema.optional(),
+    ...contextFields,
     ...logprobFields,
   }),
 );
@@ -134,7 +144,8 @@ export type ChatRequestBody = z.infer<typeof ChatRequestSchema>;
 export const EmbedRequestSchema = wire(
   z.object({
     model: modelField,
-    input: z.union([z.string(), z.array(z.string())]),
+    /** Absent (the Go client's nil `any` sends null) or empty: load the model, embed nothing (Ollama). */
+    input: z.union([z.string(), z.array(z.string())], { error: "invalid input type" }).default([]),
     truncate: z.boolean().optional(),
     dimensions: z.number().int().min(1).optional(),
     options: OptionsSchema.optional(),

@@ -94,7 +94,9 @@ export class ModelDrafter implements Drafter {
   async draft(history: readonly Token[], max: number): Promise<Token[]> {
     const n = Math.min(this.size, max);
     const slot = this.slot;
-    if (n <= 0 || slot === undefined || history.length === 0) return [];
+    // After a context shift the stream's history is longer than a context: no drafts then.
+    if (n <= 0 || slot === undefined || history.length === 0 || history.length + n >= this.model.context.contextSize)
+      return [];
     const loop = this.model.slots;
     const sample = (row: number) => loop.sampleToken(row, this.sampler);
     const out: Token[] = [];

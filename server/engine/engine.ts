@@ -8,7 +8,8 @@ import { rankDocuments } from "./ranking.ts";
 import { ngramDrafter } from "./speculation.ts";
 import { MODEL_DRAFT_SIZE, ModelDrafter } from "./draft-model.ts";
 import { vramBytes, type GpuSetting } from "./gpu.ts";
-import { commonPrefixLength, contextOverflow, runGeneration } from "./generation.ts";
+import { commonPrefixLength, runGeneration } from "./generation.ts";
+import { contextOverflow, fitPrompt, keptTokens } from "./fit-prompt.ts";
 import { GrammarCache, grammarStopStrings } from "./grammars.ts";
 import { llamaRuntime, type EngineBuildSettings } from "./llama-runtime.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
@@ -22,7 +23,6 @@ import { ToolGrammars } from "./tool-grammar.ts";
 import { OutputParser } from "../chat/output-parser.ts";
 import { resolveSampling } from "./sampling.ts";
 import { resolveThreads } from "./threads.ts";
-import { DEFAULT_TUNING, type EngineTuning } from "./tuning.ts";
 import type {
   EmbedRequest,
   EmbedResult,
@@ -52,8 +52,6 @@ export interface EngineOptions {
   metrics?: EngineMetricsSink;
   /** Go-template renderer for TEMPLATE overrides. */
   renderTemplate?: RenderTemplate;
-  /** Switches for measurements (benchmarks and A/B tests); default: none (tuning.ts). */
-  tuning?: EngineTuning;
   /**
    * Which binary (GANTRY_ENGINE_BUILD, GANTRY_CACHE, GANTRY_ENGINE_CPU): auto = the patched local build when setup made
    * it, else the prebuilt binary; source = the patched build of llama.cpp from source; prebuilt = the prebuilt one.
@@ -72,16 +70,15 @@ export interface EngineOptions {
 
 export async function createEngine(opts: EngineOptions): Promise<Engine & { readonly threads: number }> {
   const threads = resolveThreads(opts.threads);
-  const tuning = opts.tuning ?? DEFAULT_TUNING;
   const { llama, build } = await llamaRuntime(threads, opts.logger, opts.engineBuild, opts.gpu);
   // Before any context exists: the addon reads its settings when it creates one.
-  applyAddonSettings(llama, { ...tuning.addon, threadpoolPoll: opts.threadpoolPoll ?? 50 });
+  applyAddonSettings(llama, { threadpoolPoll: opts.threadpoolPoll ?? 50 });
   const patched = build === "patched-local";
   const buildInfo: EngineBuildInfo = {
     build,
-    threadpool: patched && tuning.addon?.threadpool !== false,
-    inlineSampling: patched && tuning.addon?.inlineSampling !== false,
-    inlineDecode: patched && tuning.inlineDecode !== false,
+    threadpool: patched,
+    inlineSampling: patched,
+    inlineDecode: patched,
   };
   const metrics = opts.metrics ?? {};
   const imageLimits: ImageLimits = {
@@ -97,7 +94,6 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
     maxQueue: opts.maxQueue,
     maxLoadedModels: opts.maxLoadedModels,
     contextLength: opts.contextLength,
-    tuning,
   });
   const grammars = new GrammarCache(llama);
   const toolGrammars = new ToolGrammars(llama);
@@ -120,18 +116,25 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
         signal,
       );
       try {
-        const prompt = buildPrompt(
-          {
-            model: loaded.model,
-            spec: req.model,
-            chatWrapper: loaded.chatWrapper,
-            renderTemplate: opts.renderTemplate,
-            vocabSize: loaded.vocabSize,
-            jinjaTemplate: loaded.jinjaTemplate,
-            ...(loaded.projector ? { imageMarker: loaded.projector.info.marker } : {}),
-          },
+        const bos = loaded.model.tokens.bos;
+        const prompt = fitPrompt(
+          (input) =>
+            buildPrompt(
+              {
+                model: loaded.model,
+                spec: req.model,
+                chatWrapper: loaded.chatWrapper,
+                renderTemplate: opts.renderTemplate,
+                vocabSize: loaded.vocabSize,
+                jinjaTemplate: loaded.jinjaTemplate,
+                ...(loaded.projector ? { imageMarker: loaded.projector.info.marker } : {}),
+              },
+              input,
+              { tools: req.tools, think: req.think },
+            ),
           req.input,
-          { tools: req.tools, think: req.think },
+          loaded.contextLength,
+          { truncate: req.truncate !== false, numKeep: sampling.numKeep, bos },
         );
         const images =
           prompt.withImages && loaded.projector
@@ -141,6 +144,9 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
           const promptTokens = images?.tokens ?? prompt.tokens;
           if (promptTokens.length >= loaded.contextLength)
             throw contextOverflow(promptTokens.length, loaded.contextLength);
+          // A template that renders nothing (and a model without BOS) leaves nothing to evaluate: the client's to fix.
+          if (promptTokens.length === 0)
+            throw new AppError("BAD_REQUEST", "the prompt is empty: the template rendered no tokens to evaluate");
           const calls = prompt.output?.tools;
           const toolGrammar = calls ? await toolGrammars.get(calls.format, calls.request) : undefined;
           const grammar = calls?.fromStart ? toolGrammar : await grammars.get(req.format);
@@ -163,9 +169,12 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
               metrics,
               startedNs,
               loadDurationNs,
-              admission: tuning.fullSteps === false ? undefined : { arrival: req.arrival, arrivals },
+              admission: { arrival: req.arrival, arrivals },
               ...(req.logprobs ? { logprobs: req.logprobs } : {}),
               ...(req.returnTokens ? { returnTokens: true } : {}),
+              ...(req.shift !== false && !images
+                ? { shiftKeep: keptTokens(sampling.numKeep, promptTokens, bos, loaded.contextLength) }
+                  : {}),
               // Drafts are verified by plain sampling: not with a grammar (one that applies from a tool call on
               // included), log probabilities or images.
               ...(!grammar && !toolGrammar && !req.logprobs && !images
@@ -287,7 +296,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
 
     running(): RunningModel[] {
       return [...registry.models.values()].map((m) => ({
-        name: m.spec.name,
+        name: m.name,
         digest: m.spec.digest,
         size: m.spec.size,
         sizeVram: vramBytes(m.spec.size, m.gpuLayers, m.totalLayers),

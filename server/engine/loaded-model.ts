@@ -14,7 +14,6 @@ import { decodeTurnsFor } from "./decode-turns.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { nativeContextOf } from "./native/node-llama-cpp.ts";
 import { INLINE_DECODE, SlotLoop } from "./slot-loop.ts";
-import type { EngineTuning } from "./tuning.ts";
 import { ImageEncodes } from "./image-encodes.ts";
 import { loadProjector, mtmdAvailable, type Projector } from "./native/mtmd.ts";
 import type { ModelSpec } from "./types.ts";
@@ -31,12 +30,16 @@ export interface LoadOptions {
   maxQueue: number;
   threads: number;
   metrics: EngineMetricsSink;
-  tuning: EngineTuning;
+  /**
+   * Busy slots move into gaps among the busy ids on release (default true); harnesses that hold every slot and release
+   * them all at the end turn it off.
+   */
+  moveSlots?: boolean;
 }
 
 export class LoadedModel {
   readonly spec: ModelSpec;
-  /** Every model name that has used these weights (aliases share one loaded model). */
+  /** Every model name that has used these weights (aliases share one loaded model), the latest one last. */
   readonly names = new Set<string>();
   readonly model: LlamaModel;
   readonly context: LlamaContext;
@@ -139,15 +142,8 @@ export class LoadedModel {
         parallel: o.parallel,
         maxQueue: o.maxQueue,
         turns: decodeTurnsFor(o.llama),
-        inline:
-          (o.tuning.inlineDecode ?? true)
-            ? { ...INLINE_DECODE, maxStepMs: o.tuning.inlineDecodeMaxStepMs ?? INLINE_DECODE.maxStepMs }
-            : undefined,
-        fill: {
-          ...(o.tuning.decodeWaitMs !== undefined ? { maxWaitMs: o.tuning.decodeWaitMs } : {}),
-          fullSteps: o.tuning.fullSteps ?? true,
-        },
-        moveSlots: o.tuning.moveSlots ?? true,
+        inline: INLINE_DECODE,
+        moveSlots: o.moveSlots ?? true,
         onPoolChange: (busy, queued) => {
           o.metrics.onQueueDepth?.(name, queued);
           o.metrics.onBusySequences?.(name, busy);
@@ -211,6 +207,17 @@ export class LoadedModel {
       threads: this.threads,
     });
     return this.embeddingContext;
+  }
+
+  /** A request used these weights under `name`: /api/ps lists them by the name used last (as Ollama). */
+  usedAs(name: string): void {
+    this.names.delete(name);
+    this.names.add(name);
+  }
+
+  /** The name the latest request used. */
+  get name(): string {
+    return [...this.names].at(-1) ?? this.spec.name;
   }
 
   /** Lazily created ranking context (same weights, rank pooling, its own KV): models with a rank head only. */

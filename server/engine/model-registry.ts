@@ -6,7 +6,6 @@ import type { Logger } from "../common/logger.ts";
 import { LoadedModel } from "./loaded-model.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { clientClosed } from "./slot-pool.ts";
-import type { EngineTuning } from "./tuning.ts";
 import type { ModelSpec } from "./types.ts";
 import { mapWeights } from "./weights-mapping.ts";
 
@@ -25,7 +24,6 @@ export interface RegistryOptions {
   maxQueue: number;
   maxLoadedModels: number;
   contextLength: number;
-  tuning: EngineTuning;
 }
 
 export const shuttingDown = (): AppError => new AppError("SHUTTING_DOWN", "the server is shutting down");
@@ -62,7 +60,7 @@ export class ModelRegistry {
           (load.numCtx === undefined || existing.requestedContextLength === load.numCtx) &&
           (load.useMmap === undefined || existing.mappedWeights === mapWeights(load.useMmap, this.o.llama));
         if (fits) {
-          existing.names.add(spec.name);
+          existing.usedAs(spec.name);
           existing.hold(keepAliveMs);
           return { loaded: existing, loadDurationNs: 0 };
         }
@@ -153,9 +151,8 @@ export class ModelRegistry {
           maxQueue: this.o.maxQueue,
           threads: this.o.threads,
           metrics: this.o.metrics,
-          tuning: this.o.tuning,
         });
-        loaded.names.add(spec.name);
+        loaded.usedAs(spec.name);
         this.models.set(weightsKey(spec), loaded);
         this.o.logger.info(
           {

@@ -3,7 +3,7 @@
 // sigmoid where the architecture's head does not normalise itself). Results are the documents in input order; the
 // HTTP layer sorts them and cuts top_n.
 import { AppError } from "../common/errors.ts";
-import { contextOverflow } from "./generation.ts";
+import { contextOverflow } from "./fit-prompt.ts";
 import type { LoadedModel } from "./loaded-model.ts";
 
 /** Whether the loaded model has a rank pooling head (a classification head llama.cpp reads under rank pooling). */

@@ -63,6 +63,13 @@ export interface GenerateRequest {
   tools?: ToolsRequest;
   /** Thinking on, off or at a level (undefined: the template's default); the thinking comes back as its own events. */
   think?: ThinkSetting;
+  /**
+   * A prompt longer than the context is cut from the front, a chat's oldest turns first (Ollama's `truncate`, default
+   * true); false: CONTEXT_OVERFLOW.
+   */
+  truncate?: boolean;
+  /** When generation fills the context, it shifts (Ollama's `shift`, default true); false: it ends, "length". */
+  shift?: boolean;
 }
 
 /**
@@ -162,7 +169,7 @@ export interface RunningModel {
   threadpoolThreads: number;
   /** The context samples plain tokens on the JS thread instead of a libuv worker (patched build). */
   inlineSampling: boolean;
-  /** Generation steps decode on the JS thread instead of a libuv worker (patched build, EngineTuning.inlineDecode). */
+  /** Generation steps decode on the JS thread instead of a libuv worker (the patched build). */
   inlineDecode: boolean;
   /** Decode steps so far, by where they ran. */
   decodeSteps: { inline: number; worker: number };
@@ -176,7 +183,7 @@ export interface EngineBuildInfo {
   threadpool: boolean;
   /** Plain token sampling runs on the calling thread, without two thread hand-offs per token. */
   inlineSampling: boolean;
-  /** Generation steps decode on the JS thread (patched build, unless EngineTuning.inlineDecode is false). */
+  /** Generation steps decode on the JS thread (the patched build). */
   inlineDecode: boolean;
 }
 

@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
-  addStreamUsage,
   daysBetween,
   hourOf,
   mergeUsage,
@@ -9,7 +8,17 @@ import {
   UsageEventFilter,
   UsageScanner,
   UsageTable,
-} from "../../../server/gateway/usage.ts";
+} from "../../../server/gateway/5-account/usage.ts";
+import { parseBody } from "../../../server/gateway/3-route/request-body.ts";
+import type { RequestBody } from "../../../server/gateway/context.ts";
+import { podBody } from "../../../server/gateway/4-forward/pod-request.ts";
+import { apiRoute } from "../../../server/gateway/routes.ts";
+
+/** The body a pod gets for a chat completion, when the gateway changed it to meter a stream's usage. */
+function addStreamUsage(raw: Buffer): { body: Buffer } | undefined {
+  const r = podBody(apiRoute("/v1/chat/completions")!, parseBody(raw) as RequestBody);
+  return r.dropUsageEvent ? { body: r.payload! } : undefined;
+}
 
 const T = Date.parse("2026-05-01T10:30:00Z");
 
