@@ -5,7 +5,7 @@
 // (speculation.ts).
 import type { Llama, LlamaContext, LlamaModel, Token } from "node-llama-cpp";
 import { AppError } from "../common/errors.ts";
-import { reusePrefix } from "./generation.ts";
+import { reusePrefix } from "./prefix-reuse.ts";
 import { nativeContextOf } from "./native/node-llama-cpp.ts";
 import type { NativeSampler } from "./native/port.ts";
 import { SlotLoop, type Slot } from "./slot-loop.ts";

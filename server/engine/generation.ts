@@ -12,6 +12,7 @@ import type { EngineMetricsSink } from "./metrics.ts";
 import { repeatWindow, type ResolvedSampling } from "./sampling.ts";
 import type { Slot, SlotLoop } from "./slot-loop.ts";
 import { verifyDraft, type Drafter } from "./speculation.ts";
+import { reusePrefix } from "./prefix-reuse.ts";
 import { StopStringMatcher } from "./stop-matcher.ts";
 import { TokenSampler, type PositionLogprobs } from "./token-sampler.ts";
 import { TokenTextStream } from "./token-text-stream.ts";
@@ -51,25 +52,8 @@ export interface GenerationJob {
 /** Longest wait for announced requests before a prompt is queued: a few ms is typical; the bound covers slow bodies. */
 export const ADMISSION_WAIT_MS = 50;
 
-export const commonPrefixLength = (a: readonly Token[], b: readonly Token[]): number => {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  while (i < n && a[i] === b[i]) i++;
-  return i;
-};
-
-/**
- * Keeps the part of the slot's KV cache that matches the prompt; returns the tokens still to evaluate (at least one).
- */
-export async function reusePrefix(
-  slots: SlotLoop,
-  slot: Slot,
-  prompt: Token[],
-  keep: (n: number) => number = (n) => n,
-): Promise<Token[]> {
-  await slots.truncate(slot, (held) => keep(Math.min(commonPrefixLength(held, prompt), prompt.length - 1)));
-  return prompt.slice(slot.tokens.length);
-}
+// Prefix reuse lives below the generation loop (the draft model uses it too); these names stay importable from here.
+export { commonPrefixLength, reusePrefix } from "./prefix-reuse.ts";
 
 export async function* runGeneration(job: GenerationJob): AsyncGenerator<GenerationEvent> {
   const { loaded, slot, sampling } = job;
