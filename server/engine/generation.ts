@@ -10,7 +10,7 @@ import type { LoadedModel } from "./loaded-model.ts";
 import { isImageCell, type ImagePrefill } from "./image-prompt.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { repeatWindow, type ResolvedSampling } from "./sampling.ts";
-import type { Slot, SlotLoop } from "./slot-loop.ts";
+import type { Slot } from "./slot-loop.ts";
 import { verifyDraft, type Drafter } from "./speculation.ts";
 import { reusePrefix } from "./prefix-reuse.ts";
 import { StopStringMatcher } from "./stop-matcher.ts";
