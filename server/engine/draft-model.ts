@@ -5,7 +5,7 @@
 // (speculation.ts).
 import type { Llama, LlamaContext, LlamaModel, Token } from "node-llama-cpp";
 import { AppError } from "../common/errors.ts";
-import { reusePrefix } from "./prefix-reuse.ts";
+import { keepCommonPrefix } from "./prefix-reuse.ts";
 import { nativeContextOf } from "./native/node-llama-cpp.ts";
 import type { NativeSampler } from "./native/port.ts";
 import { SlotLoop, type Slot } from "./slot-loop.ts";
@@ -100,7 +100,7 @@ export class ModelDrafter implements Drafter {
     const loop = this.model.slots;
     const sample = (row: number) => loop.sampleToken(row, this.sampler);
     const out: Token[] = [];
-    let next = await reusePrefix(loop, slot, [...history]);
+    let next = await keepCommonPrefix(loop, slot, history);
     while (out.length < n) {
       const token = (await loop.evaluate(slot, next, sample)) as Token;
       if (this.model.model.isEogToken(token)) break;

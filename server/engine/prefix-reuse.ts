@@ -1,23 +1,11 @@
-// A sequence's KV-cache prefix reuse: keep what the slot holds of a prompt, evaluate only the rest.
+// A draft sequence's prefix reuse (draft-model.ts): keep what the slot holds of the stream's tokens, evaluate the rest.
+// The target's own reuse goes through the RAM prompt cache (generation.ts reusePrefix, SlotLoop.reuse).
 import type { Token } from "node-llama-cpp";
+import { commonPrefixLength } from "./prompt-cache.ts";
 import type { Slot, SlotLoop } from "./slot-loop.ts";
 
-export const commonPrefixLength = (a: readonly Token[], b: readonly Token[]): number => {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  while (i < n && a[i] === b[i]) i++;
-  return i;
-};
-
-/**
- * Keeps the part of the slot's KV cache that matches the prompt; returns the tokens still to evaluate (at least one).
- */
-export async function reusePrefix(
-  slots: SlotLoop,
-  slot: Slot,
-  prompt: Token[],
-  keep: (n: number) => number = (n) => n,
-): Promise<Token[]> {
-  await slots.truncate(slot, (held) => keep(Math.min(commonPrefixLength(held, prompt), prompt.length - 1)));
-  return prompt.slice(slot.tokens.length);
+/** Keeps the part of the slot's KV cache that matches `tokens`; returns the tokens still to evaluate (at least one). */
+export async function keepCommonPrefix(slots: SlotLoop, slot: Slot, tokens: readonly Token[]): Promise<Token[]> {
+  await slots.truncate(slot, (held) => Math.min(commonPrefixLength(held, tokens), tokens.length - 1));
+  return tokens.slice(slot.tokens.length);
 }
