@@ -6,6 +6,7 @@
 //     meanwhile;
 //   drain: 10,000 queued requests run to the end; lost = submitted − completed (the stand-in counts distinct ids too).
 import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { Queue } from "bullmq";
@@ -14,11 +15,18 @@ import { startTestRedis } from "../support/redis.ts";
 import { freePort, REPO } from "../support/server.ts";
 import { median } from "./table.ts";
 
+/** CPU seconds a process has used (user + system), from /proc. */
+const cpuSeconds = (pid: number): number => {
+  const f = fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
+};
+
 const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) * p)]!;
 
 export interface QueueBench {
   overhead: { syncP50: number; queueP50: number; syncP90: number; queueP90: number; n: number };
-  accepted: { perSecond: number; n: number; seconds: number };
+  /** CPU ms per accepted submission of the gateway and of the broker (workers draining meanwhile included). */
+  accepted: { perSecond: number; n: number; seconds: number; gatewayCpuMs: number; brokerCpuMs: number };
   drain: { n: number; completed: number; failed: number; distinctAtPod: number; seconds: number };
 }
 
@@ -75,6 +83,7 @@ export async function benchQueue(o: { drain: number; overheadRounds: number }): 
     }
     // Accepted submissions/s and the drain: `n` submissions from 64 connections at once.
     const n = o.drain;
+    const cpu0 = [cpuSeconds(gw.pid!), cpuSeconds(redis.pid())];
     const t0 = performance.now();
     let next = 0;
     let refused = 0;
@@ -88,6 +97,7 @@ export async function benchQueue(o: { drain: number; overheadRounds: number }): 
       }),
     );
     const acceptedSeconds = (performance.now() - t0) / 1000;
+    const cpu1 = [cpuSeconds(gw.pid!), cpuSeconds(redis.pid())];
     const q = new Queue("local/echo", { connection: { url: redis.url }, prefix: "gantry" });
     const total = n + o.overheadRounds + 20;
     let counts = await q.getJobCounts("completed", "failed");
@@ -105,7 +115,13 @@ export async function benchQueue(o: { drain: number; overheadRounds: number }): 
         queueP90: pct(queued, 0.9),
         n: sync.length,
       },
-      accepted: { perSecond: (n - refused) / acceptedSeconds, n: n - refused, seconds: acceptedSeconds },
+      accepted: {
+        perSecond: (n - refused) / acceptedSeconds,
+        n: n - refused,
+        seconds: acceptedSeconds,
+        gatewayCpuMs: ((cpu1[0]! - cpu0[0]!) * 1000) / (n - refused),
+        brokerCpuMs: ((cpu1[1]! - cpu0[1]!) * 1000) / (n - refused),
+      },
       drain: {
         n: total,
         completed: counts.completed ?? 0,

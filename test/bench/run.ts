@@ -347,11 +347,22 @@ if (run("queue")) {
   );
   printTable(
     "Queue: submissions accepted (stored in the broker) from 64 connections, workers draining meanwhile; then every request run",
-    ["submitted", "accepted/s", "s to accept", "completed", "failed", "lost", "distinct ids at pod", "s to drain"],
+    [
+      "submitted",
+      "accepted/s",
+      "CPU ms/submission gateway + broker",
+      "s to accept",
+      "completed",
+      "failed",
+      "lost",
+      "distinct ids at pod",
+      "s to drain",
+    ],
     [
       [
         r.drain.n,
         r.accepted.perSecond,
+        `${r.accepted.gatewayCpuMs.toFixed(2)} + ${r.accepted.brokerCpuMs.toFixed(2)}`,
         r.accepted.seconds,
         r.drain.completed,
         r.drain.failed,

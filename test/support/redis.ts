@@ -29,6 +29,8 @@ export interface TestRedis {
   stop(signal?: NodeJS.Signals): Promise<void>;
   /** Starts it again on the same port and data directory. */
   start(): Promise<void>;
+  /** The running server's process id. */
+  pid(): number;
 }
 
 const reachable = (port: number): Promise<boolean> =>
@@ -62,6 +64,7 @@ export async function startTestRedis(): Promise<TestRedis> {
     url: `redis://127.0.0.1:${port}`,
     port,
     start,
+    pid: () => p!.pid!,
     stop: (signal = "SIGTERM") =>
       new Promise((resolve) => {
         if (!p || p.exitCode !== null) return resolve();

@@ -1,4 +1,4 @@
-// The broker: BullMQ on Redis/Valkey (docs/decisions/0013-queue-on-bullmq.md). One BullMQ queue per app
+// The broker: BullMQ on Redis/Valkey (docs/decisions/0015-queue-on-bullmq.md). One BullMQ queue per app
 // (`<org>/<app>`), so each app's capacity is its own global concurrency; a set of the apps that have queues, so a
 // gateway that starts finds every queue with work; a pub/sub channel for cancellations of running requests; the
 // shared webhook signing key. Submissions use a connection that fails at once while the broker is away (503), never
