@@ -3,7 +3,7 @@
 // Every object is a wire object (wire.ts): a null on any field means the field is absent.
 import { z } from "zod";
 import { ThinkLevelSchema, ToolArgumentsSchema, ToolListSchema, ToolNameSchema } from "./tools.ts";
-import { JsonSchemaObject, wire } from "./wire.ts";
+import { JsonSchemaObject, optionalText, SeedSchema, wire } from "./wire.ts";
 
 const nonNegInt = z.number().int().min(0);
 
@@ -16,12 +16,13 @@ export const OptionsSchema = wire(
       top_k: nonNegInt.optional(),
       min_p: z.number().min(0).max(1).optional(),
       typical_p: z.number().optional(),
-      seed: z.number().int().optional(),
+      seed: SeedSchema.optional(),
       num_predict: z.number().int().min(-2).optional(),
+      /** 0 (a Go client's zero value) is the default. */
       num_ctx: z
         .number()
         .int()
-        .min(1)
+        .min(0)
         .max(1 << 20)
         .optional(),
       num_keep: z.number().int().optional(),
@@ -57,6 +58,12 @@ const logprobFields = {
   top_logprobs: z.number().int().min(0, "must be between 0 and 20").max(20, "must be between 0 and 20").optional(),
 };
 
+/**
+ * Ollama's `truncate` (a prompt longer than the context is cut from the front, a chat's oldest turns first; false: 400)
+ * and `shift` (a full context shifts during generation; false: the answer ends, done_reason "length"). Default true.
+ */
+const contextFields = { truncate: z.boolean().optional(), shift: z.boolean().optional() };
+
 /** Ollama's `think`: on, off, or a level ("low", "medium", "high"). */
 export const ThinkSchema = z.union([z.boolean(), ThinkLevelSchema], {
   error: 'must be true, false, "low", "medium" or "high"',
@@ -80,9 +87,9 @@ export const GenerateRequestSchema = wire(
   z.object({
     model: modelField,
     prompt: z.string().optional(),
-    suffix: z.string().optional(),
-    system: z.string().optional(),
-    template: z.string().optional(),
+    suffix: optionalText,
+    system: optionalText,
+    template: optionalText,
     raw: z.boolean().optional(),
     images: z.array(base64Image).optional(),
     format: FormatSchema.optional(),
@@ -91,6 +98,7 @@ export const GenerateRequestSchema = wire(
     keep_alive: KeepAliveSchema.optional(),
     context: z.array(z.number().int().min(0, "token ids are not negative")).optional(),
     think: ThinkSchema.optional(),
+    ...contextFields,
     ...logprobFields,
   }),
 );
@@ -121,6 +129,7 @@ export const ChatRequestSchema = wire(
     keep_alive: KeepAliveSchema.optional(),
     tools: ToolListSchema.optional(),
     think: ThinkSchema.optional(),
+    ...contextFields,
     ...logprobFields,
   }),
 );
@@ -129,7 +138,8 @@ export type ChatRequestBody = z.infer<typeof ChatRequestSchema>;
 export const EmbedRequestSchema = wire(
   z.object({
     model: modelField,
-    input: z.union([z.string(), z.array(z.string())]),
+    /** Absent (the Go client's nil `any` sends null) or empty: load the model, embed nothing (Ollama). */
+    input: z.union([z.string(), z.array(z.string())], { error: "invalid input type" }).default([]),
     truncate: z.boolean().optional(),
     dimensions: z.number().int().min(1).optional(),
     options: OptionsSchema.optional(),
@@ -159,3 +169,29 @@ export interface FinalMetrics {
   eval_count: number;
   eval_duration: number;
 }
+
+/** Most documents one rerank request may score (Cohere's limit). */
+export const MAX_RERANK_DOCUMENTS = 1000;
+
+/**
+ * A rerank request (/api/rerank, /v1/rerank and its aliases): Jina's and Cohere's shape, as llama-server takes it.
+ * Documents are strings or Cohere's `{text}` objects; `top_n` keeps the best n; `return_documents` puts each
+ * document's text in its result. `keep_alive` and `options` are the native API's, as on /api/embed.
+ */
+export const RerankRequestSchema = wire(
+  z.object({
+    model: modelField,
+    query: z.string({ error: "query must be a string" }),
+    documents: z
+      .array(z.union([z.string(), z.object({ text: z.string() }).transform((d) => d.text)]), {
+        error: "documents must be a non-empty array of strings",
+      })
+      .min(1, "documents must be a non-empty array of strings")
+      .max(MAX_RERANK_DOCUMENTS, `at most ${MAX_RERANK_DOCUMENTS} documents per request`),
+    top_n: z.number().int().min(1).optional(),
+    return_documents: z.boolean().optional(),
+    options: OptionsSchema.optional(),
+    keep_alive: KeepAliveSchema.optional(),
+  }),
+);
+export type RerankRequestBody = z.infer<typeof RerankRequestSchema>;

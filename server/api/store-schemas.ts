@@ -8,15 +8,7 @@ import {
   type ModelParameters,
   type StoredMessage,
 } from "../store/schemas.ts";
-import { wire } from "./wire.ts";
-
-/** Older Ollama clients send `name` where newer ones send `model`. */
-const withModelAlias = (body: unknown): unknown => {
-  if (body && typeof body === "object" && !Array.isArray(body) && !("model" in body) && "name" in body) {
-    return { ...body, model: (body as { name: unknown }).name };
-  }
-  return body;
-};
+import { modelOrName, wire } from "./wire.ts";
 
 /** Model default options (Modelfile PARAMETER / create `parameters`), as the store keeps them. */
 export const ModelParametersSchema = wire(StoredParametersSchema);
@@ -28,7 +20,7 @@ export const StoredMessageSchema = wire(StoredMessageShape);
 const FileMapSchema = z.record(z.string().min(1), z.string());
 
 export const CreateRequestSchema = z.preprocess(
-  withModelAlias,
+  modelOrName,
   wire(
     z.object({
       model: z.string().min(1, "model name is required"),
@@ -49,7 +41,7 @@ export const CreateRequestSchema = z.preprocess(
 export type CreateRequest = z.infer<typeof CreateRequestSchema>;
 
 export const ShowRequestSchema = z.preprocess(
-  withModelAlias,
+  modelOrName,
   wire(
     z.object({
       model: z.string().min(1, "model name is required"),
@@ -59,7 +51,7 @@ export const ShowRequestSchema = z.preprocess(
 );
 
 export const DeleteRequestSchema = z.preprocess(
-  withModelAlias,
+  modelOrName,
   wire(
     z.object({
       model: z.string().min(1, "model name is required"),

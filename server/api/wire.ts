@@ -17,6 +17,17 @@ export function dropNulls(value: unknown): unknown {
 }
 
 /**
+ * Ollama's deprecated `name` where `model` is missing or empty (its handlers read `cmp.Or(req.Model, req.Name)`): older
+ * clients send only `name`, and the Go client's `ShowRequest{Name: …}` sends `"model": ""` beside it.
+ */
+export function modelOrName(body: unknown): unknown {
+  if (!body || typeof body !== "object" || Array.isArray(body)) return body;
+  const { model, name } = body as { model?: unknown; name?: unknown };
+  const empty = model === undefined || model === null || model === "";
+  return empty && typeof name === "string" && name !== "" ? { ...body, model: name } : body;
+}
+
+/**
  * A request object (or a union of them): `null` on any of its fields means the field is absent. Typed as the schema it
  * wraps (what clients send, what routes get).
  */
@@ -32,3 +43,15 @@ export const JsonSchemaObject = z.record(z.string(), z.unknown()).superRefine((s
   const problem = schemaProblem(schema);
   if (problem) ctx.addIssue({ code: "custom", message: problem });
 });
+
+/**
+ * A sampling seed: any integer, as Ollama's int64 (the Go client's tests send `rand.Int()`, above 2^53, where JSON
+ * numbers lose precision but stay integers); sampling uses its low 32 bits (engine/sampling.ts).
+ */
+export const SeedSchema = z.number().refine(Number.isInteger, "must be an integer");
+
+/** A string where Ollama's Go structs have no `omitempty`: the Go client sends "" for unset, which means absent. */
+export const optionalText = z
+  .string()
+  .optional()
+  .transform((v) => (v === "" ? undefined : v));

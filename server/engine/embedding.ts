@@ -1,7 +1,7 @@
 // Embeddings like Ollama's /api/embed: one vector per input, L2-normalised; inputs longer than the context are
-// truncated, or refused with CONTEXT_OVERFLOW when truncation is off.
+// truncated, or refused with CONTEXT_OVERFLOW when truncation is off (with Ollama's texts, which clients match on).
 import type { Token } from "node-llama-cpp";
-import { contextOverflow } from "./generation.ts";
+import { AppError } from "../common/errors.ts";
 import type { LoadedModel } from "./loaded-model.ts";
 
 export function l2Normalize(v: readonly number[]): number[] {
@@ -19,8 +19,14 @@ export async function embedTexts(
   const fit = (tokens: Token[]): Token[] => {
     const total = ctx.calculateInputLength(tokens);
     if (total < loaded.contextLength) return tokens;
-    if (!truncate) throw contextOverflow(total, loaded.contextLength);
-    return tokens.slice(0, tokens.length - (total - loaded.contextLength + 1));
+    if (!truncate)
+      throw new AppError(
+        "CONTEXT_OVERFLOW",
+        `the input length exceeds the context length: ${total} tokens, context length is ${loaded.contextLength}`,
+      );
+    const keep = tokens.length - (total - loaded.contextLength + 1);
+    if (keep <= 0) throw new AppError("CONTEXT_OVERFLOW", "input after truncation exceeds maximum context length");
+    return tokens.slice(0, keep);
   };
   // An empty text is embedded as the model's beginning (or end) token alone, as llama.cpp's server does: a vector of
   // the model's size, never a zero-length one.

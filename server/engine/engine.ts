@@ -4,8 +4,10 @@ import type { Logger } from "../common/logger.ts";
 import { AppError } from "../common/errors.ts";
 import { Arrivals } from "./arrivals.ts";
 import { embedTexts } from "./embedding.ts";
+import { rankDocuments } from "./ranking.ts";
 import { vramBytes, type GpuSetting } from "./gpu.ts";
-import { commonPrefixLength, contextOverflow, runGeneration } from "./generation.ts";
+import { commonPrefixLength, runGeneration } from "./generation.ts";
+import { contextOverflow, fitPrompt, keptTokens } from "./fit-prompt.ts";
 import { GrammarCache, grammarStopStrings } from "./grammars.ts";
 import { llamaRuntime, type EngineBuildSettings } from "./llama-runtime.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
@@ -23,6 +25,8 @@ import { DEFAULT_TUNING, type EngineTuning } from "./tuning.ts";
 import type {
   EmbedRequest,
   EmbedResult,
+  RerankRequest,
+  RerankResult,
   Engine,
   EngineBuildInfo,
   GenerateRequest,
@@ -115,18 +119,25 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
         signal,
       );
       try {
-        const prompt = buildPrompt(
-          {
-            model: loaded.model,
-            spec: req.model,
-            chatWrapper: loaded.chatWrapper,
-            renderTemplate: opts.renderTemplate,
-            vocabSize: loaded.vocabSize,
-            jinjaTemplate: loaded.jinjaTemplate,
-            ...(loaded.projector ? { imageMarker: loaded.projector.info.marker } : {}),
-          },
+        const bos = loaded.model.tokens.bos;
+        const prompt = fitPrompt(
+          (input) =>
+            buildPrompt(
+              {
+                model: loaded.model,
+                spec: req.model,
+                chatWrapper: loaded.chatWrapper,
+                renderTemplate: opts.renderTemplate,
+                vocabSize: loaded.vocabSize,
+                jinjaTemplate: loaded.jinjaTemplate,
+                ...(loaded.projector ? { imageMarker: loaded.projector.info.marker } : {}),
+              },
+              input,
+              { tools: req.tools, think: req.think },
+            ),
           req.input,
-          { tools: req.tools, think: req.think },
+          loaded.contextLength,
+          { truncate: req.truncate !== false, numKeep: sampling.numKeep, bos },
         );
         const images =
           prompt.withImages && loaded.projector
@@ -136,6 +147,9 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
           const promptTokens = images?.tokens ?? prompt.tokens;
           if (promptTokens.length >= loaded.contextLength)
             throw contextOverflow(promptTokens.length, loaded.contextLength);
+          // A template that renders nothing (and a model without BOS) leaves nothing to evaluate: the client's to fix.
+          if (promptTokens.length === 0)
+            throw new AppError("BAD_REQUEST", "the prompt is empty: the template rendered no tokens to evaluate");
           const calls = prompt.output?.tools;
           const toolGrammar = calls ? await toolGrammars.get(calls.format, calls.request) : undefined;
           const grammar = calls?.fromStart ? toolGrammar : await grammars.get(req.format);
@@ -161,6 +175,9 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
               admission: tuning.fullSteps === false ? undefined : { arrival: req.arrival, arrivals },
               ...(req.logprobs ? { logprobs: req.logprobs } : {}),
               ...(req.returnTokens ? { returnTokens: true } : {}),
+              ...(req.shift !== false && !images
+                ? { shiftKeep: keptTokens(sampling.numKeep, promptTokens, bos, loaded.contextLength) }
+                : {}),
               ...(prompt.output
                 ? {
                     output: {
@@ -253,12 +270,27 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
       });
     },
 
+    rerank(req: RerankRequest): Promise<RerankResult> {
+      const startedNs = process.hrtime.bigint();
+      const sampling = resolveSampling(req.model.parameters, req.options);
+      return withModel(req.model, req.keepAliveMs, sampling, req.signal, async ({ loaded, loadDurationNs }) => {
+        const { scores, promptTokens } = await rankDocuments(loaded, req.query, req.documents);
+        metrics.onTokens?.(loaded.spec.name, promptTokens, 0);
+        return {
+          scores,
+          promptEvalCount: promptTokens,
+          loadDurationNs,
+          totalDurationNs: Number(process.hrtime.bigint() - startedNs),
+        };
+      });
+    },
+
     countTokens: (model, text) =>
       withModel(model, undefined, {}, undefined, async ({ loaded }) => loaded.model.tokenize(text, true).length),
 
     running(): RunningModel[] {
       return [...registry.models.values()].map((m) => ({
-        name: m.spec.name,
+        name: m.name,
         digest: m.spec.digest,
         size: m.spec.size,
         sizeVram: vramBytes(m.spec.size, m.gpuLayers, m.totalLayers),

@@ -3,8 +3,8 @@
 import { randomInt } from "node:crypto";
 import { LlamaGrammarEvaluationState, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
 import type { OutputParser, ParsedEvent } from "../chat/output-parser.ts";
-import { AppError } from "../common/errors.ts";
 import { acceptGrammarTokens } from "./native/node-llama-cpp.ts";
+import { shiftDiscard } from "./fit-prompt.ts";
 import type { Arrival, Arrivals } from "./arrivals.ts";
 import type { LoadedModel } from "./loaded-model.ts";
 import { isImageCell, type ImagePrefill } from "./image-prompt.ts";
@@ -34,6 +34,8 @@ export interface GenerationJob {
   logprobs?: { top: number };
   /** Put the exchange's token ids in the final stats. */
   returnTokens?: boolean;
+  /** Shift the context when it is full (Ollama's `shift`), keeping this many tokens at the front; absent: stop. */
+  shiftKeep?: number;
   /** A prompt with images (promptTokens then hold the images' positions as stand-ins): how to evaluate it. */
   images?: ImagePrefill;
   /**
@@ -45,9 +47,6 @@ export interface GenerationJob {
 
 /** Longest wait for announced requests before a prompt is queued: a few ms is typical; the bound covers slow bodies. */
 export const ADMISSION_WAIT_MS = 50;
-
-export const contextOverflow = (tokens: number, contextLength: number): AppError =>
-  new AppError("CONTEXT_OVERFLOW", `prompt is too long: ${tokens} tokens, context length is ${contextLength}`);
 
 export const commonPrefixLength = (a: readonly Token[], b: readonly Token[]): number => {
   const n = Math.min(a.length, b.length);
@@ -185,16 +184,19 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
         if (p) pendingLogprobs.push(outputLogprob(model, p, before));
       }
       const piece = stops.push(text.push(token));
-      const end: DoneReason | undefined = piece.stopped
+      let end: DoneReason | undefined = piece.stopped
         ? "stop"
         : job.signal.aborted
           ? "abort"
           : sampling.maxTokens !== undefined && evalCount >= sampling.maxTokens
             ? "length"
-            : // The token just sampled still has to be evaluated: it needs a free slot in the context.
-              slot.tokens.length + 1 > loaded.contextLength
-              ? "length"
-              : undefined;
+            : undefined;
+      // The token just sampled still has to be evaluated: it needs a free slot in the context, made by a shift.
+      if (end === undefined && slot.tokens.length + 1 > loaded.contextLength) {
+        const keep = job.shiftKeep;
+        const shifted = keep !== undefined && (await slots.shift(slot, keep, shiftDiscard(slot.tokens.length, keep)));
+        if (!shifted) end = "length";
+      }
       // Parsed before the next token is queued: a tool call's marker applies the grammar to that token already.
       const events = piece.emit && end !== "abort" ? outputEvents(piece.emit, false) : [];
       if (end === undefined) {

@@ -7,6 +7,7 @@ import {
   type LlamaContext,
   type LlamaEmbeddingContext,
   type LlamaModel,
+  type LlamaRankingContext,
 } from "node-llama-cpp";
 import { setLongTimeout, type LongTimeout } from "../common/long-timeout.ts";
 import { decodeTurnsFor } from "./decode-turns.ts";
@@ -34,7 +35,7 @@ export interface LoadOptions {
 
 export class LoadedModel {
   readonly spec: ModelSpec;
-  /** Every model name that has used these weights (aliases share one loaded model). */
+  /** Every model name that has used these weights (aliases share one loaded model), the latest one last. */
   readonly names = new Set<string>();
   readonly model: LlamaModel;
   readonly context: LlamaContext;
@@ -63,6 +64,7 @@ export class LoadedModel {
   readonly imageEncodes = new ImageEncodes();
   private readonly threads: number;
   private embeddingContext: Promise<LlamaEmbeddingContext> | undefined;
+  private rankingContext: Promise<LlamaRankingContext> | undefined;
   /** Requests (and loads) holding this model: it is idle, and may be evicted, at 0. */
   users = 0;
   lastUsed = Date.now();
@@ -194,6 +196,23 @@ export class LoadedModel {
     return this.embeddingContext;
   }
 
+  /** A request used these weights under `name`: /api/ps lists them by the name used last (as Ollama). */
+  usedAs(name: string): void {
+    this.names.delete(name);
+    this.names.add(name);
+  }
+
+  /** The name the latest request used. */
+  get name(): string {
+    return [...this.names].at(-1) ?? this.spec.name;
+  }
+
+  /** Lazily created ranking context (same weights, rank pooling, its own KV): models with a rank head only. */
+  ranking(): Promise<LlamaRankingContext> {
+    this.rankingContext ??= this.model.createRankingContext({ contextSize: this.contextLength, threads: this.threads });
+    return this.rankingContext;
+  }
+
   get idle(): boolean {
     return this.users === 0;
   }
@@ -236,6 +255,8 @@ export class LoadedModel {
     await this.slots.drained();
     const emb = this.embeddingContext;
     if (emb) await (await emb.catch(() => undefined))?.dispose();
+    const rank = this.rankingContext;
+    if (rank) await (await rank.catch(() => undefined))?.dispose();
     await this.imageEncodes.clear();
     await this.projector?.dispose();
     await this.context.dispose();

@@ -62,7 +62,7 @@ export class ModelRegistry {
           (load.numCtx === undefined || existing.requestedContextLength === load.numCtx) &&
           (load.useMmap === undefined || existing.mappedWeights === mapWeights(load.useMmap, this.o.llama));
         if (fits) {
-          existing.names.add(spec.name);
+          existing.usedAs(spec.name);
           existing.hold(keepAliveMs);
           return { loaded: existing, loadDurationNs: 0 };
         }
@@ -155,7 +155,7 @@ export class ModelRegistry {
           metrics: this.o.metrics,
           tuning: this.o.tuning,
         });
-        loaded.names.add(spec.name);
+        loaded.usedAs(spec.name);
         this.models.set(weightsKey(spec), loaded);
         this.o.logger.info(
           {

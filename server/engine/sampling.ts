@@ -11,6 +11,7 @@ export const OLLAMA_DEFAULTS = {
   repeat_last_n: 64,
   presence_penalty: 0,
   frequency_penalty: 0,
+  num_keep: 4,
 } as const;
 
 export interface ResolvedSampling {
@@ -27,6 +28,8 @@ export interface ResolvedSampling {
   repeatLastN: number;
   presencePenalty: number;
   frequencyPenalty: number;
+  /** Prompt tokens (after the BOS) that truncation and context shifts keep. */
+  numKeep: number;
   /** Requested context length per sequence, if any. */
   numCtx: number | undefined;
   /** Requested weights mapping (use_mmap), if any. */
@@ -45,16 +48,27 @@ export function resolveSampling(modelParams: SamplingOptions, request: SamplingO
     topP: o.top_p ?? OLLAMA_DEFAULTS.top_p,
     topK: o.top_k ?? OLLAMA_DEFAULTS.top_k,
     minP: o.min_p ?? OLLAMA_DEFAULTS.min_p,
-    seed: o.seed !== undefined && o.seed >= 0 ? o.seed : undefined,
+    seed: seed32(o.seed),
     maxTokens: numPredict === undefined || numPredict < 0 ? undefined : numPredict,
     stop: (o.stop ?? []).filter((s) => s.length > 0),
     repeatPenalty: o.repeat_penalty ?? OLLAMA_DEFAULTS.repeat_penalty,
     repeatLastN: o.repeat_last_n ?? OLLAMA_DEFAULTS.repeat_last_n,
     presencePenalty: o.presence_penalty ?? OLLAMA_DEFAULTS.presence_penalty,
     frequencyPenalty: o.frequency_penalty ?? OLLAMA_DEFAULTS.frequency_penalty,
+    numKeep: o.num_keep ?? OLLAMA_DEFAULTS.num_keep,
     numCtx: o.num_ctx !== undefined && o.num_ctx > 0 ? o.num_ctx : undefined,
     useMmap: o.use_mmap,
   };
+}
+
+/**
+ * The seed llama.cpp samples with: the low 32 bits of any integer a client sends (Ollama takes an int64; llama.cpp's
+ * seed is a uint32). -1 (all ones, LLAMA_DEFAULT_SEED) and no seed draw a random one per request.
+ */
+export function seed32(seed: number | undefined): number | undefined {
+  if (seed === undefined || !Number.isInteger(seed)) return undefined;
+  const low = Number(BigInt.asUintN(32, BigInt(seed)));
+  return low === 0xffffffff ? undefined : low;
 }
 
 /** The repeat-penalty window in tokens: Ollama's -1 means the whole context. */

@@ -245,6 +245,22 @@ export class SlotLoop {
   }
 
   /**
+   * A context shift, between steps: drops `discard` tokens after the first `keep` the slot holds and moves the rest
+   * down (llama-server's, when generation reaches the context's end). False when the model's memory cannot.
+   */
+  async shift(slot: Slot, keep: number, discard: number): Promise<boolean> {
+    let shifted = false;
+    await this.betweenSteps(() => {
+      const end = keep + discard;
+      if (discard <= 0 || end > slot.tokens.length || !this.native.removeTokens(slot.id, keep, end)) return;
+      this.native.shiftTokens(slot.id, end, slot.tokens.length, -discard);
+      slot.tokens.splice(keep, discard);
+      shifted = true;
+    });
+    return shifted;
+  }
+
+  /**
    * Moves what `from` holds into `to`'s sequence and the two slots trade sequence ids, between steps: `from` goes on
    * generating under `to`'s old id, and `to` (free) keeps what `from` held under `from`'s old id (still a valid cache).
    * With one KV stream per sequence, llama.cpp copies the whole stream at the next decode (16–23 MB for the bench

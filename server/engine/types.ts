@@ -63,6 +63,13 @@ export interface GenerateRequest {
   tools?: ToolsRequest;
   /** Thinking on, off or at a level (undefined: the template's default); the thinking comes back as its own events. */
   think?: ThinkSetting;
+  /**
+   * A prompt longer than the context is cut from the front, a chat's oldest turns first (Ollama's `truncate`, default
+   * true); false: CONTEXT_OVERFLOW.
+   */
+  truncate?: boolean;
+  /** When generation fills the context, it shifts (Ollama's `shift`, default true); false: it ends, "length". */
+  shift?: boolean;
 }
 
 /**
@@ -122,6 +129,23 @@ export interface EmbedRequest {
 
 export interface EmbedResult {
   embeddings: number[][];
+  promptEvalCount: number;
+  totalDurationNs: number;
+  loadDurationNs: number;
+}
+
+export interface RerankRequest {
+  model: ModelSpec;
+  query: string;
+  documents: string[];
+  keepAliveMs?: number | null;
+  options: SamplingOptions;
+  signal: AbortSignal;
+}
+
+export interface RerankResult {
+  /** One relevance score per document, in the documents' order (the rank head's probability, 0 to 1). */
+  scores: number[];
   promptEvalCount: number;
   totalDurationNs: number;
   loadDurationNs: number;
@@ -191,6 +215,11 @@ export interface Engine {
    */
   announce(): Arrival;
   embed(req: EmbedRequest): Promise<EmbedResult>;
+  /**
+   * Scores each document's relevance to the query with the model's rank pooling head. UNSUPPORTED_FIELD for a model
+   * without one; CONTEXT_OVERFLOW for a pair longer than the context.
+   */
+  rerank(req: RerankRequest): Promise<RerankResult>;
   /** Token count of a text for a model (loads it if needed). */
   countTokens(model: ModelSpec, text: string): Promise<number>;
   running(): RunningModel[];

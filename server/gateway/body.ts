@@ -54,6 +54,7 @@ export const KEEP_ALIVE_ROUTES: ReadonlySet<string> = new Set([
   "/api/generate",
   "/api/embed",
   "/api/embeddings",
+  "/api/rerank",
 ]);
 
 /**

@@ -63,7 +63,12 @@ export interface GgufSummary {
   chatTemplate?: string;
   /** Models with a pooling type produce embeddings rather than text. */
   isEmbedding: boolean;
+  /** The model has a classification head llama.cpp reads under rank pooling (cls.weight or cls.output.weight). */
+  isReranker: boolean;
 }
+
+/** The tensors of a rank pooling head (llama.cpp's build_pooling, LLAMA_POOLING_TYPE_RANK). */
+const RANK_HEAD_TENSORS = new Set(["cls.weight", "cls.output.weight"]);
 
 /** True when the file starts with the GGUF magic. */
 export async function hasGgufMagic(file: string): Promise<boolean> {
@@ -121,6 +126,7 @@ export async function readGgufSummary(file: string, opts: { verbose?: boolean } 
     quantizationLevel: quantizationName(modelInfo["general.file_type"]),
     ...(typeof chatTemplate === "string" ? { chatTemplate } : {}),
     isEmbedding: Object.hasOwn(modelInfo, `${architecture}.pooling_type`),
+    isReranker: header.tensors.some((t) => RANK_HEAD_TENSORS.has(t.name)),
   };
 }
 

@@ -11,14 +11,26 @@ import { requestLog } from "./request-log.ts";
 import { generateRoutes } from "./routes/generate.ts";
 import { chatRoutes } from "./routes/chat.ts";
 import { embedRoutes } from "./routes/embed.ts";
+import { nativeRerankRoutes, openaiRerankRoutes, RERANK_PATHS } from "./routes/rerank.ts";
 import { runtimeInfoRoutes, serverInfoRoutes } from "./routes/server-info.ts";
 import { openaiRoutes } from "./openai/routes.ts";
 import { responsesRoutes } from "./openai/responses-routes.ts";
 import { anthropicRoutes } from "./anthropic/routes.ts";
 
 /** POST paths of each API: the same path with another method is a 405, anything else a 404. */
-const NATIVE_POST = ["/generate", "/chat", "/embed", "/embeddings", "/create", "/copy", "/show", "/pull", "/push"];
-const OPENAI_POST = ["/chat/completions", "/completions", "/embeddings", "/responses"];
+const NATIVE_POST = [
+  "/generate",
+  "/chat",
+  "/embed",
+  "/embeddings",
+  "/rerank",
+  "/create",
+  "/copy",
+  "/show",
+  "/pull",
+  "/push",
+];
+const OPENAI_POST = ["/chat/completions", "/completions", "/embeddings", "/responses", ...RERANK_PATHS];
 const ANTHROPIC_POST = ["/", "/count_tokens"];
 
 export interface StoreRouters {
@@ -48,17 +60,39 @@ export function createServerApp(deps: ServerDeps, store: StoreRouters = { raw: [
 
   const native = express.Router();
   for (const r of store.raw) native.use(r);
-  native.use(json, runtimeInfoRoutes(deps), generateRoutes(deps), chatRoutes(deps), embedRoutes(deps), ...store.json);
+  native.use(
+    json,
+    runtimeInfoRoutes(deps),
+    generateRoutes(deps),
+    chatRoutes(deps),
+    embedRoutes(deps),
+    nativeRerankRoutes(deps),
+    ...store.json,
+  );
   closeApi(native, "ollama", NATIVE_POST, deps);
 
   const openai = express.Router();
-  openai.use(json, openaiRoutes(deps), responsesRoutes(deps));
+  openai.use(json, openaiRoutes(deps), responsesRoutes(deps), openaiRerankRoutes(deps));
   closeApi(openai, "openai", OPENAI_POST, deps);
 
   // Anthropic's Messages API sits under /v1 too, with Anthropic's error shape.
   const anthropic = express.Router();
   anthropic.use(json, anthropicRoutes(deps));
   closeApi(anthropic, "anthropic", ANTHROPIC_POST, deps);
+
+  // llama-server's /rerank and /reranking at the root: the /v1 route, in OpenAI's error shape.
+  const rerankAtRoot = express.Router();
+  rerankAtRoot.use(RERANK_PATHS, json);
+  rerankAtRoot.use(openaiRerankRoutes(deps));
+  rerankAtRoot.all(RERANK_PATHS, (req: Request, res: Response) => {
+    res.setHeader("Allow", "POST");
+    sendError(
+      res,
+      "openai",
+      new AppError("METHOD_NOT_ALLOWED", `method ${req.method} not allowed on ${fullPath(req)}`),
+    );
+  });
+  rerankAtRoot.use(RERANK_PATHS, errorMiddleware("openai", deps.logger));
 
   const app = express();
   app.disable("x-powered-by");
@@ -70,6 +104,7 @@ export function createServerApp(deps: ServerDeps, store: StoreRouters = { raw: [
   app.use("/api", native);
   app.use("/v1/messages", anthropic);
   app.use("/v1", openai);
+  app.use(rerankAtRoot);
   app.use(serverInfoRoutes(deps));
   // Anything else answers in Ollama's shape, the server's native one.
   app.use((req, res) => sendError(res, "ollama", new AppError("NOT_FOUND", `${req.method} ${req.path} not found`)));

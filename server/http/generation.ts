@@ -37,7 +37,17 @@ export interface GenerationPlan {
   tools?: ToolsRequest;
   /** Thinking on, off or at a level; undefined: the template's default. */
   think?: ThinkSetting;
+  /** A prompt longer than the context is cut (default true); false: CONTEXT_OVERFLOW. */
+  truncate?: boolean;
+  /** A full context shifts during generation (default true); false: the answer ends there ("length"). */
+  shift?: boolean;
 }
+
+/** A request's `truncate` and `shift` (Ollama's, default true), as the plan carries them. */
+export const contextFrom = (r: { truncate?: boolean | undefined; shift?: boolean | undefined }): object => ({
+  ...(r.truncate !== undefined ? { truncate: r.truncate } : {}),
+  ...(r.shift !== undefined ? { shift: r.shift } : {}),
+});
 
 /** What a request may need that a model may lack: Ollama's capability names. */
 export type Capability = "tools" | "thinking" | "insert";
@@ -81,6 +91,7 @@ export function samplingFrom(o: Options | undefined): SamplingOptions {
     "seed",
     "num_predict",
     "num_ctx",
+    "num_keep",
     "use_mmap",
     "repeat_penalty",
     "repeat_last_n",

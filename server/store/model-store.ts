@@ -143,6 +143,7 @@ export class ModelStore implements ModelResolver {
     const summary = await this.gguf.get(model.digest, model.modelPath);
     return modelCapabilities({
       isEmbedding: summary.isEmbedding,
+      isReranker: summary.isReranker,
       hasProjector: model.projector !== undefined,
       goTemplate: model.template,
       jinjaTemplate: summary.chatTemplate,
@@ -226,6 +227,7 @@ export class ModelStore implements ModelResolver {
         : detailsOf(summary),
       capabilities: modelCapabilities({
         isEmbedding: summary.isEmbedding,
+        isReranker: summary.isReranker,
         hasProjector: !!layers.projector,
         goTemplate: layers.template,
         jinjaTemplate: summary.chatTemplate,

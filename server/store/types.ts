@@ -39,6 +39,8 @@ export interface ModelOptions {
   repeat_last_n?: number;
   presence_penalty?: number;
   frequency_penalty?: number;
+  /** Tokens at the prompt's start that truncation and context shifts keep (Ollama's default 4, after the BOS). */
+  num_keep?: number;
   /** Context length per sequence for this model load. */
   num_ctx?: number;
   /** Memory-map the weights (true) or read them into memory (false) for this model load; unset: weights-mapping.ts. */

@@ -8,6 +8,7 @@ import path from "node:path";
 import { ensureDefaultModelFile } from "../../server/setup/default-model.ts";
 import { writeBenchModel, type BenchShapeName } from "./gguf/bench.ts";
 import { FAMILIES, familyTemplate, type FamilyName } from "./gguf/families.ts";
+import { writeTinyReranker } from "./gguf/reranker.ts";
 import { writeTinyModel } from "./gguf/tiny.ts";
 import { writeVisionPair, type VisionPair } from "./gguf/vision.ts";
 
@@ -92,6 +93,11 @@ export function visionPairPaths(opts: { controlLogit?: number; contextLength?: n
       if (!fs.existsSync(pair.mmproj)) throw e;
     }
   }).then(() => pair);
+}
+
+/** The tiny random reranker (gguf/reranker.ts): the tiny llama's vocabulary on qwen3 with a rank pooling head. */
+export function rerankerModelPath(): Promise<string> {
+  return cached(`reranker-v${GENERATOR_VERSION}.gguf`, (f) => writeTinyReranker(f));
 }
 
 /** A benchmark-size random llama in Q8_0 ("250m" ≈ 250 MB, "1b" = TinyLlama shape ≈ 1.1 GiB) that never stops early. */

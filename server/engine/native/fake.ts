@@ -117,4 +117,8 @@ export class RecordingNativeContext implements NativeContext {
     this.log.push(`remove ${seq}[${start},${end})`);
     return true;
   }
+
+  shiftTokens(seq: number, start: number, end: number, delta: number): void {
+    this.log.push(`shift ${seq}[${start},${end}) by ${delta}`);
+  }
 }

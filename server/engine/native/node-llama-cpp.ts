@@ -39,6 +39,7 @@ export interface AddonContext {
   disposeSequence(sequenceId: number): void;
   copySequenceStateFromOtherSequence(targetSequenceId: number, sourceSequenceId: number): Promise<number>;
   removeTokenCellsFromSequence(sequenceId: number, start: number, end: number): boolean;
+  shiftSequenceTokenCells(sequenceId: number, start: number, end: number, delta: number): void;
   /** Patched addon only. */
   decodeBatchInline?(): void;
   getThreadpoolThreads?(): number;
@@ -130,6 +131,7 @@ export function nativeContextOf(context: LlamaContext, model: LlamaModel): Nativ
       await addon.copySequenceStateFromOtherSequence(target, source);
     },
     removeTokens: (sequenceId, start, end) => addon.removeTokenCellsFromSequence(sequenceId, start, end),
+    shiftTokens: (sequenceId, start, end, delta) => addon.shiftSequenceTokenCells(sequenceId, start, end, delta),
   };
 }
 

@@ -87,4 +87,6 @@ export interface NativeContext {
   copySequence(targetSequenceId: number, sourceSequenceId: number): Promise<void>;
   /** Drops cells [start, end) of a sequence; false when the model's memory cannot drop part of a sequence. */
   removeTokens(sequenceId: number, start: number, end: number): boolean;
+  /** Moves cells [start, end) of a sequence by `delta` positions (a context shift, after removeTokens). */
+  shiftTokens(sequenceId: number, start: number, end: number, delta: number): void;
 }

@@ -174,6 +174,9 @@ function common(req: CountTokensRequest, names: FieldNames): Record<string, unkn
     ...(req.tool_choice ? { tool_choice: chatToolChoice(req.tool_choice, names) } : {}),
     ...(parallel !== undefined ? { parallel_tool_calls: !parallel } : {}),
     ...(effort !== undefined ? { reasoning_effort: effort } : {}),
+    // Anthropic never cuts a prompt: one longer than the context is a 400 "prompt is too long" (and count_tokens counts
+    // the whole prompt).
+    truncate: false,
   };
 }
 

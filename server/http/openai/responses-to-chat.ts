@@ -162,6 +162,8 @@ export function responsesToChat(req: ResponsesRequest): ChatTranslation {
         ? { reasoning_effort: req.reasoning.effort === "xhigh" ? "high" : req.reasoning.effort }
         : {}),
       ...(req.user !== undefined ? { user: req.user } : {}),
+      // OpenAI's `truncation`: "disabled" (its default) refuses a prompt longer than the context, "auto" cuts it.
+      truncate: req.truncation === "auto",
       stream,
       ...(stream ? { stream_options: { include_usage: true } } : {}),
     },

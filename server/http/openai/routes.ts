@@ -6,7 +6,7 @@ import { parseBody } from "../../common/validate.ts";
 import type { GenerationStats } from "../../engine/types.ts";
 import type { Answer, OutputEvent } from "../answer.ts";
 import type { ServerDeps } from "../deps.ts";
-import { requireCapability, wantsThinking, type GenerationPlan } from "../generation.ts";
+import { contextFrom, requireCapability, wantsThinking, type GenerationPlan } from "../generation.ts";
 import { DEFAULT_IMAGE_INPUT } from "../images.ts";
 import { logprobsRequest, openaiChatLogprobs, openaiCompletionLogprobs } from "../logprobs.ts";
 import { respondGeneration, type AnswerAdapter } from "../respond.ts";
@@ -109,6 +109,7 @@ export function chatCompletions(deps: ServerDeps) {
       logprobs: logprobsRequest(body.logprobs, body.top_logprobs),
       ...(tools ? { tools } : {}),
       ...(think !== undefined ? { think } : {}),
+      ...contextFrom(body),
     };
     const id = newId("chatcmpl"),
       created = unixNow();
@@ -188,6 +189,7 @@ export function openaiRoutes(deps: ServerDeps): Router {
       options: samplingFromOpenAI(body),
       // The legacy API's `logprobs` is the number of alternatives; any number asks for log probabilities.
       logprobs: logprobsRequest(body.logprobs !== undefined, body.logprobs),
+      ...contextFrom(body),
     };
     const id = newId("cmpl"),
       created = unixNow();

@@ -9,7 +9,7 @@ import {
   ToolNameSchema,
   type FunctionTool,
 } from "../../api/tools.ts";
-import { JsonSchemaObject, wire } from "../../api/wire.ts";
+import { JsonSchemaObject, SeedSchema, wire } from "../../api/wire.ts";
 
 const TextPart = z.object({ type: z.literal("text"), text: z.string() });
 const ImagePart = z.object({
@@ -68,7 +68,7 @@ const common = {
   model: z.string({ error: "model is required" }).trim().min(1, "model is required"),
   temperature: z.number().min(0).max(2).optional(),
   top_p: z.number().min(0).max(1).optional(),
-  seed: z.number().int().optional(),
+  seed: SeedSchema.optional(),
   stop: stopField,
   stream: z.boolean().optional(),
   stream_options: wire(z.object({ include_usage: z.boolean().optional() })).optional(),
@@ -92,6 +92,12 @@ export const ToolChoiceSchema = z.union(
 );
 export type ToolChoice = z.infer<typeof ToolChoiceSchema>;
 
+/**
+ * Not OpenAI's: Ollama's `truncate` and `shift` (default true, as Ollama's /v1 has them), so that a client can refuse a
+ * prompt longer than the context (`truncate: false`: 400 context_length_exceeded) instead of having it cut.
+ */
+const contextFields = { truncate: z.boolean().optional(), shift: z.boolean().optional() };
+
 export const ChatCompletionRequestSchema = wire(
   z
     .object({
@@ -109,6 +115,7 @@ export const ChatCompletionRequestSchema = wire(
       reasoning: wire(z.object({ effort: ReasoningEffortSchema.optional() }).loose()).optional(),
       /** Not OpenAI's: llama-server's and vLLM's extension (Anthropic's top_k arrives through it). */
       top_k: z.number().int().min(0).optional(),
+      ...contextFields,
     })
     .superRefine((r, ctx) => {
       const problem = toolChoiceProblem(r.tool_choice, r.tools) ?? toolResultProblem(r.messages);
@@ -159,6 +166,7 @@ export const CompletionRequestSchema = wire(
     best_of: z.number().int().max(1, "best_of > 1 is not supported").optional(),
     /** The legacy completions API's logprobs: how many most likely alternatives to return per position. */
     logprobs: topLogprobs.optional(),
+    ...contextFields,
   }),
 );
 export type CompletionRequest = z.infer<typeof CompletionRequestSchema>;

@@ -6,6 +6,7 @@ import type { ChatMessage } from "../../engine/types.ts";
 import type { AnsweredCall } from "../answer.ts";
 import type { ServerDeps } from "../deps.ts";
 import {
+  contextFrom,
   decodeImages,
   formatFrom,
   keepAliveFrom,
@@ -70,6 +71,7 @@ export function chatRoutes(deps: ServerDeps): Router {
         ? { tools: { tools: body.tools.map((t) => t.function), choice: "auto", parallel: true } }
         : {}),
       ...(body.think !== undefined ? { think: body.think } : {}),
+      ...contextFrom(body),
     };
     const head = () => ({ model: body.model, created_at: nowIso() });
     if (messages.length === 0) {

@@ -6,6 +6,7 @@ import { AppError } from "../../common/errors.ts";
 import type { GenerationStats, OutputTokenLogprob } from "../../engine/types.ts";
 import type { ServerDeps } from "../deps.ts";
 import {
+  contextFrom,
   decodeImages,
   formatFrom,
   keepAliveFrom,
@@ -142,6 +143,7 @@ export function generateRoutes(deps: ServerDeps): Router {
       // Ollama returns the exchange's tokens (`context`) unless the prompt was raw.
       ...(body.raw ? {} : { returnTokens: true }),
       ...(body.think !== undefined ? { think: body.think } : {}),
+      ...contextFrom(body),
     };
     const head = () => ({ model: body.model, created_at: nowIso() });
     if (!body.prompt && !body.images?.length) {

@@ -54,6 +54,6 @@ test("too long input: truncated by default, CONTEXT_OVERFLOW with truncate false
     (e) =>
       isAppError(e) &&
       e.code === "CONTEXT_OVERFLOW" &&
-      /prompt is too long: \d+ tokens, context length is 512/.test(e.message),
+      /the input length exceeds the context length: \d+ tokens, context length is 512/.test(e.message),
   );
 });

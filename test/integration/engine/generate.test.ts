@@ -116,9 +116,30 @@ test("streamed chunks never contain partial UTF-8 (no U+FFFD from split characte
   assert.equal(r.stats.evalCount, 60);
 });
 
-test("a prompt longer than the context fails before streaming with the token counts", async () => {
+test("a prompt longer than the context is cut from the front by default (Ollama's truncate), keeping its start", async () => {
+  const r = await collect(
+    engine.generate(request(endless, { kind: "prompt", prompt: "a ".repeat(600), raw: true }, { num_predict: 4 })),
+  );
+  // BOS + num_keep 4 kept, then the prompt's end, half of the rest of the 512 context left for the answer.
+  assert.equal(r.stats.promptEvalCount, 512 - Math.floor((512 - 5) / 2));
+  assert.equal(r.stats.evalCount, 4);
+});
+
+test("generation that fills the context shifts it (Ollama's shift) and goes on; shift false ends it there", async () => {
+  // A prompt of 491 tokens in a context of 512: the context is full after 21 tokens of answer.
+  const input = { kind: "prompt" as const, prompt: "b ".repeat(490), raw: true };
+  const shifted = await collect(engine.generate(request(endless, input, { num_predict: 40 })));
+  assert.equal(shifted.stats.evalCount, 40, "past the context's end");
+  assert.equal(shifted.stats.doneReason, "length");
+  const stopped = await collect(engine.generate(request(endless, input, { num_predict: 40 }, { shift: false })));
+  assert.equal(stopped.stats.doneReason, "length");
+  // The last token sampled needs no room: it is never evaluated.
+  assert.equal(stopped.stats.promptEvalCount + stopped.stats.evalCount, 513, "ends where the context is full");
+});
+
+test("truncate false: a prompt longer than the context fails before streaming with the token counts", async () => {
   const itStream = engine.generate(
-    request(endless, { kind: "prompt", prompt: "a ".repeat(600), raw: true }, { num_predict: 4 }),
+    request(endless, { kind: "prompt", prompt: "a ".repeat(600), raw: true }, { num_predict: 4 }, { truncate: false }),
   );
   const it = itStream[Symbol.asyncIterator]();
   await assert.rejects(

@@ -253,17 +253,76 @@ test("/api/push is a route that says pushing is not supported", async () => {
   assert.match(e.message, /pushing models is not supported/);
 });
 
-test("a prompt longer than the context: context_length_exceeded on /v1, the counts in both messages", async () => {
-  const long = "hello ".repeat(600); // 600 tokens; the tiny model's context is 512
-  const v1 = await failure(
-    openai.chat.completions.create({ model: "tiny", messages: [{ role: "user", content: long }], max_tokens: 2 }),
-  );
-  assert.equal(v1.status, 400);
-  assert.equal(v1.code, "context_length_exceeded");
-  assert.match(v1.message, /\d{3} tokens, context length is 512/);
-  const native = await failure(ollama.generate({ model: "tiny", prompt: long }));
-  assert.equal(native.status, 400);
-  assert.match(native.message, /\d{3} tokens, context length is 512/);
+describe("a prompt longer than the context (600 tokens; the tiny model's context is 512)", () => {
+  const long = "hello ".repeat(600);
+  const longChat = [
+    { role: "system" as const, content: "be brief" },
+    { role: "user" as const, content: long },
+    { role: "assistant" as const, content: "ok" },
+    { role: "user" as const, content: "and now?" },
+  ];
+
+  test("is cut from the front and answered, as Ollama does by default, on /api and /v1", async () => {
+    const g = await ollama.generate({ model: "babbler", prompt: long, options: quiet });
+    assert.equal(g.done_reason, "length");
+    assert.ok(g.prompt_eval_count < 512, `cut to ${g.prompt_eval_count}`);
+    // The chat loses its oldest turns: the system message and the last turns stay.
+    const c = await ollama.chat({ model: "babbler", messages: longChat, options: quiet });
+    assert.ok(c.prompt_eval_count < 100, `the long turn went: ${c.prompt_eval_count} tokens`);
+    const v1 = await openai.chat.completions.create({ model: "babbler", messages: longChat, max_tokens: 2 });
+    assert.ok(v1.usage!.prompt_tokens < 100);
+  });
+
+  test("truncate false refuses it: 400 with the counts, context_length_exceeded on /v1", async () => {
+    const native = await failure(ollama.generate({ model: "tiny", prompt: long, truncate: false } as never));
+    assert.equal(native.status, 400);
+    assert.match(native.message, /\d{3} tokens, context length is 512/);
+    const chat = await failure(
+      ollama.chat({ model: "tiny", messages: [{ role: "user", content: long }], truncate: false } as never),
+    );
+    assert.equal(chat.status, 400);
+    const v1 = await failure(
+      openai.chat.completions.create({
+        model: "tiny",
+        messages: [{ role: "user", content: long }],
+        max_tokens: 2,
+        truncate: false,
+      } as never),
+    );
+    assert.equal(v1.status, 400);
+    assert.equal(v1.code, "context_length_exceeded");
+    assert.match(v1.message, /\d{3} tokens, context length is 512/);
+  });
+
+  test("/v1/responses refuses it unless truncation is auto, as OpenAI's; /v1/messages refuses it, as Anthropic's", async () => {
+    const responses = await failure(openai.responses.create({ model: "tiny", input: long, max_output_tokens: 2 }));
+    assert.equal(responses.status, 400);
+    assert.equal(responses.code, "context_length_exceeded");
+    const auto = await openai.responses.create({
+      model: "babbler",
+      input: long,
+      max_output_tokens: 2,
+      truncation: "auto",
+    });
+    assert.ok(auto.usage!.input_tokens < 512);
+    const messages = await fetch(`${srv.url}/v1/messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "anthropic-version": "2023-06-01" },
+      body: JSON.stringify({ model: "tiny", max_tokens: 2, messages: [{ role: "user", content: long }] }),
+    });
+    assert.equal(messages.status, 400);
+    const body = (await messages.json()) as { type: string; error: { type: string; message: string } };
+    assert.equal(body.error.type, "invalid_request_error");
+    assert.match(body.error.message, /prompt is too long/);
+  });
+
+  test("embeddings are cut by default; truncate false answers Ollama's text", async () => {
+    const cut = await ollama.embed({ model: "tiny", input: long });
+    assert.equal(cut.embeddings.length, 1);
+    const refused = await failure(ollama.embed({ model: "tiny", input: long, truncate: false }));
+    assert.equal(refused.status, 400);
+    assert.match(refused.message, /the input length exceeds the context length/);
+  });
 });
 
 describe("small fields clients read", () => {

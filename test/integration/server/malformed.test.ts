@@ -129,7 +129,8 @@ const cases: Case[] = [
   ["chat: body that is not gzip", "/api/chat", raw("\x1f\x8b broken"), 400, "decompress", gzip],
   ["chat: format nested 20,000 levels", "/api/chat", raw(`{"model":"tiny","messages":[],"format":${deepSchema(20_000)}}`), 400, "100 levels"],
   // /api/embed, /api/embeddings
-  ["embed: missing input", "/api/embed", { model: "tiny" }, 400, "input"],
+  // A missing input embeds nothing, as Ollama (test/go-client); one of another type is its 400.
+  ["embed: input of another type", "/api/embed", { model: "tiny", input: 5 }, 400, "invalid input type"],
   ["embed: input is a number", "/api/embed", { model: "tiny", input: 7 }, 400, "input"],
   ["embeddings: missing prompt", "/api/embeddings", { model: "tiny" }, 400, "prompt"],
   // store routes

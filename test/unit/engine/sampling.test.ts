@@ -56,3 +56,17 @@ test("repeat_last_n -1 spans the context; 0 or neutral penalties switch penaltie
 test("empty stop strings are dropped", () => {
   assert.deepEqual(resolveSampling({}, { stop: ["", "x"] }).stop, ["x"]);
 });
+
+test("a seed is any integer, as Ollama's int64: llama.cpp samples with its low 32 bits; -1 draws one", async () => {
+  const { seed32 } = await import("../../../server/engine/sampling.ts");
+  assert.equal(seed32(42), 42);
+  assert.equal(seed32(2 ** 32 + 7), 7);
+  // Above 2^53 (JSON parsing rounds it), still an integer.
+  const big = JSON.parse("8674665223082153551") as number;
+  assert.equal(seed32(big), Number(BigInt(big) & 0xffffffffn));
+  assert.equal(seed32(-1), undefined);
+  assert.equal(seed32(-2), 0xfffffffe);
+  assert.equal(seed32(undefined), undefined);
+  assert.equal(resolveSampling({}, { seed: 2 ** 40 + 3 }).seed, 3);
+  assert.equal(resolveSampling({}, {}).numKeep, 4, "Ollama's num_keep");
+});

@@ -51,6 +51,12 @@ test("hourly rows per app and key add up; merging keeps the hours asked for", ()
 test("tokens from OpenAI usage and Ollama eval counts", () => {
   assert.deepEqual(tokensOf({ usage: { prompt_tokens: 4, completion_tokens: 9 } }), { prompt: 4, completion: 9 });
   assert.deepEqual(tokensOf({ done: true, prompt_eval_count: 7, eval_count: 2 }), { prompt: 7, completion: 2 });
+  // Rerank answers (/v1/rerank, /api/rerank) are metered as prompt tokens.
+  assert.deepEqual(tokensOf({ object: "list", usage: { prompt_tokens: 40, total_tokens: 40 }, results: [] }), {
+    prompt: 40,
+    completion: 0,
+  });
+  assert.deepEqual(tokensOf({ results: [], prompt_eval_count: 40 }), { prompt: 40, completion: 0 });
   assert.equal(tokensOf({ choices: [] }), undefined);
   assert.equal(tokensOf(null), undefined);
 });
