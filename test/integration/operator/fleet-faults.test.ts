@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { apiserverReady, startControlPlane, type ControlPlane } from "../../cluster/control-plane.ts";
-import { restartRecorded } from "../../cluster/processes.ts";
+import { restartRecorded, waitFor } from "../../cluster/processes.ts";
 import { createTestNamespace, kubeConfigFor } from "../../cluster/test-cluster.ts";
 import { addFleetNodes, auditFleet, createFleet, FleetWatch } from "../../support/fleet.ts";
 import { installCrd, kubectl, startTestOperator, type TestOperator } from "../../support/operator.ts";
@@ -62,7 +62,7 @@ test(`the API server killed mid-reconcile of ${APPS} apps: they converge, nothin
   await watch.until("a quarter reconciled", (c) => c.reconciled >= APPS / 4, { timeoutMs: TIMEOUT });
   const atKill = watch.counts().reconciled;
   await restartRecorded(cp.dir, "kube-apiserver", "SIGKILL");
-  await eventually("the API server back", async () => ((await apiserverReady(cp)) ? true : undefined), 120_000);
+  await waitFor("the API server back", () => apiserverReady(cp), 120_000, cp.dir); // throws with the logs' tails
   await watch.until("the fleet Ready", (c) => c.reconciled === APPS && c.ready === APPS, { timeoutMs: TIMEOUT });
   assert.ok(atKill < APPS, `killed mid-reconcile (${atKill} of ${APPS} reconciled then)`);
   assert.ok(alive(op), "the operator rode it out");
