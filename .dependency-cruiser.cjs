@@ -68,6 +68,17 @@ module.exports = {
       from: { path: "^server/cli/commands/" },
       to: { path: "^server/(engine|store|hub|http)/|^server/serve\\.ts$" },
     },
+    // A request goes down the gateway's steps (server/gateway/1-dispatch … 5-account): a step imports later steps and
+    // the shared files (routes.ts, context.ts, errors.ts, ...), never an earlier step, pipeline.ts or gateway.ts.
+    ...[1, 2, 3, 4, 5].map((n) => ({
+      name: `gateway-step-${n}-never-calls-back-up`,
+      severity: "error",
+      comment:
+        "A request goes down the gateway's steps (1-dispatch … 5-account); pipeline.ts runs them in order. A step " +
+        "never imports an earlier step, pipeline.ts or gateway.ts: move what both need into a shared file or a later step.",
+      from: { path: `^server/gateway/${n}-` },
+      to: { path: `^server/gateway/(${n > 1 ? `[1-${n - 1}]-|` : ""}pipeline\\.ts$|gateway\\.ts$)` },
+    })),
   ],
   options: {
     doNotFollow: { path: "node_modules" },

@@ -3,10 +3,9 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { parseKeepAlive } from "./common/duration.ts";
 import type { Logger } from "./common/logger.ts";
 import { parseHostPort } from "./common/host-port.ts";
-import { parseByteSize, parseModelAliases, type ServerConfig } from "./config.ts";
+import { parseByteSize, parseModelAliases, resolvePromptCacheRam, type ServerConfig } from "./config.ts";
 import { createEngine } from "./engine/engine.ts";
 import { engineBuildSettings } from "./engine/native/patched-build.ts";
-import type { EngineTuning } from "./engine/tuning.ts";
 import type { Engine } from "./engine/types.ts";
 import { createServerApp } from "./http/app.ts";
 import { announceConnections } from "./http/generation.ts";
@@ -47,7 +46,7 @@ export interface RunningServer {
 export async function startServer(
   config: ServerConfig,
   logger: Logger,
-  opts: { preload?: string[]; tuning?: EngineTuning } = {},
+  opts: { preload?: string[] } = {},
 ): Promise<RunningServer> {
   const store = new ModelStore({
     root: config.GANTRY_MODELS,
@@ -61,7 +60,6 @@ export async function startServer(
     threads: config.GANTRY_THREADS,
     engineBuild: engineBuildSettings(config),
     gpu: config.GANTRY_GPU,
-    ...(opts.tuning ? { tuning: opts.tuning } : {}),
     threadpoolPoll: config.GANTRY_THREADPOOL_POLL,
     numParallel: config.GANTRY_NUM_PARALLEL,
     maxQueue: config.GANTRY_MAX_QUEUE,
@@ -69,6 +67,7 @@ export async function startServer(
     contextLength: config.GANTRY_CONTEXT_LENGTH,
     defaultKeepAliveMs: parseKeepAlive(config.GANTRY_KEEP_ALIVE),
     imageLimits: { maxBytes: parseByteSize(config.GANTRY_MAX_IMAGE_SIZE)! },
+    promptCacheBytes: resolvePromptCacheRam(config.GANTRY_PROMPT_CACHE_RAM, process.availableMemory()),
     metrics: metrics.engineSink(),
     renderTemplate: cachedRenderer(),
   });

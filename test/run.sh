@@ -10,7 +10,7 @@ step() { echo "== $* ($(( $(date +%s) - T0 ))s)"; }
 
 step "typecheck"
 node_modules/.bin/tsc -p tsconfig.json
-node_modules/.bin/tsc -p server/console/tsconfig.json
+node_modules/.bin/tsc -p server/browser-console/tsconfig.json
 step "lint"
 node_modules/.bin/eslint .
 node_modules/.bin/prettier --check --log-level=warn .

@@ -65,8 +65,9 @@ const logprobFields = {
 const contextFields = { truncate: z.boolean().optional(), shift: z.boolean().optional() };
 
 /** Ollama's `think`: on, off, or a level ("low", "medium", "high"). */
-export const ThinkSchema = z.union([z.boolean(), ThinkLevelSchema], {
-  error: 'must be true, false, "low", "medium" or "high"',
+const thinkError = 'invalid think value (must be "high", "medium", "low", "max", true, or false)';
+export const ThinkSchema = z.union([z.boolean(), z.enum(ThinkLevelSchema.options, { error: thinkError })], {
+  error: thinkError,
 });
 
 /** A tool call in an assistant message (Ollama's shape: the arguments are an object). */

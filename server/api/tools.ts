@@ -48,11 +48,14 @@ export const ToolListSchema = z.array(FunctionToolSchema).superRefine((tools, ct
 });
 
 /** How much a thinking model may think: Ollama's `think` levels, OpenAI's `reasoning_effort`. */
-export const ThinkLevelSchema = z.enum(["low", "medium", "high"]);
+export const ThinkLevelSchema = z.enum(["low", "medium", "high", "max"]);
 export type ThinkLevel = z.infer<typeof ThinkLevelSchema>;
 
-/** OpenAI's `reasoning_effort` (and `reasoning.effort`): "none" turns thinking off, "minimal" is the lowest level. */
-export const ReasoningEffortSchema = z.enum(["none", "minimal", "low", "medium", "high"]);
+/**
+ * OpenAI's `reasoning_effort` (and `reasoning.effort`): "none" turns thinking off, "minimal" is the lowest level,
+ * "xhigh" the highest (Ollama's "max").
+ */
+export const ReasoningEffortSchema = z.enum(["none", "minimal", "low", "medium", "high", "xhigh"]);
 export type ReasoningEffort = z.infer<typeof ReasoningEffortSchema>;
 
 /** A tool call's arguments as a client sends them back: a JSON object, or its JSON text. */

@@ -5,7 +5,7 @@
 // node-llama-cpp uses for the same templates.
 import { createHash } from "node:crypto";
 import { Template } from "@huggingface/jinja";
-import type { ChatMessage, FunctionTool, ThinkSetting } from "./types.ts";
+import type { ChatMessage, FunctionTool, ThinkLevel, ThinkSetting } from "./types.ts";
 
 export interface ChatRenderInput {
   messages: ChatMessage[];
@@ -43,9 +43,13 @@ export function renderJinja(source: string, input: ChatRenderInput): string {
     bos_token: input.bosToken ?? "",
     eos_token: input.eosToken ?? "",
     ...(input.think === undefined ? {} : { enable_thinking: input.think !== false }),
-    ...(typeof input.think === "string" ? { reasoning_effort: input.think } : {}),
+    ...(typeof input.think === "string" ? { reasoning_effort: effortFor(source, input.think) } : {}),
   });
 }
+
+/** A template that names no "max" level gets its highest, "high" (Ollama's "max" is where a template takes it). */
+const effortFor = (source: string, level: ThinkLevel): ThinkLevel =>
+  level === "max" && !/["']max["']/.test(source) ? "high" : level;
 
 /** A tool as templates iterate them: OpenAI's `{type: "function", function: {name, description, parameters}}`. */
 export const jinjaTool = (t: FunctionTool) => ({ type: "function", function: t });

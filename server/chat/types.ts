@@ -44,7 +44,8 @@ export interface ToolsRequest {
   parallel: boolean;
 }
 
-export type ThinkLevel = "low" | "medium" | "high";
+/** Ollama's levels; "max" goes to templates that name it, to the others as "high" (jinja.ts). */
+export type ThinkLevel = "low" | "medium" | "high" | "max";
 
 /** `think`: on, off, or a level; undefined: the template's default. */
 export type ThinkSetting = boolean | ThinkLevel;

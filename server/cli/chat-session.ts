@@ -1,5 +1,6 @@
 // The state of an interactive chat: history, system message and parameters set with /set. Pure.
 import type { ChatMessage, ChatRequest } from "../api/client.ts";
+import type { ThinkSetting } from "../chat/types.ts";
 import { parseParameterValue, REPEATABLE_PARAMETERS } from "../common/modelfile/parameters.ts";
 
 export type OptionValue = number | boolean | string | string[];
@@ -8,7 +9,7 @@ export class ChatSession {
   readonly model: string;
   system: string | undefined;
   /** /set think or /set nothink (undefined: the model's default). */
-  think: boolean | "low" | "medium" | "high" | undefined;
+  think: ThinkSetting | undefined;
   readonly options: Record<string, OptionValue> = {};
   private history: ChatMessage[] = [];
   private readonly keepAlive: string | undefined;

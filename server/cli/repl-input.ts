@@ -1,4 +1,5 @@
 // Interactive input of `gantry run`: `"""` multi-line blocks and the slash commands. Pure.
+import { ThinkLevelSchema, type ThinkLevel } from "../api/tools.ts";
 
 export const SHOW_TOPICS = ["info", "template", "parameters", "system", "license", "modelfile"] as const;
 export type ShowTopic = (typeof SHOW_TOPICS)[number];
@@ -12,7 +13,7 @@ export type ReplInput =
   | { kind: "set-parameter"; name: string; values: string[] }
   | { kind: "set-system"; text: string }
   /** /set think [level] turns thinking on (at a level), /set nothink off. */
-  | { kind: "set-think"; value: boolean | "low" | "medium" | "high" }
+  | { kind: "set-think"; value: boolean | ThinkLevel }
   | { kind: "show"; topic: ShowTopic }
   | { kind: "image"; path: string; text: string }
   | { kind: "invalid"; message: string };
@@ -20,7 +21,8 @@ export type ReplInput =
 export const REPL_HELP = `Available Commands:
   /set parameter <name> <value>   Set a parameter (e.g. /set parameter temperature 0.2; stop takes several values)
   /set system <text>              Set the system message
-  /set think [low|medium|high]    Think before answering (models with the thinking capability); thinking shows dimmed
+  /set think [low|medium|high|max]
+                                  Think before answering (models with the thinking capability); thinking shows dimmed
   /set nothink                    Answer without thinking
   /show info|template|parameters|system|license|modelfile
                                   Show model information
@@ -110,8 +112,9 @@ export function parseReplInput(text: string): ReplInput {
       if (what === "think") {
         const level = rest.toLowerCase();
         if (level === "") return { kind: "set-think", value: true };
-        if (level === "low" || level === "medium" || level === "high") return { kind: "set-think", value: level };
-        return { kind: "invalid", message: "usage: /set think [low|medium|high]" };
+        const parsed = ThinkLevelSchema.safeParse(level);
+        if (parsed.success) return { kind: "set-think", value: parsed.data };
+        return { kind: "invalid", message: "usage: /set think [low|medium|high|max]" };
       }
       return {
         kind: "invalid",

@@ -16,12 +16,12 @@ import { applyAddonSettings } from "./native/node-llama-cpp.ts";
 import { DEFAULT_MAX_IMAGE_BYTES, type ImageLimits } from "./image-decode.ts";
 import { imagePrefill, imagePrompt } from "./image-prompt.ts";
 import { DEFAULT_MAX_IMAGE_PIXELS } from "./native/mtmd.ts";
+import { PromptCache } from "./prompt-cache.ts";
 import { buildPrompt, type RenderTemplate } from "./prompt.ts";
 import { ToolGrammars } from "./tool-grammar.ts";
 import { OutputParser } from "../chat/output-parser.ts";
 import { resolveSampling } from "./sampling.ts";
 import { resolveThreads } from "./threads.ts";
-import { DEFAULT_TUNING, type EngineTuning } from "./tuning.ts";
 import type {
   EmbedRequest,
   EmbedResult,
@@ -51,8 +51,6 @@ export interface EngineOptions {
   metrics?: EngineMetricsSink;
   /** Go-template renderer for TEMPLATE overrides. */
   renderTemplate?: RenderTemplate;
-  /** Switches for measurements (benchmarks and A/B tests); default: none (tuning.ts). */
-  tuning?: EngineTuning;
   /**
    * Which binary (GANTRY_ENGINE_BUILD, GANTRY_CACHE, GANTRY_ENGINE_CPU): auto = the patched local build when setup made
    * it, else the prebuilt binary; source = the patched build of llama.cpp from source; prebuilt = the prebuilt one.
@@ -67,26 +65,34 @@ export interface EngineOptions {
   threadpoolPoll?: number;
   /** Limits on request images (vision models): encoded bytes and decoded pixels. */
   imageLimits?: Partial<ImageLimits>;
+  /** Bytes of KV state the RAM prompt cache may hold, all models together (GANTRY_PROMPT_CACHE_RAM); 0 = none. */
+  promptCacheBytes?: number;
+  /** The RAM prompt cache itself, for tests that look inside it (promptCacheBytes is then ignored). */
+  promptCache?: PromptCache;
 }
 
 export async function createEngine(opts: EngineOptions): Promise<Engine & { readonly threads: number }> {
   const threads = resolveThreads(opts.threads);
-  const tuning = opts.tuning ?? DEFAULT_TUNING;
   const { llama, build } = await llamaRuntime(threads, opts.logger, opts.engineBuild, opts.gpu);
   // Before any context exists: the addon reads its settings when it creates one.
-  applyAddonSettings(llama, { ...tuning.addon, threadpoolPoll: opts.threadpoolPoll ?? 50 });
+  applyAddonSettings(llama, { threadpoolPoll: opts.threadpoolPoll ?? 50 });
   const patched = build === "patched-local";
   const buildInfo: EngineBuildInfo = {
     build,
-    threadpool: patched && tuning.addon?.threadpool !== false,
-    inlineSampling: patched && tuning.addon?.inlineSampling !== false,
-    inlineDecode: patched && tuning.inlineDecode !== false,
+    threadpool: patched,
+    inlineSampling: patched,
+    inlineDecode: patched,
   };
   const metrics = opts.metrics ?? {};
   const imageLimits: ImageLimits = {
     maxBytes: opts.imageLimits?.maxBytes ?? DEFAULT_MAX_IMAGE_BYTES,
     maxPixels: opts.imageLimits?.maxPixels ?? DEFAULT_MAX_IMAGE_PIXELS,
   };
+  const promptCache =
+    opts.promptCache ??
+    ((opts.promptCacheBytes ?? 0) > 0
+      ? new PromptCache(opts.promptCacheBytes!, (bytes) => metrics.onPromptCacheBytes?.(bytes))
+      : undefined);
   const registry = new ModelRegistry({
     llama,
     logger: opts.logger,
@@ -96,7 +102,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
     maxQueue: opts.maxQueue,
     maxLoadedModels: opts.maxLoadedModels,
     contextLength: opts.contextLength,
-    tuning,
+    promptCache,
   });
   const grammars = new GrammarCache(llama);
   const toolGrammars = new ToolGrammars(llama);
@@ -105,7 +111,16 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
   const shutdownController = new AbortController();
   const keepAliveOf = (ms: number | null | undefined): number | null =>
     ms === undefined ? opts.defaultKeepAliveMs : ms;
-  opts.logger.info({ threads, gpu: llama.gpu, numParallel: opts.numParallel, engine: buildInfo }, "engine ready");
+  opts.logger.info(
+    {
+      threads,
+      gpu: llama.gpu,
+      numParallel: opts.numParallel,
+      engine: buildInfo,
+      promptCacheBytes: patched ? (promptCache?.maxBytes ?? 0) : 0,
+    },
+    "engine ready",
+  );
 
   async function* generate(req: GenerateRequest): AsyncGenerator<GenerationEvent> {
     const startedNs = process.hrtime.bigint();
@@ -159,6 +174,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
             signal,
             (s) => commonPrefixLength(s.tokens, promptTokens),
             (s) => s.tokens.length,
+            loaded.slots.restorable(promptTokens),
           );
           try {
             yield* runGeneration({
@@ -170,9 +186,10 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
               grammar,
               signal,
               metrics,
+              logger: opts.logger,
               startedNs,
               loadDurationNs,
-              admission: tuning.fullSteps === false ? undefined : { arrival: req.arrival, arrivals },
+              admission: { arrival: req.arrival, arrivals },
               ...(req.logprobs ? { logprobs: req.logprobs } : {}),
               ...(req.returnTokens ? { returnTokens: true } : {}),
               ...(req.shift !== false && !images

@@ -1,9 +1,11 @@
-// One request to an app as the gateway's parts see it while it is served (dispatch.ts makes it; forward.ts,
-// cold-start.ts and accounting.ts read and fill it).
+// One request to an app as the gateway's steps see it while it is served: 1-dispatch makes it, the later steps read
+// and fill it.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Active, PrefixRoute } from "./app-state.ts";
+import type { Active, PrefixRoute } from "./3-route/app-state.ts";
 import type { ErrorShape } from "./errors.ts";
-import type { StreamKind } from "./hold.ts";
+import type { StreamKind } from "./3-route/hold.ts";
+import type { Client } from "./1-dispatch/client.ts";
+import type { ApiRoute } from "./routes.ts";
 
 export interface RequestContext extends Active {
   req: IncomingMessage;
@@ -16,7 +18,11 @@ export interface RequestContext extends Active {
   /** The path under the app (`/v1/chat/completions`), and the query string with its `?`. */
   rest: string;
   query: string;
+  /** Its route in the route table, and that route's error shape. */
+  api: ApiRoute;
   shape: ErrorShape;
+  /** Who the client is (its address and scheme, as far as the trusted proxies say). */
+  client: Client;
   /** The caller's key id, "-" without one. */
   keyId: string;
   /** A held streaming request whose status line and keep-alives went out already. */
@@ -31,4 +37,12 @@ export interface RequestContext extends Active {
   route?: PrefixRoute;
   /** The pod that answered (its name, else its address), for the access log and metrics. */
   pod?: string;
+}
+
+/** A request's body as the gateway reads it, once (3-route/request-body.ts). */
+export interface RequestBody {
+  /** The bytes as the client sent them; null without a body (GET, HEAD). */
+  raw: Buffer | null;
+  /** The body parsed, when it is a JSON object; undefined otherwise (the pod answers a body it cannot read). */
+  json: Record<string, unknown> | undefined;
 }

@@ -3,7 +3,14 @@
 // Streams that already started get the error as their last event instead (an SSE `data:` event, Anthropic's
 // `event: error`, or an NDJSON line), since their status line is gone.
 import type { ServerResponse } from "node:http";
-import { AppError, anthropicErrorBody, type ErrorCode, ollamaErrorBody, openaiErrorBody } from "../common/errors.ts";
+import {
+  AppError,
+  anthropicErrorBody,
+  anthropicErrorType,
+  type ErrorCode,
+  ollamaErrorBody,
+  openaiErrorBody,
+} from "../common/errors.ts";
 
 export type ErrorShape = "ollama" | "openai" | "anthropic";
 
@@ -59,4 +66,26 @@ export function sendGatewayError(
     "content-length": Buffer.byteLength(body),
   });
   res.end(body);
+}
+
+/**
+ * The error event that ends a stream already started (a held request committed to a stream) whose pod answered with
+ * an error status: the pod's own message in the route's shape, an SSE event (Anthropic's `event: error`) or an
+ * NDJSON line.
+ */
+export function streamErrorEvent(shape: ErrorShape, kind: "sse" | "ndjson", status: number, body: string): string {
+  let message = `the app answered with status ${status}`;
+  try {
+    const e = (JSON.parse(body) as { error?: unknown }).error;
+    if (typeof e === "string") message = e;
+    else if (e && typeof e === "object" && typeof (e as { message?: unknown }).message === "string")
+      message = (e as { message: string }).message;
+  } catch {
+    /* not JSON: the generic message */
+  }
+  if (kind === "ndjson") return `${JSON.stringify({ error: message })}\n`;
+  if (shape === "anthropic")
+    return `event: error\ndata: ${JSON.stringify({ type: "error", error: { type: anthropicErrorType(status), message } })}\n\n`;
+  const type = status >= 500 ? "server_error" : "invalid_request_error";
+  return `data: ${JSON.stringify({ error: { message, type, param: null, code: String(status) } })}\n\n`;
 }

@@ -1,30 +1,30 @@
-// The gateway: its parts wired together, and what it keeps per app while serving. A request goes dispatch.ts →
-// forward.ts (auth → limits → body → a pod, held by cold-start.ts while the app scales from zero → proxy.ts) →
-// accounting.ts. It reads apps, pods, keys and usage only through the interfaces of ports.ts, so the same code serves
+// The gateway: its parts wired together, and what it keeps per app while serving. A request goes down the steps:
+// 1-dispatch → (pipeline.ts) 2-authenticate → 3-route → 4-forward → 5-account, each route's rules read from
+// routes.ts. It reads apps, pods, keys and usage only through the interfaces of ports.ts, so the same code serves
 // the cluster (kube/ watches) and a one-off local server (memory.ts). No Kubernetes API call is made per request.
 import type { ServerResponse } from "node:http";
 import { AppError } from "../common/errors.ts";
 import type { Logger } from "../common/logger.ts";
-import { Accounting } from "./accounting.ts";
-import { AppState } from "./app-state.ts";
-import { authorizationOf, type KeyCheck } from "./auth.ts";
-import { ColdStart } from "./cold-start.ts";
+import { Accounting } from "./5-account/accounting.ts";
+import { AppState } from "./3-route/app-state.ts";
+import { clientOf, type ClientOf } from "./1-dispatch/client.ts";
+import { Authenticator } from "./2-authenticate/authenticate.ts";
+import { ColdStart } from "./3-route/cold-start.ts";
 import type { GatewayConfig } from "./config.ts";
 import type { RequestContext } from "./context.ts";
-import { dispatcher, systemDispatcher, type SystemPath } from "./dispatch.ts";
+import { dispatcher, systemDispatcher, type SystemPath } from "./1-dispatch/dispatch.ts";
 import { gatewayError } from "./errors.ts";
-import { serveApp, type ForwardDeps } from "./forward.ts";
-import { KeyVerifier } from "./key-verifier.ts";
-import { KeyLimiter, type LimitResult } from "./limiter.ts";
-import { createManagement } from "./management.ts";
+import { serveApp, type PipelineDeps } from "./pipeline.ts";
+import { createManagement } from "./management/management-api.ts";
 import { GatewayMetrics } from "./metrics.ts";
 import type { AppInfo, AppSource, KeyStore, LoadSink, UsageStore } from "./ports.ts";
-import { Upstreams } from "./proxy.ts";
-import { requestIds } from "./request-id.ts";
-import type { AppAdmin } from "./app-admin.ts";
-import { asAppRequest, presetKeyOf } from "./console/forward.ts";
+import { Upstreams } from "./4-forward/proxy.ts";
+import { requestIds } from "./1-dispatch/request-id.ts";
+import type { AppAdmin } from "./management/app-admin.ts";
+import { asAppRequest } from "./console/playground.ts";
 import type { SessionStore } from "./console/session.ts";
 import { consoleManagement } from "./console/wire.ts";
+import { QueueService } from "./queue/service.ts";
 
 export interface GatewayDeps {
   config: GatewayConfig;
@@ -44,13 +44,16 @@ export interface GatewayDeps {
   now?: () => number;
 }
 
-export class Gateway implements ForwardDeps {
+export class Gateway implements PipelineDeps {
   readonly config: GatewayConfig;
   readonly apps: AppSource;
   readonly metrics: GatewayMetrics;
   readonly upstreams: Upstreams;
   readonly coldStart: ColdStart;
   readonly accounting: Accounting;
+  readonly auth: Authenticator;
+  /** Who a request's client is (config trustProxy). */
+  readonly clientOf: ClientOf;
   readonly logger: Logger;
   readonly now: () => number;
   /** The request listener of the gateway's address, and of its metrics address. */
@@ -58,9 +61,9 @@ export class Gateway implements ForwardDeps {
   readonly handleSystem: (req: RequestContext["req"], res: ServerResponse) => void;
   private readonly d: GatewayDeps;
   private readonly states = new Map<string, AppState>();
-  private readonly verifier: KeyVerifier;
-  private readonly limiter: KeyLimiter;
   private readonly consoleSessions: { start(): void; stop(): void };
+  /** fal's queue API, when config.queue names a broker. */
+  readonly queue: QueueService | undefined;
   private closing_ = false;
   private running = 0;
   private idle: (() => void) | undefined;
@@ -94,20 +97,19 @@ export class Gateway implements ForwardDeps {
       logger: d.logger,
       now: this.now,
     });
-    this.verifier = new KeyVerifier(d.keys, c.keyCacheSeconds * 1000);
-    this.limiter = new KeyLimiter(
-      { requestsPerSecond: c.limits.requestsPerSecond, burst: c.limits.burst, concurrent: c.limits.concurrent },
-      c.limits.orgs,
-    );
+    this.clientOf = clientOf(c.trustProxy);
+    this.auth = new Authenticator({ keys: d.keys, config: c, metrics: this.metrics, now: this.now });
     const consoleParts = consoleManagement({
+      queue: c.queue !== undefined,
       config: c.console,
       ...(d.sessions ? { sessions: d.sessions } : {}),
       ...(d.appAdmin ? { admin: d.appAdmin } : {}),
       ...(d.consoleAssets ? { assetsDir: d.consoleAssets } : {}),
       apps: d.apps,
       keys: d.keys,
-      checkHeader: (req) => this.check(req),
-      checkKey: (key) => this.verifier.checkAuthorization(`Key ${key}`, this.now()),
+      checkHeader: (req) => this.auth.check(req),
+      checkKey: (key) => this.auth.checkKey(key),
+      clientOf: this.clientOf,
       forwardToApp: (req, res, org, app, rest, key) => {
         asAppRequest(req, org, app, rest, key);
         this.handle(req, res);
@@ -121,19 +123,39 @@ export class Gateway implements ForwardDeps {
     this.consoleSessions.start();
     const management = createManagement({
       ...consoleParts.deps,
+      queue: c.queue !== undefined,
       usageDays: c.usage.retentionDays,
       apps: d.apps,
       keys: d.keys,
       ...(d.usage ? { usage: this.usageAfterFlush(d.usage) } : {}),
-      limit: (key) => this.acquireLimit(key),
+      limit: (key) => this.auth.acquireLimit(key),
       maxBodyBytes: c.maxBodyBytes,
       logger: d.logger,
       ...(d.publicUrl ? { publicUrl: d.publicUrl } : {}),
       now: this.now,
       onAuthFailure: (reason) => this.metrics.authFailures.inc({ reason }),
     });
+    if (c.queue) {
+      const q = new QueueService({
+        config: c.queue,
+        maxBodyBytes: c.maxBodyBytes,
+        apps: d.apps,
+        check: (req) => this.auth.check(req),
+        acquireLimit: (key) => this.auth.acquireLimit(key),
+        run: (req, res) => this.handle(req, res),
+        registry: this.metrics.registry,
+        logger: d.logger,
+        now: this.now,
+        ...(d.publicUrl ? { publicUrl: d.publicUrl } : {}),
+      });
+      this.queue = q;
+      q.start().catch((err: unknown) => d.logger.error({ err: String(err) }, "the queue did not start"));
+    }
+    const queue = this.queue;
     const dispatch = {
       config: c,
+      clientOf: this.clientOf,
+      ...(queue ? { queue: queue.handle.bind(queue) } : {}),
       newRequestId: requestIds(),
       logger: d.logger,
       management,
@@ -142,7 +164,10 @@ export class Gateway implements ForwardDeps {
     };
     this.handle = dispatcher(dispatch);
     this.handleSystem = systemDispatcher(dispatch);
-    d.apps.onChange((org, name) => this.appChanged(org, name));
+    d.apps.onChange((org, name) => {
+      this.appChanged(org, name);
+      this.queue?.appChanged(org, name);
+    });
     // Held requests of apps at zero learn at once when this gateway can no longer wake them (or can again).
     d.load?.onWakeChange?.(() => {
       for (const s of this.states.values()) s.wake();
@@ -162,19 +187,6 @@ export class Gateway implements ForwardDeps {
       (this.d.usage?.synced ?? true) &&
       (this.d.sessions?.synced ?? true)
     );
-  }
-
-  check(req: RequestContext["req"]): KeyCheck {
-    const preset = presetKeyOf(req); // the console's playground, as the key of its session
-    if (preset) return { ok: true, key: preset };
-    return this.verifier.checkAuthorization(authorizationOf(req.headers.authorization, req.rawHeaders), this.now());
-  }
-
-  /** A request slot under the key's limits (its org's overrides apply), counted when refused. */
-  acquireLimit(key: { id: string; org: string }): LimitResult {
-    const l = this.limiter.acquire(key.id, key.org, this.now());
-    if (!l.ok) this.metrics.rateLimited.inc({ org: key.org, limit: l.limit });
-    return l;
   }
 
   state(org: string, name: string): AppState {
@@ -197,7 +209,8 @@ export class Gateway implements ForwardDeps {
     const now = this.now();
     const out: Array<{ namespace: string; name: string; inFlight: number }> = [];
     for (const s of this.states.values()) {
-      const n = Math.max(s.inFlight, s.warmUntil > now ? 1 : 0);
+      // Queued requests waiting for the app are load too: a burst larger than the replicas scales them up.
+      const n = Math.max(s.inFlight, s.warmUntil > now ? 1 : 0) + (this.queue?.waiting(s.org, s.name) ?? 0);
       if (n > 0) out.push({ namespace: s.org, name: s.name, inFlight: n });
     }
     return out;
@@ -262,6 +275,8 @@ export class Gateway implements ForwardDeps {
    */
   async close(deadlineMs: number): Promise<void> {
     this.closing_ = true;
+    // The queue's workers take nothing more; the requests they run drain with the others.
+    const queueClosed = this.queue?.close();
     this.consoleSessions.stop();
     const idle = (ms: number) =>
       this.running > 0
@@ -276,6 +291,7 @@ export class Gateway implements ForwardDeps {
     const cause = new AppError("SHUTTING_DOWN", "the gateway is shutting down");
     for (const s of this.states.values()) s.cancelAll(cause);
     await idle(2000);
+    await queueClosed;
     this.accounting.flush();
     await this.d.usage?.flush().catch((err: unknown) => this.d.logger.warn({ err: String(err) }, "usage flush failed"));
     await this.upstreams.close();

@@ -10,8 +10,8 @@ import type { Duplex } from "node:stream";
 import { AppError, type ErrorCode } from "../common/errors.ts";
 import type { GatewayConfig } from "./config.ts";
 import { errorJson } from "./errors.ts";
-import { requestIds } from "./request-id.ts";
-import { guessShape } from "./routing.ts";
+import { requestIds } from "./1-dispatch/request-id.ts";
+import { guessShape } from "./1-dispatch/target.ts";
 
 export type RequestListener = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 

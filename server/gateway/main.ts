@@ -14,11 +14,11 @@ import type { GatewayEnv } from "./env.ts";
 import { Gateway } from "./gateway.ts";
 import { createGatewayServer } from "./http-server.ts";
 import { KubeApps } from "./kube/apps.ts";
-import { KubeAppAdmin } from "./kube/app-admin.ts";
-import { KubeKeys } from "./kube/keys.ts";
+import { KubeAppAdmin } from "./kube/app-operations.ts";
+import { KubeKeys } from "./kube/key-store.ts";
 import { KubeSessions } from "./kube/sessions.ts";
-import { KubeUsage } from "./kube/usage.ts";
-import { OperatorLoadReporter } from "./load-reporter.ts";
+import { KubeUsage } from "./kube/usage-store.ts";
+import { OperatorLoadReporter } from "./kube/load-reporter.ts";
 
 export interface GatewayOptions {
   configFile?: string;

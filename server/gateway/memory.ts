@@ -1,9 +1,9 @@
 // In-process implementations of the gateway's seams (ports.ts): apps and endpoints set by the caller, keys in a Map,
 // usage kept in memory. For a one-off local server (`gantry run app.ts::chat`), the benchmark and tests; the cluster
 // uses kube/. Nothing here is persisted.
-import { generateApiKey, hashSecret, type KeyRecord, type KeyScope } from "./keys.ts";
+import { generateApiKey, hashSecret, type KeyRecord, type KeyScope } from "./2-authenticate/api-keys.ts";
 import type { AppInfo, AppSource, CreatedKey, Endpoint, KeyStore, UsageStore } from "./ports.ts";
-import { mergeUsage, UsageTable, type RequestUsage, type UsageRow } from "./usage.ts";
+import { mergeUsage, UsageTable, type RequestUsage, type UsageRow } from "./5-account/usage.ts";
 
 export class StaticApps implements AppSource {
   readonly synced = true;

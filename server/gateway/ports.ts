@@ -3,8 +3,8 @@
 // (kube/); memory.ts holds in-process ones (one app, a local upstream, keys in a Map) for a one-off local server, the
 // benchmark and tests. See docs/gateway.md.
 import type { AuthMode, ModelAppSpec } from "../../operator/api/v1alpha1/modelapp.ts";
-import type { KeyRecord, KeyScope } from "./keys.ts";
-import type { RequestUsage, UsageRow } from "./usage.ts";
+import type { KeyRecord, KeyScope } from "./2-authenticate/api-keys.ts";
+import type { RequestUsage, UsageRow } from "./5-account/usage.ts";
 
 /** An app as the gateway routes to it. */
 export interface AppInfo {

@@ -14,7 +14,7 @@ import { buildConsole } from "./console-build.ts";
 /** Source directories compiled to dist/. */
 const SOURCES = ["server", "operator"];
 /** The console's browser sources: bundled into dist/console, not copied. */
-const CONSOLE_SOURCES = path.join("server", "console");
+const CONSOLE_SOURCES = path.join("server", "browser-console");
 
 /**
  * Files the compiled modules open at run time (the engine's patch and build files): everything in the source

@@ -1,4 +1,4 @@
-// `npm run build` part two: the console's browser code (server/console, Preact + uPlot) bundled by esbuild into
+// `npm run build` part two: the console's browser code (server/browser-console, Preact + uPlot) bundled by esbuild into
 // dist/console: content-hashed JS, CSS and icon under assets/ (cached for a year by the gateway), index.html naming
 // them (no inline script: the CSP forbids it), each compressible file also as .br and .gz (the gateway sends the
 // encoding the browser prefers, compressed once here instead of per request), and manifest.json listing them.
@@ -15,7 +15,7 @@ export async function buildConsole(
   out = path.join(root, "dist", "console"),
 ): Promise<{ files: number; bytes: number; seconds: number }> {
   const started = performance.now();
-  const src = path.join(root, "server", "console");
+  const src = path.join(root, "server", "browser-console");
   fs.rmSync(out, { recursive: true, force: true });
   fs.mkdirSync(path.join(out, "assets"), { recursive: true });
   const esbuild = await import("esbuild"); // a dev dependency: loaded only when building

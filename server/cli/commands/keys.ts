@@ -48,9 +48,9 @@ export const keysCommand: Command = {
     const { loadCliConfig } = await import("../../platform/cli-config.ts");
     const { connect, kubeErrorMessage, PlatformError } = await import("../../platform/kube-target.ts");
     const { createKeySecret, listKeySecrets, revokeKeySecret } = await import("../../gateway/kube/key-admin.ts");
-    const { KEY_SCOPES, NewKeyNameSchema, parseExpiry } = await import("../../gateway/keys.ts");
+    const { KEY_SCOPES, NewKeyNameSchema, parseExpiry } = await import("../../gateway/2-authenticate/api-keys.ts");
     const { isDnsLabel } = await import("../../common/kube-names.ts");
-    const { keyInfo } = await import("../../gateway/management.ts");
+    const { keyInfo } = await import("../../gateway/management/management-api.ts");
     if (!isDnsLabel(org)) throw new UsageError(`keys: "${org}" is not a valid org (a namespace name)`);
     // The cluster as kubectl picks it (--kubeconfig, KUBECONFIG, ~/.kube/config, in-cluster; --context), and the API
     // server's errors as one sentence (an org that does not exist, a cluster that cannot be reached).

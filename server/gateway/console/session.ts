@@ -4,7 +4,7 @@
 import crypto from "node:crypto";
 import { parseCookie, stringifySetCookie } from "cookie";
 import { isDnsLabel } from "../../common/kube-names.ts";
-import type { KeyRecord } from "../keys.ts";
+import type { KeyRecord } from "../2-authenticate/api-keys.ts";
 
 export const SESSION_COOKIE = "gantry_session";
 /** The cookie is sent to the management API and the console only. */
@@ -78,19 +78,6 @@ export function sessionSetCookie(value: string, o: { secure: boolean; maxAgeSeco
     secure: o.secure,
     maxAge: value ? Math.floor(o.maxAgeSeconds) : 0,
   });
-}
-
-/**
- * Whether the browser reached the gateway over TLS: its own socket, or a proxy in front that says so
- * (X-Forwarded-Proto: https, its first value when proxies chained theirs).
- */
-export function cameOverTls(
-  socket: { encrypted?: boolean } | undefined,
-  forwardedProto: string | string[] | undefined,
-) {
-  if (socket?.encrypted === true) return true;
-  const first = (Array.isArray(forwardedProto) ? forwardedProto[0] : forwardedProto)?.split(",")[0]?.trim();
-  return first?.toLowerCase() === "https";
 }
 
 export type SessionState = "ok" | "idle" | "expired" | "key-gone" | "key-expired" | "not-admin";

@@ -1,6 +1,6 @@
-// The console's pages and assets, built by `npm run build` into dist/console (server/console/build.ts): read once at
-// start, served from memory with the encoding the browser prefers among the precompressed ones (brotli, gzip),
-// hashed assets cached for a year (immutable), the page itself revalidated (ETag), under a strict
+// The console's pages and assets, built by `npm run build` into dist/console (server/setup/console-build.ts):
+// read once at start, served from memory with the encoding the browser prefers among the precompressed ones (brotli,
+// gzip), hashed assets cached for a year (immutable), the page itself revalidated (ETag), under a strict
 // Content-Security-Policy (own origin only, no inline script, no framing). Any path under /_gantry/console/ that is
 // not an asset is the page (the console routes in the browser).
 import fs from "node:fs";

@@ -1,16 +1,17 @@
 // The console's part of the management API, put together for gateway.ts: the session check in front of every org
 // route, the console's own routes (its pages, sign-in and sign-out), the routes of one app and the playground's way
 // into the app pipeline.
+import type { ClientOf } from "../1-dispatch/client.ts";
 import path from "node:path";
 import type { Logger } from "../../common/logger.ts";
 import { packageRoot } from "../../common/package-files.ts";
-import type { KeyCheck, VerifiedKey } from "../auth.ts";
-import type { AppAdmin } from "../app-admin.ts";
+import type { KeyCheck, VerifiedKey } from "../2-authenticate/authorization.ts";
+import type { AppAdmin } from "../management/app-admin.ts";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { appInfo, type ManagementDeps } from "../management.ts";
-import { createAppRoutes } from "../management-apps.ts";
+import { appInfo, type ManagementDeps } from "../management/management-api.ts";
+import { createAppRoutes } from "../management/app-api.ts";
 import type { AppSource, KeyStore } from "../ports.ts";
-import type { ConsoleConfig } from "./config.ts";
+import type { ConsoleConfig } from "./console-config.ts";
 import { ConsoleSessions, SESSION_PATH } from "./console.ts";
 import { MemorySessions } from "./memory-sessions.ts";
 import type { SessionStore } from "./session.ts";
@@ -27,6 +28,7 @@ export interface ConsoleWiring {
   keys: Pick<KeyStore, "byId">;
   checkHeader(req: IncomingMessage): KeyCheck;
   checkKey(key: string): KeyCheck;
+  clientOf: ClientOf;
   forwardToApp(
     req: IncomingMessage,
     res: ServerResponse,
@@ -37,6 +39,8 @@ export interface ConsoleWiring {
   ): void;
   maxBodyBytes: number;
   publicUrl?: string;
+  /** fal's queue API is on (app objects carry their queueUrl). */
+  queue?: boolean;
   logger: Logger;
   now: () => number;
   /** The built console (default: dist/console of the package). */
@@ -54,6 +58,7 @@ export function consoleManagement(w: ConsoleWiring): {
     keys: w.keys,
     checkKey: w.checkKey,
     checkHeader: w.checkHeader,
+    clientOf: w.clientOf,
     maxBodyBytes: w.maxBodyBytes,
     logger: w.logger,
     now: w.now,
@@ -65,7 +70,7 @@ export function consoleManagement(w: ConsoleWiring): {
     forwardToApp: w.forwardToApp,
     maxBodyBytes: w.maxBodyBytes,
     logger: w.logger,
-    view: (a) => appInfo(a, w.publicUrl),
+    view: (a) => appInfo(a, w.publicUrl, w.queue === true),
   });
   return {
     sessions,

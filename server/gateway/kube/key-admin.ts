@@ -9,7 +9,7 @@ import {
   readKeySecret,
   type KeyRecord,
   type KeyScope,
-} from "../keys.ts";
+} from "../2-authenticate/api-keys.ts";
 
 const statusOf = (e: unknown): number | undefined => (e as { code?: number })?.code;
 

@@ -26,10 +26,10 @@ const bad = (param: string, message: string) => new AppError("BAD_REQUEST", `inv
 /**
  * Anthropic's `thinking` and `output_config.effort` as a reasoning effort: `enabled` is a level by its token budget
  * (Anthropic's minimum is 1024; under 4k low, under 16k medium, else high), `disabled` none, `adaptive` the effort's
- * level (medium without one); without `thinking`, the effort's level (xhigh and max are high).
+ * level (medium without one); without `thinking`, the effort's level (xhigh and max are the highest, Ollama's "max").
  */
 export function reasoningEffort(t: Thinking | undefined, effort?: string): string | undefined {
-  const level = effort === undefined ? undefined : effort === "low" || effort === "medium" ? effort : "high";
+  const level = effort === undefined ? undefined : effort === "xhigh" || effort === "max" ? "xhigh" : effort;
   if (t === undefined) return level;
   if (t.type === "disabled") return "none";
   if (t.type === "adaptive") return level ?? "medium";

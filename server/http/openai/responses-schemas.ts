@@ -4,6 +4,7 @@
 // naming the field. Every object is a wire object (api/wire.ts): a null field is an absent one.
 import { z } from "zod";
 import { JsonSchemaObject, wire } from "../../api/wire.ts";
+import { ReasoningEffortSchema } from "../../api/tools.ts";
 
 const STATELESS = "Gantry does not store responses: send the whole conversation in input";
 
@@ -134,7 +135,7 @@ export const ResponsesRequestSchema = wire(
     text: wire(z.object({ format: TextFormat.optional(), verbosity: z.string().optional() })).optional(),
     reasoning: wire(
       z.object({
-        effort: z.enum(["none", "minimal", "low", "medium", "high", "xhigh"]).optional(),
+        effort: ReasoningEffortSchema.optional(),
         summary: z.string().optional(),
         generate_summary: z.string().optional(),
       }),

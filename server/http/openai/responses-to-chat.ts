@@ -157,10 +157,7 @@ export function responsesToChat(req: ResponsesRequest): ChatTranslation {
       ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
       ...(req.top_p !== undefined ? { top_p: req.top_p } : {}),
       ...(format !== undefined ? { response_format: format } : {}),
-      // xhigh is OpenAI's newest level: the highest a template knows.
-      ...(req.reasoning?.effort !== undefined
-        ? { reasoning_effort: req.reasoning.effort === "xhigh" ? "high" : req.reasoning.effort }
-        : {}),
+      ...(req.reasoning?.effort !== undefined ? { reasoning_effort: req.reasoning.effort } : {}),
       ...(req.user !== undefined ? { user: req.user } : {}),
       // OpenAI's `truncation`: "disabled" (its default) refuses a prompt longer than the context, "auto" cuts it.
       truncate: req.truncation === "auto",

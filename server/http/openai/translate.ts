@@ -32,12 +32,12 @@ export function toolsFromOpenAI(r: ChatCompletionRequest): ToolsRequest | undefi
   };
 }
 
-/** reasoning_effort (or reasoning.effort) as a think setting: "none" is off, "minimal" the lowest level. */
+/** reasoning_effort (or reasoning.effort) as a think setting: "none" is off, "minimal" the lowest, "xhigh" "max". */
 export function thinkFromOpenAI(r: ChatCompletionRequest): ThinkSetting | undefined {
   const effort = r.reasoning_effort ?? r.reasoning?.effort;
   if (effort === undefined) return undefined;
   if (effort === "none") return false;
-  return effort === "minimal" ? "low" : effort;
+  return effort === "minimal" ? "low" : effort === "xhigh" ? "max" : effort;
 }
 
 export function usage(s: GenerationStats): {

@@ -1,10 +1,10 @@
-// How often usage is written to the cluster under load: the gateway's usage store (kube/usage.ts, flush every 5 s,
-// the default) meters a steady stream of requests for two orgs (several keys and apps each) for a while; every write
-// to a usage ConfigMap is counted. The writes depend on the orgs with traffic and the flush interval, not on the
-// request rate.
+// How often usage is written to the cluster under load: the gateway's usage store (kube/usage-store.ts, a flush
+// every 5 s, the default) meters a steady stream of requests for two orgs (several keys and apps each) for a while;
+// every write to a usage ConfigMap is counted. The writes depend on the orgs with traffic and the flush interval, not
+// on the request rate.
 import { CoreV1Api } from "@kubernetes/client-node";
 import { silentLogger } from "../../../server/common/logger.ts";
-import { KubeUsage } from "../../../server/gateway/kube/usage.ts";
+import { KubeUsage } from "../../../server/gateway/kube/usage-store.ts";
 import { createTestNamespace, ensureTestCluster, kubeConfigFor } from "../../cluster/test-cluster.ts";
 
 export async function benchUsageWrites(opts: { seconds?: number; rps?: number } = {}) {

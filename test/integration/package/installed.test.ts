@@ -65,7 +65,7 @@ test("the tarball holds the built package, the engine patch and its build step, 
       `${re} is packed`,
     );
   assert.deepEqual(
-    files.filter((f) => f.startsWith("dist/server/console/") || f.endsWith(".tsx")),
+    files.filter((f) => f.startsWith("dist/server/browser-console/") || f.endsWith(".tsx")),
     [],
     "the console's sources stay out",
   );

@@ -24,6 +24,7 @@ before(async () => {
   await createModel(srv.url, "caller", await familyModelPath("qwen2.5", { "<tool_call>": 2, "<|im_end|>": 1 }));
   await createModel(srv.url, "chatml", await tinyModelPath());
   await createModel(srv.url, "reasoner", await familyModelPath("qwen3"), { template: OPENS_THINKING });
+  await createModel(srv.url, "leveled", await familyModelPath("qwen3"), { template: LEVELED });
   openai = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: "unused" });
   ollama = new Ollama({ host: srv.url });
 });
@@ -56,6 +57,11 @@ const OPENS_THINKING = `{{- range .Messages }}<|im_start|>{{ .Role }}
 {{ end }}<|im_start|>assistant
 {{ if .Think }}<think>
 {{ end }}`;
+
+/** OPENS_THINKING with the level written into the system turn, as gpt-oss's "Reasoning: high" (Go's .ThinkLevel). */
+const LEVELED = `<|im_start|>system
+Reasoning: {{ if .ThinkLevel }}{{ .ThinkLevel }}{{ else }}default{{ end }}<|im_end|>
+${OPENS_THINKING}`;
 
 const ask: ChatCompletionMessageParam[] = [{ role: "user", content: "What is the weather in Paris?" }];
 /** Enough tokens for a whole call of these tools even one character a token. */
@@ -240,6 +246,30 @@ describe("thinking", () => {
     const off = await ollama.chat({ model: "reasoner", messages: user, options, think: false });
     assert.ok(off.message.content.length > 0);
     assert.equal(off.message.thinking, undefined);
+  });
+
+  test("think levels reach the template (.ThinkLevel) from /api and from /v1's reasoning_effort", async () => {
+    // The level's word is in the prompt: "default" and "medium" are each one token more than "low", "high" and "max".
+    const counts = async (think: boolean | "low" | "medium" | "high" | "max") =>
+      // The npm client types no "max" yet; Ollama takes it.
+      (await ollama.chat({ model: "leveled", messages: user, options, think: think as boolean })).prompt_eval_count;
+    const [dflt, low, max] = [await counts(true), await counts("low"), await counts("max")];
+    assert.notEqual(dflt, low, "the level went into the prompt");
+    assert.ok(max > 0);
+    const v1 = async (reasoning_effort: "low" | "xhigh") =>
+      (await openai.chat.completions.create({ model: "leveled", messages: user, max_tokens: 2, reasoning_effort }))
+        .usage!.prompt_tokens;
+    assert.equal(await v1("low"), low);
+    assert.equal(await v1("xhigh"), max, "OpenAI's xhigh is Ollama's max");
+    const bad = await fetch(`${srv.url}/api/chat`, {
+      method: "POST",
+      body: JSON.stringify({ model: "leveled", messages: user, think: "extreme" }),
+    });
+    assert.equal(bad.status, 400);
+    assert.match(
+      ((await bad.json()) as { error: string }).error,
+      /must be "high", "medium", "low", "max", true, or false/,
+    );
   });
 
   test("/v1/chat/completions: reasoning_content, never mixed into content, streamed as its own deltas", async () => {

@@ -45,6 +45,8 @@ test("slash commands", () => {
   });
   assert.deepEqual(parseReplInput("/set think"), { kind: "set-think", value: true });
   assert.deepEqual(parseReplInput("/set think high"), { kind: "set-think", value: "high" });
+  assert.deepEqual(parseReplInput("/set think low"), { kind: "set-think", value: "low" });
+  assert.deepEqual(parseReplInput("/set think max"), { kind: "set-think", value: "max" });
   assert.deepEqual(parseReplInput("/set nothink"), { kind: "set-think", value: false });
   assert.equal(parseReplInput("/set think hard").kind, "invalid");
   for (const topic of ["info", "template", "parameters", "system", "license", "modelfile"]) {

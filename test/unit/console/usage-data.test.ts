@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { bucketTimes, perBucket, perGroup, usageCsv, type UsageRow } from "../../../server/console/usage-data.ts";
+import {
+  bucketTimes,
+  perBucket,
+  perGroup,
+  usageCsv,
+  type UsageRow,
+} from "../../../server/browser-console/usage-data.ts";
 
 const row = (hour: string, app: string, keyId: string, requests: number): UsageRow => ({
   hour,

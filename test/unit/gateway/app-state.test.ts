@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { AppState, type PrefixRoute } from "../../../server/gateway/app-state.ts";
+import { AppState, type PrefixRoute } from "../../../server/gateway/3-route/app-state.ts";
 import type { Endpoint } from "../../../server/gateway/ports.ts";
 
 const ep = (id: string, ready: boolean): Endpoint => ({ id, origin: `http://${id}`, ready });

@@ -6,7 +6,7 @@ import {
   decideAdmin,
   parseAuthorization,
   type KeyCheck,
-} from "../../../server/gateway/auth.ts";
+} from "../../../server/gateway/2-authenticate/authorization.ts";
 
 const ID = "0123456789abcdef";
 const SECRET = "A".repeat(43);

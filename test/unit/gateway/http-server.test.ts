@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { preflightHeaders } from "../../../server/gateway/cors.ts";
+import { preflightHeaders } from "../../../server/gateway/1-dispatch/cors.ts";
 import { AppError } from "../../../server/common/errors.ts";
 import { clientErrorAnswer, refusalResponse } from "../../../server/gateway/http-server.ts";
-import { guessShape } from "../../../server/gateway/routing.ts";
+import { guessShape } from "../../../server/gateway/1-dispatch/target.ts";
 
 const parse = (raw: string) => {
   const [head, body] = raw.split("\r\n\r\n");

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { KeyVerifier } from "../../../server/gateway/key-verifier.ts";
-import { hashSecret, type KeyRecord } from "../../../server/gateway/keys.ts";
+import { KeyVerifier } from "../../../server/gateway/2-authenticate/key-verifier.ts";
+import { hashSecret, type KeyRecord } from "../../../server/gateway/2-authenticate/api-keys.ts";
 
 const SECRET = "s".repeat(43);
 const rec = (over: Partial<KeyRecord> = {}): KeyRecord => ({

@@ -10,7 +10,7 @@ import {
   parseExpiry,
   readKeySecret,
   verifySecret,
-} from "../../../server/gateway/keys.ts";
+} from "../../../server/gateway/2-authenticate/api-keys.ts";
 
 test("a generated key is <16 hex id>:<43 base64url secret> and parses back", () => {
   const k = generateApiKey();

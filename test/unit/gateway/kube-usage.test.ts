@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { createLogger } from "../../../server/common/logger.ts";
-import { KubeUsage } from "../../../server/gateway/kube/usage.ts";
+import { KubeUsage } from "../../../server/gateway/kube/usage-store.ts";
 import { logRecords, standInApiserver } from "../../support/stand-in-apiserver.ts";
 
 test("failing usage writes warn at the first failures only, then say when writes work again; nothing is lost", async () => {

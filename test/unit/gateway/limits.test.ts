@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { limitsFor, takeToken, type Bucket } from "../../../server/gateway/limits.ts";
-import { KeyLimiter } from "../../../server/gateway/limiter.ts";
+import { limitsFor, takeToken, type Bucket } from "../../../server/gateway/2-authenticate/limits.ts";
+import { KeyLimiter } from "../../../server/gateway/2-authenticate/limiter.ts";
 
 test("token bucket: a burst, then the sustained rate, with Retry-After rounded up", () => {
   let b: Bucket | undefined;

@@ -3,7 +3,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { test } from "node:test";
 import { silentLogger } from "../../../server/common/logger.ts";
-import { NO_OPERATOR, OperatorLoadReporter, refusedReports } from "../../../server/gateway/load-reporter.ts";
+import { NO_OPERATOR, OperatorLoadReporter, refusedReports } from "../../../server/gateway/kube/load-reporter.ts";
 
 test("why refused reports wake nothing names the cause and the fix", () => {
   assert.match(

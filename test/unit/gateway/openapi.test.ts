@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { openApiDocument } from "../../../server/gateway/openapi.ts";
+import { openApiDocument } from "../../../server/gateway/management/openapi.ts";
 
 test("the management API's OpenAPI document is derived from the zod schemas", () => {
   const doc = openApiDocument() as {

@@ -1,11 +1,20 @@
-// PrefixHash: the key of a request (its conversation's start, read from the body without a full parse) and the ring
-// (consistent hashing with bounded loads): table tests, and the key checked against the same rule applied to
-// JSON.parse's result on many generated bodies.
+// PrefixHash: the key of a request (a key the client sent, else its conversation's start, read from the request's
+// parsed body by the fields of its route in the route table) and the ring (consistent hashing with bounded loads):
+// table tests, and the key checked against the rule written out once more on many generated bodies.
 import assert from "node:assert/strict";
 import { randomInt } from "node:crypto";
 import { test } from "node:test";
-import { prefixKey } from "../../../server/gateway/prefix-key.ts";
-import { PrefixRing } from "../../../server/gateway/prefix-ring.ts";
+import { prefixKey } from "../../../server/gateway/3-route/prefix-key.ts";
+import { PrefixRing } from "../../../server/gateway/3-route/prefix-ring.ts";
+import { parseBody } from "../../../server/gateway/3-route/request-body.ts";
+import { apiRoute } from "../../../server/gateway/routes.ts";
+
+/** The key the gateway routes a request to `path` with this body by (as 3-route/route.ts's prefixRoute reads it). */
+function keyOf(path: string, raw: Buffer | null, chars: number, session?: string): string | undefined {
+  const fields = apiRoute(path)?.prefixHash;
+  const body = parseBody(raw);
+  return fields && body !== "too-deep" && body.json ? prefixKey(fields, body.json, chars, session) : undefined;
+}
 
 const body = (o: unknown, indent?: number) => Buffer.from(JSON.stringify(o, null, indent));
 const chat = (messages: unknown[], extra: object = {}) => body({ model: "m", ...extra, messages });
@@ -17,35 +26,35 @@ test("every turn of a chat has the key of its first turn; another conversation h
   ];
   const turn2 = [...turn1, { role: "assistant", content: "Hello!" }, { role: "user", content: "how are you?" }];
   const turn3 = [...turn2, { role: "assistant", content: "Fine." }, { role: "user", content: "bye" }];
-  const keys = [turn1, turn2, turn3].map((m) => prefixKey("/v1/chat/completions", chat(m), 100));
+  const keys = [turn1, turn2, turn3].map((m) => keyOf("/v1/chat/completions", chat(m), 100));
   assert.equal(keys[0], "m\nsystem:be brief\n\nhi");
   assert.deepEqual(new Set(keys).size, 1);
-  assert.notEqual(prefixKey("/v1/chat/completions", chat([{ role: "user", content: "hello" }]), 100), keys[0]);
-  assert.notEqual(prefixKey("/v1/chat/completions", body({ model: "n", messages: turn1 }), 100), keys[0], "the model");
-  assert.equal(prefixKey("/api/chat", chat(turn3, { stream: false, options: { temperature: 0 } }), 100), keys[0]);
+  assert.notEqual(keyOf("/v1/chat/completions", chat([{ role: "user", content: "hello" }]), 100), keys[0]);
+  assert.notEqual(keyOf("/v1/chat/completions", body({ model: "n", messages: turn1 }), 100), keys[0], "the model");
+  assert.equal(keyOf("/api/chat", chat(turn3, { stream: false, options: { temperature: 0 } }), 100), keys[0]);
 });
 
 test("the system text and the first user message are each cut at prefixCharLength characters", () => {
   const long = "a".repeat(500);
-  assert.equal(prefixKey("/v1/chat/completions", chat([{ role: "user", content: long }]), 10), "m\n\naaaaaaaaaa");
+  assert.equal(keyOf("/v1/chat/completions", chat([{ role: "user", content: long }]), 10), "m\n\naaaaaaaaaa");
   // A long system prompt shared by an app's conversations does not give them all one key.
   const persona = { role: "system", content: "You are the support assistant of ACME. ".repeat(20) };
   const [a, b] = ["my order is late", "reset my password"].map((q) =>
-    prefixKey("/v1/chat/completions", chat([persona, { role: "user", content: q }]), 100),
+    keyOf("/v1/chat/completions", chat([persona, { role: "user", content: q }]), 100),
   );
   assert.notEqual(a, b);
   assert.equal(a, `m\nsystem:${persona.content.slice(0, 93)}\nmy order is late`);
-  assert.equal(prefixKey("/v1/completions", body({ model: "m", prompt: long }), 7), "m\n\naaaaaaa");
-  assert.equal(prefixKey("/v1/completions", body({ model: "m", prompt: ["abc", "def"] }), 7), "m\n\nabcdef");
+  assert.equal(keyOf("/v1/completions", body({ model: "m", prompt: long }), 7), "m\n\naaaaaaa");
+  assert.equal(keyOf("/v1/completions", body({ model: "m", prompt: ["abc", "def"] }), 7), "m\n\nabcdef");
 });
 
 test("each API's own fields: Anthropic's system, Responses' instructions and input, Ollama's generate", () => {
   assert.equal(
-    prefixKey("/v1/messages", body({ model: "m", system: "sys", messages: [{ role: "user", content: "q" }] }), 100),
+    keyOf("/v1/messages", body({ model: "m", system: "sys", messages: [{ role: "user", content: "q" }] }), 100),
     "m\nsys\nq",
   );
   assert.equal(
-    prefixKey(
+    keyOf(
       "/v1/messages",
       body({
         model: "m",
@@ -56,31 +65,28 @@ test("each API's own fields: Anthropic's system, Responses' instructions and inp
     ),
     "m\nsys\nq",
   );
-  assert.equal(prefixKey("/v1/responses", body({ model: "m", instructions: "i", input: "q" }), 100), "m\ni\nq");
+  assert.equal(keyOf("/v1/responses", body({ model: "m", instructions: "i", input: "q" }), 100), "m\ni\nq");
   assert.equal(
-    prefixKey(
+    keyOf(
       "/v1/responses",
       body({ model: "m", input: [{ role: "user", content: "q" }, { type: "function_call" }] }),
       100,
     ),
     "m\n\nq",
   );
-  assert.equal(prefixKey("/api/generate", body({ model: "m", system: "s", prompt: "p" }), 100), "m\ns\np");
+  assert.equal(keyOf("/api/generate", body({ model: "m", system: "s", prompt: "p" }), 100), "m\ns\np");
 });
 
 test("images and other parts leave no text; key order, whitespace and escapes do not matter", () => {
   const image = { type: "image_url", image_url: { url: `data:image/png;base64,${"A".repeat(100_000)}` } };
   const parts = [{ role: "user", content: [image, { type: "text", text: 'say "hi"\n\u00e9\ud83d\ude00' }] }];
   const expected = 'm\n\nsay "hi"\n\u00e9\ud83d\ude00';
-  assert.equal(prefixKey("/v1/chat/completions", chat(parts), 100), expected);
-  assert.equal(
-    prefixKey("/v1/chat/completions", chat(parts), 100),
-    prefixKey("/v1/chat/completions", chat(parts, {}), 100),
-  );
+  assert.equal(keyOf("/v1/chat/completions", chat(parts), 100), expected);
+  assert.equal(keyOf("/v1/chat/completions", chat(parts), 100), keyOf("/v1/chat/completions", chat(parts, {}), 100));
   const reordered = Buffer.from(
     '{ "messages" : [ { "content" : [ {"text":"say \\"hi\\"\\n\\u00e9\\ud83d\\ude00","type":"text"} ] , "role":"user" } ],\n "model":"m" }',
   );
-  assert.equal(prefixKey("/v1/chat/completions", reordered, 100), expected);
+  assert.equal(keyOf("/v1/chat/completions", reordered, 100), expected);
 });
 
 test("no key where the route has no conversation or the body is not JSON there", () => {
@@ -93,10 +99,10 @@ test("no key where the route has no conversation or the body is not JSON there",
     ["/v1/chat/completions", body({ model: "m", messages: [] })],
     ["/v1/chat/completions", null],
   ] as const)
-    assert.equal(prefixKey(path, b, 100), undefined, `${path} ${String(b)}`);
+    assert.equal(keyOf(path, b, 100), undefined, `${path} ${String(b)}`);
 });
 
-/** The key's rule on a parsed body (what prefixKey must agree with). */
+/** The key's rule on a parsed body, written out once more (what prefixKey must agree with). */
 function expectedKey(o: { model?: string; messages: { role: string; content: unknown }[] }, chars: number): string {
   const text = (c: unknown): string =>
     typeof c === "string"
@@ -137,7 +143,7 @@ test("on 2,000 generated chats, the key is the rule applied to JSON.parse's resu
     const o = Object.fromEntries(fields) as Parameters<typeof expectedKey>[0];
     const chars = 1 + randomInt(120);
     const raw = body(o, randomInt(2) ? 2 : undefined);
-    assert.equal(prefixKey("/v1/chat/completions", raw, chars), expectedKey(o, chars), raw.toString());
+    assert.equal(keyOf("/v1/chat/completions", raw, chars), expectedKey(o, chars), raw.toString());
   }
 });
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { requestIds } from "../../../server/gateway/request-id.ts";
+import { requestIds } from "../../../server/gateway/1-dispatch/request-id.ts";
 
 test("request ids: 32 hex characters, never repeated by a process, and another process's differ", () => {
   const next = requestIds();

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { isDnsLabel } from "../../../server/common/kube-names.ts";
-import { route, shapeOf } from "../../../server/gateway/routing.ts";
+import { route, shapeOf } from "../../../server/gateway/1-dispatch/target.ts";
+import { apiRoute } from "../../../server/gateway/routes.ts";
 
 test("app routes: org and app are stripped, the rest and the query go to the pod", () => {
   assert.deepEqual(route("POST", "/acme/chat/v1/chat/completions?x=1"), {
@@ -10,7 +11,7 @@ test("app routes: org and app are stripped, the rest and the query go to the pod
     app: "chat",
     rest: "/v1/chat/completions",
     query: "?x=1",
-    shape: "openai",
+    api: apiRoute("/v1/chat/completions"),
   });
   for (const [method, rest] of [
     ["GET", "/v1/models"],

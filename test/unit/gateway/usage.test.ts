@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
-  addStreamUsage,
   daysBetween,
   hourOf,
   mergeUsage,
@@ -9,7 +8,17 @@ import {
   UsageEventFilter,
   UsageScanner,
   UsageTable,
-} from "../../../server/gateway/usage.ts";
+} from "../../../server/gateway/5-account/usage.ts";
+import { parseBody } from "../../../server/gateway/3-route/request-body.ts";
+import type { RequestBody } from "../../../server/gateway/context.ts";
+import { podBody } from "../../../server/gateway/4-forward/pod-request.ts";
+import { apiRoute } from "../../../server/gateway/routes.ts";
+
+/** The body a pod gets for a chat completion, when the gateway changed it to meter a stream's usage. */
+function addStreamUsage(raw: Buffer): { body: Buffer } | undefined {
+  const r = podBody(apiRoute("/v1/chat/completions")!, parseBody(raw) as RequestBody);
+  return r.dropUsageEvent ? { body: r.payload! } : undefined;
+}
 
 const T = Date.parse("2026-05-01T10:30:00Z");
 
@@ -64,6 +73,11 @@ test("tokens from OpenAI usage and Ollama eval counts", () => {
 test("tokens from Anthropic Messages and Responses answers and their closing events", () => {
   const anthropic = { type: "message", content: [], usage: { input_tokens: 11, output_tokens: 5 } };
   assert.deepEqual(tokensOf(anthropic), { prompt: 11, completion: 5 });
+  // Anthropic's input_tokens leave out the cached ones: the prompt is their sum.
+  const cached = {
+    usage: { input_tokens: 2, cache_read_input_tokens: 9, cache_creation_input_tokens: 0, output_tokens: 5 },
+  };
+  assert.deepEqual(tokensOf(cached), { prompt: 11, completion: 5 });
   const delta = {
     type: "message_delta",
     delta: { stop_reason: "end_turn" },

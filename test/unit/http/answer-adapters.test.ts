@@ -266,6 +266,7 @@ test("a Messages tool loop becomes chat messages: tool_calls, tool messages befo
     tool_choice: "required",
     parallel_tool_calls: false,
     reasoning_effort: "medium",
+    truncate: false,
     max_completion_tokens: 100,
     stop: ["END"],
     top_k: 5,
@@ -307,6 +308,7 @@ test("a Responses tool loop becomes chat messages: one assistant turn of reasoni
     tool_choice: { type: "function", function: { name: "get_weather" } },
     response_format: { type: "json_schema", json_schema: { name: "w", schema: { type: "object" } } },
     reasoning_effort: "low",
+    truncate: false,
     stream: false,
   });
   assert.equal(names.of("messages.2.tool_calls.0.function.arguments"), "input.3.arguments");
@@ -327,9 +329,9 @@ test("thinking and effort as a reasoning effort, on both APIs", () => {
   assert.equal(effort({ thinking: { type: "disabled" } }), "none");
   assert.equal(effort({ thinking: { type: "adaptive" } }), "medium");
   assert.equal(effort({ thinking: { type: "adaptive" }, output_config: { effort: "low" } }), "low");
-  assert.equal(effort({ output_config: { effort: "max" } }), "high");
+  assert.equal(effort({ output_config: { effort: "max" } }), "xhigh", "the highest level, Ollama's max");
   const responses = (e: string) =>
     responsesToChat(ResponsesRequestSchema.parse({ model: "m", input: "x", reasoning: { effort: e } })).chat
       .reasoning_effort;
-  assert.deepEqual(["none", "minimal", "low", "xhigh"].map(responses), ["none", "minimal", "low", "high"]);
+  assert.deepEqual(["none", "minimal", "low", "xhigh"].map(responses), ["none", "minimal", "low", "xhigh"]);
 });
