@@ -78,12 +78,16 @@ export class FleetWatch {
       `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${PLURAL}`,
       () => custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURAL }) as never,
     );
-    this.informer.on("error", () => setTimeout(() => void this.informer.start().catch(() => undefined), 1000));
+    this.informer.on("error", () =>
+      setTimeout(() => void (this.stopped ? undefined : this.informer.start().catch(() => undefined)), 1000),
+    );
   }
+  private stopped = false;
   start(): Promise<void> {
     return this.informer.start();
   }
   stop(): Promise<void> {
+    this.stopped = true;
     return this.informer.stop();
   }
   counts(): { apps: number; reconciled: number; ready: number } {
