@@ -1,7 +1,7 @@
 // Indexes over the watched caches, kept current by the watch events: an app's pods, its Jobs, the apps that share a
 // model volume, and each app's parsed spec. A reconcile reads only its own app's objects through them, so its cost does
 // not grow with the fleet (a scan of every app or pod of the namespace in each reconcile made a fleet's reconciles
-// cost O(apps²): docs/decisions/0016-operator-cost-per-app.md).
+// cost O(apps²): docs/decisions/0017-operator-cost-per-app.md).
 import type { KubernetesObject, V1Job, V1OwnerReference, V1Pod } from "@kubernetes/client-node";
 import { parseModelAppSpec, type ModelApp } from "../api/v1alpha1/modelapp.ts";
 import { APP_LABEL } from "../api/v1alpha1/labels.ts";
