@@ -16,6 +16,7 @@ import { applyAddonSettings } from "./native/node-llama-cpp.ts";
 import { DEFAULT_MAX_IMAGE_BYTES, type ImageLimits } from "./image-decode.ts";
 import { imagePrefill, imagePrompt } from "./image-prompt.ts";
 import { DEFAULT_MAX_IMAGE_PIXELS } from "./native/mtmd.ts";
+import { PromptCache } from "./prompt-cache.ts";
 import { buildPrompt, type RenderTemplate } from "./prompt.ts";
 import { ToolGrammars } from "./tool-grammar.ts";
 import { OutputParser } from "../chat/output-parser.ts";
@@ -64,6 +65,10 @@ export interface EngineOptions {
   threadpoolPoll?: number;
   /** Limits on request images (vision models): encoded bytes and decoded pixels. */
   imageLimits?: Partial<ImageLimits>;
+  /** Bytes of KV state the RAM prompt cache may hold, all models together (GANTRY_PROMPT_CACHE_RAM); 0 = none. */
+  promptCacheBytes?: number;
+  /** The RAM prompt cache itself, for tests that look inside it (promptCacheBytes is then ignored). */
+  promptCache?: PromptCache;
 }
 
 export async function createEngine(opts: EngineOptions): Promise<Engine & { readonly threads: number }> {
@@ -83,6 +88,11 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
     maxBytes: opts.imageLimits?.maxBytes ?? DEFAULT_MAX_IMAGE_BYTES,
     maxPixels: opts.imageLimits?.maxPixels ?? DEFAULT_MAX_IMAGE_PIXELS,
   };
+  const promptCache =
+    opts.promptCache ??
+    ((opts.promptCacheBytes ?? 0) > 0
+      ? new PromptCache(opts.promptCacheBytes!, (bytes) => metrics.onPromptCacheBytes?.(bytes))
+      : undefined);
   const registry = new ModelRegistry({
     llama,
     logger: opts.logger,
@@ -92,6 +102,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
     maxQueue: opts.maxQueue,
     maxLoadedModels: opts.maxLoadedModels,
     contextLength: opts.contextLength,
+    promptCache,
   });
   const grammars = new GrammarCache(llama);
   const toolGrammars = new ToolGrammars(llama);
@@ -100,7 +111,16 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
   const shutdownController = new AbortController();
   const keepAliveOf = (ms: number | null | undefined): number | null =>
     ms === undefined ? opts.defaultKeepAliveMs : ms;
-  opts.logger.info({ threads, gpu: llama.gpu, numParallel: opts.numParallel, engine: buildInfo }, "engine ready");
+  opts.logger.info(
+    {
+      threads,
+      gpu: llama.gpu,
+      numParallel: opts.numParallel,
+      engine: buildInfo,
+      promptCacheBytes: patched ? (promptCache?.maxBytes ?? 0) : 0,
+    },
+    "engine ready",
+  );
 
   async function* generate(req: GenerateRequest): AsyncGenerator<GenerationEvent> {
     const startedNs = process.hrtime.bigint();
@@ -154,6 +174,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
             signal,
             (s) => commonPrefixLength(s.tokens, promptTokens),
             (s) => s.tokens.length,
+            loaded.slots.restorable(promptTokens),
           );
           try {
             yield* runGeneration({
@@ -165,6 +186,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
               grammar,
               signal,
               metrics,
+              logger: opts.logger,
               startedNs,
               loadDurationNs,
               admission: { arrival: req.arrival, arrivals },

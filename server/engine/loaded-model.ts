@@ -14,6 +14,7 @@ import { decodeTurnsFor } from "./decode-turns.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { nativeContextOf } from "./native/node-llama-cpp.ts";
 import { INLINE_DECODE, SlotLoop } from "./slot-loop.ts";
+import type { PromptCache } from "./prompt-cache.ts";
 import { ImageEncodes } from "./image-encodes.ts";
 import { loadProjector, mtmdAvailable, type Projector } from "./native/mtmd.ts";
 import type { ModelSpec } from "./types.ts";
@@ -29,6 +30,8 @@ export interface LoadOptions {
   maxQueue: number;
   threads: number;
   metrics: EngineMetricsSink;
+  /** The server's RAM prompt cache: this context's entries are dropped when it is disposed. */
+  promptCache?: PromptCache | undefined;
   /**
    * Busy slots move into gaps among the busy ids on release (default true); harnesses that hold every slot and release
    * them all at the end turn it off.
@@ -75,6 +78,8 @@ export class LoadedModel {
   expiresAt: number | null = null;
   unloading = false;
   private timer: LongTimeout | undefined;
+  /** Drops this context's entries from the RAM prompt cache. */
+  private readonly dropCached: () => void;
 
   private constructor(init: {
     spec: ModelSpec;
@@ -91,7 +96,9 @@ export class LoadedModel {
     threadpoolThreads: number;
     inlineSampling: boolean;
     projector: Projector | undefined;
+    dropCached: () => void;
   }) {
+    this.dropCached = init.dropCached;
     this.projector = init.projector;
     this.spec = init.spec;
     this.model = init.model;
@@ -146,6 +153,8 @@ export class LoadedModel {
           o.metrics.onBusySequences?.(name, busy);
         },
         onMove: (ok) => o.metrics.onSequenceMove?.(name, ok),
+        // Saved states belong to this context: another's shape (context size, sequences) or model would not fit.
+        promptCache: o.promptCache?.scoped(native),
       });
       slots.onDecode = (batch, sequences, active, continued) =>
         o.metrics.onDecode?.(name, batch, sequences, active, continued);
@@ -176,6 +185,7 @@ export class LoadedModel {
         threadpoolThreads: native.threadpoolThreads,
         inlineSampling: native.inlineSampling,
         projector,
+        dropCached: () => o.promptCache?.dropScope(native),
       });
     } catch (e) {
       await model.dispose();
@@ -249,6 +259,7 @@ export class LoadedModel {
     this.clearTimer();
     // A sequence move started by the last requests' releases may still be copying.
     await this.slots.drained();
+    this.dropCached();
     const emb = this.embeddingContext;
     if (emb) await (await emb.catch(() => undefined))?.dispose();
     const rank = this.rankingContext;

@@ -6,6 +6,7 @@ import type { Logger } from "../common/logger.ts";
 import { LoadedModel } from "./loaded-model.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { clientClosed } from "./slot-pool.ts";
+import type { PromptCache } from "./prompt-cache.ts";
 import type { ModelSpec } from "./types.ts";
 import { mapWeights } from "./weights-mapping.ts";
 
@@ -24,6 +25,8 @@ export interface RegistryOptions {
   maxQueue: number;
   maxLoadedModels: number;
   contextLength: number;
+  /** The server's RAM prompt cache, shared by the loaded models. */
+  promptCache?: PromptCache | undefined;
 }
 
 export const shuttingDown = (): AppError => new AppError("SHUTTING_DOWN", "the server is shutting down");
@@ -151,6 +154,7 @@ export class ModelRegistry {
           maxQueue: this.o.maxQueue,
           threads: this.o.threads,
           metrics: this.o.metrics,
+          promptCache: this.o.promptCache,
         });
         loaded.usedAs(spec.name);
         this.models.set(weightsKey(spec), loaded);

@@ -33,6 +33,9 @@ export function localServerEnv(
     GANTRY_NUM_PARALLEL: String(spec.server.parallel),
     GANTRY_CONTEXT_LENGTH: String(spec.server.contextLength),
     GANTRY_KEEP_ALIVE: spec.server.keepAlive,
+    ...(spec.server.promptCacheRam !== undefined
+      ? { GANTRY_PROMPT_CACHE_RAM: String(spec.server.promptCacheRam) }
+      : {}),
     ...own,
     GANTRY_HOST: "127.0.0.1:0",
   };

@@ -155,6 +155,13 @@ export const ModelAppSpecSchema = z
         keepAlive: durationField(
           "How long the model stays loaded when idle; negative keeps it loaded for the pod's life.",
         ).default("-1"),
+        promptCacheRam: z
+          .union([z.int().nonnegative(), z.string().regex(/^\d+(?:\.\d+)?(?:Ki|Mi|Gi)?$/)])
+          .optional()
+          .meta({ "x-kubernetes-int-or-string": true })
+          .describe(
+            "Host memory of each replica for the KV states of prompts evicted from its sequences, restored when a later request starts with one (GANTRY_PROMPT_CACHE_RAM: bytes, or Ki/Mi/Gi; 0 = off; unset = a quarter of the memory available at start, at most 8Gi). It counts toward resources.memory.",
+          ),
       })
       .default({ parallel: 4, contextLength: 4096, keepAlive: "-1" })
       .describe("Model server settings."),
