@@ -7,6 +7,7 @@ import { LoadedModel } from "./loaded-model.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { clientClosed } from "./slot-pool.ts";
 import type { EngineTuning } from "./tuning.ts";
+import type { FlashAttention, KvCacheType } from "./kv-cache.ts";
 import type { ModelSpec } from "./types.ts";
 import { mapWeights } from "./weights-mapping.ts";
 
@@ -25,6 +26,7 @@ export interface RegistryOptions {
   maxQueue: number;
   maxLoadedModels: number;
   contextLength: number;
+  kv: { type: KvCacheType; flashAttention: FlashAttention };
   tuning: EngineTuning;
 }
 
@@ -151,6 +153,7 @@ export class ModelRegistry {
           mappedWeights,
           parallel: this.o.numParallel,
           maxQueue: this.o.maxQueue,
+          kv: this.o.kv,
           threads: this.o.threads,
           metrics: this.o.metrics,
           tuning: this.o.tuning,
@@ -162,6 +165,7 @@ export class ModelRegistry {
             model: spec.name,
             contextLength: loaded.contextLength,
             parallel: loaded.parallel,
+            kvCache: loaded.kvCache,
             mappedWeights,
             threadpoolThreads: loaded.threadpoolThreads,
             ms: Date.now() - started,

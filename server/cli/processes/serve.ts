@@ -2,6 +2,7 @@ import { envHelp, parseEnv } from "../../common/config.ts";
 import { createLogger } from "../../common/logger.ts";
 import { exitOnShutdownSignals } from "../../common/shutdown.ts";
 import { ServeProcessEnvSchema } from "../../setup/config.ts";
+import { withOllamaAliases } from "../../config.ts";
 import { parseArgs, stringFlag } from "../args.ts";
 import { CliOnlyEnvSchema } from "../config.ts";
 import type { Command } from "../context.ts";
@@ -43,7 +44,7 @@ export async function serve(
       : stringFlag(flags.model)
         ? [stringFlag(flags.model)!]
         : [];
-    const config = parseEnv(ServeProcessEnvSchema, env);
+    const config = parseEnv(ServeProcessEnvSchema, withOllamaAliases(env));
     const logger = createLogger({ level: config.GANTRY_LOG_LEVEL, name: "gantry-serve" });
     const { ensureEngineOnFirstUse } = await import("../../setup/engine-first-use.ts");
     await ensureEngineOnFirstUse((line) => process.stderr.write(`${line}\n`), config);
