@@ -6,7 +6,6 @@ import { parseHostPort } from "./common/host-port.ts";
 import { parseByteSize, parseModelAliases, type ServerConfig } from "./config.ts";
 import { createEngine } from "./engine/engine.ts";
 import { engineBuildSettings } from "./engine/native/patched-build.ts";
-import type { EngineTuning } from "./engine/tuning.ts";
 import type { Engine } from "./engine/types.ts";
 import { createServerApp } from "./http/app.ts";
 import { announceConnections } from "./http/generation.ts";
@@ -47,7 +46,7 @@ export interface RunningServer {
 export async function startServer(
   config: ServerConfig,
   logger: Logger,
-  opts: { preload?: string[]; tuning?: EngineTuning } = {},
+  opts: { preload?: string[] } = {},
 ): Promise<RunningServer> {
   const store = new ModelStore({
     root: config.GANTRY_MODELS,
@@ -61,7 +60,6 @@ export async function startServer(
     threads: config.GANTRY_THREADS,
     engineBuild: engineBuildSettings(config),
     gpu: config.GANTRY_GPU,
-    ...(opts.tuning ? { tuning: opts.tuning } : {}),
     threadpoolPoll: config.GANTRY_THREADPOOL_POLL,
     numParallel: config.GANTRY_NUM_PARALLEL,
     maxQueue: config.GANTRY_MAX_QUEUE,

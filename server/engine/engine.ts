@@ -22,7 +22,6 @@ import { ToolGrammars } from "./tool-grammar.ts";
 import { OutputParser } from "../chat/output-parser.ts";
 import { resolveSampling } from "./sampling.ts";
 import { resolveThreads } from "./threads.ts";
-import { DEFAULT_TUNING, type EngineTuning } from "./tuning.ts";
 import { contextLengthForMemory, kvCacheProblem, type FlashAttention, type KvCacheType } from "./kv-cache.ts";
 import type {
   EmbedRequest,
@@ -57,8 +56,6 @@ export interface EngineOptions {
   metrics?: EngineMetricsSink;
   /** Go-template renderer for TEMPLATE overrides. */
   renderTemplate?: RenderTemplate;
-  /** Switches for measurements (benchmarks and A/B tests); default: none (tuning.ts). */
-  tuning?: EngineTuning;
   /**
    * Which binary (GANTRY_ENGINE_BUILD, GANTRY_CACHE, GANTRY_ENGINE_CPU): auto = the patched local build when setup made
    * it, else the prebuilt binary; source = the patched build of llama.cpp from source; prebuilt = the prebuilt one.
@@ -77,16 +74,15 @@ export interface EngineOptions {
 
 export async function createEngine(opts: EngineOptions): Promise<Engine & { readonly threads: number }> {
   const threads = resolveThreads(opts.threads);
-  const tuning = opts.tuning ?? DEFAULT_TUNING;
   const { llama, build } = await llamaRuntime(threads, opts.logger, opts.engineBuild, opts.gpu);
   // Before any context exists: the addon reads its settings when it creates one.
-  applyAddonSettings(llama, { ...tuning.addon, threadpoolPoll: opts.threadpoolPoll ?? 50 });
+  applyAddonSettings(llama, { threadpoolPoll: opts.threadpoolPoll ?? 50 });
   const patched = build === "patched-local";
   const buildInfo: EngineBuildInfo = {
     build,
-    threadpool: patched && tuning.addon?.threadpool !== false,
-    inlineSampling: patched && tuning.addon?.inlineSampling !== false,
-    inlineDecode: patched && tuning.inlineDecode !== false,
+    threadpool: patched,
+    inlineSampling: patched,
+    inlineDecode: patched,
   };
   const metrics = opts.metrics ?? {};
   const imageLimits: ImageLimits = {
@@ -107,7 +103,6 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
     maxLoadedModels: opts.maxLoadedModels,
     contextLength,
     kv,
-    tuning,
   });
   const grammars = new GrammarCache(llama);
   const toolGrammars = new ToolGrammars(llama);
@@ -186,7 +181,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
               metrics,
               startedNs,
               loadDurationNs,
-              admission: tuning.fullSteps === false ? undefined : { arrival: req.arrival, arrivals },
+              admission: { arrival: req.arrival, arrivals },
               ...(req.logprobs ? { logprobs: req.logprobs } : {}),
               ...(req.returnTokens ? { returnTokens: true } : {}),
               ...(req.shift !== false && !images

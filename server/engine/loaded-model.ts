@@ -15,7 +15,6 @@ import { decodeTurnsFor } from "./decode-turns.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { nativeContextOf } from "./native/node-llama-cpp.ts";
 import { INLINE_DECODE, SlotLoop } from "./slot-loop.ts";
-import type { EngineTuning } from "./tuning.ts";
 import { ImageEncodes } from "./image-encodes.ts";
 import { loadProjector, mtmdAvailable, type Projector } from "./native/mtmd.ts";
 import type { ModelSpec } from "./types.ts";
@@ -42,7 +41,11 @@ export interface LoadOptions {
   kv?: { type: KvCacheType; flashAttention: FlashAttention };
   threads: number;
   metrics: EngineMetricsSink;
-  tuning: EngineTuning;
+  /**
+   * Busy slots move into gaps among the busy ids on release (default true); harnesses that hold every slot and release
+   * them all at the end turn it off.
+   */
+  moveSlots?: boolean;
 }
 
 export class LoadedModel {
@@ -169,15 +172,8 @@ export class LoadedModel {
         parallel: o.parallel,
         maxQueue: o.maxQueue,
         turns: decodeTurnsFor(o.llama),
-        inline:
-          (o.tuning.inlineDecode ?? true)
-            ? { ...INLINE_DECODE, maxStepMs: o.tuning.inlineDecodeMaxStepMs ?? INLINE_DECODE.maxStepMs }
-            : undefined,
-        fill: {
-          ...(o.tuning.decodeWaitMs !== undefined ? { maxWaitMs: o.tuning.decodeWaitMs } : {}),
-          fullSteps: o.tuning.fullSteps ?? true,
-        },
-        moveSlots: o.tuning.moveSlots ?? true,
+        inline: INLINE_DECODE,
+        moveSlots: o.moveSlots ?? true,
         onPoolChange: (busy, queued) => {
           o.metrics.onQueueDepth?.(name, queued);
           o.metrics.onBusySequences?.(name, busy);

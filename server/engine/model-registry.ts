@@ -6,7 +6,6 @@ import type { Logger } from "../common/logger.ts";
 import { LoadedModel } from "./loaded-model.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { clientClosed } from "./slot-pool.ts";
-import type { EngineTuning } from "./tuning.ts";
 import type { FlashAttention, KvCacheType } from "./kv-cache.ts";
 import type { ModelSpec } from "./types.ts";
 import { mapWeights } from "./weights-mapping.ts";
@@ -27,7 +26,6 @@ export interface RegistryOptions {
   maxLoadedModels: number;
   contextLength: number;
   kv: { type: KvCacheType; flashAttention: FlashAttention };
-  tuning: EngineTuning;
 }
 
 export const shuttingDown = (): AppError => new AppError("SHUTTING_DOWN", "the server is shutting down");
@@ -156,7 +154,6 @@ export class ModelRegistry {
           kv: this.o.kv,
           threads: this.o.threads,
           metrics: this.o.metrics,
-          tuning: this.o.tuning,
         });
         loaded.usedAs(spec.name);
         this.models.set(weightsKey(spec), loaded);

@@ -12,7 +12,7 @@
 // The waits are bounded only as a safety net: between getting a token and queueing the next one a sequence does CPU
 // work only (sampling, detokenizing), so a wait for it ends on its own; the bound (a few decode steps) keeps a bug or a
 // starved thread from stalling the others, and timeouts are counted.
-import { bySequenceId, fairShare, wholePromptsFirst, type Planned, type StepItem } from "./step-plan.ts";
+import { bySequenceId, wholePromptsFirst, type Planned, type StepItem } from "./step-plan.ts";
 
 export interface StepFillOptions {
   /**
@@ -21,11 +21,6 @@ export interface StepFillOptions {
    * the bound is a safety net).
    */
   maxWaitMs?: number;
-  /**
-   * false: eager steps, for comparisons (EngineTuning.fullSteps): no gate, a step starts on the next macrotask after
-   * anything is queued, and the batch is shared evenly among the queued sequences.
-   */
-  fullSteps?: boolean;
 }
 
 export interface DecodeStats {
@@ -43,7 +38,6 @@ export interface DecodeStats {
 
 export class StepFill {
   private readonly maxWaitMs: number | undefined;
-  private readonly eager: boolean;
   /** Sequences inside a generation loop. */
   private active = 0;
   /** Sequences that queued a token and wait for its result. */
@@ -76,7 +70,6 @@ export class StepFill {
 
   constructor(opts: StepFillOptions = {}) {
     this.maxWaitMs = opts.maxWaitMs;
-    this.eager = opts.fullSteps === false;
   }
 
   get activeSequences(): number {
@@ -128,7 +121,7 @@ export class StepFill {
    */
   gate(): Promise<void> | undefined {
     // Alone, there is nobody to wait for.
-    if (this.eager || (this.active <= 1 && this.parked.length === 0)) return undefined;
+    if (this.active <= 1 && this.parked.length === 0) return undefined;
     const parked = new Promise<void>((resolve) => this.parked.push(resolve));
     if (this.inFlight === 0) this.scheduleRelease();
     else
@@ -141,10 +134,6 @@ export class StepFill {
 
   /** Calls `start` (once) when the queued step is full: every ready sequence has queued, or the wait bound passed. */
   whenFull(start: () => void): void {
-    if (this.eager) {
-      setImmediate(start);
-      return;
-    }
     if (this.active <= 1) {
       start();
       return;
@@ -182,12 +171,10 @@ export class StepFill {
 
   /**
    * The first decode call of a step over the queued `items` (in arrival order): whole prompts shortest first
-   * (wholePromptsFirst), laid out in sequence id order (`idOf`). Eager steps: an even share of the batch (fairShare).
+   * (wholePromptsFirst), laid out in sequence id order (`idOf`).
    */
   planStep<T extends StepItem>(items: readonly T[], size: number, idOf: (item: T) => number | undefined): Planned<T>[] {
-    const plan = this.eager
-      ? fairShare(items, size)
-      : bySequenceId(wholePromptsFirst(items, size), (p) => idOf(p.item));
+    const plan = bySequenceId(wholePromptsFirst(items, size), (p) => idOf(p.item));
     // Decided now: once decoded, an item's tokens are what is left of it (none for a generating sequence).
     this.stepGenerates = plan.some((p) => p.item.tokens.length === 1);
     this.record(plan, false);
@@ -212,7 +199,7 @@ export class StepFill {
     idOf: (item: T) => number | undefined,
   ): Planned<T>[] {
     const left = Math.min(size, maxStepTokens - stepTokens);
-    if (this.eager || left <= 0 || this.stepGenerates) return [];
+    if (left <= 0 || this.stepGenerates) return [];
     const plan = bySequenceId(
       wholePromptsFirst(
         items.filter((item) => item.tokens.length > 1),

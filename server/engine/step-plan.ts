@@ -55,27 +55,3 @@ export function wholePromptsFirst<T extends StepItem>(items: readonly T[], size:
   }
   return items.filter((item) => amounts.has(item)).map((item) => ({ item, processAmount: amounts.get(item)! }));
 }
-
-/**
- * Every item gets an equal share of the batch; what single-token items leave unused goes to the long (prompt) items in
- * order. The plan of eager steps (EngineTuning.fullSteps off), for comparisons.
- */
-export function fairShare<T extends StepItem>(items: readonly T[], size: number): Planned<T>[] {
-  if (items.length === 0) return [];
-  const share = Math.max(1, Math.floor(size / items.length));
-  let left = size;
-  const plan: Planned<T>[] = [];
-  for (const item of items) {
-    if (left <= 0) break;
-    const amount = Math.min(item.tokens.length, share, left);
-    plan.push({ item, processAmount: amount });
-    left -= amount;
-  }
-  for (const p of plan) {
-    if (left <= 0) break;
-    const extra = Math.min(p.item.tokens.length - p.processAmount, left);
-    p.processAmount += extra;
-    left -= extra;
-  }
-  return plan;
-}

@@ -171,7 +171,7 @@ export interface RunningModel {
   threadpoolThreads: number;
   /** The context samples plain tokens on the JS thread instead of a libuv worker (patched build). */
   inlineSampling: boolean;
-  /** Generation steps decode on the JS thread instead of a libuv worker (patched build, EngineTuning.inlineDecode). */
+  /** Generation steps decode on the JS thread instead of a libuv worker (the patched build). */
   inlineDecode: boolean;
   /** Decode steps so far, by where they ran. */
   decodeSteps: { inline: number; worker: number };
@@ -185,7 +185,7 @@ export interface EngineBuildInfo {
   threadpool: boolean;
   /** Plain token sampling runs on the calling thread, without two thread hand-offs per token. */
   inlineSampling: boolean;
-  /** Generation steps decode on the JS thread (patched build, unless EngineTuning.inlineDecode is false). */
+  /** Generation steps decode on the JS thread (the patched build). */
   inlineDecode: boolean;
 }
 

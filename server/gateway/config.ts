@@ -1,17 +1,29 @@
 // The gateway's configuration: one zod schema, read once at start from a YAML/JSON file (`gantry gateway --config`)
 // with command-line overrides. Every field is described; `gantry gateway --help` prints them.
 import fs from "node:fs";
+import proxyaddr from "proxy-addr";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { ConfigError } from "../common/config.ts";
 import { ListenAddressSchema } from "../common/host-port.ts";
 import { CONSOLE_DEFAULTS, ConsoleConfigSchema } from "./console/console-config.ts";
+import { QueueConfigSchema } from "./queue/config.ts";
 
 const LimitsSchema = z.object({
   requestsPerSecond: z.number().min(0).describe("Sustained requests per second per key (0 = unlimited)."),
   burst: z.int().min(1).describe("Requests per key that may arrive at once above the sustained rate."),
   concurrent: z.int().min(0).describe("Requests per key in flight at once (0 = unlimited)."),
 });
+
+/** Whether proxy-addr reads a trustProxy entry (an address, a CIDR range or one of its names; it throws otherwise). */
+function trustable(entry: string): boolean {
+  try {
+    proxyaddr.compile(entry);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 const DEFAULT_LIMITS = { requestsPerSecond: 20, burst: 40, concurrent: 16 };
 
@@ -80,6 +92,19 @@ export const GatewayConfigSchema = z
       })
       .default({ maxHeaderBytes: 16 * 1024, connectionsPerAddress: 1024 })
       .describe("Limits on what one client may hold of the gateway."),
+    trustProxy: z
+      .array(
+        z.string().refine(trustable, {
+          error: 'expected an IP address, a CIDR range ("10.0.0.0/8") or "loopback", "linklocal", "uniquelocal"',
+        }),
+      )
+      .default([])
+      .describe(
+        "The proxies in front of the gateway (addresses, CIDR ranges, or loopback, linklocal, uniquelocal), as " +
+          "express's `trust proxy`: X-Forwarded-For and X-Forwarded-Proto are believed from these hops only, and the " +
+          "client's address is the first one not among them (the console's sign-in throttle, the access log, the " +
+          "X-Forwarded-For pods get). []: none is believed; pods get the address and scheme the gateway saw.",
+      ),
     corsOrigins: z
       .array(z.string())
       .default(["*"])
@@ -149,6 +174,9 @@ export const GatewayConfigSchema = z
       })
       .default({ flushSeconds: 5, retentionDays: 62 }),
     console: ConsoleConfigSchema.default(CONSOLE_DEFAULTS),
+    queue: QueueConfigSchema.optional().describe(
+      "fal's queue API at <gateway>/_queue/<org>/<app> on a Redis/Valkey broker (off without it).",
+    ),
     shutdownSeconds: z
       .number()
       .min(0)

@@ -4,6 +4,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Active, PrefixRoute } from "./3-route/app-state.ts";
 import type { ErrorShape } from "./errors.ts";
 import type { StreamKind } from "./3-route/hold.ts";
+import type { Client } from "./1-dispatch/client.ts";
 import type { ApiRoute } from "./routes.ts";
 
 export interface RequestContext extends Active {
@@ -20,6 +21,8 @@ export interface RequestContext extends Active {
   /** Its route in the route table, and that route's error shape. */
   api: ApiRoute;
   shape: ErrorShape;
+  /** Who the client is (its address and scheme, as far as the trusted proxies say). */
+  client: Client;
   /** The caller's key id, "-" without one. */
   keyId: string;
   /** A held streaming request whose status line and keep-alives went out already. */

@@ -7,6 +7,7 @@ import { AppError } from "../common/errors.ts";
 import type { Logger } from "../common/logger.ts";
 import { Accounting } from "./5-account/accounting.ts";
 import { AppState } from "./3-route/app-state.ts";
+import { clientOf, type ClientOf } from "./1-dispatch/client.ts";
 import { Authenticator } from "./2-authenticate/authenticate.ts";
 import { ColdStart } from "./3-route/cold-start.ts";
 import type { GatewayConfig } from "./config.ts";
@@ -23,6 +24,7 @@ import type { AppAdmin } from "./management/app-admin.ts";
 import { asAppRequest } from "./console/playground.ts";
 import type { SessionStore } from "./console/session.ts";
 import { consoleManagement } from "./console/wire.ts";
+import { QueueService } from "./queue/service.ts";
 
 export interface GatewayDeps {
   config: GatewayConfig;
@@ -50,6 +52,8 @@ export class Gateway implements PipelineDeps {
   readonly coldStart: ColdStart;
   readonly accounting: Accounting;
   readonly auth: Authenticator;
+  /** Who a request's client is (config trustProxy). */
+  readonly clientOf: ClientOf;
   readonly logger: Logger;
   readonly now: () => number;
   /** The request listener of the gateway's address, and of its metrics address. */
@@ -58,6 +62,8 @@ export class Gateway implements PipelineDeps {
   private readonly d: GatewayDeps;
   private readonly states = new Map<string, AppState>();
   private readonly consoleSessions: { start(): void; stop(): void };
+  /** fal's queue API, when config.queue names a broker. */
+  readonly queue: QueueService | undefined;
   private closing_ = false;
   private running = 0;
   private idle: (() => void) | undefined;
@@ -91,6 +97,7 @@ export class Gateway implements PipelineDeps {
       logger: d.logger,
       now: this.now,
     });
+    this.clientOf = clientOf(c.trustProxy);
     this.auth = new Authenticator({ keys: d.keys, config: c, metrics: this.metrics, now: this.now });
     const consoleParts = consoleManagement({
       config: c.console,
@@ -101,6 +108,7 @@ export class Gateway implements PipelineDeps {
       keys: d.keys,
       checkHeader: (req) => this.auth.check(req),
       checkKey: (key) => this.auth.checkKey(key),
+      clientOf: this.clientOf,
       forwardToApp: (req, res, org, app, rest, key) => {
         asAppRequest(req, org, app, rest, key);
         this.handle(req, res);
@@ -125,8 +133,27 @@ export class Gateway implements PipelineDeps {
       now: this.now,
       onAuthFailure: (reason) => this.metrics.authFailures.inc({ reason }),
     });
+    if (c.queue) {
+      const q = new QueueService({
+        config: c.queue,
+        maxBodyBytes: c.maxBodyBytes,
+        apps: d.apps,
+        check: (req) => this.auth.check(req),
+        acquireLimit: (key) => this.auth.acquireLimit(key),
+        run: (req, res) => this.handle(req, res),
+        registry: this.metrics.registry,
+        logger: d.logger,
+        now: this.now,
+        ...(d.publicUrl ? { publicUrl: d.publicUrl } : {}),
+      });
+      this.queue = q;
+      q.start().catch((err: unknown) => d.logger.error({ err: String(err) }, "the queue did not start"));
+    }
+    const queue = this.queue;
     const dispatch = {
       config: c,
+      clientOf: this.clientOf,
+      ...(queue ? { queue: queue.handle.bind(queue) } : {}),
       newRequestId: requestIds(),
       logger: d.logger,
       management,
@@ -135,7 +162,10 @@ export class Gateway implements PipelineDeps {
     };
     this.handle = dispatcher(dispatch);
     this.handleSystem = systemDispatcher(dispatch);
-    d.apps.onChange((org, name) => this.appChanged(org, name));
+    d.apps.onChange((org, name) => {
+      this.appChanged(org, name);
+      this.queue?.appChanged(org, name);
+    });
     // Held requests of apps at zero learn at once when this gateway can no longer wake them (or can again).
     d.load?.onWakeChange?.(() => {
       for (const s of this.states.values()) s.wake();
@@ -177,7 +207,8 @@ export class Gateway implements PipelineDeps {
     const now = this.now();
     const out: Array<{ namespace: string; name: string; inFlight: number }> = [];
     for (const s of this.states.values()) {
-      const n = Math.max(s.inFlight, s.warmUntil > now ? 1 : 0);
+      // Queued requests waiting for the app are load too: a burst larger than the replicas scales them up.
+      const n = Math.max(s.inFlight, s.warmUntil > now ? 1 : 0) + (this.queue?.waiting(s.org, s.name) ?? 0);
       if (n > 0) out.push({ namespace: s.org, name: s.name, inFlight: n });
     }
     return out;
@@ -242,6 +273,8 @@ export class Gateway implements PipelineDeps {
    */
   async close(deadlineMs: number): Promise<void> {
     this.closing_ = true;
+    // The queue's workers take nothing more; the requests they run drain with the others.
+    const queueClosed = this.queue?.close();
     this.consoleSessions.stop();
     const idle = (ms: number) =>
       this.running > 0
@@ -256,6 +289,7 @@ export class Gateway implements PipelineDeps {
     const cause = new AppError("SHUTTING_DOWN", "the gateway is shutting down");
     for (const s of this.states.values()) s.cancelAll(cause);
     await idle(2000);
+    await queueClosed;
     this.accounting.flush();
     await this.d.usage?.flush().catch((err: unknown) => this.d.logger.warn({ err: String(err) }, "usage flush failed"));
     await this.upstreams.close();

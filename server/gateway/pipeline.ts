@@ -93,5 +93,5 @@ async function toApp(d: PipelineDeps, ctx: RequestContext, s: AppState, app: App
   }
   const route = prefixRoute(app, ctx, body);
   if (route) ctx.route = route;
-  return routeToPods(d, ctx, s, app, body, podRequest(ctx, body, req.socket.remoteAddress));
+  return routeToPods(d, ctx, s, app, body, podRequest(ctx, body));
 }

@@ -59,7 +59,7 @@ async function child(build: BuildName, modelPath: string, threads: number): Prom
     maxQueue: 4,
     threads,
     metrics: noMetrics,
-    tuning: { moveSlots: false },
+    moveSlots: false,
   });
   const greedy = resolveSampling({}, { temperature: 0, top_k: 1, repeat_last_n: 0 });
   const slots: Slot[] = [];

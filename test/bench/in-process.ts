@@ -85,15 +85,13 @@ export async function openInProcess(
 if (import.meta.main) {
   const [modelPath, conc = "4", max = "64"] = process.argv.slice(2);
   if (!modelPath) throw new Error("usage: node test/bench/in-process.ts <model.gguf> [concurrency] [maxTokens]");
-  for (const fullSteps of [false, true]) {
-    const bench = await openInProcess(modelPath, { numParallel: Number(conc), tuning: { fullSteps } });
-    try {
-      const r = await bench.run({ concurrency: Number(conc), maxTokens: Number(max), prompt: "Tell me a story" });
-      console.log(
-        `${fullSteps ? "full steps " : "eager steps"} tokens=${r.tokens} decodes=${r.decodes} decodes/position=${(r.decodes / Number(max)).toFixed(2)} tok/s=${(r.tokens / r.seconds).toFixed(1)} ttft_ms=${r.ttftMs.map((t) => t.toFixed(0)).join(",")}`,
-      );
-    } finally {
-      await bench.close();
-    }
+  const bench = await openInProcess(modelPath, { numParallel: Number(conc) });
+  try {
+    const r = await bench.run({ concurrency: Number(conc), maxTokens: Number(max), prompt: "Tell me a story" });
+    console.log(
+      `tokens=${r.tokens} decodes=${r.decodes} decodes/position=${(r.decodes / Number(max)).toFixed(2)} tok/s=${(r.tokens / r.seconds).toFixed(1)} ttft_ms=${r.ttftMs.map((t) => t.toFixed(0)).join(",")}`,
+    );
+  } finally {
+    await bench.close();
   }
 }

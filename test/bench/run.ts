@@ -1,11 +1,12 @@
-// `npm run bench [section...]`: runs the benchmarks and prints their tables. Sections: serving, llama, causes,
+// `npm run bench [section...]`: runs the benchmarks and prints their tables. Sections: serving, llama, step, causes,
 // builds, pull, cli, operator, platform, gateway, vision, console, routing (default: all). `llama` compares Gantry with
 // llama.cpp's llama-server and llama-bench built from the llama.cpp release node-llama-cpp ships; `causes` measures
 // the two causes of the gap before and after; `vision` image requests against llama-server --mmproj and text on the
 // addon with and without mtmd; `builds` compares the engine builds (patched addon on the prebuilt libraries, patched
 // all from source, prebuilt binary); `gateway` compares the gateway with going direct and with nginx, and measures
 // cold starts on the test cluster; `console` the console's first page in a headless browser; `routing` LeastLoad
-// against PrefixHash for multi-turn conversations over an app's replicas.
+// against PrefixHash for multi-turn conversations over an app's replicas; `step` the host time of a decode step at 1, 8
+// and 32 streams on a 128k-vocabulary model (GANTRY_BENCH_STEP_TOKENS per stream, default 128).
 // GANTRY_BENCH_ROUNDS (default 9 for serving: its paired ratios need that many to settle on 2 noisy cores; 3 for llama,
 // causes and builds) sets the interleaved rounds, GANTRY_BENCH_MODELS (default 250m,1b) the generated models,
 // GANTRY_BENCH_LLAMA_SLOTS (lru, default, or pinned) how llama-server assigns slots to concurrent requests;
@@ -24,6 +25,7 @@ import { printTable } from "./table.ts";
 const all = [
   "serving",
   "llama",
+  "step",
   "causes",
   "builds",
   "pull",
@@ -118,7 +120,8 @@ if (run("llama") || run("causes") || run("builds")) {
     shape,
     llamaSlots: llamaSlotsFromEnv(),
     ...(gpu ? { gpu } : {}),
-    ...(scenarios ? { scenarios } : {}),
+    // The stream counts' runs (the GPU check) are set against llama.cpp's own batched decode too.
+    ...(scenarios ? { scenarios, ceiling: true } : {}),
   };
   const { benchCauses, benchLlamaServer } = await import("./llama-cpp/compare.ts");
   const { benchKvCache } = await import("./llama-cpp/kv-cache.ts");
@@ -129,6 +132,18 @@ if (run("llama") || run("causes") || run("builds")) {
     ...(run("builds") ? [await benchEngineBuilds(models, o)] : []),
   ];
   for (const t of tables) printTable(t.title, t.header, t.rows);
+}
+
+if (run("step")) {
+  const { benchStep, stepTable } = await import("./step.ts");
+  const o = {
+    streamCounts: [1, 8, 32],
+    tokens: Number(process.env.GANTRY_BENCH_STEP_TOKENS ?? 128),
+    threads: Number(process.env.GANTRY_BENCH_THREADS ?? 2),
+  };
+  const load = (await import("node:os")).loadavg()[0]!;
+  const t = stepTable(await benchStep(o), o, load);
+  printTable(t.title, t.header, t.rows);
 }
 
 if (run("pull")) {

@@ -1,9 +1,10 @@
 // The GPU check, on the bundle's Node (test/gpu/run.sh starts it): phases in order, each timed; a failed phase is
 // reported and the phases that do not need it go on. preflight (the machine, CUDA's compiler, the GPU's architecture)
-// → models (the GGUF writer, in the background) → build (the patched engine and llama-server/llama-bench from the same
-// llama.cpp source, at once; on a GPU the CUDA backend for that GPU only, and the CUDA engine from it) → serve (gantry
-// serve with GANTRY_GPU: the whole model in GPU memory, `gantry ps` says 100% GPU) → tests (the GPU path's) → bench
-// (`bench llama` against llama-server on the same GPU, one model at a time, the biggest first) → summary.md.
+// → models (the GGUF writer, in the background) → build (the patched engine and llama-server, llama-bench and
+// llama-batched-bench from the same llama.cpp source, at once; on a GPU the CUDA backend for that GPU only, and the
+// CUDA engine from it) → serve (gantry serve with GANTRY_GPU: the whole model in GPU memory, `gantry ps` says 100% GPU)
+// → tests (the GPU path's) → bench (`bench llama` against llama-server and llama-batched-bench on the same GPU, one
+// model at a time, the biggest first) → summary.md.
 // Output: at most 8 files in --out (the device tool brings back 8): summary.md, summary.json, run.log (run.sh's
 // copy of everything), build.log, serve.log, tests.log, bench.md (the tables), bench.log.
 import { spawn } from "node:child_process";
@@ -145,14 +146,14 @@ const built = await phases.run("build", async () => {
   const variant = gpu === "cuda" ? cudaTools(architectures) : CPU_TOOLS;
   const [engine, tools] = await Promise.allSettled([
     ensurePatchedEngine({ settings, strict: true, log: say }),
-    llamaTools(["llama-server", "llama-bench"], variant),
+    llamaTools(["llama-server", "llama-bench", "llama-batched-bench"], variant),
   ]);
   collectBuildLogs(settings.GANTRY_CACHE);
   const failed = [engine, tools].filter((r) => r.status === "rejected").map((r) => String(r.reason));
   if (failed.length > 0) throw new Error(failed.join("\n"));
   const notes = [`patched engine: ${(engine as PromiseFulfilledResult<{ detail: string }>).value.detail}`];
   const t = (tools as PromiseFulfilledResult<Awaited<ReturnType<typeof llamaTools>>>).value;
-  notes.push(`llama-server, llama-bench (${t.variant}) in ${t.dir}`);
+  notes.push(`llama-server, llama-bench, llama-batched-bench (${t.variant}) in ${t.dir}`);
   if (gpu === "cuda") {
     const cuda = await installCudaEngine({ settings, cudaModule: t.cudaModule!, say });
     notes.push(`CUDA engine ${cuda.build.buildDir}`);

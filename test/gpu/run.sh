@@ -3,9 +3,9 @@
 # Gantry's GPU check, on a machine that has the working tree and the GPU bundle (`npm run gpu:bundle`) and nothing else
 # of ours: no Node, no npm, no network. Unpacks Node, the dependencies (into the tree's node_modules, unless it has
 # its own) and llama.cpp's source, then hands over to test/gpu/device-run.ts on that Node: builds the engine (and, on
-# a GPU, the CUDA backend for it) and llama-server/llama-bench from the same source, serves a model, runs the GPU
-# path's tests and `bench llama` against llama-server, and writes tables and logs to the output folder ($OUT where the
-# device tool runs it, else ./gpu-out). Each phase prints its time; a failed phase is reported and the rest goes on.
+# a GPU, the CUDA backend for it) and llama-server, llama-bench and llama-batched-bench from the same source, serves a
+# model, runs the GPU path's tests and `bench llama` against llama-server and llama.cpp's own batched decode (the
+# ceiling), and writes tables and logs to the output folder ($OUT where the device tool runs it, else ./gpu-out). Each phase prints its time; a failed phase is reported and the rest goes on.
 # --quick: small models and few streams (the CPU run `npm run test:bundle` makes); --gpu off: the CPU only.
 set -uo pipefail
 BUNDLE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

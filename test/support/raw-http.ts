@@ -141,8 +141,9 @@ export class Conn {
     );
   }
 
-  static async open(port: number): Promise<Conn> {
-    const socket = net.connect(port, "127.0.0.1");
+  /** A connection to 127.0.0.1:port, from a loopback address of its own when given (127.0.0.0/8). */
+  static async open(port: number, localAddress?: string): Promise<Conn> {
+    const socket = net.connect({ port, host: "127.0.0.1", ...(localAddress ? { localAddress } : {}) });
     socket.setNoDelay(true);
     await within(new Promise((resolve, reject) => socket.once("connect", resolve).once("error", reject)), "connection");
     return new Conn(socket);

@@ -5,12 +5,9 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import type { EngineTuning } from "../../server/engine/tuning.ts";
 
 export const REPO = path.resolve(import.meta.dirname, "..", "..");
 export const GANTRY = path.join(REPO, "server", "cli", "gantry.ts");
-/** `gantry serve` with an EngineTuning (benchmarks and A/B tests). */
-const TUNED_SERVE = path.join(REPO, "test", "support", "tuned-serve.ts");
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -103,8 +100,6 @@ export async function startTestServer(
     modelsDir?: string;
     waitReady?: boolean;
     bin?: string;
-    /** The engine's measurement switches (test/support/tuned-serve.ts runs the server then). */
-    tuning?: EngineTuning;
     /** How often /health is asked until it answers (default 100 ms). */
     pollMs?: number;
   } = {},
@@ -113,19 +108,18 @@ export async function startTestServer(
   const modelsDir = opts.modelsDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "gantry-store-"));
   const url = `http://127.0.0.1:${port}`;
   const p = await spawnGantry(
-    opts.tuning ? (opts.args ?? []) : ["serve", ...(opts.args ?? [])],
+    ["serve", ...(opts.args ?? [])],
     {
       GANTRY_HOST: `127.0.0.1:${port}`,
       GANTRY_MODELS: modelsDir,
       GANTRY_THREADS: "2",
       GANTRY_LOG_LEVEL: "info",
       ...opts.env,
-      ...(opts.tuning ? { GANTRY_BENCH_TUNING: JSON.stringify(opts.tuning) } : {}),
     },
     `${url}/health`,
     (status) => status === 200 || (status === 503 && opts.waitReady === false),
     {
-      ...(opts.bin ? { bin: opts.bin } : opts.tuning ? { script: TUNED_SERVE } : {}),
+      ...(opts.bin ? { bin: opts.bin } : {}),
       ...(opts.pollMs ? { pollMs: opts.pollMs } : {}),
     },
   );

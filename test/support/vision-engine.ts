@@ -48,7 +48,7 @@ export async function openVisionEngine(pair: VisionPair, o: { parallel: number }
     maxQueue: o.parallel,
     threads: 2,
     metrics: noMetrics,
-    tuning: { moveSlots: false },
+    moveSlots: false,
   });
   const projector = await loadProjector(loaded.model, pair.mmproj, { threads: 2 });
   const slots: Slot[] = [];

@@ -6,7 +6,6 @@ import { withOllamaAliases } from "../../config.ts";
 import { parseArgs, stringFlag } from "../args.ts";
 import { CliOnlyEnvSchema } from "../config.ts";
 import type { Command } from "../context.ts";
-import type { EngineTuning } from "../../engine/tuning.ts";
 
 /** Every variable `gantry serve` reads (the server's and the engine setup's), for `gantry serve --help`. */
 const serveEnvironmentHelp = (): string => envHelp("Environment variables", ServeProcessEnvSchema);
@@ -26,16 +25,8 @@ export const serveCommand: Command = {
   run: (args, ctx) => serve(args, ctx.env),
 };
 
-/**
- * `gantry serve <args>` with the environment `env`: the server until a shutdown signal. `tuning`: the engine's
- * measurement switches, which only benchmarks and tests set (test/support/tuned-serve.ts); the command runs the
- * defaults.
- */
-export async function serve(
-  args: string[],
-  env: Record<string, string | undefined>,
-  tuning?: EngineTuning,
-): Promise<void> {
+/** `gantry serve <args>` with the environment `env`: the server until a shutdown signal. */
+export async function serve(args: string[], env: Record<string, string | undefined>): Promise<void> {
   {
     const { positionals, flags } = parseArgs("serve", args, { model: { type: "string", short: "m", multiple: true } });
     if (positionals.length > 0) throw new Error(`serve: unexpected argument "${positionals[0]}"`);
@@ -50,7 +41,7 @@ export async function serve(
     await ensureEngineOnFirstUse((line) => process.stderr.write(`${line}\n`), config);
     // Loaded on use: the engine (node-llama-cpp) and HTTP stack would slow every other command's start.
     const { startServer } = await import("../../serve.ts");
-    const running = await startServer(config, logger, { preload, ...(tuning ? { tuning } : {}) });
+    const running = await startServer(config, logger, { preload });
     exitOnShutdownSignals(() => running.close(), logger);
   }
 }

@@ -43,7 +43,6 @@ export interface AddonContext {
   /** Patched addon only. */
   decodeBatchInline?(): void;
   getThreadpoolThreads?(): number;
-  getInlineSampling?(): boolean;
 }
 
 interface ModelInternals {
@@ -105,7 +104,8 @@ export function nativeContextOf(context: LlamaContext, model: LlamaModel): Nativ
   return {
     batchSize: context.batchSize,
     threadpoolThreads: typeof addon.getThreadpoolThreads === "function" ? addon.getThreadpoolThreads() : 0,
-    inlineSampling: typeof addon.getInlineSampling === "function" ? addon.getInlineSampling() : false,
+    // The patched addon samples plain tokens on the calling thread; decodeBatchInline is its mark.
+    inlineSampling: inline !== undefined,
     initBatch: (size) => addon.initBatch(size),
     addToBatch: (sequenceId, first, tokens, logitIndexes) => addon.addToBatch(sequenceId, first, tokens, logitIndexes),
     decodeBatch: () => addon.decodeBatch(),
@@ -136,40 +136,20 @@ export function nativeContextOf(context: LlamaContext, model: LlamaModel): Nativ
 }
 
 /**
- * The patched addon's own settings, for measurements and equivalence checks (EngineTuning.addon); unset = the
- * addon's default (on). The addon takes them through its setGantrySettings binding, process-wide: it reads the
- * threadpool ones and inline sampling when a context is created, the penalty prefilter when a sampler chain is built,
- * direct top k per sampling call. Set once the runtime is loaded, before the engine creates a context.
+ * The patched addon's setting (GANTRY_THREADPOOL_POLL), through its setGantrySettings binding, process-wide: read when
+ * a context is created, so set once the runtime is loaded, before the engine creates a context.
  */
 export interface AddonSettings {
-  /** A persistent ggml threadpool per context. */
-  threadpool?: boolean;
   /** ggml poll level of the threadpool's idle threads, 0-100. */
   threadpoolPoll: number;
-  /** Sample plain tokens on the calling thread. */
-  inlineSampling?: boolean;
-  /** Skip repeat penalties on tokens they cannot change (the penalty prefilter). */
-  penaltyPrefilter?: boolean;
-  /** Pick a leading top k directly instead of sorting the vocabulary. */
-  directTopK?: boolean;
 }
 
 type SetGantrySettings = (settings: Partial<AddonSettings>) => void;
 
-/**
- * Hands `s` to the addon of `llama`; false when the addon is not the patched one (the prebuilt binary has none of these
- * switches).
- */
+/** Hands `s` to the addon of `llama`; false when the addon is not the patched one (the prebuilt binary has none). */
 export function applyAddonSettings(llama: Llama, s: AddonSettings): boolean {
   const bindings = (llama as unknown as { _bindings: { setGantrySettings?: SetGantrySettings } })._bindings;
   if (typeof bindings.setGantrySettings !== "function") return false;
-  const { threadpool, inlineSampling, penaltyPrefilter, directTopK } = s;
-  bindings.setGantrySettings({
-    ...(threadpool === undefined ? {} : { threadpool }),
-    ...(inlineSampling === undefined ? {} : { inlineSampling }),
-    ...(penaltyPrefilter === undefined ? {} : { penaltyPrefilter }),
-    ...(directTopK === undefined ? {} : { directTopK }),
-    threadpoolPoll: Math.max(0, Math.min(100, Math.round(s.threadpoolPoll))),
-  });
+  bindings.setGantrySettings({ threadpoolPoll: Math.max(0, Math.min(100, Math.round(s.threadpoolPoll))) });
   return true;
 }

@@ -19,8 +19,6 @@ export const PATCH_FILE = path.join(import.meta.dirname, "node-llama-cpp-addon.p
  */
 export const PATCHED_CMAKE_OPTIONS: Readonly<Record<string, string>> = {
   GGML_OPENMP: "OFF",
-  NLC_THREADPOOL: "ON",
-  NLC_INLINE_SAMPLING: "ON",
   NLC_MTMD: "ON",
 };
 

@@ -9,21 +9,27 @@ import { givenRequestId } from "../../common/request-id.ts";
 import { askForBody } from "../3-route/request-body.ts";
 import type { GatewayConfig } from "../config.ts";
 import type { RequestContext } from "../context.ts";
+import type { ClientOf } from "./client.ts";
 import { EXPOSED_HEADERS, preflightHeaders } from "./cors.ts";
 import { gatewayError, sendGatewayError } from "../errors.ts";
 import type { ManagementHandler } from "../management/management-api.ts";
 import { guessShape, route } from "./target.ts";
+import { QUEUE_PREFIX } from "../queue/wire.ts";
 
 export type SystemPath = "/healthz" | "/readyz" | "/metrics";
 
 export interface DispatchDeps {
   config: Pick<GatewayConfig, "corsOrigins" | "metricsListen">;
   newRequestId: () => string;
+  /** Who a request's client is (config trustProxy). */
+  clientOf: ClientOf;
   logger: Logger;
   management: ManagementHandler;
   /** Serves a request to an app (pipeline.ts, steps 2 to 5); settles when it ended. */
   serveApp(ctx: RequestContext): Promise<void>;
   system(path: SystemPath, res: ServerResponse): Promise<void>;
+  /** fal's queue API (queue/service.ts), for paths under /_queue; none when the queue is off. */
+  queue?: (req: IncomingMessage, res: ServerResponse, path: string, query: string, requestId: string) => void;
 }
 
 /**
@@ -63,12 +69,20 @@ export function dispatcher(d: DispatchDeps): (req: IncomingMessage, res: ServerR
         return;
       }
     }
-    const r = route(req.method ?? "GET", req.url ?? "/");
+    const url = req.url ?? "/";
+    if (d.queue && (url === QUEUE_PREFIX || url.startsWith(`${QUEUE_PREFIX}/`) || url.startsWith(`${QUEUE_PREFIX}?`))) {
+      const q = url.indexOf("?");
+      const path = q < 0 ? url : url.slice(0, q);
+      d.queue(req, res, path.slice(QUEUE_PREFIX.length), q < 0 ? "" : url.slice(q), requestId);
+      return;
+    }
+    const r = route(req.method ?? "GET", url);
     switch (r.kind) {
       case "app": {
         const { org, app, rest, query, api } = r;
         const shape = api.shape;
-        const ctx: RequestContext = { req, res, requestId, t0, org, app, rest, query, api, shape, keyId: "-" };
+        const client = d.clientOf(req);
+        const ctx: RequestContext = { req, res, requestId, t0, org, app, rest, query, api, shape, client, keyId: "-" };
         d.serveApp(ctx).catch((err: unknown) => {
           d.logger.error({ err: String(err), requestId }, "request failed");
           sendGatewayError(res, shape, gatewayError(502, "the request failed in the gateway"), {

@@ -20,6 +20,14 @@ export const actAs = (req: IncomingMessage, key: VerifiedKey): void => {
   (req as Marked)[PRESET] = key;
 };
 
+const COUNTED = Symbol("gantry.limitsCounted");
+type Counted = IncomingMessage & { [COUNTED]?: true };
+
+/** Marks a request whose key's limits were applied already: a queued one, counted when it was submitted. */
+export const limitsCounted = (req: IncomingMessage): void => {
+  (req as Counted)[COUNTED] = true;
+};
+
 /** An admitted request: its key's slot, to give back when it ends (none for a public app called without a key). */
 export type Admission = { release: (() => void) | undefined };
 
@@ -73,6 +81,7 @@ export class Authenticator {
     }
     if (!decision.key) return { release: undefined };
     ctx.keyId = decision.key.id;
+    if ((ctx.req as Counted)[COUNTED]) return { release: undefined };
     // Limits are the key's: its org's overrides apply (also when it calls a shared app of another org).
     const l = this.acquireLimit(decision.key);
     return l.ok ? { release: l.release } : { kind: "limited", ...limitRefusal(l) };

@@ -10,13 +10,13 @@ import { upstreamHeaders, type ForwardOptions, type ProxyOutcome, type Upstreams
 export type PodRequest = Omit<ForwardOptions, "committed">;
 
 /** What is sent to whichever pod takes the request (the same for every try). */
-export function podRequest(ctx: RequestContext, body: RequestBody, forwardedFor: string | undefined): PodRequest {
+export function podRequest(ctx: RequestContext, body: RequestBody): PodRequest {
   const { req, api } = ctx;
   const { payload, dropUsageEvent } = podBody(api, body);
   return {
     method: req.method ?? "GET",
     path: ctx.rest + ctx.query,
-    headers: upstreamHeaders(req.rawHeaders, ctx.requestId, forwardedFor),
+    headers: upstreamHeaders(req.rawHeaders, ctx.requestId, ctx.client),
     body: payload,
     requestId: ctx.requestId,
     dropUsageEvent,

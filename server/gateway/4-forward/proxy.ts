@@ -19,7 +19,10 @@ const HOP_BY_HOP = new Set([
   "transfer-encoding",
   "upgrade",
 ]);
-/** Request headers not sent to pods: the caller's key stays at the gateway; undici sets Host and the body's length. */
+/**
+ * Request headers not sent to pods: the caller's key stays at the gateway; undici sets Host and the body's length; the
+ * forwarded-for and scheme headers are the gateway's own (a client's are believed only from trusted proxies).
+ */
 const NOT_FORWARDED = new Set([
   ...HOP_BY_HOP,
   "authorization",
@@ -28,6 +31,11 @@ const NOT_FORWARDED = new Set([
   "content-length",
   "x-request-id",
   "expect",
+  "x-forwarded-for",
+  "x-forwarded-proto",
+  "x-forwarded-host",
+  "forwarded",
+  "x-real-ip",
 ]);
 
 /** The field names a Connection header lists (hop-by-hop as well, RFC 9110 §7.6.1); none for the usual values. */
@@ -39,24 +47,26 @@ function listedIn(connection: string | string[] | undefined): Set<string> | unde
   return listed;
 }
 
-/** The request headers for the pod from the client's raw header list (name, value, name, value...). */
-export function upstreamHeaders(raw: readonly string[], requestId: string, clientIp: string | undefined): string[] {
+/**
+ * The request headers for the pod from the client's raw header list (name, value, name, value...), with the gateway's
+ * X-Request-Id, X-Forwarded-For (the client and the trusted hops) and X-Forwarded-Proto.
+ */
+export function upstreamHeaders(
+  raw: readonly string[],
+  requestId: string,
+  client: { forwardedFor: string; tls: boolean },
+): string[] {
   const out: string[] = [];
-  let forwardedFor: string | undefined;
   let listed: Set<string> | undefined;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!.toLowerCase();
     if (name === "connection") for (const n of listedIn(raw[i + 1]) ?? []) (listed ??= new Set()).add(n);
     if (NOT_FORWARDED.has(name)) continue;
-    if (name === "x-forwarded-for") {
-      forwardedFor = forwardedFor ? `${forwardedFor}, ${raw[i + 1]}` : raw[i + 1];
-      continue;
-    }
     out.push(name, raw[i + 1]!);
   }
   if (listed) for (let i = out.length - 2; i >= 0; i -= 2) if (listed.has(out[i]!)) out.splice(i, 2);
-  out.push("x-request-id", requestId);
-  if (clientIp) out.push("x-forwarded-for", forwardedFor ? `${forwardedFor}, ${clientIp}` : clientIp);
+  out.push("x-request-id", requestId, "x-forwarded-proto", client.tls ? "https" : "http");
+  if (client.forwardedFor) out.push("x-forwarded-for", client.forwardedFor);
   return out;
 }
 

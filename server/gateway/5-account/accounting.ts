@@ -97,6 +97,7 @@ export class Accounting {
         path: ctx.rest,
         status,
         keyId: ctx.keyId,
+        client: ctx.client.address,
         ms: Math.round(ms * 10) / 10,
         ...(ctx.pod ? { pod: ctx.pod, choice: choiceOf(ctx) } : {}),
         ...(t ? { promptTokens: t.prompt, completionTokens: t.completion } : {}),

@@ -1,6 +1,7 @@
 // The console's server side: sign-in (an org admin key exchanged for a session cookie), the session check every
 // management request made with that cookie goes through (CSRF included), sign-out, and the sweep of ended sessions.
 // Routes: POST/GET/DELETE /_gantry/v1/session; the console's pages and assets are static.ts's.
+import type { ClientOf } from "../1-dispatch/client.ts";
 import Tokens from "@fastify/csrf";
 import { AppError } from "../../common/errors.ts";
 import type { Logger } from "../../common/logger.ts";
@@ -12,7 +13,6 @@ import type { KeyStore } from "../ports.ts";
 import { SignInRequestSchema } from "../management/schemas.ts";
 import type { ConsoleConfig } from "./console-config.ts";
 import {
-  cameOverTls,
   ENDED_MESSAGE,
   hashToken,
   newToken,
@@ -38,6 +38,8 @@ export interface ConsoleDeps {
   checkKey(key: string): KeyCheck;
   /** Checks a request's Authorization header. */
   checkHeader(req: IncomingMessage): KeyCheck;
+  /** The client's address and scheme (trustProxy decides whom X-Forwarded-* are believed from). */
+  clientOf: ClientOf;
   maxBodyBytes: number;
   logger: Logger;
   now: () => number;
@@ -172,7 +174,7 @@ export class ConsoleSessions {
   }
 
   private cookie(req: IncomingMessage, value: string): string {
-    const secure = cameOverTls(req.socket as { encrypted?: boolean }, req.headers["x-forwarded-proto"]);
+    const secure = this.d.clientOf(req).tls;
     return sessionSetCookie(value, { secure, maxAgeSeconds: this.limits.maxMs / 1000 });
   }
 
@@ -180,7 +182,7 @@ export class ConsoleSessions {
     // A sign-in form posted from another site would sign the browser into someone else's org (login CSRF).
     if (req.headers["sec-fetch-site"] === "cross-site")
       throw new AppError("FORBIDDEN", "sign-in is accepted from the console's own pages only");
-    const address = req.socket.remoteAddress ?? "-";
+    const address = this.d.clientOf(req).address || "-";
     const now = this.d.now();
     const wait = this.throttle.waitMs(address, now);
     if (wait > 0) {

@@ -80,19 +80,6 @@ export function sessionSetCookie(value: string, o: { secure: boolean; maxAgeSeco
   });
 }
 
-/**
- * Whether the browser reached the gateway over TLS: its own socket, or a proxy in front that says so
- * (X-Forwarded-Proto: https, its first value when proxies chained theirs).
- */
-export function cameOverTls(
-  socket: { encrypted?: boolean } | undefined,
-  forwardedProto: string | string[] | undefined,
-) {
-  if (socket?.encrypted === true) return true;
-  const first = (Array.isArray(forwardedProto) ? forwardedProto[0] : forwardedProto)?.split(",")[0]?.trim();
-  return first?.toLowerCase() === "https";
-}
-
 export type SessionState = "ok" | "idle" | "expired" | "key-gone" | "key-expired" | "not-admin";
 
 /** Whether a session still holds at `now`, given its key's stored records (the key may have been revoked). */

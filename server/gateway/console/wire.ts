@@ -1,6 +1,7 @@
 // The console's part of the management API, put together for gateway.ts: the session check in front of every org
 // route, the console's own routes (its pages, sign-in and sign-out), the routes of one app and the playground's way
 // into the app pipeline.
+import type { ClientOf } from "../1-dispatch/client.ts";
 import path from "node:path";
 import type { Logger } from "../../common/logger.ts";
 import { packageRoot } from "../../common/package-files.ts";
@@ -27,6 +28,7 @@ export interface ConsoleWiring {
   keys: Pick<KeyStore, "byId">;
   checkHeader(req: IncomingMessage): KeyCheck;
   checkKey(key: string): KeyCheck;
+  clientOf: ClientOf;
   forwardToApp(
     req: IncomingMessage,
     res: ServerResponse,
@@ -54,6 +56,7 @@ export function consoleManagement(w: ConsoleWiring): {
     keys: w.keys,
     checkKey: w.checkKey,
     checkHeader: w.checkHeader,
+    clientOf: w.clientOf,
     maxBodyBytes: w.maxBodyBytes,
     logger: w.logger,
     now: w.now,

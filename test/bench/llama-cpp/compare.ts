@@ -1,14 +1,17 @@
 // Gantry against llama.cpp's own llama-server (and llama-bench), built from the llama.cpp release node-llama-cpp ships,
 // on the same GGUF files, thread count, parallel sequences and context per sequence, interleaved over rounds.
 //  - benchLlamaServer: the main table (single-stream prompt/generation speed, aggregate tokens/s at concurrency 1/4/8
-//    with 64 and 256 generated tokens, time to first token under load, decode steps per token position).
-//  - benchCauses: the two causes of the gap, before and after: per-decode thread start-up (prebuilt binary, patched
-//    build without and with the persistent threadpool) and batch fill (eager
-//    steps vs the slot loop's full steps). Variants set the engine's EngineTuning (test/support/tuned-serve.ts).
+//    with 64 and 256 generated tokens, time to first token under load, decode steps per token position); with
+//    `ceiling`, each aggregate row also against llama-batched-bench at the same stream count (llama.cpp's own batched
+//    decode, no server: the GPU check's ceiling).
+//  - benchCauses: the prebuilt binary (ggml's threads started per decode, decode and sampling on libuv workers) against
+//    the patched build, whose threadpool polls (50, default) or sleeps at once (0) between steps: the server
+//    configuration each variant runs with. The A/B switches of the steps before (eager steps, threadpool off, decode on
+//    workers) are gone; their measurements are in docs/decisions/0012.
 import { median, minMedMax, pairedRatio, spread } from "../table.ts";
 import { interleave, warm, type Results, type RunResult, type Scenario } from "./interleave.ts";
-import type { EngineTuning } from "../../../server/engine/tuning.ts";
 import { gpuMemoryByPid } from "./gpu-memory.ts";
+import { batchedBench, CEILING_PROMPT_TOKENS, type BatchedBenchRow } from "./batched-bench.ts";
 import { llamaBench } from "./llama-bench.ts";
 import { toolsVariant, type GpuRun } from "./options.ts";
 import { startGantry, startLlamaServer, type BenchTarget, type LlamaSlots, type ServeShape } from "./targets.ts";
@@ -28,6 +31,8 @@ export interface CompareOptions {
   gpu?: GpuRun;
   /** The runs (default MAIN: the CPU table's). */
   scenarios?: Scenario[];
+  /** Also run llama-batched-bench at the scenarios' stream counts and print Gantry ÷ that ceiling. */
+  ceiling?: boolean;
 }
 
 export interface Table {
@@ -91,8 +96,24 @@ const generationScenario = (scenarios: Scenario[]): Scenario | undefined =>
     .filter((s) => s.concurrency === 1 && !s.longPrompt && !s.lengths)
     .sort((a, b) => b.nPredict - a.nPredict)[0];
 
+/**
+ * The ceiling cell of an aggregate row: Gantry's median ÷ llama-batched-bench's S_TG at the row's stream count, and
+ * where the two measure different work, what differs.
+ */
+function ceilingCell(s: Scenario, gantry: number[], rows: BatchedBenchRow[]): string {
+  const c = rows.find((r) => r.pl === s.concurrency);
+  if (!c) return "-";
+  const r = (minMedMax(gantry).med / c.speedTg).toFixed(2);
+  if (s.lengths) return `${r} (streams of unequal lengths: the ceiling's are equal)`;
+  if (s.nPredict !== c.tg) return `${r} (${s.nPredict} tokens; the ceiling generated ${c.tg})`;
+  return r;
+}
+
 export async function benchLlamaServer(models: BenchModel[], o: CompareOptions): Promise<Table[]> {
-  const tools = await llamaTools(undefined, toolsVariant(o.gpu));
+  const tools = await llamaTools(
+    o.ceiling ? ["llama-server", "llama-bench", "llama-batched-bench"] : undefined,
+    toolsVariant(o.gpu),
+  );
   const scenarios = o.scenarios ?? MAIN;
   const gen = generationScenario(scenarios);
   // llama-bench's generation run no longer than the scenarios' (a short CPU check need not generate 128 per round).
@@ -123,11 +144,21 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
       });
       // Per-run values pair up by round; `perRound` gives them when the spread is over something else (every request's
       // TTFT).
+      // llama.cpp's own batched decode at the same stream counts, once per model (its runs are seconds long).
+      const ceiling = o.ceiling
+        ? await batchedBench(tools.batchedBench, m.path, {
+            threads: o.shape.threads,
+            parallel: [...new Set(scenarios.filter((s) => !s.longPrompt).map((s) => s.concurrency))],
+            tokens: Math.max(...scenarios.filter((s) => !s.longPrompt).map((s) => s.nPredict)),
+            extraArgs: o.gpu?.llamaArgs ?? [],
+          })
+        : [];
       const row = (
         measure: string,
         g: number[],
         l: number[],
         perRound?: { g: number[]; l: number[]; lowerIsBetter: boolean },
+        vsCeiling = "-",
       ) =>
         main.push([
           m.label,
@@ -136,6 +167,7 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
           spread(l),
           ratio(g, l),
           perRound ? pairedRatio(perRound.g, perRound.l, perRound.lowerIsBetter) : pairedRatio(g, l),
+          ...(o.ceiling ? [vsCeiling] : []),
         ]);
       const promptTokens = Math.round(minMedMax(runs(res, GANTRY, "prompt").map((r) => r.promptTokens)).med);
       const gPrompt = runs(res, GANTRY, "prompt").map((r) => r.promptTps),
@@ -145,12 +177,19 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
       row(`prompt tok/s, 1 stream, ${promptTokens}-token prompt (server timings)`, gPrompt, lPrompt);
       if (gen) row(`generation tok/s, 1 stream, ${gen.nPredict} tokens (server timings)`, gGen, lGen);
       for (const s of scenarios.filter((x) => !x.longPrompt)) {
+        const g = runs(res, GANTRY, s.key).map((r) => r.aggregateTps);
         row(
           `aggregate generated tok/s, ${shapeOf(s)} tokens${s.repeat ? ` (${s.repeat} in a row per run)` : ""}`,
-          runs(res, GANTRY, s.key).map((r) => r.aggregateTps),
+          g,
           runs(res, LLAMA, s.key).map((r) => r.aggregateTps),
+          undefined,
+          ceilingCell(s, g, ceiling),
         );
       }
+      if (o.ceiling)
+        engines.push(
+          `${m.label}: ceiling = llama-batched-bench S_TG (${CEILING_PROMPT_TOKENS}-token prompts decoded first, untimed): ${ceiling.map((c) => `${c.pl} × ${c.tg}: ${c.speedTg.toFixed(1)} tok/s`).join(", ")}`,
+        );
       for (const s of scenarios.filter((x) => x.concurrency > 1)) {
         const g = runs(res, GANTRY, s.key),
           l = runs(res, LLAMA, s.key);
@@ -189,7 +228,7 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
   const shape = `${where}, ${o.shape.threads} threads, ${o.shape.parallel} parallel sequences × ${o.shape.contextPerSequence} context, ${slots}`;
   return [
     {
-      title: `Gantry vs llama-server ${tools.release} (${tools.commit.slice(0, 12)}, the llama.cpp node-llama-cpp ships): ${shape}; min / median / max of ${o.rounds} interleaved rounds; ratio of the medians, and the median of each round's own ratio with the rounds in which Gantry did at least as well (TTFT: as low)\n${engines.join("\n")}`,
+      title: `Gantry vs llama-server ${tools.release} (${tools.commit.slice(0, 12)}, the llama.cpp node-llama-cpp ships): ${shape}; min / median / max of ${o.rounds} interleaved rounds; ratio of the medians, and the median of each round's own ratio with the rounds in which Gantry did at least as well (TTFT: as low)${o.ceiling ? "; gantry ÷ ceiling: Gantry's aggregate as its clients see it (each stream's prompt and first token included) over llama-batched-bench's generation phase alone, so it reads low by the prompt's share of a run" : ""}\n${engines.join("\n")}`,
       header: [
         "model",
         "measure",
@@ -197,6 +236,7 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
         "llama-server",
         "gantry ÷ llama-server (medians)",
         "per round: median ratio (rounds gantry ≥)",
+        ...(o.ceiling ? ["gantry ÷ ceiling (llama-batched-bench S_TG)"] : []),
       ],
       rows: main,
     },
@@ -220,25 +260,12 @@ interface Variant {
   label: string;
   /** Server configuration (the engine build, the threadpool's poll level). */
   env?: Record<string, string>;
-  /** The engine's measurement switches. */
-  tuning?: EngineTuning;
 }
 
 const VARIANTS: Variant[] = [
-  {
-    label: "prebuilt, eager steps (before)",
-    env: { GANTRY_ENGINE_BUILD: "prebuilt" },
-    tuning: { fullSteps: false },
-  },
-  { label: "prebuilt + full batches", env: { GANTRY_ENGINE_BUILD: "prebuilt" } },
-  { label: "patched build, threadpool off", tuning: { addon: { threadpool: false } } },
-  { label: "patched build + threadpool, poll 0 (sleep at once)", env: { GANTRY_THREADPOOL_POLL: "0" } },
-  { label: "patched build + threadpool, eager steps", tuning: { fullSteps: false } },
-  {
-    label: "patched build + threadpool (poll 50) + full batches, decode on workers",
-    tuning: { inlineDecode: false },
-  },
-  { label: "patched build + threadpool (poll 50) + full batches + inline decode (after, default)" },
+  { label: "prebuilt binary (before)", env: { GANTRY_ENGINE_BUILD: "prebuilt" } },
+  { label: "patched build, threadpool poll 0 (sleep at once)", env: { GANTRY_THREADPOOL_POLL: "0" } },
+  { label: "patched build, threadpool poll 50 (default)" },
 ];
 
 const CAUSES: Scenario[] = [
@@ -254,7 +281,7 @@ export async function benchCauses(models: BenchModel[], o: CompareOptions): Prom
   for (const m of models) {
     const targets: BenchTarget[] = [];
     try {
-      for (const v of VARIANTS) targets.push(await startGantry(v.label, m.path, o.shape, v.env, v.tuning));
+      for (const v of VARIANTS) targets.push(await startGantry(v.label, m.path, o.shape, v.env));
       targets.push(await startLlamaServer(LLAMA, tools.server, m.path, o.shape, o.llamaSlots));
       await warm(targets);
       const res = await interleave(targets, CAUSES, o.rounds, `${m.label} causes`);

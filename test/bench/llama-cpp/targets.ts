@@ -3,7 +3,6 @@
 // thread count, parallel sequences and context per sequence, and driven through its HTTP API with identical sampling.
 import { spawn, type ChildProcess } from "node:child_process";
 import { createModel, freePort, startTestServer } from "../../support/server.ts";
-import type { EngineTuning } from "../../../server/engine/tuning.ts";
 import { postStreamingLines } from "../stream-client.ts";
 
 /** One streamed completion as the client saw it, plus the server's own prompt/generation timings. */
@@ -65,10 +64,8 @@ export async function startGantry(
   modelPath: string,
   shape: ServeShape,
   env: Record<string, string> = {},
-  tuning?: EngineTuning,
 ): Promise<BenchTarget> {
   const srv = await startTestServer({
-    ...(tuning ? { tuning } : {}),
     env: {
       GANTRY_NUM_PARALLEL: String(shape.parallel),
       GANTRY_THREADS: String(shape.threads),

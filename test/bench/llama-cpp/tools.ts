@@ -15,12 +15,14 @@ import { parseEnv } from "../../../server/common/config.ts";
 import { SetupEnvSchema } from "../../../server/setup/config.ts";
 import { buildTools, bundledRelease, cloneBundledLlamaCpp, cmakeBuild } from "../../../server/setup/llama-source.ts";
 
-export type LlamaToolName = "llama-server" | "llama-bench" | "llama-mtmd-cli";
+export type LlamaToolName = "llama-server" | "llama-bench" | "llama-batched-bench" | "llama-mtmd-cli";
 
 export interface LlamaTools {
   /** Paths of the binaries (those not asked for may not exist). */
   server: string;
   bench: string;
+  /** llama-batched-bench: n parallel sequences decoding in one batch, no server (the GPU check's ceiling). */
+  batchedBench: string;
   mtmdCli: string;
   /** The llama.cpp release and commit, for the report. */
   release: string;
@@ -129,6 +131,7 @@ async function ensure(names: readonly LlamaToolName[], variant: LlamaToolsVarian
   const tools: LlamaTools = {
     server: path.join(bin, "llama-server"),
     bench: path.join(bin, "llama-bench"),
+    batchedBench: path.join(bin, "llama-batched-bench"),
     mtmdCli: path.join(bin, "llama-mtmd-cli"),
     release: rel.release,
     commit: rel.commit,

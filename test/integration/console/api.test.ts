@@ -50,6 +50,8 @@ before(async () => {
   apps.set({ org: "other", name: "chat", auth: "private", uid: "2" }, [endpointAt(podUrl)]);
   const config = parseGatewayConfig({
     console: { sessionIdleMinutes: 30, sessionMaxHours: 2, signInFreeFailures: 2 },
+    // The test's client also stands for a TLS-terminating proxy in front (X-Forwarded-Proto), trusted on loopback.
+    trustProxy: ["loopback"],
   });
   gateway = new Gateway({ config, apps, keys, usage, logger: silentLogger, now, consoleAssets: assets });
   server = createGatewayServer(config, gateway.handle);
@@ -94,7 +96,7 @@ const withSession = (s: Signed, csrf = true): Record<string, string> => ({
 
 const errorOf = async (r: Response) => ((await r.json()) as { error: { message: string } }).error.message;
 
-test("sign-in exchanges an admin key for an HttpOnly, SameSite=Strict session cookie; Secure behind a TLS proxy", async () => {
+test("sign-in exchanges an admin key for an HttpOnly, SameSite=Strict session cookie; Secure behind a trusted TLS proxy", async () => {
   const s = await signIn(admin);
   assert.match(s.setCookie, /^gantry_session=acme\.[A-Za-z0-9_-]{43}; /);
   assert.match(s.setCookie, /; HttpOnly/i);

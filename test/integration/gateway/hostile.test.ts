@@ -5,11 +5,13 @@
 // pod must never see (a caller's key, a client's Host, a trailer field, a dot segment). Then the clients that hold the
 // gateway's memory or connections: one that pipelines hundreds of requests and reads nothing, a thousand idle
 // connections, more connections from one address than it may hold. (A client that stops reading a stream: faults.)
+// Last, forwarded headers: believed from the proxies of trustProxy only, for the pods, the access log and the console's
+// sign-in throttle.
 import assert from "node:assert/strict";
 import http from "node:http";
 import net from "node:net";
 import { after, before, test } from "node:test";
-import { silentLogger } from "../../../server/common/logger.ts";
+import { createLogger, silentLogger } from "../../../server/common/logger.ts";
 import { parseGatewayConfig } from "../../../server/gateway/config.ts";
 import { Gateway } from "../../../server/gateway/gateway.ts";
 import { createGatewayServer } from "../../../server/gateway/http-server.ts";
@@ -184,6 +186,11 @@ const CASES: Case[] = [
   c("a management path that climbs out", r("GET /_gantry/v1/orgs/o/keys/../../../../o/priv/v1/models"), [404], "open"),
   c("another org's private app with this org's key", r("GET /p/priv/v1/models", [K]), [403], "open"),
   c("a pod's store management", r("POST /o/pub/api/pull", [K, "Content-Length: 2"], "{}"), [403], "open"),
+  // Forwarded headers from a client (no trustProxy): the pod gets only what the gateway saw (checkPodRequest)
+  c("a made-up X-Forwarded-For", r("GET /o/pub/api/version", ["X-Forwarded-For: 6.6.6.6"]), [200], "open", { pub: ["GET /api/version"] }),
+  c("two X-Forwarded-For fields", r("GET /o/pub/api/version", ["X-Forwarded-For: 6.6.6.6", "X-Forwarded-For: 7.7.7.7, 8.8.8.8"]), [200], "open", { pub: ["GET /api/version"] }),
+  c("a made-up X-Forwarded-Proto: https", r("GET /o/pub/api/version", ["X-Forwarded-Proto: https"]), [200], "open", { pub: ["GET /api/version"] }),
+  c("Forwarded, X-Forwarded-Host and X-Real-IP", r("GET /o/pub/api/version", ["Forwarded: for=6.6.6.6;proto=https", "X-Forwarded-Host: evil", "X-Real-IP: 6.6.6.6"]), [200], "open", { pub: ["GET /api/version"] }),
   // Pipelining and Authorization
   c("pipelined: only the first carries the key", r("GET /o/priv/v1/models", [K]) + r("GET /o/priv/v1/models"), [200, 401], "open", { priv: ["GET /v1/models"] }),
   c("pipelined: the second asks the management API", r("GET /o/priv/v1/models", [K]) + r("GET /_gantry/v1/orgs/o/keys"), [200, 401], "open", { priv: ["GET /v1/models"] }),
@@ -208,6 +215,11 @@ function checkPodRequest(name: PodName, s: Seen): void {
   assert.equal(s.headers.host, podHosts[name], `${name} got the client's Host: ${s.line}`);
   assert.equal(s.headers["x-smuggled"], undefined, `${name} got a smuggled field: ${s.line}`);
   assert.doesNotMatch(s.line.split(" ")[1]!, /\/\.\.?(\/|$)|%2e|\/\//i, `${name} got a dot segment: ${s.line}`);
+  // No trustProxy: the address and scheme the gateway saw, nothing a client sent.
+  assert.equal(s.headers["x-forwarded-for"], "127.0.0.1", `${name} got a client's X-Forwarded-For: ${s.line}`);
+  assert.equal(s.headers["x-forwarded-proto"], "http", `${name} got a client's X-Forwarded-Proto: ${s.line}`);
+  for (const h of ["forwarded", "x-forwarded-host", "x-real-ip"])
+    assert.equal(s.headers[h], undefined, `${name} got a client's ${h}: ${s.line}`);
 }
 
 test("hostile requests: the gateway's answers, the connection, and what the pods saw (a table of raw-socket cases)", async (t) => {
@@ -364,4 +376,83 @@ test("clientLimits.maxHeaderBytes bounds a request's head: 431 above it, served 
     assert.equal((await conn.answer()).status, status, `a head of ${size} bytes`);
     conn.socket.destroy();
   }
+});
+
+// ---- Forwarded headers and trustProxy ----
+
+/** A gateway of its own over the same pods (trustProxy is the gateway's, not its listener's); its access log lines. */
+async function gatewayWith(settings: Record<string, unknown>) {
+  const lines: Array<Record<string, unknown>> = [];
+  const logger = createLogger({
+    level: "info",
+    destination: { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) },
+  });
+  const config = parseGatewayConfig({ maxBodyBytes: MAX_BODY, ...settings });
+  const g = new Gateway({ config, apps, keys, logger });
+  const server = createGatewayServer(config, g.handle);
+  return { g, lines, port: await listen(server) };
+}
+
+/** One request over a raw connection from `from` (a loopback address); its status. */
+async function requestFrom(from: string, p: number, bytes: string): Promise<number> {
+  const conn = await Conn.open(p, from);
+  await conn.send(Buffer.from(bytes, "latin1"));
+  const status = (await conn.answer()).status;
+  conn.socket.destroy();
+  return status;
+}
+
+test("trustProxy: a trusted proxy's X-Forwarded-For and -Proto name the client for the pods and the access log; another peer's change nothing", async () => {
+  const { g, lines, port: p } = await gatewayWith({ trustProxy: ["127.0.0.1"] });
+  const fields = ["X-Forwarded-For: 6.6.6.6, 203.0.113.9", "X-Forwarded-Proto: https"];
+  seen.pub.length = 0;
+  assert.equal(await requestFrom("127.0.0.1", p, r("GET /o/pub/api/version", fields)), 200);
+  assert.equal(await requestFrom("127.0.0.2", p, r("GET /o/pub/api/version", fields)), 200);
+  const got = seen.pub.map((s) => [s.headers["x-forwarded-for"], s.headers["x-forwarded-proto"]]);
+  // The trusted proxy's client is its last untrusted hop; what that client claimed before it is not believed.
+  assert.deepEqual(got, [
+    ["203.0.113.9, 127.0.0.1", "https"],
+    ["127.0.0.2", "http"],
+  ]);
+  g.flushEnded();
+  assert.deepEqual(
+    lines.filter((l) => l.msg === "request").map((l) => l.client),
+    ["203.0.113.9", "127.0.0.2"],
+  );
+  await g.close(0);
+});
+
+test("the console's sign-in throttle counts by the client: behind a trusted proxy one user's failures lock out only that user; without trustProxy a made-up X-Forwarded-For escapes nothing", async () => {
+  const body = JSON.stringify({ key: "0123456789abcdef:not-the-secret" });
+  const signIn = (xff: string) =>
+    r(
+      "POST /_gantry/v1/session",
+      ["Content-Type: application/json", `X-Forwarded-For: ${xff}`, `Content-Length: ${body.length}`],
+      body,
+    );
+  const behind = await gatewayWith({ trustProxy: ["loopback"], console: { signInFreeFailures: 1 } });
+  assert.deepEqual(
+    [
+      await requestFrom("127.0.0.1", behind.port, signIn("198.51.100.1")),
+      await requestFrom("127.0.0.1", behind.port, signIn("198.51.100.1")),
+    ],
+    [401, 429],
+    "the user who failed waits",
+  );
+  assert.equal(
+    await requestFrom("127.0.0.1", behind.port, signIn("198.51.100.2")),
+    401,
+    "another user behind the proxy does not",
+  );
+  const direct = await gatewayWith({ console: { signInFreeFailures: 1 } });
+  assert.deepEqual(
+    [
+      await requestFrom("127.0.0.4", direct.port, signIn("198.51.100.1")),
+      await requestFrom("127.0.0.4", direct.port, signIn("198.51.100.2")),
+    ],
+    [401, 429],
+    "a client that makes up X-Forwarded-For is still one address",
+  );
+  await behind.g.close(0);
+  await direct.g.close(0);
 });

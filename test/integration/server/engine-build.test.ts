@@ -51,19 +51,3 @@ test("GANTRY_ENGINE_BUILD=prebuilt runs the prebuilt binary and says so in the l
     await srv.stop();
   }
 });
-
-test("a server tuned without inline decode keeps the patched build but decodes every step on a worker thread", async () => {
-  requirePatchedBuild();
-  const srv = await startTestServer({ tuning: { inlineDecode: false } });
-  try {
-    assert.deepEqual((await version(srv.url)).engine, {
-      build: "patched-local",
-      threadpool: true,
-      inlineSampling: true,
-      inlineDecode: false,
-    });
-    assert.equal(await generates(srv.url), 4);
-  } finally {
-    await srv.stop();
-  }
-});

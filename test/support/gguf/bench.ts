@@ -24,7 +24,7 @@ import {
   type WrittenGguf,
 } from "./writer.ts";
 
-export type BenchShapeName = "250m" | "1b" | "8b";
+export type BenchShapeName = "250m" | "1b" | "8b" | "step";
 
 /**
  * A bench model's shape; `pooled`: its quants are copied from a pool of random blocks (writer.ts fillFromPool), so a
@@ -39,6 +39,9 @@ export const BENCH_SHAPES: Record<BenchShapeName, BenchShape> = {
   "1b": { nLayer: 22, nEmbd: 2048, nFf: 5632, nHead: 32, nHeadKv: 4, nCtx: 2048, nVocab: 32000 },
   // Llama-3.1-8B's shape (its 128256-token vocabulary too): ~8.5 GB in Q8_0, GPU-sized work.
   "8b": { nLayer: 32, nEmbd: 4096, nFf: 14336, nHead: 32, nHeadKv: 8, nCtx: 8192, nVocab: 128256, pooled: true },
+  // Llama-3's 128k vocabulary on one tiny layer (~35 MB): the decode is short, so a step's host time (logits,
+  // sampling, detokenizing, streaming, scheduling) is what `npm run bench step` sees.
+  step: { nLayer: 1, nEmbd: 128, nFf: 256, nHead: 2, nHeadKv: 1, nCtx: 8192, nVocab: 128256 },
 };
 
 /** Bytes of a pooled model's random block pool per weight scale. */

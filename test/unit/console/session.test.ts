@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
-  cameOverTls,
   hashToken,
   newToken,
   sessionCookieOf,
@@ -56,14 +55,6 @@ test("the session cookie: the org and the token's hash, nothing else accepted", 
     /^gantry_session=acme\.[\w-]{43}; Max-Age=3600; Path=\/_gantry\/; HttpOnly; Secure; SameSite=Strict$/,
   );
   assert.match(sessionSetCookie("", { secure: false, maxAgeSeconds: 3600 }), /^gantry_session=; Max-Age=0;/);
-});
-
-test("TLS: the gateway's own socket, or the first proxy's X-Forwarded-Proto", () => {
-  assert.equal(cameOverTls({ encrypted: true }, undefined), true);
-  assert.equal(cameOverTls({}, "https"), true);
-  assert.equal(cameOverTls({}, "HTTPS, http"), true);
-  assert.equal(cameOverTls({}, "http, https"), false);
-  assert.equal(cameOverTls({}, undefined), false);
 });
 
 test("failed sign-ins: free ones, then doubling waits up to a minute; forgotten after 15 minutes or a success", () => {

@@ -1,27 +1,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { StepFill } from "../../../server/engine/step-fill.ts";
-import { bySequenceId, fairShare, wholePromptsFirst, type StepItem } from "../../../server/engine/step-plan.ts";
+import { bySequenceId, wholePromptsFirst, type StepItem } from "../../../server/engine/step-plan.ts";
 
 const item = (n: number): StepItem => ({ tokens: Array(n).fill(1) });
 /** Items of no known sequence: plans keep their order. */
 const noId = (): undefined => undefined;
-
-test("fairShare gives every single-token item a slot and the rest to long prompts", () => {
-  const items = [item(1), item(100), item(1), item(300)];
-  const plan = fairShare(items, 256);
-  assert.equal(plan.length, 4);
-  assert.deepEqual(
-    plan.map((p) => p.processAmount),
-    [1, 100, 1, 154],
-  );
-  assert.ok(plan.reduce((n, p) => n + p.processAmount, 0) <= 256);
-});
-
-test("fairShare never exceeds the batch size", () => {
-  const plan = fairShare([item(10), item(10), item(10)], 2);
-  assert.ok(plan.reduce((n, p) => n + p.processAmount, 0) <= 2);
-});
 
 const amounts = (items: StepItem[], plan: ReturnType<typeof wholePromptsFirst>) =>
   items.map((it) => plan.find((p) => p.item === it)?.processAmount ?? 0);
@@ -88,7 +72,7 @@ test("planContinuation: a step of prompts only goes on with the prompts left, wh
   assert.equal(sync.stats.decodeCalls, 3);
 });
 
-test("planContinuation: a step that carried a generating sequence ends after its call; so does every eager step", () => {
+test("planContinuation: a step that carried a generating sequence ends after its call", () => {
   const sync = new StepFill({});
   const items = [item(1), item(600)];
   const first = sync.planStep(items, 512, noId);
@@ -106,11 +90,6 @@ test("planContinuation: a step that carried a generating sequence ends after its
     [],
     "the new prompt waits for the next step, beside the stream",
   );
-  const disabled = new StepFill({ fullSteps: false });
-  const prompts = [item(400), item(400)];
-  const plan = disabled.planStep(prompts, 512, noId);
-  decoded(plan);
-  assert.deepEqual(disabled.planContinuation([...prompts, item(144)], 512, 512, 2048, noId), []);
 });
 
 test("a further call of a step reports as such, and its sequences do not hold the gate of those done before it", async () => {

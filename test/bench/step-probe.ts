@@ -1,0 +1,59 @@
+// Loaded into the `gantry serve` that `npm run bench step` measures (node --import): counts the JS thread's CPU time
+// and wall time inside the slot loop's decode calls (an inline decode runs on this thread and is a compute thread of
+// the step), and the thread's CPU time in all. SIGUSR2 starts a measured window, a second SIGUSR2 ends it and writes
+// the figures as JSON to GANTRY_STEP_PROBE_OUT. Benchmarks only: it wraps a method of the engine's class from outside.
+import fs from "node:fs";
+import { SlotLoop } from "../../server/engine/slot-loop.ts";
+
+export interface ProbeWindow {
+  /** The JS thread's CPU time over the window, and the part of it inside decode calls, µs. */
+  threadCpuUs: number;
+  decodeCpuUs: number;
+  decodeWallUs: number;
+  wallUs: number;
+  /** V8's monotonic clock (process.hrtime, µs) at the window's start and end, to cut the profile. */
+  fromUs: number;
+  toUs: number;
+}
+
+const out = process.env.GANTRY_STEP_PROBE_OUT;
+if (!out) throw new Error("step-probe: GANTRY_STEP_PROBE_OUT is not set");
+const cpuUs = (): number => {
+  const u = process.threadCpuUsage();
+  return u.user + u.system;
+};
+const nowUs = (): number => Number(process.hrtime.bigint() / 1000n);
+
+const proto = SlotLoop.prototype as unknown as { decode?: (tokens: number) => Promise<void> };
+const decode = proto.decode;
+if (typeof decode !== "function") throw new Error("step-probe: SlotLoop has no decode method to measure");
+let decodeCpuUs = 0,
+  decodeWallUs = 0;
+proto.decode = function (this: SlotLoop, tokens: number): Promise<void> {
+  const c0 = cpuUs(),
+    w0 = nowUs();
+  // The synchronous part: all of an inline decode, the hand-off of a worker's.
+  const done = decode.call(this, tokens);
+  decodeCpuUs += cpuUs() - c0;
+  decodeWallUs += nowUs() - w0;
+  return done;
+};
+
+let start: { cpu: number; wall: number; decodeCpu: number; decodeWall: number } | undefined;
+process.on("SIGUSR2", () => {
+  if (!start) {
+    start = { cpu: cpuUs(), wall: nowUs(), decodeCpu: decodeCpuUs, decodeWall: decodeWallUs };
+    return;
+  }
+  const to = nowUs();
+  const w: ProbeWindow = {
+    threadCpuUs: cpuUs() - start.cpu,
+    decodeCpuUs: decodeCpuUs - start.decodeCpu,
+    decodeWallUs: decodeWallUs - start.decodeWall,
+    wallUs: to - start.wall,
+    fromUs: start.wall,
+    toUs: to,
+  };
+  start = undefined;
+  fs.writeFileSync(out, JSON.stringify(w));
+});
