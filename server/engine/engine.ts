@@ -22,7 +22,8 @@ import { ToolGrammars } from "./tool-grammar.ts";
 import { OutputParser } from "../chat/output-parser.ts";
 import { resolveSampling } from "./sampling.ts";
 import { resolveThreads } from "./threads.ts";
-import { contextLengthForMemory, kvCacheProblem, type FlashAttention, type KvCacheType } from "./kv-cache.ts";
+import { contextLengthForMemory } from "./kv-cache.ts";
+import { kvCacheProblem, type FlashAttention, type KvCacheType } from "../common/kv-cache-settings.ts";
 import type {
   EmbedRequest,
   EmbedResult,

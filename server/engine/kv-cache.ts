@@ -1,13 +1,7 @@
-// The KV cache's settings and size: its element type (llama.cpp's cache types Ollama offers: f16, q8_0, q4_0),
-// flash attention, the default context length by memory (Ollama's tiers), and the bytes a context's cache takes. Pure.
+// The KV cache's size and defaults: the default context length by memory (Ollama's tiers), and the bytes a context's
+// cache takes by element type (its settings: common/kv-cache-settings.ts). Pure.
 import type { GgufMetadata } from "node-llama-cpp";
-
-/** Cache types, smallest last; a quantized V cache needs flash attention (llama.cpp). */
-export const KV_CACHE_TYPES = ["f16", "q8_0", "q4_0"] as const;
-export type KvCacheType = (typeof KV_CACHE_TYPES)[number];
-
-export const FLASH_ATTENTION = ["auto", "on", "off"] as const;
-export type FlashAttention = (typeof FLASH_ATTENTION)[number];
+import type { FlashAttention, KvCacheType } from "../common/kv-cache-settings.ts";
 
 /** llama-server's defaults. */
 export const DEFAULT_KV: { type: KvCacheType; flashAttention: FlashAttention } = {
@@ -20,17 +14,6 @@ const BYTES_PER_ELEMENT: Record<KvCacheType, number> = { f16: 2, q8_0: 34 / 32, 
 
 /** node-llama-cpp's name of the type (GgmlType). */
 export const ggmlTypeName = (t: KvCacheType): "F16" | "Q8_0" | "Q4_0" => t.toUpperCase() as "F16" | "Q8_0" | "Q4_0";
-
-/** The cache types a flash-attention setting can run: with it off, only f16 (llama.cpp quantizes V with it only). */
-export const runnableKvCacheTypes = (fa: FlashAttention): readonly KvCacheType[] =>
-  fa === "off" ? ["f16"] : KV_CACHE_TYPES;
-
-/** Why this pair cannot run, with the cache types that can; undefined when it can. */
-export function kvCacheProblem(type: KvCacheType, fa: FlashAttention): string | undefined {
-  const can = runnableKvCacheTypes(fa);
-  if (can.includes(type)) return undefined;
-  return `KV cache type ${type} needs flash attention, which is off; the cache types this backend can run: ${can.join(", ")}`;
-}
 
 const GIB = 1024 ** 3;
 

@@ -18,15 +18,8 @@ import { INLINE_DECODE, SlotLoop } from "./slot-loop.ts";
 import { ImageEncodes } from "./image-encodes.ts";
 import { loadProjector, mtmdAvailable, type Projector } from "./native/mtmd.ts";
 import type { ModelSpec } from "./types.ts";
-import {
-  ggmlTypeName,
-  kvCacheBytes,
-  kvShape,
-  DEFAULT_KV,
-  runnableKvCacheTypes,
-  type FlashAttention,
-  type KvCacheType,
-} from "./kv-cache.ts";
+import { ggmlTypeName, kvCacheBytes, kvShape, DEFAULT_KV } from "./kv-cache.ts";
+import { runnableKvCacheTypes, type FlashAttention, type KvCacheType } from "../common/kv-cache-settings.ts";
 
 export interface LoadOptions {
   llama: Llama;

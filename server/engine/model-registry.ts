@@ -6,7 +6,7 @@ import type { Logger } from "../common/logger.ts";
 import { LoadedModel } from "./loaded-model.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { clientClosed } from "./slot-pool.ts";
-import type { FlashAttention, KvCacheType } from "./kv-cache.ts";
+import type { FlashAttention, KvCacheType } from "../common/kv-cache-settings.ts";
 import type { ModelSpec } from "./types.ts";
 import { mapWeights } from "./weights-mapping.ts";
 

@@ -3,7 +3,7 @@
 import type { ModelOptions, ModelSpec } from "../store/types.ts";
 import type { ChatMessage, ThinkSetting, ToolCall, ToolsRequest } from "../chat/types.ts";
 import type { Arrival } from "./arrivals.ts";
-import type { FlashAttention, KvCacheType } from "./kv-cache.ts";
+import type { FlashAttention, KvCacheType } from "../common/kv-cache-settings.ts";
 
 /** Ollama runtime options (the subset the engine honours): the options a model stores, which requests override. */
 export type SamplingOptions = ModelOptions;

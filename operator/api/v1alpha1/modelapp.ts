@@ -7,7 +7,7 @@
 // ConfigMap holding the Modelfile overrides when there are any.
 import { z } from "zod";
 import { DNS_LABEL } from "../../../server/common/kube-names.ts";
-import { FLASH_ATTENTION, KV_CACHE_TYPES, kvCacheProblem } from "../../../server/engine/kv-cache.ts";
+import { FLASH_ATTENTION, KV_CACHE_TYPES, kvCacheProblem } from "../../../server/common/kv-cache-settings.ts";
 
 const QUANTIZED_CACHE_NEEDS_FA =
   "a quantized kvCacheType (q8_0, q4_0) needs flashAttention auto or on; with off only f16 can run";

@@ -1,13 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { GgufMetadata } from "node-llama-cpp";
-import {
-  contextLengthForMemory,
-  kvCacheBytes,
-  kvCacheProblem,
-  kvShape,
-  runnableKvCacheTypes,
-} from "../../../server/engine/kv-cache.ts";
+import { contextLengthForMemory, kvCacheBytes, kvShape } from "../../../server/engine/kv-cache.ts";
+import { kvCacheProblem, runnableKvCacheTypes } from "../../../server/common/kv-cache-settings.ts";
 import { withOllamaAliases } from "../../../server/config.ts";
 
 const GIB = 1024 ** 3;
