@@ -2,7 +2,7 @@
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
-import { SharedSettings } from "./common/config.ts";
+import { ConfigError, SharedSettings } from "./common/config.ts";
 import { HostPortSchema } from "./common/host-port.ts";
 import { parseKeepAlive } from "./common/duration.ts";
 import { GPU_SETTINGS } from "./engine/gpu.ts";
@@ -10,14 +10,40 @@ import { FLASH_ATTENTION, KV_CACHE_TYPES } from "./common/kv-cache-settings.ts";
 
 const intFrom = (min: number) => z.coerce.number().int().min(min);
 
-/** "20mb", "512kb", "1.5gb", "1000" → bytes (binary units, as express's body limit); undefined if malformed. */
+/**
+ * "20mb", "512kb", "1.5gb", "8Gi", "1000" → bytes (binary units, as express's body limit, and Kubernetes' Ki, Mi, Gi);
+ * undefined if malformed.
+ */
 export function parseByteSize(v: string): number | undefined {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*(b|kb|mb|gb)?\s*$/i.exec(v);
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(b|kb|mb|gb|ki|mi|gi)?\s*$/i.exec(v);
   if (!m) return undefined;
-  const unit = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 }[(m[2] ?? "b").toLowerCase() as "b"];
+  const unit = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3, ki: 1024, mi: 1024 ** 2, gi: 1024 ** 3 }[
+    (m[2] ?? "b").toLowerCase() as "b"
+  ];
   const n = Math.floor(Number(m[1]) * unit);
   return n > 0 ? n : undefined;
 }
+
+/** The RAM prompt cache's default share of the memory available at start (auto), and its default ceiling. */
+const PROMPT_CACHE_AUTO_SHARE = 0.25,
+  PROMPT_CACHE_AUTO_MAX = 8 * 1024 ** 3;
+
+/**
+ * GANTRY_PROMPT_CACHE_RAM in bytes: "auto" = a quarter of `availableBytes`, at most 8 GiB (llama-server's --cache-ram
+ * default); "0" = none; a size larger than `availableBytes` is refused, with both numbers.
+ */
+export function resolvePromptCacheRam(value: string, availableBytes: number): number {
+  if (value === "auto") return Math.min(PROMPT_CACHE_AUTO_MAX, Math.floor(availableBytes * PROMPT_CACHE_AUTO_SHARE));
+  if (value.trim() === "0") return 0;
+  const bytes = parseByteSize(value)!;
+  if (bytes > availableBytes)
+    throw new ConfigError([
+      `GANTRY_PROMPT_CACHE_RAM: ${value} (${gib(bytes)}) is more than the memory available now (${gib(availableBytes)}); set a smaller size, auto or 0`,
+    ]);
+  return bytes;
+}
+
+const gib = (bytes: number): string => `${(bytes / 1024 ** 3).toFixed(2)} GiB`;
 
 /** "chat=hf.co/org/repo:Q4_K_M,bot=chat" → { chat: "hf.co/…", bot: "chat" }; undefined if malformed. */
 export function parseModelAliases(v: string): Record<string, string> | undefined {
@@ -72,6 +98,16 @@ export const ServerConfigSchema = z.object({
     .max(64)
     .default(4)
     .describe("Parallel sequences per loaded model (requests decoded together in one batch)"),
+  GANTRY_PROMPT_CACHE_RAM: z
+    .string()
+    .default("auto")
+    .refine(
+      (v) => v === "auto" || v.trim() === "0" || parseByteSize(v) !== undefined,
+      "must be auto, 0 or a size like 8gb, 512mb",
+    )
+    .describe(
+      "Host memory for KV states of prompts evicted from the sequences (the RAM prompt cache, least recently used out): a later prompt that starts with one has it restored instead of evaluated; auto = a quarter of the memory available at start, at most 8gb; 0 = off; a size larger than the available memory is refused at start",
+    ),
   GANTRY_MAX_QUEUE: intFrom(0)
     .default(512)
     .describe("Requests that may wait for a free sequence per model before the server answers 503"),

@@ -3,7 +3,7 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { parseKeepAlive } from "./common/duration.ts";
 import type { Logger } from "./common/logger.ts";
 import { parseHostPort } from "./common/host-port.ts";
-import { parseByteSize, parseModelAliases, type ServerConfig } from "./config.ts";
+import { parseByteSize, parseModelAliases, resolvePromptCacheRam, type ServerConfig } from "./config.ts";
 import { createEngine } from "./engine/engine.ts";
 import { engineBuildSettings } from "./engine/native/patched-build.ts";
 import type { Engine } from "./engine/types.ts";
@@ -69,6 +69,7 @@ export async function startServer(
     flashAttention: config.GANTRY_FLASH_ATTENTION,
     defaultKeepAliveMs: parseKeepAlive(config.GANTRY_KEEP_ALIVE),
     imageLimits: { maxBytes: parseByteSize(config.GANTRY_MAX_IMAGE_SIZE)! },
+    promptCacheBytes: resolvePromptCacheRam(config.GANTRY_PROMPT_CACHE_RAM, process.availableMemory()),
     metrics: metrics.engineSink(),
     renderTemplate: cachedRenderer(),
   });

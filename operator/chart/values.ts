@@ -128,6 +128,23 @@ export const ChartValuesSchema = z.strictObject({
         .describe("The Gateway (and listener) the route attaches to."),
     }),
   }),
+  broker: z.strictObject({
+    enabled: z
+      .boolean()
+      .describe(
+        "Run a Redis-compatible broker (one pod) for the gateway's queue (fal's queue API); its URL becomes " +
+          "gateway.config.queue.redisUrl unless that is set. Off: the queue is off, or set that URL to an external one.",
+      ),
+    image: z.string().min(1).describe("The broker's image (Redis or Valkey, 7 or later)."),
+    resources: Resources,
+    persistence: z.strictObject({
+      enabled: z
+        .boolean()
+        .describe("Keep the append-only file on a PersistentVolumeClaim (off: an emptyDir, lost with the pod)."),
+      size: z.string().regex(/^\d+(Ki|Mi|Gi|Ti)$/).describe("Size of the claim."),
+      storageClassName: z.string().describe("StorageClass of the claim; the cluster's default when empty."),
+    }),
+  }),
   monitoring: z.strictObject({
     serviceMonitor: Monitor("ServiceMonitors of the operator and the gateway"),
     podMonitor: Monitor("PodMonitor of the model-server pods"),

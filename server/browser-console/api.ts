@@ -107,6 +107,8 @@ export interface AppView {
   model?: string;
   servedModel?: string;
   url?: string;
+  /** fal's queue API for the app, when the gateway has a broker. */
+  queueUrl?: string;
   ready?: { status: string; reason: string; message: string };
   replicas?: number;
   readyReplicas?: number;

@@ -17,7 +17,7 @@ export function nestsDeeperThan(value: unknown, limit: number): boolean {
 
 /**
  * Whether JSON text nests objects and arrays more than `limit` levels deep, read before parsing it: V8 parses a deeply
- * nested value hundreds of times slower per byte than a flat one (docs/decisions/0012), so a body is measured first.
+ * nested value hundreds of times slower per byte than a flat one (docs/decisions/0008), so a body is measured first.
  * Text with no more opening brackets than the limit is not scanned at all (the common request). Pure.
  */
 export function textNestsDeeperThan(b: Buffer, limit: number): boolean {

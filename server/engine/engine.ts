@@ -17,6 +17,7 @@ import { applyAddonSettings } from "./native/node-llama-cpp.ts";
 import { DEFAULT_MAX_IMAGE_BYTES, type ImageLimits } from "./image-decode.ts";
 import { imagePrefill, imagePrompt } from "./image-prompt.ts";
 import { DEFAULT_MAX_IMAGE_PIXELS } from "./native/mtmd.ts";
+import { PromptCache } from "./prompt-cache.ts";
 import { buildPrompt, type RenderTemplate } from "./prompt.ts";
 import { ToolGrammars } from "./tool-grammar.ts";
 import { OutputParser } from "../chat/output-parser.ts";
@@ -71,6 +72,10 @@ export interface EngineOptions {
   threadpoolPoll?: number;
   /** Limits on request images (vision models): encoded bytes and decoded pixels. */
   imageLimits?: Partial<ImageLimits>;
+  /** Bytes of KV state the RAM prompt cache may hold, all models together (GANTRY_PROMPT_CACHE_RAM); 0 = none. */
+  promptCacheBytes?: number;
+  /** The RAM prompt cache itself, for tests that look inside it (promptCacheBytes is then ignored). */
+  promptCache?: PromptCache;
 }
 
 export async function createEngine(opts: EngineOptions): Promise<Engine & { readonly threads: number }> {
@@ -94,6 +99,11 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
   const problem = kvCacheProblem(kv.type, kv.flashAttention);
   if (problem) throw new AppError("BAD_REQUEST", problem);
   const contextLength = opts.contextLength || contextLengthForMemory(await freeMemory(llama));
+  const promptCache =
+    opts.promptCache ??
+    ((opts.promptCacheBytes ?? 0) > 0
+      ? new PromptCache(opts.promptCacheBytes!, (bytes) => metrics.onPromptCacheBytes?.(bytes))
+      : undefined);
   const registry = new ModelRegistry({
     llama,
     logger: opts.logger,
@@ -104,6 +114,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
     maxLoadedModels: opts.maxLoadedModels,
     contextLength,
     kv,
+    promptCache,
   });
   const grammars = new GrammarCache(llama);
   const toolGrammars = new ToolGrammars(llama);
@@ -113,7 +124,15 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
   const keepAliveOf = (ms: number | null | undefined): number | null =>
     ms === undefined ? opts.defaultKeepAliveMs : ms;
   opts.logger.info(
-    { threads, gpu: llama.gpu, numParallel: opts.numParallel, contextLength, kvCache: kv, engine: buildInfo },
+    {
+      threads,
+      gpu: llama.gpu,
+      numParallel: opts.numParallel,
+      contextLength,
+      kvCache: kv,
+      engine: buildInfo,
+      promptCacheBytes: patched ? (promptCache?.maxBytes ?? 0) : 0,
+    },
     "engine ready",
   );
 
@@ -169,6 +188,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
             signal,
             (s) => commonPrefixLength(s.tokens, promptTokens),
             (s) => s.tokens.length,
+            loaded.slots.restorable(promptTokens),
           );
           try {
             yield* runGeneration({
@@ -180,6 +200,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
               grammar,
               signal,
               metrics,
+              logger: opts.logger,
               startedNs,
               loadDurationNs,
               admission: { arrival: req.arrival, arrivals },

@@ -3,6 +3,7 @@
 import { randomInt } from "node:crypto";
 import { LlamaGrammarEvaluationState, type LlamaGrammar, type LlamaModel, type Token } from "node-llama-cpp";
 import type { OutputParser, ParsedEvent } from "../chat/output-parser.ts";
+import type { Logger } from "../common/logger.ts";
 import { acceptGrammarTokens } from "./native/node-llama-cpp.ts";
 import { shiftDiscard } from "./fit-prompt.ts";
 import type { Arrival, Arrivals } from "./arrivals.ts";
@@ -10,7 +11,8 @@ import type { LoadedModel } from "./loaded-model.ts";
 import { isImageCell, type ImagePrefill } from "./image-prompt.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { repeatWindow, type ResolvedSampling } from "./sampling.ts";
-import type { Slot, SlotLoop } from "./slot-loop.ts";
+import { commonPrefixLength } from "./prompt-cache.ts";
+import type { Slot } from "./slot-loop.ts";
 import { StopStringMatcher } from "./stop-matcher.ts";
 import { TokenSampler, type PositionLogprobs } from "./token-sampler.ts";
 import { TokenTextStream } from "./token-text-stream.ts";
@@ -25,6 +27,8 @@ export interface GenerationJob {
   grammar: LlamaGrammar | undefined;
   signal: AbortSignal;
   metrics: EngineMetricsSink;
+  /** Where a refused prompt-cache state is logged. */
+  logger?: Logger | undefined;
   /** hrtime (ns) when the request arrived, and the load time it paid. */
   startedNs: bigint;
   loadDurationNs: number;
@@ -48,23 +52,29 @@ export interface GenerationJob {
 /** Longest wait for announced requests before a prompt is queued: a few ms is typical; the bound covers slow bodies. */
 export const ADMISSION_WAIT_MS = 50;
 
-export const commonPrefixLength = (a: readonly Token[], b: readonly Token[]): number => {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  while (i < n && a[i] === b[i]) i++;
-  return i;
-};
+export { commonPrefixLength };
 
 /**
- * Keeps the part of the slot's KV cache that matches the prompt; returns the tokens still to evaluate (at least one).
+ * Keeps the part of the slot's KV cache that matches the prompt (restored from the RAM prompt cache where that holds
+ * more of it: SlotLoop.reuse), and reports the cache's outcome; returns the tokens still to evaluate (at least one).
  */
 export async function reusePrefix(
-  slots: SlotLoop,
-  slot: Slot,
-  prompt: Token[],
-  keep: (n: number) => number = (n) => n,
+  job: Pick<GenerationJob, "loaded" | "slot" | "promptTokens" | "metrics" | "images" | "logger">,
 ): Promise<Token[]> {
-  await slots.truncate(slot, (held) => keep(Math.min(commonPrefixLength(held, prompt), prompt.length - 1)));
+  const { loaded, slot, promptTokens: prompt } = job;
+  const keep = job.images?.keep ?? ((n: number) => n);
+  const reuse = await loaded.slots.reuse(slot, prompt, (held) =>
+    keep(Math.min(commonPrefixLength(held, prompt), prompt.length - 1)),
+  );
+  if (reuse.looked) {
+    const outcome = reuse.failed ? "failed" : reuse.restored > 0 ? "hit" : "miss";
+    job.metrics.onPromptCache?.(loaded.spec.name, outcome, reuse.restored);
+    if (reuse.failed)
+      job.logger?.warn(
+        { model: loaded.spec.name, promptTokens: prompt.length },
+        "the runtime refused a saved prompt state; evaluating the prompt instead",
+      );
+  }
   return prompt.slice(slot.tokens.length);
 }
 
@@ -73,7 +83,7 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
   const model = loaded.model;
   const name = loaded.spec.name;
   const slots = loaded.slots;
-  let toEvaluate = await reusePrefix(slots, slot, job.promptTokens, job.images?.keep);
+  let toEvaluate = await reusePrefix(job);
   const promptCachedCount = job.promptTokens.length - toEvaluate.length;
   // The tokens of the exchange (for repeat penalties and the returned context): no image positions.
   const history: Token[] = job.images ? job.promptTokens.filter((t) => !isImageCell(t)) : [...job.promptTokens];

@@ -15,6 +15,7 @@ import { decodeTurnsFor } from "./decode-turns.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { nativeContextOf } from "./native/node-llama-cpp.ts";
 import { INLINE_DECODE, SlotLoop } from "./slot-loop.ts";
+import type { PromptCache } from "./prompt-cache.ts";
 import { ImageEncodes } from "./image-encodes.ts";
 import { loadProjector, mtmdAvailable, type Projector } from "./native/mtmd.ts";
 import type { ModelSpec } from "./types.ts";
@@ -34,6 +35,8 @@ export interface LoadOptions {
   kv?: { type: KvCacheType; flashAttention: FlashAttention };
   threads: number;
   metrics: EngineMetricsSink;
+  /** The server's RAM prompt cache: this context's entries are dropped when it is disposed. */
+  promptCache?: PromptCache | undefined;
   /**
    * Busy slots move into gaps among the busy ids on release (default true); harnesses that hold every slot and release
    * them all at the end turn it off.
@@ -82,6 +85,8 @@ export class LoadedModel {
   expiresAt: number | null = null;
   unloading = false;
   private timer: LongTimeout | undefined;
+  /** Drops this context's entries from the RAM prompt cache. */
+  private readonly dropCached: () => void;
 
   private constructor(init: {
     spec: ModelSpec;
@@ -99,7 +104,9 @@ export class LoadedModel {
     threadpoolThreads: number;
     inlineSampling: boolean;
     projector: Projector | undefined;
+    dropCached: () => void;
   }) {
+    this.dropCached = init.dropCached;
     this.projector = init.projector;
     this.spec = init.spec;
     this.model = init.model;
@@ -172,6 +179,8 @@ export class LoadedModel {
           o.metrics.onBusySequences?.(name, busy);
         },
         onMove: (ok) => o.metrics.onSequenceMove?.(name, ok),
+        // Saved states belong to this context: another's shape (context size, sequences) or model would not fit.
+        promptCache: o.promptCache?.scoped(native),
       });
       slots.onDecode = (batch, sequences, active, continued) =>
         o.metrics.onDecode?.(name, batch, sequences, active, continued);
@@ -209,6 +218,7 @@ export class LoadedModel {
         threadpoolThreads: native.threadpoolThreads,
         inlineSampling: native.inlineSampling,
         projector,
+        dropCached: () => o.promptCache?.dropScope(native),
       });
     } catch (e) {
       await model.dispose();
@@ -282,6 +292,7 @@ export class LoadedModel {
     this.clearTimer();
     // A sequence move started by the last requests' releases may still be copying.
     await this.slots.drained();
+    this.dropCached();
     const emb = this.embeddingContext;
     if (emb) await (await emb.catch(() => undefined))?.dispose();
     const rank = this.rankingContext;

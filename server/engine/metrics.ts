@@ -27,6 +27,14 @@ export interface EngineMetricsSink {
   onSequenceMove?(model: string, ok: boolean): void;
   /** A vision model's projector encoded an image (images in a sequence's cached prefix are not encoded again). */
   onImageEncode?(model: string, seconds: number): void;
+  /**
+   * The RAM prompt cache was asked for a prompt its sequence held too little of: `hit` = a saved state was
+   * restored (`restoredTokens` of the prompt), `miss` = none held more, `failed` = the runtime refused the saved state
+   * (the prompt was evaluated instead).
+   */
+  onPromptCache?(model: string, outcome: "hit" | "miss" | "failed", restoredTokens: number): void;
+  /** Bytes of KV state the RAM prompt cache holds (all models). */
+  onPromptCacheBytes?(bytes: number): void;
   /** A request was refused because the queue was full. */
   onRejected?(model: string): void;
 }

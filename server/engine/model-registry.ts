@@ -7,6 +7,7 @@ import { LoadedModel } from "./loaded-model.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { clientClosed } from "./slot-pool.ts";
 import type { FlashAttention, KvCacheType } from "../common/kv-cache-settings.ts";
+import type { PromptCache } from "./prompt-cache.ts";
 import type { ModelSpec } from "./types.ts";
 import { mapWeights } from "./weights-mapping.ts";
 
@@ -26,6 +27,8 @@ export interface RegistryOptions {
   maxLoadedModels: number;
   contextLength: number;
   kv: { type: KvCacheType; flashAttention: FlashAttention };
+  /** The server's RAM prompt cache, shared by the loaded models. */
+  promptCache?: PromptCache | undefined;
 }
 
 export const shuttingDown = (): AppError => new AppError("SHUTTING_DOWN", "the server is shutting down");
@@ -154,6 +157,7 @@ export class ModelRegistry {
           kv: this.o.kv,
           threads: this.o.threads,
           metrics: this.o.metrics,
+          promptCache: this.o.promptCache,
         });
         loaded.usedAs(spec.name);
         this.models.set(weightsKey(spec), loaded);

@@ -10,20 +10,13 @@
 import type { Token } from "node-llama-cpp";
 import { DecodeTurns } from "./decode-turns.ts";
 import type { NativeContext, NativeSampler, RowLogits } from "./native/port.ts";
-import { SlotPool } from "./slot-pool.ts";
+import type { ModelPromptCache } from "./prompt-cache.ts";
+import { SlotPool, type SlotMove } from "./slot-pool.ts";
+import { movesStates, Slot, SlotStates, type Reuse } from "./slot-states.ts";
+
+export { Slot };
 import { StepFill, type DecodeStats, type StepFillOptions } from "./step-fill.ts";
 import type { Planned } from "./step-plan.ts";
-
-/** One sequence's KV cache: the tokens it holds, in position order. */
-export class Slot {
-  /** The llama.cpp sequence id; two slots trade ids when one moves into the other's place (SlotLoop.relocate). */
-  id: number;
-  readonly tokens: Token[] = [];
-
-  constructor(id: number) {
-    this.id = id;
-  }
-}
 
 /** Samples the token after the decode from the batch logit row given (with the sequence's own sampler). */
 export type SampleFn = (batchLogitIndex: number) => Promise<number>;
@@ -63,6 +56,8 @@ export interface SlotLoopOptions {
   onPoolChange?: (busy: number, queued: number) => void;
   /** A compaction move finished (ok) or failed. */
   onMove?: (ok: boolean) => void;
+  /** The RAM prompt cache: a history about to be overwritten is saved there, and a prompt restored from it (reuse). */
+  promptCache?: ModelPromptCache | undefined;
 }
 
 interface Pending {
@@ -86,6 +81,8 @@ export class SlotLoop {
   private readonly batchSize: number;
   private readonly turns: DecodeTurns;
   private readonly onMove: ((ok: boolean) => void) | undefined;
+  /** The slots' KV-state edits (cut, save, restore, move). */
+  private readonly states: SlotStates;
   /** Busy slots move down into gaps (release): unless switched off, until a move fails. */
   private moveSlots: boolean;
   private queue: Pending[] = [];
@@ -109,6 +106,7 @@ export class SlotLoop {
     this.fill = new StepFill(o.fill);
     this.moveSlots = o.moveSlots ?? true;
     this.onMove = o.onMove;
+    this.states = new SlotStates(native, o.promptCache);
     const slots = Array.from({ length: o.parallel }, (_, id) => new Slot(id));
     this.pool = new SlotPool(slots, o.maxQueue, () => o.onPoolChange?.(this.pool.busy, this.pool.queued));
   }
@@ -145,8 +143,14 @@ export class SlotLoop {
     signal: AbortSignal | undefined,
     prefer?: (slot: Slot) => number,
     held?: (slot: Slot) => number,
+    restorable = 0,
   ): Promise<Slot> {
-    return this.pool.acquire(signal, prefer, held);
+    return this.pool.acquire(signal, prefer, held, restorable);
+  }
+
+  /** Tokens of `prompt` the RAM prompt cache could restore into any slot (0 without a cache). */
+  restorable(prompt: readonly Token[]): number {
+    return this.states.restorable(prompt);
   }
 
   /**
@@ -159,8 +163,10 @@ export class SlotLoop {
     // Idle: the threadpool's threads would poll for a next decode on a core (NativeContext.pauseThreadpool).
     if (this.pool.busy === 0 && this.native.pauseThreadpool) this.pauseThreadpool();
     if (!this.moveSlots) return;
-    for (let move = this.pool.compact(); move; move = this.pool.compact()) {
-      this.relocate(move.busy, move.free).then(
+    const held = (s: Slot) => s.tokens.length;
+    const canSwap = movesStates(this.native);
+    for (let move = this.pool.compact(held, canSwap); move; move = this.pool.compact(held, canSwap)) {
+      this.relocate(move).then(
         () => this.onMove?.(true),
         (err: unknown) => {
           this.onMove?.(false);
@@ -234,14 +240,7 @@ export class SlotLoop {
    * queued before it: `keepOf` sees what the slot holds then.
    */
   truncate(slot: Slot, keepOf: (held: readonly Token[]) => number): Promise<void> {
-    return this.betweenSteps(() => {
-      const keep = keepOf(slot.tokens);
-      if (keep >= slot.tokens.length) return;
-      if (keep <= 0 || !this.native.removeTokens(slot.id, keep, slot.tokens.length)) {
-        this.native.disposeSequence(slot.id);
-        slot.tokens.length = 0;
-      } else slot.tokens.length = keep;
-    });
+    return this.betweenSteps(() => this.states.cut(slot, keepOf(slot.tokens)));
   }
 
   /**
@@ -261,24 +260,37 @@ export class SlotLoop {
   }
 
   /**
-   * Moves what `from` holds into `to`'s sequence and the two slots trade sequence ids, between steps: `from` goes on
-   * generating under `to`'s old id, and `to` (free) keeps what `from` held under `from`'s old id (still a valid cache).
-   * With one KV stream per sequence, llama.cpp copies the whole stream at the next decode (16–23 MB for the bench
-   * models); a step spanning a gap in the busy ids costs an extra pass over the weights every token.
+   * Readies a slot for `prompt`, between steps: where the RAM prompt cache holds more of the prompt than the slot (by
+   * more than MIN_CACHED_TOKENS), its saved state replaces what the slot holds (which goes to the cache first);
+   * then what the slot holds beyond `keepOf` goes, as truncate. A state the runtime refuses leaves the slot empty
+   * (the prompt is then evaluated whole) and leaves the cache.
    */
-  relocate(from: Slot, to: Slot): Promise<void> {
+  reuse(slot: Slot, prompt: readonly Token[], keepOf: (held: readonly Token[]) => number): Promise<Reuse> {
+    return this.betweenSteps(() => this.states.reuse(slot, prompt, keepOf));
+  }
+
+  /**
+   * Moves what the busy slot holds into the free slot's sequence, between steps (a step spanning a gap in the busy
+   * ids costs an extra pass over the weights every token), and the slots trade sequence ids: `busy` goes on generating
+   * under `free`'s old id. What `free` held is never lost: with `swap` the two trade states (through host memory: only
+   * the cells in use are copied), with `spare` it is first copied into that empty slot's sequence (the spare then takes
+   * `busy`'s old id); a plain move (`free` held nothing) leaves `free` with a copy of `busy`'s state, a valid cache.
+   * A copy within the runtime (copySequence) happens at the next decode, and copies the whole KV stream (16–23 MB for
+   * the bench models).
+   */
+  relocate(move: SlotMove<Slot>): Promise<void> {
+    const { busy, free, spare, swap } = move;
     return this.betweenSteps(async () => {
-      try {
-        await this.native.copySequence(to.id, from.id);
-      } catch (err) {
-        // Both keep their ids; what `to` holds is unknown now.
-        this.native.disposeSequence(to.id);
-        to.tokens.length = 0;
-        throw err;
+      if (swap) return this.states.swap(busy, free);
+      // Without a spare, `free` is the one overwritten (it holds nothing).
+      const target = spare ?? free;
+      if (spare) {
+        await this.states.copyInto(spare, free);
+        // `free` keeps its history under the spare's old id; the spare takes the place to overwrite.
+        [free.id, spare.id] = [spare.id, free.id];
       }
-      [from.id, to.id] = [to.id, from.id];
-      to.tokens.length = 0;
-      to.tokens.push(...from.tokens);
+      await this.states.copyInto(target, busy);
+      [busy.id, target.id] = [target.id, busy.id];
     });
   }
 
@@ -324,12 +336,11 @@ export class SlotLoop {
   }
 
   /** Runs `edit` when no step is in flight, before the next step; edits run one at a time, in the order queued. */
-  private betweenSteps(edit: () => void | Promise<void>): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
+  private betweenSteps<T = void>(edit: () => T | Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
       this.between.push(async () => {
         try {
-          await edit();
-          resolve();
+          resolve(await edit());
         } catch (err) {
           reject(err);
         }

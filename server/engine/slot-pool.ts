@@ -9,6 +9,19 @@ interface Waiter<S> {
   resolve(seq: S): void;
   reject(err: unknown): void;
   prefer: ((seq: S) => number) | undefined;
+  /** Times a later waiter took a freed sequence before this one (release): bounded by the number of sequences. */
+  passed: number;
+}
+
+/**
+ * A compaction move (SlotPool.compact): `busy` takes `free`'s place. `free`'s history is kept: the two trade states
+ * (`swap`), or it moves into `spare` (an empty free sequence, which takes `busy`'s old place) first.
+ */
+export interface SlotMove<S> {
+  busy: S;
+  free: S;
+  spare?: S;
+  swap?: boolean;
 }
 
 export const serverBusy = (): AppError =>
@@ -51,10 +64,15 @@ export class SlotPool<S> {
    * the busy sequences most compact (takeFree's cost); waits in FIFO order when none is free. Throws SERVER_BUSY when
    * the queue is full, CLIENT_CLOSED when `signal` aborts while waiting.
    */
-  acquire(signal: AbortSignal | undefined, prefer?: (seq: S) => number, held?: (seq: S) => number): Promise<S> {
+  acquire(
+    signal: AbortSignal | undefined,
+    prefer?: (seq: S) => number,
+    held?: (seq: S) => number,
+    restorable = 0,
+  ): Promise<S> {
     if (signal?.aborted) return Promise.reject(clientClosed());
     if (this.free.length > 0) {
-      const seq = this.takeFree(prefer, held);
+      const seq = this.takeFree(prefer, held, restorable);
       this.onChange();
       return Promise.resolve(seq);
     }
@@ -76,6 +94,7 @@ export class SlotPool<S> {
           reject(err);
         },
         prefer,
+        passed: 0,
       };
       signal?.addEventListener("abort", onAbort, { once: true });
       this.waiters.push(waiter);
@@ -83,14 +102,31 @@ export class SlotPool<S> {
     });
   }
 
+  /**
+   * Frees a sequence: to the waiter it holds the longest prefix of, where that beats the first waiter's by more than
+   * PREFER_SLACK tokens and no waiter before it has been passed over as many times as there are sequences; else to the
+   * first waiter (FIFO); else it is free.
+   */
   release(seq: S): void {
-    const next = this.waiters.shift();
+    const next = this.waiters.length > 0 ? this.waiters.splice(this.nextWaiter(seq), 1)[0] : undefined;
     if (next) next.resolve(seq);
     else {
       this.free.push(seq);
       this.sortFree();
     }
     this.onChange();
+  }
+
+  /** Index of the waiter that takes `seq` (release). */
+  private nextWaiter(seq: S): number {
+    const scores = this.waiters.map((w) => w.prefer?.(seq) ?? 0);
+    let best = 0;
+    for (let i = 1; i < scores.length; i++) if (scores[i]! > scores[best]!) best = i;
+    const bound = this.all.length;
+    if (best === 0 || scores[best]! - scores[0]! <= PREFER_SLACK) return 0;
+    if (this.waiters.slice(0, best).some((w) => w.passed >= bound)) return 0;
+    for (const w of this.waiters.slice(0, best)) w.passed++;
+    return best;
   }
 
   /** Fails every waiter (shutdown, unload). */
@@ -100,21 +136,24 @@ export class SlotPool<S> {
   }
 
   /**
-   * The free sequence that costs least, in tokens: the prompt tokens it lacks against the best cached one, the cached
-   * tokens it overwrites (another conversation's history, worth keeping for its next turn), and PREFER_SLACK per run of
-   * consecutive busy sequences it adds; ties to the fewest runs, then the best scored, then the first created.
+   * The free sequence that costs least, in tokens: the prompt tokens it lacks against the best cached one (any sequence
+   * can have `restorable` tokens of it restored from the RAM prompt cache), the cached tokens it overwrites (another
+   * conversation's history, worth keeping for its next turn), and PREFER_SLACK per run of consecutive busy sequences it
+   * adds; ties to the fewest runs, then the best scored, then the first created.
    */
-  private takeFree(prefer: ((seq: S) => number) | undefined, held: ((seq: S) => number) | undefined): S {
-    const scores = this.free.map((s) => (prefer ? prefer(s) : 0));
+  private takeFree(
+    prefer: ((seq: S) => number) | undefined,
+    held: ((seq: S) => number) | undefined,
+    restorable: number,
+  ): S {
+    const own = this.free.map((s) => (prefer ? prefer(s) : 0));
+    const scores = own.map((n) => Math.max(n, restorable));
     const runs = this.free.map((s) => this.busyRunsWith(s));
     const bestScore = Math.max(...scores),
       fewestRuns = Math.min(...runs);
     const cost = this.free.map(
       (s, i) =>
-        bestScore -
-        scores[i]! +
-        (held ? Math.max(0, held(s) - scores[i]!) : 0) +
-        PREFER_SLACK * (runs[i]! - fewestRuns),
+        bestScore - scores[i]! + (held ? Math.max(0, held(s) - own[i]!) : 0) + PREFER_SLACK * (runs[i]! - fewestRuns),
     );
     let best = 0;
     for (let i = 1; i < this.free.length; i++) {
@@ -125,21 +164,30 @@ export class SlotPool<S> {
   }
 
   /**
-   * Where the busy sequences are not one run of ids: the highest busy sequence and the lowest free one above the lowest
-   * busy one, which trade places in the order here; the caller moves the busy one's state into the free one's (see
-   * SlotLoop.relocate). Call until it returns undefined: each move lowers the highest busy place.
+   * Where the busy sequences are not one run of ids: the highest busy sequence moves into the lowest free place above
+   * the lowest busy one, and the places here change as the caller moves the states (SlotLoop.relocate). A live history
+   * in that place (`held` > 0) is never overwritten: the two trade states (`swap`, when `canSwap`), or it moves into an
+   * empty free sequence first (`spare`), or there is no move. Call until it returns undefined: each move lowers the
+   * highest busy place.
    */
-  compact(): { busy: S; free: S } | undefined {
+  compact(held: (seq: S) => number = () => 0, canSwap = false): SlotMove<S> | undefined {
     const busyAt = this.busyFlags();
     const top = busyAt.lastIndexOf(true),
       hole = busyAt.indexOf(false, busyAt.indexOf(true));
     if (top < 0 || hole < 0 || hole > top) return undefined;
     const busy = this.all[top]!,
       free = this.all[hole]!;
-    this.all[top] = free;
+    const live = held(free) > 0;
+    const spare = live && !canSwap ? this.free.find((s) => s !== free && held(s) === 0) : undefined;
+    if (live && !spare && !canSwap) return undefined;
     this.all[hole] = busy;
+    if (spare) {
+      const at = this.all.indexOf(spare);
+      this.all[at] = free;
+      this.all[top] = spare;
+    } else this.all[top] = free;
     this.sortFree();
-    return { busy, free };
+    return spare ? { busy, free, spare } : live ? { busy, free, swap: true } : { busy, free };
   }
 
   /** Busy or not, for each sequence of `all`; `alsoBusy` counted busy. */

@@ -100,6 +100,7 @@ export class Gateway implements PipelineDeps {
     this.clientOf = clientOf(c.trustProxy);
     this.auth = new Authenticator({ keys: d.keys, config: c, metrics: this.metrics, now: this.now });
     const consoleParts = consoleManagement({
+      queue: c.queue !== undefined,
       config: c.console,
       ...(d.sessions ? { sessions: d.sessions } : {}),
       ...(d.appAdmin ? { admin: d.appAdmin } : {}),
@@ -122,6 +123,7 @@ export class Gateway implements PipelineDeps {
     this.consoleSessions.start();
     const management = createManagement({
       ...consoleParts.deps,
+      queue: c.queue !== undefined,
       usageDays: c.usage.retentionDays,
       apps: d.apps,
       keys: d.keys,

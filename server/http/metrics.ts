@@ -92,6 +92,23 @@ export class ServerMetrics {
     labelNames: ["model", "result"],
     registers: [this.registry],
   });
+  readonly promptCacheLookups = new Counter({
+    name: "gantry_prompt_cache_requests_total",
+    help: "Prompts its sequence held too little of, by what the RAM prompt cache did (result: hit = a saved state restored, miss = none held more, failed = the runtime refused the saved state and the prompt was evaluated)",
+    labelNames: ["model", "result"],
+    registers: [this.registry],
+  });
+  readonly promptCacheRestoredTokens = new Counter({
+    name: "gantry_prompt_cache_restored_tokens_total",
+    help: "Prompt tokens restored from the RAM prompt cache instead of evaluated",
+    labelNames: ["model"],
+    registers: [this.registry],
+  });
+  readonly promptCacheBytes = new Gauge({
+    name: "gantry_prompt_cache_bytes",
+    help: "Bytes of KV state the RAM prompt cache holds (all models)",
+    registers: [this.registry],
+  });
   readonly batchFill = new Histogram({
     name: "gantry_batch_fill_ratio",
     help: "Per decode step: sequences in the step / sequences generating (1 = full batch)",
@@ -134,6 +151,13 @@ export class ServerMetrics {
       },
       onSequenceMove: (model, ok) => {
         this.sequenceMoves.inc({ model, result: ok ? "ok" : "failed" });
+      },
+      onPromptCache: (model, result, restoredTokens) => {
+        this.promptCacheLookups.inc({ model, result });
+        if (restoredTokens > 0) this.promptCacheRestoredTokens.inc({ model }, restoredTokens);
+      },
+      onPromptCacheBytes: (bytes) => {
+        this.promptCacheBytes.set(bytes);
       },
       onImageEncode: (model, seconds) => {
         this.imageEncodeSeconds.observe({ model }, seconds);

@@ -1,5 +1,6 @@
 // What the platform commands say about an app, computed from the ModelApp alone: its URL, its state in one word (the
 // Ready condition's reason), and whether a deploy has finished or failed. Pure.
+import { queueUrlOf } from "../common/queue-url.ts";
 import type { V1Deployment } from "@kubernetes/client-node";
 import { CONDITION, REASON } from "../../operator/api/v1alpha1/conditions.ts";
 import { parseModelAppSpec, type Condition, type ModelApp } from "../../operator/api/v1alpha1/modelapp.ts";
@@ -29,6 +30,12 @@ export function appUrl(app: ModelApp, baseUrl: string | undefined): string | und
   return app.status?.url;
 }
 
+/** The app's queue URL, beside its URL (appUrl). */
+export function queueUrlFor(app: ModelApp, baseUrl: string | undefined): string | undefined {
+  const url = appUrl(app, baseUrl);
+  return url ? queueUrlOf(url, app.metadata.namespace ?? "", app.metadata.name ?? "") : undefined;
+}
+
 export interface AppSummary {
   org: string;
   app: string;
@@ -37,6 +44,8 @@ export interface AppSummary {
   servedModel: string;
   auth: string;
   url: string | null;
+  /** fal's queue API for the app: POST {queueUrl}/<the app's path> (the gateway needs its queue.redisUrl set). */
+  queueUrl: string | null;
   /** Ready, or the Ready condition's reason (Starting, Pulling, ModelNotFound…), or Pending before the operator. */
   state: string;
   ready: boolean;
@@ -82,6 +91,7 @@ export function summarizeApp(app: ModelApp, baseUrl: string | undefined): AppSum
     servedModel: parsed.ok ? (servedModelOf(app.metadata.name, parsed.spec) ?? "") : "",
     auth: spec.auth ?? "private",
     url: appUrl(app, baseUrl) ?? null,
+    queueUrl: queueUrlFor(app, baseUrl) ?? null,
     state: !ready
       ? "Pending"
       : ready.status === "True"

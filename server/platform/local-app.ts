@@ -35,6 +35,9 @@ export function localServerEnv(
     GANTRY_KV_CACHE_TYPE: spec.server.kvCacheType,
     GANTRY_FLASH_ATTENTION: spec.server.flashAttention,
     GANTRY_KEEP_ALIVE: spec.server.keepAlive,
+    ...(spec.server.promptCacheRam !== undefined
+      ? { GANTRY_PROMPT_CACHE_RAM: String(spec.server.promptCacheRam) }
+      : {}),
     ...own,
     GANTRY_HOST: "127.0.0.1:0",
   };

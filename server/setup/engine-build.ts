@@ -232,7 +232,10 @@ async function compile(
  */
 export function addonLacks(addonFile: string, cmakeOptions: Readonly<Record<string, string>>): string[] {
   const binary = fs.readFileSync(addonFile);
-  const wanted: Array<[string, string]> = [["setGantrySettings", "the settings binding (setGantrySettings)"]];
+  const wanted: Array<[string, string]> = [
+    ["setGantrySettings", "the settings binding (setGantrySettings)"],
+    ["setSequenceState", "sequence state in host memory (setSequenceState)"],
+  ];
   if (cmakeOptions.NLC_MTMD === "ON") wanted.push(["AddonMtmdContext", "image input (AddonMtmdContext)"]);
   return wanted.filter(([name]) => !binary.includes(name)).map(([, what]) => what);
 }

@@ -5,7 +5,9 @@
 // each round with new conversations. Per strategy: time to first token per turn (mean, p95), the share of prompt
 // tokens found in a pod's cache, aggregate tokens/s, requests per pod. A second run adds a fourth replica to the
 // PrefixHash app between turns 3 and 4 and reports the share of conversations that moved. Also: the key and the ring's
-// pick on a 32 KB body, in process. Also runnable: `node test/bench/routing.ts`.
+// pick on a 32 KB body, in process. A second workload, agents (issue 38): 8 conversations of 6 turns that share a
+// 2k-token system prompt with a tool list (about 60 tokens of user text a turn), on the same apps. The pods keep up to
+// 512 MiB of evicted prompts in RAM (spec.server.promptCacheRam). Also runnable: `node test/bench/routing.ts`.
 import { randomUUID } from "node:crypto";
 import os from "node:os";
 import { CoreV1Api } from "@kubernetes/client-node";
@@ -24,7 +26,8 @@ const MODEL = "hf.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF:Q4_K_M";
 const GROWN = 36;
 const CONVERSATIONS = 12,
   TURNS = 6,
-  ANSWER_TOKENS = 32;
+  ANSWER_TOKENS = 32,
+  AGENTS = 8;
 const STRATEGIES = ["LeastLoad", "PrefixHash"] as const;
 type Strategy = (typeof STRATEGIES)[number];
 const WORDS = (
@@ -33,6 +36,7 @@ const WORDS = (
 ).split(" ");
 
 interface Turn {
+  workload: "chat" | "agents";
   strategy: Strategy;
   turn: number;
   ttftMs: number;
@@ -52,12 +56,38 @@ function userText(seed: number): string {
   return `Question ${seed}: tell me about ${words.join(" ")}.`;
 }
 
+/** An agent's system prompt: instructions and a tool list, about 2k tokens, the same for every agent conversation. */
+const AGENT_SYSTEM = (() => {
+  const tools = Array.from({ length: 24 }, (_, i) => ({
+    name: `tool_${i}_${WORDS[i % WORDS.length]}`,
+    description: `Looks up the ${WORDS[(i * 5) % WORDS.length]} and ${WORDS[(i * 11) % WORDS.length]} records of a ${WORDS[(i * 3) % WORDS.length]}; returns them as a list with dates and sources.`,
+    parameters: {
+      type: "object",
+      properties: {
+        query: { type: "string", description: `What to find in the ${WORDS[(i * 7) % WORDS.length]} records` },
+        limit: { type: "integer", description: "Most results to return" },
+      },
+      required: ["query"],
+    },
+  }));
+  return (
+    "You are a research agent. Plan before you act, call one tool at a time, cite every source, and answer briefly. " +
+    "Rules: ".concat(Array.from({ length: 12 }, (_, i) => `(${i + 1}) never invent a ${WORDS[i]} record;`).join(" ")) +
+    `\nTools:\n${JSON.stringify(tools, null, 1)}`
+  );
+})();
+
+/** About 60 tokens of an agent's user text. */
+const agentText = (seed: number): string =>
+  `Task ${seed}: find ${Array.from({ length: 40 }, (_, i) => WORDS[(seed * 13 + i * 7) % WORDS.length]).join(" ")}.`;
+
 const p95 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.95))]!;
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 export interface RoutingResult {
   turns: Turn[];
   seconds: Record<Strategy, number[]>;
+  agentSeconds: Record<Strategy, number[]>;
   moved: { moved: number; of: number };
   keyMicros: number;
 }
@@ -95,8 +125,9 @@ export async function benchRouting(opts: { rounds?: number } = {}): Promise<Rout
           model: MODEL,
           auth: "public",
           resources: { profile: "cpu", cpu: "1" },
-          // Six sequences a replica: room for the conversations the ring gives it (12 over 3, unevenly).
-          server: { parallel: 6, contextLength: 2048 },
+          // Six sequences a replica: room for the conversations the ring gives it (12 over 3, unevenly); an agent's
+          // turn 6 is about 2.5k tokens; evicted prompts kept in RAM, bounded (six pods share this machine).
+          server: { parallel: 6, contextLength: 4096, promptCacheRam: "512Mi" },
           scaling: { minReplicas: replicas, maxReplicas: replicas },
           // GANTRY_BENCH_MEAN_LOAD_FACTOR: PrefixHash's bound (KubeAI's default 125), to measure other settings.
           loadBalancing: {
@@ -127,6 +158,7 @@ export async function benchRouting(opts: { rounds?: number } = {}): Promise<Rout
       for (let i = 0; i < 6; i++) await chatTurn(gw, ns, app[s], [{ role: "user", content: `warm ${i}` }]);
     const turns: Turn[] = [];
     const seconds: Record<Strategy, number[]> = { LeastLoad: [], PrefixHash: [] };
+    const agentSeconds: Record<Strategy, number[]> = { LeastLoad: [], PrefixHash: [] };
     for (let r = 0; r < rounds; r++) {
       for (const s of r % 2 ? [...STRATEGIES].reverse() : STRATEGIES) {
         process.stderr.write(`bench routing: round ${r + 1} of ${rounds}, ${s}\n`);
@@ -135,6 +167,19 @@ export async function benchRouting(opts: { rounds?: number } = {}): Promise<Rout
           Array.from({ length: CONVERSATIONS }, (_, c) => conversation(gw, ns, app[s], s, `r${r}c${c}`, 1, TURNS)),
         );
         seconds[s].push((performance.now() - t0) / 1000);
+        turns.push(...all.flat());
+      }
+    }
+    for (let r = 0; r < rounds; r++) {
+      for (const s of r % 2 ? [...STRATEGIES].reverse() : STRATEGIES) {
+        process.stderr.write(`bench routing: agents, round ${r + 1} of ${rounds}, ${s}\n`);
+        const t0 = performance.now();
+        const all = await Promise.all(
+          Array.from({ length: AGENTS }, (_, c) =>
+            conversation(gw, ns, app[s], s, `a${r}c${c}`, 1, TURNS, { system: AGENT_SYSTEM, text: agentText }),
+          ),
+        );
+        agentSeconds[s].push((performance.now() - t0) / 1000);
         turns.push(...all.flat());
       }
     }
@@ -151,7 +196,7 @@ export async function benchRouting(opts: { rounds?: number } = {}): Promise<Rout
     let moved = 0;
     for (const [c, id] of grown.entries())
       if ((await conversation(gw, ns, "grow", "PrefixHash", id, 2, 2))[0]!.pod !== before[c]) moved++;
-    return { turns, seconds, moved: { moved, of: GROWN }, keyMicros: keyCost() };
+    return { turns, seconds, agentSeconds, moved: { moved, of: GROWN }, keyMicros: keyCost() };
   } finally {
     await gw.stop();
     await op.stop();
@@ -201,12 +246,13 @@ async function conversation(
   id: string,
   from: number,
   to: number,
+  agent?: { system: string; text: (seed: number) => string },
 ): Promise<Turn[]> {
   const seed = [...id].reduce((h, ch) => (h * 31 + ch.charCodeAt(0)) % 100_003, 7);
-  const history: Message[] = [];
+  const history: Message[] = agent ? [{ role: "system", content: agent.system }] : [];
   const out: Turn[] = [];
   for (let t = 1; t <= to; t++) {
-    history.push({ role: "user", content: userText(seed + t) });
+    history.push({ role: "user", content: (agent?.text ?? userText)(seed + t) });
     if (t < from) {
       history.push({ role: "assistant", content: historyOf.get(`${id}#${t}`) ?? "" });
       continue;
@@ -215,6 +261,7 @@ async function conversation(
     historyOf.set(`${id}#${t}`, r.text);
     history.push({ role: "assistant", content: r.text });
     out.push({
+      workload: agent ? "agents" : "chat",
       strategy,
       turn: t,
       ttftMs: r.ttftMs,
@@ -256,7 +303,8 @@ function keyCost(): number {
 /** The tables of a result. */
 export function routingTables(r: RoutingResult): Array<{ title: string; header: string[]; rows: string[][] }> {
   const load = `load average ${os.loadavg()[0]!.toFixed(1)} on ${os.cpus().length} CPUs`;
-  const by = (s: Strategy) => r.turns.filter((t) => t.strategy === s);
+  const by = (s: Strategy) => r.turns.filter((t) => t.strategy === s && t.workload === "chat");
+  const agentsBy = (s: Strategy) => r.turns.filter((t) => t.strategy === s && t.workload === "agents");
   const f = (n: number) => (Number.isFinite(n) ? n.toFixed(0) : "-");
   const ttft = {
     title: `Routing: time to first token per turn, ms (12 conversations × 6 turns, 3 replicas of SmolLM2-135M, ${load})`,
@@ -319,7 +367,21 @@ export function routingTables(r: RoutingResult): Array<{ title: string; header: 
       ["key + ring pick on a 32 KB chat body, µs (median of 9 × 2000)", r.keyMicros.toFixed(1)],
     ],
   };
-  return [ttft, summary, extra];
+  const agents = {
+    title: `Routing, agents: ${AGENTS} conversations × ${TURNS} turns sharing a 2k-token system prompt and tool list (${load})`,
+    header: ["strategy", "cached ÷ prompt tokens", "tokens/s", "median TTFT turns 3–6 ms", "median TTFT turn 1 ms"],
+    rows: STRATEGIES.map((s) => {
+      const ts = agentsBy(s);
+      return [
+        s,
+        (ts.reduce((a, t) => a + t.cached, 0) / ts.reduce((a, t) => a + t.prompt, 0)).toFixed(2),
+        (ts.reduce((a, t) => a + t.completion, 0) / r.agentSeconds[s].reduce((a, b) => a + b, 0)).toFixed(1),
+        f(median(ts.filter((t) => t.turn >= 3).map((t) => t.ttftMs))),
+        f(median(ts.filter((t) => t.turn === 1).map((t) => t.ttftMs))),
+      ];
+    }),
+  };
+  return [ttft, summary, agents, extra];
 }
 
 if (import.meta.main) {

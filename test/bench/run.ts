@@ -1,12 +1,15 @@
 // `npm run bench [section...]`: runs the benchmarks and prints their tables. Sections: serving, llama, step, causes,
-// builds, pull, cli, operator, platform, gateway, vision, console, routing (default: all). `llama` compares Gantry with
-// llama.cpp's llama-server and llama-bench built from the llama.cpp release node-llama-cpp ships; `causes` measures
-// the two causes of the gap before and after; `vision` image requests against llama-server --mmproj and text on the
-// addon with and without mtmd; `builds` compares the engine builds (patched addon on the prebuilt libraries, patched
-// all from source, prebuilt binary); `gateway` compares the gateway with going direct and with nginx, and measures
-// cold starts on the test cluster; `console` the console's first page in a headless browser; `routing` LeastLoad
-// against PrefixHash for multi-turn conversations over an app's replicas; `step` the host time of a decode step at 1, 8
-// and 32 streams on a 128k-vocabulary model (GANTRY_BENCH_STEP_TOKENS per stream, default 128).
+// builds, pull, cli, operator, platform, gateway, vision, console, routing, image, queue (default: all). `llama`
+// compares Gantry with llama.cpp's llama-server and llama-bench built from the llama.cpp release node-llama-cpp ships;
+// `causes` measures the two causes of the gap before and after; `vision` image requests against llama-server --mmproj
+// and text on the addon with and without mtmd; `builds` compares the engine builds (patched addon on the prebuilt
+// libraries, patched all from source, prebuilt binary); `gateway` compares the gateway with going direct and with
+// nginx, and measures cold starts on the test cluster; `console` the console's first page in a headless browser;
+// `routing` LeastLoad against PrefixHash for multi-turn conversations over an app's replicas; `step` the host time of a
+// decode step at 1, 8 and 32 streams on a 128k-vocabulary model (GANTRY_BENCH_STEP_TOKENS per stream, default 128);
+// `image` the container image (build times, size, cold start to first token: test/bench/image.ts); `queue` fal's queue
+// API on the broker: submit → COMPLETED against a synchronous call, submissions/s accepted, a 10,000-request drain
+// (GANTRY_BENCH_QUEUE_DRAIN sets the count).
 // GANTRY_BENCH_ROUNDS (default 9 for serving: its paired ratios need that many to settle on 2 noisy cores; 3 for llama,
 // causes and builds) sets the interleaved rounds, GANTRY_BENCH_MODELS (default 250m,1b) the generated models,
 // GANTRY_BENCH_LLAMA_SLOTS (lru, default, or pinned) how llama-server assigns slots to concurrent requests;
@@ -36,6 +39,8 @@ const all = [
   "vision",
   "console",
   "routing",
+  "image",
+  "queue",
 ] as const;
 type Section = (typeof all)[number];
 const wanted = new Set<Section>(
@@ -101,6 +106,9 @@ if (run("serving")) {
     ["model", "plain tok/s", "grammar tok/s", "grammar ÷ plain", "complete call ms", "call tokens"],
     [[tool.model, tool.plainTps, tool.grammarTps, tool.ratio, tool.callMs, tool.callTokens]],
   );
+  const { benchConversations, conversationTables } = await import("./conversations.ts");
+  const conversations = await benchConversations(await smollm2Path());
+  for (const t of conversationTables(conversations)) printTable(t.title, t.header, t.rows);
 }
 
 if (run("llama") || run("causes") || run("builds")) {
@@ -277,4 +285,59 @@ if (run("routing")) {
   const { benchRouting, routingTables } = await import("./routing.ts");
   const result = await benchRouting({ rounds: Number(process.env.GANTRY_BENCH_ROUNDS ?? 3) });
   for (const t of routingTables(result)) printTable(t.title, t.header, t.rows);
+}
+
+if (run("image")) {
+  const { benchImage } = await import("./image.ts");
+  const { loadavg } = await import("node:os");
+  const before = loadavg()[0]!.toFixed(2);
+  const { rows } = await benchImage(Number(process.env.GANTRY_BENCH_ROUNDS ?? 3));
+  printTable(
+    `Image (test/bench/image.ts): npm run image's build times, the image's size, the container's cold start; load average ${before} before, ${loadavg()[0]!.toFixed(2)} after`,
+    ["what", "figure"],
+    rows,
+  );
+}
+
+if (run("queue")) {
+  const { benchQueue } = await import("./queue.ts");
+  const load = (await import("node:os")).loadavg()[0]!;
+  const r = await benchQueue({ drain: Number(process.env.GANTRY_BENCH_QUEUE_DRAIN ?? 10_000), overheadRounds: 200 });
+  const o = r.overhead;
+  printTable(
+    `Queue: submit → COMPLETED (status stream) against the synchronous call, stand-in pod, one at a time, ${o.n} each (load ${load.toFixed(1)})`,
+    ["path", "p50 ms", "p90 ms"],
+    [
+      ["synchronous", o.syncP50, o.syncP90],
+      ["queue", o.queueP50, o.queueP90],
+      ["overhead", o.queueP50 - o.syncP50, o.queueP90 - o.syncP90],
+    ],
+  );
+  printTable(
+    "Queue: submissions accepted (stored in the broker) from 64 connections, workers draining meanwhile; then every request run",
+    [
+      "submitted",
+      "accepted/s",
+      "CPU ms/submission gateway + broker",
+      "s to accept",
+      "completed",
+      "failed",
+      "lost",
+      "distinct ids at pod",
+      "s to drain",
+    ],
+    [
+      [
+        r.drain.n,
+        r.accepted.perSecond,
+        `${r.accepted.gatewayCpuMs.toFixed(2)} + ${r.accepted.brokerCpuMs.toFixed(2)}`,
+        r.accepted.seconds,
+        r.drain.completed,
+        r.drain.failed,
+        r.drain.n - r.drain.completed - r.drain.failed,
+        r.drain.distinctAtPod,
+        r.drain.seconds,
+      ],
+    ],
+  );
 }

@@ -13,17 +13,26 @@ export const BINARIES = [
   "helm",
 ] as const;
 
-/** Runs build-bins.sh (stderr passes through so a cold build shows its progress) and returns the binaries dir. */
-export function ensureBinaries(): string {
+/**
+ * Runs build-bins.sh (stderr passes through so a cold build shows its progress) and returns the binaries dir; with
+ * `kubelet`, the real node's kubelet and pause binary too.
+ */
+export function ensureBinaries(opts: { kubelet?: boolean } = {}): string {
   const started = Date.now();
-  const r = spawnSync("bash", [path.join(import.meta.dirname, "build-bins.sh")], {
-    stdio: ["ignore", "pipe", "inherit"],
-    encoding: "utf8",
-  });
+  const r = spawnSync(
+    "bash",
+    [path.join(import.meta.dirname, "build-bins.sh"), ...(opts.kubelet ? ["--kubelet"] : [])],
+    {
+      stdio: ["ignore", "pipe", "inherit"],
+      encoding: "utf8",
+    },
+  );
   if (r.status !== 0) throw new Error(`build-bins.sh failed with exit code ${r.status}`);
   const dir = r.stdout.trim().split("\n").pop() ?? "";
   if (!dir) throw new Error("build-bins.sh printed no directory");
   const secs = ((Date.now() - started) / 1000).toFixed(1);
-  process.stderr.write(`test-cluster: binaries ready in ${dir} (${BINARIES.join(", ")}) after ${secs}s\n`);
+  process.stderr.write(
+    `test-cluster: binaries ready in ${dir} (${[...BINARIES, ...(opts.kubelet ? ["kubelet", "pause"] : [])].join(", ")}) after ${secs}s\n`,
+  );
   return dir;
 }

@@ -3,6 +3,8 @@
 #   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl  (k8s.io/kubernetes @ KUBE_VERSION)
 #   etcd (go.etcd.io/etcd/server/v3 @ ETCD_VERSION), kwok + its Stage manifests (sigs.k8s.io/kwok @ KWOK_VERSION),
 #   helm (helm.sh/helm/v3 @ HELM_VERSION).
+# With --kubelet, also the kubelet (same module and version, for the real node: test/cluster/real-node.ts) and the
+# pod sandbox's pause binary (Kubernetes' build/pause/linux/pause.c, compiled static with the machine's cc).
 # Cache: $GANTRY_CACHE/k8s/<versions>/ (default ~/.cache/gantry), outside the repo. Idempotent: a warm cache returns
 # at once. Progress goes to stderr; the last line on stdout is the directory holding the binaries.
 set -euo pipefail
@@ -20,16 +22,21 @@ all_built() {
   for b in kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok helm; do have "$b" || return 1; done
   [ -s "$OUT/kwok.yaml" ]
 }
-if all_built; then echo "$OUT"; exit 0; fi
+KUBELET=""
+[ "${1:-}" = --kubelet ] && KUBELET=1
+kubelet_built() { [ -z "$KUBELET" ] || { have kubelet && have pause; }; }
+if all_built && kubelet_built; then echo "$OUT"; exit 0; fi
 command -v go >/dev/null || { echo "build-bins: Go >= 1.26 is required to build the test control plane" >&2; exit 1; }
 mkdir -p "$OUT"
 WORK="$(mktemp -d)"; trap 'rm -rf "$WORK"' EXIT
 T0=$(date +%s)
 step() { echo "build-bins: $* ($(( $(date +%s) - T0 ))s)" >&2; }
 
-if ! { have kube-apiserver && have kube-controller-manager && have kube-scheduler && have kubectl; }; then
-  step "building Kubernetes ${KUBE_VERSION} (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl)"
+# A module that requires k8s.io/kubernetes at KUBE_VERSION with its staging modules at their tags; go build flags that
+# stamp the version as Kubernetes' own builds do.
+k8s_module() {
   mkdir -p "$WORK/k8s" && cd "$WORK/k8s"
+  [ -n "${LDF:-}" ] && return 0
   go mod init local/k8s-test-bins >/dev/null 2>&1
   K8S_GOMOD="$(go mod download -json "k8s.io/kubernetes@${KUBE_VERSION}" | sed -n 's/^\s*"GoMod": "\(.*\)",\{0,1\}$/\1/p')"
   STAGING_VERSION="v0.${KUBE_VERSION#v1.}"
@@ -39,16 +46,33 @@ if ! { have kube-apiserver && have kube-controller-manager && have kube-schedule
   go mod edit -go="$(awk '$1=="go"{print $2; exit}' "$K8S_GOMOD")"
   GODEBUG_DEFAULT="$(awk '$1=="godebug" && $2 ~ /^default=/ {print $2; exit}' "$K8S_GOMOD")"
   [ -z "$GODEBUG_DEFAULT" ] || go mod edit -godebug="$GODEBUG_DEFAULT"
-  CMDS="kube-apiserver kube-controller-manager kube-scheduler kubectl"
-  go get $(for c in $CMDS; do printf 'k8s.io/kubernetes/cmd/%s@%s ' "$c" "$KUBE_VERSION"; done) >&2
   MINOR="$(echo "$KUBE_VERSION" | cut -d. -f2)"
   BUILD_DATE="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
   LDF="-s -w"
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     LDF="$LDF -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$MINOR -X $p.gitTreeState=clean -X $p.buildDate=$BUILD_DATE"
   done
+}
+k8s_build() {
+  k8s_module
+  go get $(for c in "$@"; do printf 'k8s.io/kubernetes/cmd/%s@%s ' "$c" "$KUBE_VERSION"; done) >&2
   go build -mod=mod -trimpath -tags=notest,grpcnotrace -ldflags "$LDF" -o "$OUT/" \
-    $(for c in $CMDS; do printf 'k8s.io/kubernetes/cmd/%s ' "$c"; done) >&2
+    $(for c in "$@"; do printf 'k8s.io/kubernetes/cmd/%s ' "$c"; done) >&2
+}
+
+if ! { have kube-apiserver && have kube-controller-manager && have kube-scheduler && have kubectl; }; then
+  step "building Kubernetes ${KUBE_VERSION} (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl)"
+  k8s_build kube-apiserver kube-controller-manager kube-scheduler kubectl
+fi
+if [ -n "$KUBELET" ] && ! have kubelet; then
+  step "building the kubelet ${KUBE_VERSION}"
+  k8s_build kubelet
+fi
+if [ -n "$KUBELET" ] && ! have pause; then
+  step "compiling the pause binary of Kubernetes ${KUBE_VERSION}"
+  PAUSE_SRC="$(go env GOMODCACHE)/k8s.io/kubernetes@${KUBE_VERSION}/build/pause/linux/pause.c"
+  [ -f "$PAUSE_SRC" ] || go mod download "k8s.io/kubernetes@${KUBE_VERSION}" >&2
+  cc -Os -static -Wall -Werror -DVERSION="\"${KUBE_VERSION}\"" -o "$OUT/pause.tmp" "$PAUSE_SRC" && mv "$OUT/pause.tmp" "$OUT/pause"
 fi
 
 if ! have etcd; then

@@ -9,6 +9,7 @@ import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { ensureBinaries } from "./binaries.ts";
 import { createDefaultStorageClass, createFakeNodes, FAKE_NODES } from "./fake-nodes.ts";
 import { kwokConfigExcludingProcessRuntime } from "./kwok-config.ts";
+import { stopRealNode } from "./real-node.ts";
 import { generatePki, kubeconfigYaml } from "./pki.ts";
 import { freePort, isOurs, readRecorded, startRecorded, stopRecorded, waitFor } from "./processes.ts";
 import { clusterNetId, deleteClusterPodNetworks } from "./runtime/pod-network.ts";
@@ -97,7 +98,10 @@ export async function clusterHealthy(dir: string): Promise<boolean> {
 
 export async function stopControlPlane(dir: string, opts: { keepDir?: boolean } = {}): Promise<void> {
   const rec = readClusterRecord(dir);
-  const killed = await stopRecorded(dir);
+  let killed: string[] = [];
+  await stopRealNode(dir, async () => {
+    killed = await stopRecorded(dir);
+  });
   if (rec?.serviceCidr) releaseServiceCidr(rec.serviceCidr);
   if (killed.length) log(`had to SIGKILL ${killed.join(", ")}`);
   const leftovers = deleteClusterPodNetworks(clusterNetId(dir));

@@ -33,18 +33,17 @@ export async function startQueueGateway(
   config: Record<string, unknown>,
   publicUrl?: string,
   port = 0,
+  /** The gateway's own address as its public URL (known once it listens). */
+  selfUrl = false,
 ): Promise<QueueGateway> {
   const c = parseGatewayConfig(config);
-  const gateway = new Gateway({
-    config: c,
-    apps,
-    keys,
-    logger: silentLogger,
-    ...(publicUrl ? { publicUrl } : {}),
-  });
-  await gateway.queue?.start();
-  const server = createGatewayServer(c, gateway.handle);
+  const own: { gateway?: Gateway } = {};
+  const server = createGatewayServer(c, (req, res) => own.gateway!.handle(req, res));
   const base = await listen(server, port);
+  const url = publicUrl ?? (selfUrl ? base : undefined);
+  const gateway = new Gateway({ config: c, apps, keys, logger: silentLogger, ...(url ? { publicUrl: url } : {}) });
+  own.gateway = gateway;
+  await gateway.queue?.start();
   return {
     gateway,
     base,

@@ -15,10 +15,10 @@ export function redisServerBinary(): string {
   if (found.status === 0 && bin) return bin;
   if (process.getuid?.() !== 0)
     throw new Error("the queue tests need redis-server: install Debian's redis-server (or valkey-server) package");
-  execFileSync("apt-get", ["install", "-y", "--no-install-recommends", "redis-server"], {
-    stdio: "ignore",
-    env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
-  });
+  // A fresh machine's package lists may be empty: update them first, as server/setup/image/host-tools.sh does.
+  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+  execFileSync("apt-get", ["update", "-qq"], { stdio: "ignore", env });
+  execFileSync("apt-get", ["install", "-y", "--no-install-recommends", "redis-server"], { stdio: "ignore", env });
   return "/usr/bin/redis-server";
 }
 
@@ -29,6 +29,8 @@ export interface TestRedis {
   stop(signal?: NodeJS.Signals): Promise<void>;
   /** Starts it again on the same port and data directory. */
   start(): Promise<void>;
+  /** The running server's process id. */
+  pid(): number;
 }
 
 const reachable = (port: number): Promise<boolean> =>
@@ -62,6 +64,7 @@ export async function startTestRedis(): Promise<TestRedis> {
     url: `redis://127.0.0.1:${port}`,
     port,
     start,
+    pid: () => p!.pid!,
     stop: (signal = "SIGTERM") =>
       new Promise((resolve) => {
         if (!p || p.exitCode !== null) return resolve();

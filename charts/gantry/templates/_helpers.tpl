@@ -11,6 +11,16 @@
 {{ include "gantry.fullname" . | trunc 55 | trimSuffix "-" }}-gateway
 {{- end }}
 
+{{- define "gantry.brokerName" -}}
+{{ include "gantry.fullname" . | trunc 56 | trimSuffix "-" }}-broker
+{{- end }}
+
+{{- define "gantry.brokerSelectorLabels" -}}
+app.kubernetes.io/name: gantry
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: broker
+{{- end }}
+
 {{- define "gantry.gatewaySelectorLabels" -}}
 app.kubernetes.io/name: gantry
 app.kubernetes.io/instance: {{ .Release.Name }}
@@ -92,7 +102,16 @@ publicUrl: {{ include "gantry.gatewayUrl" . | quote }}
 {{- with .Values.operator.config.watchNamespace }}
 watchNamespace: {{ . | quote }}
 {{- end }}
-{{- with .Values.gateway.config }}
+{{- $config := deepCopy .Values.gateway.config }}
+{{- if .Values.broker.enabled }}
+{{- /* The chart's broker is the queue's, unless gateway.config.queue.redisUrl names another. */}}
+{{- $queue := get $config "queue" | default dict }}
+{{- if not (get $queue "redisUrl") }}
+{{- $_ := set $queue "redisUrl" (printf "redis://%s.%s.svc:6379" (include "gantry.brokerName" .) .Release.Namespace) }}
+{{- $_ := set $config "queue" $queue }}
+{{- end }}
+{{- end }}
+{{- with $config }}
 {{ toYaml . }}
 {{- end }}
 {{- end }}

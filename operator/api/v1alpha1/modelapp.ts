@@ -169,6 +169,13 @@ export const ModelAppSpecSchema = z
           .enum(FLASH_ATTENTION)
           .default("auto")
           .describe("Flash attention (GANTRY_FLASH_ATTENTION): auto = where the backend runs it for the model."),
+        promptCacheRam: z
+          .union([z.int().nonnegative(), z.string().regex(/^\d+(?:\.\d+)?(?:Ki|Mi|Gi)?$/)])
+          .optional()
+          .meta({ "x-kubernetes-int-or-string": true })
+          .describe(
+            "Host memory of each replica for the KV states of prompts evicted from its sequences, restored when a later request starts with one (GANTRY_PROMPT_CACHE_RAM: bytes, or Ki/Mi/Gi; 0 = off; unset = a quarter of the memory available at start, at most 8Gi). It counts toward resources.memory.",
+          ),
       })
       .refine((s) => kvCacheProblem(s.kvCacheType, s.flashAttention) === undefined, {
         message: QUANTIZED_CACHE_NEEDS_FA,

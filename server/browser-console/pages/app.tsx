@@ -51,6 +51,14 @@ export function AppPage({ org, name }: { org: string; name: string }) {
         <dd class="mono" id="app-url">
           {url}
         </dd>
+        {app.queueUrl && (
+          <>
+            <dt>Queue URL</dt>
+            <dd class="mono" id="app-queue-url">
+              {app.queueUrl}
+            </dd>
+          </>
+        )}
         <dt>Model</dt>
         <dd class="mono">{servedModel(app)}</dd>
         <dt>Auth</dt>

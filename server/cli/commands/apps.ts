@@ -85,6 +85,7 @@ const get: Sub = {
       ["state", `${s.state}: ${s.message}`],
       ["replicas", `${s.readyReplicas} ready of ${s.replicas} (scaling ${s.minReplicas}–${s.maxReplicas})`],
       ["url", s.url ?? "(not reported yet)"],
+      ...(s.queueUrl ? [["queue url", s.queueUrl] as [string, string]] : []),
       ...(source ? [["source", source] as [string, string]] : []),
     ];
     ctx.stdout.write(rows.map(([k, v]) => `${`${k}:`.padEnd(11)}${v}`).join("\n") + "\n");

@@ -1,6 +1,7 @@
 // `gantry deploy <file>::<export> --app-name <name> --auth private`: the hosted platform's deploy. Renders the app
 // definition into a ModelApp, applies it with server-side apply under the CLI's own field manager (a redeploy updates
 // the app in place: a new generation, rolling pods), follows it until Ready and prints its URL and an example request.
+import { queueUrlOf } from "../../common/queue-url.ts";
 import {
   AUTH_MODES,
   ROLLOUT_STRATEGIES,
@@ -118,7 +119,7 @@ ${TARGET_HELP}`,
     if (output === "json") {
       const summary = summarizeApp(final, baseUrl);
       ctx.stdout.write(
-        `${JSON.stringify({ org, app: name, url: url ?? null, model, generation, status: summary.state, ready: summary.ready, conditions: final.status?.conditions ?? [] })}\n`,
+        `${JSON.stringify({ org, app: name, url: url ?? null, queueUrl: summary.queueUrl, model, generation, status: summary.state, ready: summary.ready, conditions: final.status?.conditions ?? [] })}\n`,
       );
       return;
     }
@@ -131,7 +132,9 @@ ${TARGET_HELP}`,
       ctx.stdout.write(`${head}; its URL appears once the operator reports it: gantry apps get ${name} --org ${org}\n`);
       return;
     }
-    ctx.stdout.write(`${head} at ${url}\n\n${exampleRequest(url, model, auth_)}\n`);
+    const queueUrl = queueUrlOf(url, org, name);
+    ctx.stdout.write(`${head} at ${url}\n${queueUrl ? `queue (fal's queue API): ${queueUrl}\n` : ""}\n`);
+    ctx.stdout.write(`${exampleRequest(url, model, auth_)}\n`);
     const internal = baseUrl ? undefined : clusterInternalHint(url);
     if (internal) ctx.stdout.write(`\n${internal}\n`);
     if (auth_ !== "public")

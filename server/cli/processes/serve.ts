@@ -37,6 +37,8 @@ export async function serve(args: string[], env: Record<string, string | undefin
         : [];
     const config = parseEnv(ServeProcessEnvSchema, withOllamaAliases(env));
     const logger = createLogger({ level: config.GANTRY_LOG_LEVEL, name: "gantry-serve" });
+    const { assertWritableStore } = await import("../../store/writable.ts");
+    await assertWritableStore(config.GANTRY_MODELS);
     const { ensureEngineOnFirstUse } = await import("../../setup/engine-first-use.ts");
     await ensureEngineOnFirstUse((line) => process.stderr.write(`${line}\n`), config);
     // Loaded on use: the engine (node-llama-cpp) and HTTP stack would slow every other command's start.

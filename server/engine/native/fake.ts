@@ -31,6 +31,11 @@ export class RecordingNativeContext implements NativeContext {
   /** How long an inline decode keeps the thread busy. */
   inlineMs = 0;
   failInline = false;
+  /** With `states`: a saved state names the sequence it came from ("state of 2"). */
+  readonly saveSequence: ((seq: number) => Uint8Array) | undefined;
+  readonly restoreSequence: ((seq: number, state: Uint8Array) => boolean) | undefined;
+  /** A state restoreSequence refuses ("state of 2"). */
+  badState: string | undefined;
   /** Absent with `inline` false, as in the prebuilt addon. */
   readonly decodeBatchInline: (() => void) | undefined;
   /** With `threadpool`: logs "pause", or "pause during a decode" when a worker decode is in flight (a bug). */
@@ -39,8 +44,10 @@ export class RecordingNativeContext implements NativeContext {
   private batch = 0;
   private decoding = 0;
 
-  constructor(opts: { inline?: boolean; batchSize?: number; threadpool?: boolean } = {}) {
+  constructor(opts: { inline?: boolean; batchSize?: number; threadpool?: boolean; states?: boolean } = {}) {
     this.batchSize = opts.batchSize ?? 512;
+    this.saveSequence = opts.states ? (seq) => this.saveState(seq) : undefined;
+    this.restoreSequence = opts.states ? (seq, state) => this.restoreState(seq, state) : undefined;
     this.decodeBatchInline = (opts.inline ?? true) ? () => this.decodeInline() : undefined;
     this.pauseThreadpool = opts.threadpool
       ? () => {
@@ -116,6 +123,17 @@ export class RecordingNativeContext implements NativeContext {
   removeTokens(seq: number, start: number, end: number): boolean {
     this.log.push(`remove ${seq}[${start},${end})`);
     return true;
+  }
+
+  private saveState(seq: number): Uint8Array {
+    this.log.push(`save ${seq}`);
+    return new TextEncoder().encode(`state of ${seq}`);
+  }
+
+  private restoreState(seq: number, state: Uint8Array): boolean {
+    const text = new TextDecoder().decode(state);
+    this.log.push(`restore ${seq} ← ${text}`);
+    return text !== this.badState;
   }
 
   shiftTokens(seq: number, start: number, end: number, delta: number): void {

@@ -51,6 +51,9 @@ interface ModelInternals {
       AddonSampler: (new (model: unknown) => AddonSampler) & {
         acceptGrammarEvaluationStateToken(state: unknown, token: number): void;
       };
+      /** Patched addon: a sequence's state in host memory (node-llama-cpp-addon.patch, item 8). */
+      getSequenceState?(context: AddonContext, sequenceId: number): Uint8Array;
+      setSequenceState?(context: AddonContext, sequenceId: number, state: Uint8Array): number;
       /** Patched addon with image input (node-llama-cpp-addon.patch, item 6). */
       AddonMtmdContext?: { pauseThreadpool?(context: AddonContext): boolean };
     };
@@ -101,6 +104,7 @@ export function nativeContextOf(context: LlamaContext, model: LlamaModel): Nativ
   const inline = typeof addon.decodeBatchInline === "function" ? addon.decodeBatchInline.bind(addon) : undefined;
   const mtmd = (model as unknown as ModelInternals)._llama._bindings.AddonMtmdContext;
   const pause = typeof mtmd?.pauseThreadpool === "function" ? () => mtmd.pauseThreadpool!(addon) : undefined;
+  const states = sequenceStatesOf(model, addon);
   return {
     batchSize: context.batchSize,
     threadpoolThreads: typeof addon.getThreadpoolThreads === "function" ? addon.getThreadpoolThreads() : 0,
@@ -111,6 +115,7 @@ export function nativeContextOf(context: LlamaContext, model: LlamaModel): Nativ
     decodeBatch: () => addon.decodeBatch(),
     ...(inline ? { decodeBatchInline: inline } : {}),
     ...(pause ? { pauseThreadpool: pause } : {}),
+    ...states,
     sampleToken: (batchLogitIndex, sampler) => addon.sampleToken(batchLogitIndex, addonOf(sampler)) as Promise<number>,
     async tokenLogits(batchLogitIndex, sampler, tokens, top): Promise<RowLogits> {
       const [, , , pairs, weight] = (await addon.sampleToken(
@@ -132,6 +137,19 @@ export function nativeContextOf(context: LlamaContext, model: LlamaModel): Nativ
     },
     removeTokens: (sequenceId, start, end) => addon.removeTokenCellsFromSequence(sequenceId, start, end),
     shiftTokens: (sequenceId, start, end, delta) => addon.shiftSequenceTokenCells(sequenceId, start, end, delta),
+  };
+}
+
+/** The patched addon's sequence state calls (port.ts saveSequence, restoreSequence); none on the prebuilt addon. */
+function sequenceStatesOf(
+  model: LlamaModel,
+  addon: AddonContext,
+): Pick<NativeContext, "saveSequence" | "restoreSequence"> {
+  const { getSequenceState: get, setSequenceState: set } = (model as unknown as ModelInternals)._llama._bindings;
+  if (typeof get !== "function" || typeof set !== "function") return {};
+  return {
+    saveSequence: (sequenceId) => get(addon, sequenceId),
+    restoreSequence: (sequenceId, state) => set(addon, sequenceId, state) > 0,
   };
 }
 

@@ -87,6 +87,16 @@ export interface NativeContext {
   copySequence(targetSequenceId: number, sourceSequenceId: number): Promise<void>;
   /** Drops cells [start, end) of a sequence; false when the model's memory cannot drop part of a sequence. */
   removeTokens(sequenceId: number, start: number, end: number): boolean;
+  /**
+   * A copy of what a sequence holds (its KV cells with their positions), in host memory (patched addon). Only while no
+   * decode is in flight.
+   */
+  saveSequence?(sequenceId: number): Uint8Array;
+  /**
+   * Replaces what a sequence holds with a saved state; false when the runtime refuses it (another model's or context
+   * shape's state, more cells than fit), and the sequence is empty then. Only while no decode is in flight.
+   */
+  restoreSequence?(sequenceId: number, state: Uint8Array): boolean;
   /** Moves cells [start, end) of a sequence by `delta` positions (a context shift, after removeTokens). */
   shiftTokens(sequenceId: number, start: number, end: number, delta: number): void;
 }

@@ -157,7 +157,10 @@ const count = (v: unknown): number => {
   return Number.isFinite(n) ? n : 0;
 };
 
-/** An API's usage object: OpenAI chat's prompt/completion_tokens, or Responses' and Anthropic's input/output_tokens. */
+/**
+ * An API's usage object: OpenAI chat's prompt/completion_tokens, or Responses' and Anthropic's input/output_tokens
+ * (Anthropic's input_tokens leave out the cached ones, cache_read_input_tokens, which are part of the prompt too).
+ */
 function usageCounts(u: unknown): { prompt: number; completion: number } | undefined {
   if (!u || typeof u !== "object") return undefined;
   const o = u as {
@@ -165,9 +168,14 @@ function usageCounts(u: unknown): { prompt: number; completion: number } | undef
     completion_tokens?: unknown;
     input_tokens?: unknown;
     output_tokens?: unknown;
+    cache_read_input_tokens?: unknown;
+    cache_creation_input_tokens?: unknown;
   };
   return {
-    prompt: count(o.prompt_tokens ?? o.input_tokens),
+    prompt:
+      o.prompt_tokens !== undefined
+        ? count(o.prompt_tokens)
+        : count(o.input_tokens) + count(o.cache_read_input_tokens) + count(o.cache_creation_input_tokens),
     completion: count(o.completion_tokens ?? o.output_tokens),
   };
 }

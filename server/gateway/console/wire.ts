@@ -39,6 +39,8 @@ export interface ConsoleWiring {
   ): void;
   maxBodyBytes: number;
   publicUrl?: string;
+  /** fal's queue API is on (app objects carry their queueUrl). */
+  queue?: boolean;
   logger: Logger;
   now: () => number;
   /** The built console (default: dist/console of the package). */
@@ -68,7 +70,7 @@ export function consoleManagement(w: ConsoleWiring): {
     forwardToApp: w.forwardToApp,
     maxBodyBytes: w.maxBodyBytes,
     logger: w.logger,
-    view: (a) => appInfo(a, w.publicUrl),
+    view: (a) => appInfo(a, w.publicUrl, w.queue === true),
   });
   return {
     sessions,

@@ -4,6 +4,7 @@
 // that org, or a console session made from one: an api key gets 403, another org's admin key 403, no key 401. The
 // OpenAPI document (openapi.ts) is public; the console's pages and its session routes answer for themselves.
 // Errors use the OpenAI envelope.
+import { queueUrlOf } from "../../common/queue-url.ts";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { AppError } from "../../common/errors.ts";
 import type { Logger } from "../../common/logger.ts";
@@ -46,6 +47,8 @@ export interface ManagementDeps {
   maxBodyBytes: number;
   logger: Logger;
   publicUrl?: string;
+  /** fal's queue API is on: app objects carry their queueUrl. */
+  queue?: boolean;
   /** Days of usage searched for a key's last use. */
   usageDays: number;
   now: () => number;
@@ -89,14 +92,17 @@ function lastUsedByKey(rows: readonly UsageRow[]): Map<string, string> {
   return out;
 }
 
-export function appInfo(a: AppInfo, publicUrl: string | undefined) {
+export function appInfo(a: AppInfo, publicUrl: string | undefined, queue = false) {
+  const url = publicUrl ? `${publicUrl.replace(/\/+$/, "")}/${a.org}/${a.name}` : a.url;
+  const queueUrl = queue && url ? queueUrlOf(url, a.org, a.name) : undefined;
   return {
     org: a.org,
     name: a.name,
     auth: a.auth,
     ...(a.model ? { model: a.model } : {}),
     ...(a.servedModel ? { servedModel: a.servedModel } : {}),
-    ...(publicUrl ? { url: `${publicUrl.replace(/\/+$/, "")}/${a.org}/${a.name}` } : a.url ? { url: a.url } : {}),
+    ...(url ? { url } : {}),
+    ...(queueUrl ? { queueUrl } : {}),
     ...(a.ready ? { ready: a.ready } : {}),
     ...(a.replicas !== undefined ? { replicas: a.replicas } : {}),
     ...(a.readyReplicas !== undefined ? { readyReplicas: a.readyReplicas } : {}),
@@ -223,7 +229,7 @@ export function createManagement(d: ManagementDeps): ManagementHandler {
         const apps = d.apps
           .list(org)
           .sort((a, b) => a.name.localeCompare(b.name))
-          .map((a) => appInfo(a, d.publicUrl));
+          .map((a) => appInfo(a, d.publicUrl, d.queue === true));
         sendJson(res, 200, { apps }, requestId);
         return;
       }

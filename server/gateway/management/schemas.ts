@@ -61,6 +61,10 @@ export const AppSchema = z
       .optional()
       .describe("The name requests send as `model`: spec.model, or <app>:latest when the app has a modelfile."),
     url: z.string().optional().describe("{base_url}/<org_id>/<app_id>"),
+    queueUrl: z
+      .string()
+      .optional()
+      .describe("{base_url}/_queue/<org_id>/<app_id>: fal's queue API for the app (when the gateway has a broker)."),
     ready: z
       .object({ status: z.string(), reason: z.string(), message: z.string() })
       .optional()

@@ -1,4 +1,4 @@
-// The broker: BullMQ on Redis/Valkey (docs/decisions/0012-queue-on-bullmq.md). One BullMQ queue per app
+// The broker: BullMQ on Redis/Valkey (docs/decisions/0015-queue-on-bullmq.md). One BullMQ queue per app
 // (`<org>/<app>`), so each app's capacity is its own global concurrency; a set of the apps that have queues, so a
 // gateway that starts finds every queue with work; a pub/sub channel for cancellations of running requests; the
 // shared webhook signing key. Submissions use a connection that fails at once while the broker is away (503), never
@@ -21,6 +21,8 @@ export class Broker {
   readonly workers: Redis;
   private readonly subscriber: Redis;
   private readonly queues = new Map<string, Queue<JobData, JobResult>>();
+  /** Apps this replica has put in the set of apps with queues. */
+  private readonly known = new Set<string>();
   private readonly c: QueueConfig;
 
   constructor(c: QueueConfig, onCancel: (queue: string, id: string) => void) {
@@ -99,9 +101,11 @@ export class Broker {
   async add(id: string, data: JobData): Promise<void> {
     const q = this.queue(data.org, data.app);
     const age = this.c.retentionSeconds;
+    const name = queueName(data.org, data.app);
+    const known = this.known.has(name);
     await this.timely(
       Promise.all([
-        this.client.sadd(this.key("apps"), queueName(data.org, data.app)),
+        known ? undefined : this.client.sadd(this.key("apps"), name).then(() => this.known.add(name)),
         q.add("request", data, {
           jobId: id,
           attempts: data.noRetry ? 1 : this.c.maxRetries + 1,

@@ -56,6 +56,8 @@ export class QueueService {
   private readonly metrics: QueueMetrics;
   private readonly changes = new EventEmitter();
   private readonly waitingCounts = new Map<string, number>();
+  /** Submissions this replica stored since the last count. */
+  private readonly submittedSince = new Map<string, number>();
   private signer: WebhookSigner | undefined;
   private timer: NodeJS.Timeout | undefined;
 
@@ -246,7 +248,13 @@ export class QueueService {
       });
     }
     const c = this.d.config;
-    if ((await this.broker.waiting(org, app)) >= c.maxQueuedPerApp) {
+    // The count read each second plus what this replica stored since: no broker round trip per submission, except
+    // near the limit, where the exact count decides.
+    const name = queueName(org, app);
+    if (
+      this.waiting(org, app) + (this.submittedSince.get(name) ?? 0) >= c.maxQueuedPerApp &&
+      (await this.exactWaiting(org, app)) >= c.maxQueuedPerApp
+    ) {
       count("full");
       return send(429, falError(`the app's queue is full (${c.maxQueuedPerApp} waiting)`, "queue_full"), {
         "retry-after": "5",
@@ -272,7 +280,11 @@ export class QueueService {
       submittedAt: now,
     };
     await this.broker.add(id, data);
-    this.runner.ensure(org, app);
+    this.submittedSince.set(name, (this.submittedSince.get(name) ?? 0) + 1);
+    if (!this.runner.apps().includes(name)) {
+      this.runner.ensure(org, app);
+      await this.refreshWaiting();
+    }
     count("accepted");
     const position = this.waiting(org, app);
     send(
@@ -315,17 +327,21 @@ export class QueueService {
     let lastWrite = this.d.now();
     const keepAliveMs = this.d.config.keepAliveSeconds * 1000;
     for (;;) {
+      // Armed before the read: a start or end on this replica between the read and the wait is not missed.
+      const next = this.changed(job.id!, Math.min(500, keepAliveMs));
       const fresh = await this.broker.find(job.data.org, job.data.app, job.id!);
-      if (!fresh) break;
-      const v = await this.view(fresh, logs);
-      const text = JSON.stringify({ ...v.body, ...urls });
-      if (text !== last) {
+      const v = fresh ? await this.view(fresh, logs) : undefined;
+      const text = v ? JSON.stringify({ ...v.body, ...urls }) : "";
+      if (v && text !== last) {
         res.write(`data: ${text}\n\n`);
         last = text;
         lastWrite = this.d.now();
       }
-      if (v.body.status === "COMPLETED" || closed) break;
-      await this.changed(job.id!, Math.min(500, keepAliveMs));
+      if (!v || v.body.status === "COMPLETED" || closed) {
+        next.cancel();
+        break;
+      }
+      await next.done;
       if (closed) break;
       if (this.d.now() - lastWrite >= keepAliveMs) {
         res.write(": keep-alive\n\n");
@@ -335,17 +351,19 @@ export class QueueService {
     if (!req.destroyed) res.end();
   }
 
-  /** Resolves when this replica starts or ends the request, or after ms (other replicas are polled). */
-  private changed(id: string, ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
+  /** Settles when this replica starts or ends the request, or after ms (other replicas are polled). */
+  private changed(id: string, ms: number): { done: Promise<void>; cancel(): void } {
+    let settle: () => void = () => undefined;
+    const done = new Promise<void>((resolve) => {
+      settle = () => {
         clearTimeout(t);
-        this.changes.off(id, done);
+        this.changes.off(id, settle);
         resolve();
       };
-      const t = setTimeout(done, ms);
-      this.changes.on(id, done);
     });
+    const t = setTimeout(settle, ms);
+    this.changes.on(id, settle);
+    return { done, cancel: settle };
   }
 
   private async cancel(job: QueueJob, send: Send, headers: Record<string, string>): Promise<void> {
@@ -379,10 +397,22 @@ export class QueueService {
     if (job.data.webhook) await this.deliveries.add(job.data.webhook, job.id!, job.data.owner, r);
   }
 
+  private async exactWaiting(org: string, app: string): Promise<number> {
+    const name = queueName(org, app);
+    const n = await this.broker.waiting(org, app);
+    this.waitingCounts.set(name, n);
+    this.submittedSince.set(name, 0);
+    return n;
+  }
+
   private async refreshWaiting(): Promise<void> {
     for (const name of this.runner.apps()) {
       const { org, app } = splitName(name);
-      this.waitingCounts.set(name, await this.broker.waiting(org, app).catch(() => this.waitingCounts.get(name) ?? 0));
+      const before = this.submittedSince.get(name) ?? 0;
+      const n = await this.broker.waiting(org, app).catch(() => undefined);
+      if (n === undefined) continue;
+      this.waitingCounts.set(name, n);
+      this.submittedSince.set(name, (this.submittedSince.get(name) ?? 0) - before);
     }
   }
 }

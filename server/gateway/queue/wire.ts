@@ -3,8 +3,7 @@
 // in the broker. Pure.
 import { z } from "zod";
 
-/** Where the queue API is served on the gateway: an app's queue URL is <gateway>/_queue/<org>/<app>. */
-export const QUEUE_PREFIX = "/_queue";
+export { QUEUE_PREFIX } from "../../common/queue-url.ts";
 
 /** What a job holds in the broker: the request as the app gets it, and who sent it (never a key's secret). */
 export const JobDataSchema = z.object({

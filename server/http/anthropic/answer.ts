@@ -15,7 +15,19 @@ export function stopReason(finish: FinishReason): "end_turn" | "max_tokens" | "t
   return "end_turn";
 }
 
-const usageOf = (u: ChatUsage) => ({ input_tokens: u.prompt_tokens, output_tokens: u.completion_tokens });
+/**
+ * Anthropic's usage: `input_tokens` are the prompt's tokens evaluated now, `cache_read_input_tokens` those found in the
+ * sequence's KV cache (their sum is the prompt, as Anthropic's clients add them up).
+ */
+function usageOf(u: ChatUsage) {
+  const cached = Math.min(u.prompt_tokens_details?.cached_tokens ?? 0, u.prompt_tokens);
+  return {
+    input_tokens: u.prompt_tokens - cached,
+    output_tokens: u.completion_tokens,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: cached,
+  };
+}
 
 /** A tool call's arguments as the tool_use block's input object ({} when they are not a JSON object). */
 function inputOf(args: string): Record<string, unknown> {

@@ -53,9 +53,9 @@ async function load(url: string, auth: string, conns: number, amount: number, mo
   return JSON.parse(r.stdout) as { p50: number; p99: number; rps: number; errors: number };
 }
 
-/** Spawns a benchmark helper process and resolves with its first stdout line (once it listens). */
+/** Spawns a benchmark helper (a script here, or a path) and resolves with its first stdout line (once it listens). */
 async function startHelper(script: string, args: string[]): Promise<{ line: string; stop(): void }> {
-  const proc = spawn(process.execPath, [path.join(HERE, script), ...args], {
+  const proc = spawn(process.execPath, [path.isAbsolute(script) ? script : path.join(HERE, script), ...args], {
     stdio: ["ignore", "pipe", "inherit"],
   });
   const line = await new Promise<string>((resolve, reject) => {
@@ -98,6 +98,17 @@ export async function benchGateway(
   const minimal = parts.has("proxy")
     ? await startHelper("minimal-proxy.ts", [String(minPort), srv.url, key])
     : undefined;
+  // Another checkout's gateway in the same rounds (GANTRY_BENCH_GATEWAY_BEFORE=<its root>): a change against the code
+  // before it, on the same machine at the same moment.
+  const beforeDir = process.env.GANTRY_BENCH_GATEWAY_BEFORE;
+  const beforePort = await freePort();
+  const before =
+    beforeDir && parts.has("proxy")
+      ? await startHelper(path.join(path.resolve(beforeDir), "test/bench/gateway/gateway-process.ts"), [
+          String(beforePort),
+          srv.url,
+        ])
+      : undefined;
   try {
     let proxy: ProxyRow[] | undefined;
     if (parts.has("proxy")) {
@@ -108,6 +119,15 @@ export async function benchGateway(
           ? [{ name: "nginx 1 worker (header check)", url: `http://127.0.0.1:${ngPort}/acme/chat/api/version`, auth }]
           : []),
         { name: "floor: minimal Node proxy", url: `http://127.0.0.1:${minPort}/acme/chat/api/version`, auth },
+        ...(before
+          ? [
+              {
+                name: `gantry gateway before (${path.basename(path.resolve(beforeDir!))})`,
+                url: `http://127.0.0.1:${beforePort}/acme/chat/api/version`,
+                auth: `Key ${before.line}`,
+              },
+            ]
+          : []),
       ];
       const lat = new Map<string, { p50: number[]; p99: number[]; rps: number[] }>(
         targets.map((t) => [t.name, { p50: [], p99: [], rps: [] }]),
@@ -144,6 +164,7 @@ export async function benchGateway(
   } finally {
     gw.stop();
     minimal?.stop();
+    before?.stop();
     await nginx?.stop();
     await srv.stop();
   }

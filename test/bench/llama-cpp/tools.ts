@@ -13,6 +13,7 @@ import { withDirLock } from "../../../server/common/dir-lock.ts";
 import { nodeLlamaCppVersion } from "../../../server/engine/native/patched-build.ts";
 import { parseEnv } from "../../../server/common/config.ts";
 import { SetupEnvSchema } from "../../../server/setup/config.ts";
+import { cudaArchitectures, cudaModuleOptions, LEAN_LLAMA_OPTIONS } from "../../../server/setup/llama-cmake.ts";
 import { buildTools, bundledRelease, cloneBundledLlamaCpp, cmakeBuild } from "../../../server/setup/llama-source.ts";
 
 export type LlamaToolName = "llama-server" | "llama-bench" | "llama-batched-bench" | "llama-mtmd-cli";
@@ -57,26 +58,10 @@ export const CPU_TOOLS: LlamaToolsVariant = {
  * build takes minutes, not an hour. NCCL (multi-GPU) is off; nvcc is CUDACXX or on PATH.
  */
 export function cudaTools(architectures: string): LlamaToolsVariant {
-  if (!/^[0-9]+[af]?(-real|-virtual)?(;[0-9]+[af]?(-real|-virtual)?)*$/.test(architectures))
-    throw new Error(`not a list of CUDA architectures: ${JSON.stringify(architectures)}`);
   return {
     name: `cuda ${architectures}`,
-    suffix: `-cuda-${architectures.replaceAll(";", "_")}`,
-    options: {
-      BUILD_SHARED_LIBS: "ON",
-      GGML_BACKEND_DL: "ON",
-      // ggml refuses a native CPU backend with run-time backends: the baseline one (x86-64-v3), which on a GPU only
-      // runs what is not offloaded.
-      GGML_NATIVE: "OFF",
-      GGML_CUDA: "ON",
-      CMAKE_CUDA_ARCHITECTURES: architectures,
-      GGML_CUDA_NCCL: "OFF",
-      GGML_OPENMP: "OFF",
-      // As node-llama-cpp builds its libraries: unversioned sonames, so the module's libggml-base.so is the one the
-      // addon has loaded (its libraries have none); and $ORIGIN run paths, so the copies in bin/ load each other.
-      CMAKE_PLATFORM_NO_VERSIONED_SONAME: "ON",
-      CMAKE_BUILD_RPATH_USE_ORIGIN: "ON",
-    },
+    suffix: `-cuda-${cudaArchitectures(architectures).replaceAll(";", "_")}`,
+    options: cudaModuleOptions(architectures),
     extraTargets: ["ggml-cpu", "ggml-cuda"],
     shared: true,
   };
@@ -88,19 +73,9 @@ const log = (msg: string): void => {
 
 const pending = new Map<string, Promise<LlamaTools>>();
 
-/** CMake options of a variant's build: its own, and no network features (curl, TLS), tests, examples, web UI or video
- * input (mtmd would run ffmpeg). */
+/** CMake options of a variant's build: its own, and none of llama.cpp's network features, tests or examples. */
 export function toolsCmakeOptions(variant: LlamaToolsVariant): Record<string, string> {
-  return {
-    ...variant.options,
-    LLAMA_CURL: "OFF",
-    LLAMA_OPENSSL: "OFF",
-    LLAMA_BUILD_TESTS: "OFF",
-    LLAMA_BUILD_EXAMPLES: "OFF",
-    LLAMA_BUILD_UI: "OFF",
-    LLAMA_USE_PREBUILT_UI: "OFF",
-    MTMD_VIDEO: "OFF",
-  };
+  return { ...variant.options, ...LEAN_LLAMA_OPTIONS };
 }
 
 /** Builds (once, cached) the tools named and returns where they are. */

@@ -23,6 +23,8 @@ export async function provisionVolume(
     name = pvc.metadata?.name ?? "";
   const dir = claimDir(clusterDir, ns, name);
   fs.mkdirSync(dir, { recursive: true });
+  // Writable by any pod user, as local-path provisioners make them: the real node's containers run as the image's uid.
+  fs.chmodSync(dir, 0o777);
   try {
     await core.createPersistentVolume({
       body: {

@@ -1,7 +1,7 @@
 // `npm run image` (server/setup/image.sh): the image it builds is the one the chart runs by default, it pushes or
-// loads it as asked, and it prints the helm install that runs it. There is no Docker engine on this machine: `docker`
-// and `kind` are stand-ins on PATH that record their arguments; the real docker client's answer without an engine
-// is checked too. Not checked here: the build itself (the Dockerfile is linted in test/integration/package).
+// loads it as asked, and it prints the helm install that runs it. Here `docker`, `podman` and `kind` are stand-ins on
+// PATH that record their arguments (the real build: test/integration/image/container.test.ts); with neither engine
+// on PATH it says how to get one.
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
 import fs from "node:fs";
@@ -24,18 +24,25 @@ function standIns(): { bin: string; calls: () => string[] } {
   const tool = (name: string, extra = "") =>
     fs.writeFileSync(path.join(bin, name), `#!/bin/sh\necho "${name} $*" >> "${log}"\n${extra}`, { mode: 0o755 });
   tool("docker", 'if [ "$1" = info ] && [ -n "$DOCKER_DOWN" ]; then exit 1; fi\n');
+  tool("podman", 'if [ "$1" = info ] && [ -n "$PODMAN_DOWN" ]; then exit 1; fi\n');
   tool("kind");
   return { bin, calls: () => (fs.existsSync(log) ? fs.readFileSync(log, "utf8").trim().split("\n") : []) };
 }
 
+// No CA bundle passed (the machine's is checked in its own test), the stand-ins' base image present.
 const image = (args: string[], env: Record<string, string>) =>
-  spawnSync("bash", [SCRIPT, ...args], { cwd: REPO, encoding: "utf8", env: { ...process.env, ...env } });
+  spawnSync("bash", [SCRIPT, ...args], {
+    cwd: REPO,
+    encoding: "utf8",
+    env: { ...process.env, GANTRY_IMAGE_CA: "/nonexistent", ...env },
+  });
+const NODE_BASE = `docker image inspect docker.io/library/${/^ARG NODE_IMAGE=(\S+)$/m.exec(fs.readFileSync(path.join(REPO, "Dockerfile"), "utf8"))![1]}`;
 
 test("the image npm run image builds is the one the chart runs by default (operator, gateway, model pods)", () => {
   const { bin, calls } = standIns();
   const r = image([], { PATH: `${bin}:${process.env.PATH}` });
   assert.equal(r.status, 0, r.stderr);
-  assert.deepEqual(calls(), ["docker info", `docker build --target cpu -t gantry:${VERSION} .`]);
+  assert.deepEqual(calls(), ["docker info", NODE_BASE, `docker build --target cpu -t gantry:${VERSION} .`]);
   assert.equal(r.stdout, "helm install gantry charts/gantry -n gantry-system --create-namespace\n");
 
   const rendered = execFileSync(
@@ -62,6 +69,7 @@ test("--push tags and pushes it, --kind loads it into the cluster's nodes; the p
   const tag = `${VERSION}-cuda`;
   assert.deepEqual(calls(), [
     "docker info",
+    NODE_BASE,
     `docker build --target cuda -t gantry:${tag} .`,
     `docker tag gantry:${tag} registry.example.com/team/gantry:${tag}`,
     `docker push registry.example.com/team/gantry:${tag}`,
@@ -77,18 +85,40 @@ test("--push tags and pushes it, --kind loads it into the cluster's nodes; the p
   assert.ok(kindDefault.calls().includes(`kind load docker-image gantry:${VERSION} --name kind`));
 });
 
-test("without a Docker engine it says so in one step and builds nothing; a bad argument is a usage error", () => {
+test("podman builds where no Docker engine answers, with the machine's CA bundle as a build secret", () => {
   const { bin, calls } = standIns();
-  const down = image([], { PATH: `${bin}:${process.env.PATH}`, DOCKER_DOWN: "1" });
-  assert.equal(down.status, 1);
-  assert.match(down.stderr, /^gantry-image: no Docker engine answers \(docker info failed\)/);
-  assert.deepEqual(calls(), ["docker info"]);
-  // The machine's own docker client (or none at all), where no engine runs (as here): the same answer.
-  if (spawnSync("docker", ["info"]).status !== 0) {
-    const real = image([], {});
-    assert.equal(real.status, 1);
-    assert.match(real.stderr, /no Docker engine answers/);
+  const r = image([], {
+    PATH: `${bin}:${process.env.PATH}`,
+    DOCKER_DOWN: "1",
+    GANTRY_IMAGE_CA: "/etc/ssl/certs/ca-certificates.crt",
+  });
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(calls(), [
+    "docker info",
+    "podman info",
+    NODE_BASE.replace("docker", "podman"),
+    `podman build --target cpu -t gantry:${VERSION} --secret id=ca,src=/etc/ssl/certs/ca-certificates.crt --isolation chroot .`,
+  ]);
+});
+
+test("with neither docker nor podman it says how to get one and builds nothing; a bad argument is a usage error", () => {
+  // A PATH with the tools image.sh needs and no container engine.
+  const bare = fs.mkdtempSync(path.join(work, "bare-"));
+  for (const t of ["bash", "node", "sed", "dirname", "tail", "cat", "mkdir", "rm", "mktemp"]) {
+    const found = spawnSync("bash", ["-c", `command -v ${t}`], { encoding: "utf8" }).stdout.trim();
+    fs.symlinkSync(found, path.join(bare, t));
   }
+  const none = image([], { PATH: bare });
+  assert.equal(none.status, 1);
+  assert.match(none.stderr, /neither docker nor podman is installed/);
+  assert.match(none.stderr, /apt-get install podman/);
+
+  const { bin, calls } = standIns();
+  const down = image([], { PATH: `${bin}:${bare}`, DOCKER_DOWN: "1", PODMAN_DOWN: "1" });
+  assert.equal(down.status, 1);
+  assert.match(down.stderr, /podman is installed but `podman info` fails/);
+  assert.deepEqual(calls(), ["docker info", "podman info", "podman info"]);
+
   const bad = image(["--push"], { PATH: `${bin}:${process.env.PATH}` });
   assert.equal(bad.status, 2);
   assert.match(bad.stderr, /usage: npm run image/);

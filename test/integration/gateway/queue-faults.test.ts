@@ -25,7 +25,7 @@ before(async () => {
   local = (await keys.create("local", { scope: "api" })).key;
   other = (await keys.create("other", { scope: "api" })).key;
   const queue = { redisUrl: redis.url, concurrencyPerReplica: 1, maxQueuedPerApp: 3, brokerTimeoutMs: 500 };
-  gw = await startQueueGateway(apps, keys, { queue, maxBodyBytes: 4096 });
+  gw = await startQueueGateway(apps, keys, { queue, maxBodyBytes: 4096 }, undefined, 0, true);
 });
 
 after(async () => {
@@ -216,4 +216,12 @@ test("kill -9 of the gateway under 200 requests: each completes once; those runn
     kpod.server.close();
     receiver.server.close();
   }
+});
+
+test("the management API's app object gives its queueUrl beside its url", async () => {
+  const admin = (await keys.create("local", { scope: "admin" })).key;
+  const r = await fetch(`${gw.base}/_gantry/v1/orgs/local/apps/hold`, { headers: { authorization: `Key ${admin}` } });
+  const app = (await r.json()) as { url?: string; queueUrl?: string };
+  assert.equal(r.status, 200);
+  assert.equal(app.queueUrl, `${gw.base}/_queue/local/hold`);
 });

@@ -106,6 +106,36 @@ test("every route answers through the gateway, other methods get 405 in its shap
   }
 });
 
+/** Where each API reports a prompt's cached tokens (issue 38: on every API, also through the gateway). */
+const CACHED: Record<string, string[]> = {
+  "/v1/chat/completions": ["usage", "prompt_tokens_details", "cached_tokens"],
+  "/v1/completions": ["usage", "prompt_tokens_details", "cached_tokens"],
+  "/v1/responses": ["usage", "input_tokens_details", "cached_tokens"],
+  "/v1/messages": ["usage", "cache_read_input_tokens"],
+  "/api/chat": ["prompt_cached_count"],
+  "/api/generate": ["prompt_cached_count"],
+};
+const at = (v: unknown, path: string[]): unknown =>
+  path.reduce<unknown>((o, k) => (o && typeof o === "object" ? (o as Record<string, unknown>)[k] : undefined), v);
+
+test("cached prompt tokens are reported on every API that generates: the same request again finds its prompt", async () => {
+  const { key } = await keys.create("local", { scope: "api" });
+  for (const [path, field] of Object.entries(CACHED)) {
+    const ask = async () => {
+      const res = await fetch(`${base}/local/warm${path}`, {
+        method: "POST",
+        headers: { authorization: `Key ${key}` },
+        body: JSON.stringify({ ...SAMPLES[path], temperature: 0 }),
+      });
+      assert.equal(res.status, 200, path);
+      return (await res.json()) as unknown;
+    };
+    await ask();
+    const cached = at(await ask(), field);
+    assert.ok(typeof cached === "number" && cached > 0, `${path} reports the cached prompt tokens: ${String(cached)}`);
+  }
+});
+
 test("the gateway's own errors come in each route's shape: no key 401; a body nested 100,000 deep 400", async () => {
   const { key } = await keys.create("local", { scope: "api" });
   const deep = `{"model":"tiny","messages":${"[".repeat(100_000)}${"]".repeat(100_000)}}`;

@@ -225,7 +225,7 @@ describe("/v1/messages through the Anthropic client", () => {
     assert.ok((m.content[0] as Anthropic.TextBlock).text.length > 0);
     assert.equal(m.usage.output_tokens, 4);
     assert.equal(
-      m.usage.input_tokens,
+      m.usage.input_tokens + (m.usage.cache_read_input_tokens ?? 0),
       await chatPromptTokens([
         { role: "system", content: "Be brief." },
         { role: "user", content: "Hello!" },
@@ -273,7 +273,7 @@ describe("/v1/messages through the Anthropic client", () => {
     assert.equal(final.stop_reason, "max_tokens");
     assert.equal(final.usage.output_tokens, 3);
     const counted = await anthropic.messages.countTokens({ model: "babbler", messages: params.messages });
-    assert.equal(counted.input_tokens, final.usage.input_tokens);
+    assert.equal(counted.input_tokens, final.usage.input_tokens + (final.usage.cache_read_input_tokens ?? 0));
   });
 
   test("stream: true on messages.create; a ping after message_start on the wire", async () => {
@@ -345,7 +345,7 @@ describe("/v1/messages through the Anthropic client", () => {
         },
       ],
     });
-    assert.equal(m.usage.input_tokens, chat.usage?.prompt_tokens);
+    assert.equal(m.usage.input_tokens + (m.usage.cache_read_input_tokens ?? 0), chat.usage?.prompt_tokens);
   });
 
   test("errors come in Anthropic's shape with its types: unknown model, a tool_result for no call", async () => {

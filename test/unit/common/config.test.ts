@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { ConfigError, parseEnv } from "../../../server/common/config.ts";
 import { parseHostPort } from "../../../server/common/host-port.ts";
-import { parseModelAliases, ServerConfigSchema } from "../../../server/config.ts";
+import { parseModelAliases, resolvePromptCacheRam, ServerConfigSchema } from "../../../server/config.ts";
 
 test("defaults apply and empty strings count as unset", () => {
   const c = parseEnv(ServerConfigSchema, { GANTRY_NUM_PARALLEL: "", GANTRY_KEEP_ALIVE: "" });
@@ -54,4 +54,21 @@ test("GANTRY_MODEL_ALIASES: alias=model pairs, comma-separated; anything else is
   assert.deepEqual(parseModelAliases(""), {});
   for (const bad of ["chat", "chat=", "=model", "a=b=c", "a b=c"]) assert.equal(parseModelAliases(bad), undefined, bad);
   assert.throws(() => parseEnv(ServerConfigSchema, { GANTRY_MODEL_ALIASES: "chat" }), /GANTRY_MODEL_ALIASES/);
+});
+
+test("GANTRY_PROMPT_CACHE_RAM: auto, 0 or a size; more than the available memory is refused with both numbers", () => {
+  const GiB = 1024 ** 3;
+  assert.equal(parseEnv(ServerConfigSchema, {}).GANTRY_PROMPT_CACHE_RAM, "auto");
+  assert.equal(resolvePromptCacheRam("auto", 12 * GiB), 3 * GiB);
+  assert.equal(resolvePromptCacheRam("auto", 64 * GiB), 8 * GiB, "at most 8 GiB, as llama-server's default");
+  assert.equal(resolvePromptCacheRam("0", 12 * GiB), 0);
+  assert.equal(resolvePromptCacheRam("512mb", 12 * GiB), 512 * 1024 ** 2);
+  assert.equal(resolvePromptCacheRam("2Gi", 12 * GiB), 2 * GiB);
+  assert.throws(
+    () => resolvePromptCacheRam("16gb", 12 * GiB),
+    (e: ConfigError) =>
+      e instanceof ConfigError &&
+      /GANTRY_PROMPT_CACHE_RAM: 16gb \(16\.00 GiB\) is more than .* \(12\.00 GiB\)/.test(e.message),
+  );
+  assert.throws(() => parseEnv(ServerConfigSchema, { GANTRY_PROMPT_CACHE_RAM: "lots" }), /GANTRY_PROMPT_CACHE_RAM/);
 });

@@ -5,6 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { Token } from "node-llama-cpp";
 import { RecordingNativeContext } from "../../../server/engine/native/fake.ts";
+import { PromptCache } from "../../../server/engine/prompt-cache.ts";
 import { Slot, SlotLoop, type InlineDecodePolicy } from "../../../server/engine/slot-loop.ts";
 
 const loopOn = (native: RecordingNativeContext, inline?: InlineDecodePolicy, parallel = 4): SlotLoop =>
@@ -83,7 +84,7 @@ test("a sequence moves into a free one's place between steps: they trade ids, an
   const started = native.nextDecode();
   const stepping = loop.evaluate(busy, [7 as Token], next);
   await started;
-  const moved = loop.relocate(busy, free);
+  const moved = loop.relocate({ busy, free });
   await stepping;
   await moved;
   await loop.evaluate(busy, [7 as Token], next);
@@ -98,7 +99,7 @@ test("a truncate queued after a move sees what the slot holds after the move", a
   const [busy, free] = [new Slot(2), new Slot(1)];
   free.tokens.push(9 as Token, 9 as Token, 9 as Token);
   await loop.evaluate(busy, tokens(4), next);
-  const moved = loop.relocate(busy, free);
+  const moved = loop.relocate({ busy, free });
   // A new request on the free slot whose prompt starts like the moved state (tokens 2, 3, then 8).
   await loop.truncate(free, (held) => (held[0] === 2 && held[1] === 3 ? 2 : 0));
   await moved;
@@ -112,7 +113,7 @@ test("a failed move leaves both ids alone and drops what the free slot held", as
   const [busy, free] = [new Slot(2), new Slot(1)];
   free.tokens.push(9 as Token);
   native.failCopy = true;
-  await assert.rejects(loop.relocate(busy, free), /copy failed/);
+  await assert.rejects(loop.relocate({ busy, free }), /copy failed/);
   assert.deepEqual([busy.id, free.id, free.tokens.length], [2, 1, 0]);
   assert.deepEqual(native.log, ["copy 2→1", "dispose 1"]);
   assert.equal(await loop.evaluate(busy, tokens(2), next), 7, "the loop goes on");
@@ -219,4 +220,72 @@ test("the threadpool sleeps while the loop is idle and during decodeOther's own 
   await loop.drained();
   assert.equal(native.log.at(-1), "pause");
   assert.ok(!native.log.includes("pause during a decode"), native.log.join(", "));
+});
+
+test("a move never overwrites a live history: states are swapped where the runtime saves them, else a spare empty slot takes it, else no move", async () => {
+  // With the state calls: the busy slot and the free one trade states and ids, each keeping its own tokens.
+  const native = new RecordingNativeContext({ inline: false, states: true });
+  const loop = new SlotLoop(native, { parallel: 3, maxQueue: 8 });
+  const [a, b, c] = [await loop.acquire(undefined), await loop.acquire(undefined), await loop.acquire(undefined)];
+  await Promise.all([loop.evaluate(b, tokens(3), next), loop.evaluate(c, tokens(5), next)]);
+  const [bHeld, cHeld] = [[...b.tokens], [...c.tokens]];
+  loop.release(b, () => assert.fail("the move failed"));
+  await stepsDone(loop);
+  assert.deepEqual(native.log.slice(-4), ["save 2", "save 1", "restore 1 ← state of 2", "restore 2 ← state of 1"]);
+  assert.deepEqual([a.id, c.id, b.id], [0, 1, 2]);
+  assert.deepEqual([b.tokens, c.tokens], [bHeld, cHeld], "the freed conversation's history is kept");
+
+  // Without them: the freed slot's history is copied into an empty free slot first, which takes the busy one's place.
+  const plain = new RecordingNativeContext({ inline: false });
+  const loop2 = new SlotLoop(plain, { parallel: 4, maxQueue: 8 });
+  const s = await Promise.all([0, 1, 2, 3].map(() => loop2.acquire(undefined)));
+  await Promise.all([loop2.evaluate(s[1]!, tokens(3), next), loop2.evaluate(s[2]!, tokens(4), next)]);
+  loop2.release(s[3]!, () => assert.fail("the move failed"));
+  loop2.release(s[1]!, () => assert.fail("the move failed"));
+  await stepsDone(loop2);
+  // Busy 0 and 2, free 1 (3 tokens) and 3 (empty): 1's history goes to 3, then 2 moves into 1.
+  assert.deepEqual(plain.log.slice(-2), ["copy 1→3", "copy 2→1"]);
+  assert.deepEqual([s[0]!.id, s[2]!.id, s[1]!.id, s[3]!.id], [0, 1, 3, 2]);
+  assert.deepEqual(s[1]!.tokens, tokens(3));
+
+  // Without them and without an empty slot: the gap stays.
+  const none = new RecordingNativeContext({ inline: false });
+  const loop3 = new SlotLoop(none, { parallel: 3, maxQueue: 8 });
+  const t = await Promise.all([0, 1, 2].map(() => loop3.acquire(undefined)));
+  await Promise.all(t.map((slot) => loop3.evaluate(slot, tokens(2), next)));
+  loop3.release(t[1]!, () => assert.fail("the move failed"));
+  await stepsDone(loop3);
+  assert.ok(!none.log.some((l) => l.startsWith("copy")), none.log.join(", "));
+});
+
+test("reuse(): a prompt the RAM cache holds more of is restored, the history it overwrites is saved first; a refused state falls back to an empty slot", async () => {
+  const native = new RecordingNativeContext({ inline: false, states: true });
+  const cache = new PromptCache(1 << 20);
+  const scoped = cache.scoped(native);
+  const loop = new SlotLoop(native, { parallel: 1, maxQueue: 8, promptCache: scoped });
+  const slot = await loop.acquire(undefined);
+  const conversation = (first: number, n: number): Token[] => Array.from({ length: n }, (_, i) => (first + i) as Token);
+  const keepAll = (held: readonly Token[]) => held.length;
+  // Conversation A fills the slot; conversation B's prompt overwrites it: A's history is saved first.
+  const a = conversation(1000, 80);
+  await loop.evaluate(slot, a, next);
+  const b = conversation(5000, 60);
+  assert.deepEqual(await loop.reuse(slot, b, () => 0), { restored: 0, looked: true, failed: false });
+  assert.equal(cache.size, 1);
+  assert.ok(native.log.includes("save 0"));
+  await loop.evaluate(slot, b, next);
+  // A's next turn: A's state is restored (B's history saved first), then cut to the common prefix.
+  const aNext = [...a, ...conversation(9000, 10)];
+  const reuse = await loop.reuse(slot, aNext, (held) => Math.min(held.length, a.length));
+  assert.deepEqual(reuse, { restored: 80, looked: true, failed: false });
+  assert.deepEqual(slot.tokens, a);
+  assert.equal(cache.size, 2);
+  // A prompt the slot already holds: the cache is not asked.
+  assert.equal((await loop.reuse(slot, aNext, keepAll)).looked, false);
+  // B's next turn with B's saved state refused: the slot starts empty, the entry goes.
+  native.badState = "state of 0";
+  const bNext = [...b, ...conversation(7000, 5)];
+  assert.deepEqual(await loop.reuse(slot, bNext, keepAll), { restored: 0, looked: true, failed: true });
+  assert.deepEqual(slot.tokens, []);
+  assert.equal(scoped.match(bNext).length, 0);
 });

@@ -138,3 +138,81 @@ test("compact(): the highest busy sequence trades places with the lowest gap unt
   pool.release(0);
   assert.equal(pool.compact(), undefined, "busy at ranks 1–3 (one run): nothing to move");
 });
+
+test("compact() keeps a live history in the gap: a swap where states can move, else through an empty spare, else no move", async () => {
+  const busyOf = async (pool: SlotPool<number>, n: number) => {
+    for (let i = 0; i < n; i++) await pool.acquire(undefined);
+  };
+  const tokens = new Map([
+    [1, 40],
+    [2, 0],
+  ]);
+  const held = (s: number) => tokens.get(s) ?? 0;
+  // Busy 0 and 3; 1 holds a history, 2 is empty.
+  const swap = new SlotPool([0, 1, 2, 3], 0);
+  await busyOf(swap, 4);
+  swap.release(1);
+  swap.release(2);
+  assert.deepEqual(swap.compact(held, true), { busy: 3, free: 1, swap: true });
+  const spare = new SlotPool([0, 1, 2, 3], 0);
+  await busyOf(spare, 4);
+  spare.release(1);
+  spare.release(2);
+  assert.deepEqual(spare.compact(held, false), { busy: 3, free: 1, spare: 2 });
+  assert.equal(spare.compact(held, false), undefined, "busy 0 and 3 now hold ranks 0 and 1");
+  assert.equal(await spare.acquire(undefined), 1, "1 now has rank 2 (the spare's), next to the run; the spare has 3's");
+  const none = new SlotPool([0, 1, 2], 0);
+  await busyOf(none, 3);
+  none.release(1);
+  assert.equal(none.compact(held, false), undefined, "no spare, no swap: the history stays, so does the gap");
+  assert.deepEqual(
+    none.compact(() => 0, false),
+    { busy: 2, free: 1 },
+    "an empty gap is filled as before",
+  );
+});
+
+test("a freed sequence goes to the waiter it holds the longest prefix of, within a bound on passing the first", async () => {
+  const pool = new SlotPool(["s"], 8);
+  const seq = await pool.acquire(undefined);
+  // The freed sequence holds 100 tokens of conversation "b"'s prompt and 10 of "a"'s.
+  const score = (name: string) => () => (name === "b" ? 100 : 10);
+  const order: string[] = [];
+  const wait = (name: string) => pool.acquire(undefined, score(name)).then((s) => (order.push(name), s));
+  const waits = [wait("a"), wait("b")];
+  pool.release(seq);
+  await waits[1];
+  assert.deepEqual(order, ["b"]);
+  pool.release(seq);
+  await waits[0];
+  assert.deepEqual(order, ["b", "a"]);
+
+  // "a" is passed over at most once per sequence (one here): then it goes first whatever the others hold.
+  const first = wait("a"),
+    second = wait("b"),
+    third = wait("b");
+  pool.release(seq);
+  await second;
+  pool.release(seq);
+  await first;
+  assert.deepEqual(order.slice(2), ["b", "a"]);
+  pool.release(seq);
+  await third;
+  // Within PREFER_SLACK of the first waiter's prefix: FIFO.
+  const near = pool.acquire(undefined, () => 5),
+    far = pool.acquire(undefined, () => 5 + PREFER_SLACK);
+  pool.release(seq);
+  assert.equal(await near, "s");
+  pool.release(seq);
+  assert.equal(await far, "s");
+});
+
+test("a prompt the RAM cache can restore takes an empty sequence rather than overwrite a history", async () => {
+  // Sequence 0 holds 300 tokens, 250 of them this prompt's start; 1 is empty.
+  const own = (s: number) => (s === 0 ? 250 : 0),
+    held = (s: number) => (s === 0 ? 300 : 0);
+  const pool = new SlotPool([0, 1], 0);
+  assert.equal(await pool.acquire(undefined, own, held), 0, "without the cache: 1 lacks 250 tokens, 0 loses 50");
+  pool.release(0);
+  assert.equal(await pool.acquire(undefined, own, held, 260), 1, "the cache restores 260 into either: 1 loses none");
+});

@@ -73,6 +73,11 @@ test("tokens from OpenAI usage and Ollama eval counts", () => {
 test("tokens from Anthropic Messages and Responses answers and their closing events", () => {
   const anthropic = { type: "message", content: [], usage: { input_tokens: 11, output_tokens: 5 } };
   assert.deepEqual(tokensOf(anthropic), { prompt: 11, completion: 5 });
+  // Anthropic's input_tokens leave out the cached ones: the prompt is their sum.
+  const cached = {
+    usage: { input_tokens: 2, cache_read_input_tokens: 9, cache_creation_input_tokens: 0, output_tokens: 5 },
+  };
+  assert.deepEqual(tokensOf(cached), { prompt: 11, completion: 5 });
   const delta = {
     type: "message_delta",
     delta: { stop_reason: "end_turn" },

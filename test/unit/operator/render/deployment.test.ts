@@ -236,9 +236,10 @@ test("the named volume is the claim mounted at /models in both containers", () =
 
 test("the server environment carries the spec's server settings", () => {
   const { serverEnv } = render(
-    resolved({ server: { keepAlive: "10m", parallel: 8, contextLength: 8192 } }),
+    resolved({ server: { keepAlive: "10m", parallel: 8, contextLength: 8192, promptCacheRam: "2Gi" } }),
     config({ serverPort: 9000 }),
   );
+  assert.equal(serverEnv.GANTRY_PROMPT_CACHE_RAM, "2Gi");
   assert.equal(serverEnv.GANTRY_KEEP_ALIVE, "10m");
   assert.equal(serverEnv.GANTRY_NUM_PARALLEL, "8");
   assert.equal(serverEnv.GANTRY_CONTEXT_LENGTH, "8192");
@@ -250,6 +251,7 @@ test("the server environment carries the spec's server settings", () => {
     [defaults.GANTRY_KEEP_ALIVE, defaults.GANTRY_NUM_PARALLEL, defaults.GANTRY_CONTEXT_LENGTH, defaults.GANTRY_HOST],
     ["-1", "4", "4096", "0.0.0.0:11434"],
   );
+  assert.equal(defaults.GANTRY_PROMPT_CACHE_RAM, undefined, "unset: the server's default (auto)");
 });
 
 test("the user's environment overrides the operator's variable of the same name and is kept in order", () => {

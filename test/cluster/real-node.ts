@@ -1,0 +1,214 @@
+// One real node beside the kwok nodes: a kubelet built from the same Kubernetes source and version as the API server
+// (build-bins.sh --kubelet), containerd and runc from Debian's packages with the cgroupfs driver, and a CNI bridge for
+// its pods (10.244.64.0/24; the host is 10.244.64.1 on it, and the process runtime's POD_GATEWAY address is the host's
+// too). Its processes are recorded with the control plane's (stopped with it). It is tainted and labelled
+// gantry.dev/real-node=true so that only pods that ask for it land there; images are imported, never pulled (no
+// registry): importImage takes an OCI archive (`podman save --format oci-archive`).
+import { execFile, spawnSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { promisify } from "node:util";
+import { ensureBinaries } from "./binaries.ts";
+import { freePort, startRecorded, waitFor } from "./processes.ts";
+
+const run = promisify(execFile);
+
+export const REAL_NODE = "real-node-0";
+export const REAL_NODE_LABEL = "gantry.dev/real-node";
+export const REAL_NODE_SUBNET = "10.244.64.0/24";
+export const REAL_NODE_GATEWAY = "10.244.64.1";
+/** The sandbox image containerd runs for every pod (built here from Kubernetes' pause.c). */
+const PAUSE_IMAGE = "registry.k8s.io/pause:3.10";
+
+export interface RealNode {
+  name: string;
+  dir: string;
+  /** containerd's socket, for `ctr --address`. */
+  socket: string;
+  /** Imports an OCI archive into the node's containerd (namespace k8s.io) and tags it as `name`. */
+  importImage(archive: string, name: string): Promise<void>;
+  /** ctr with the node's socket and the k8s.io namespace. */
+  ctr(args: string[]): Promise<string>;
+}
+
+const containerdConfig = (dir: string, socket: string): string => `version = 2
+root = "${dir}/containerd/root"
+state = "${dir}/containerd/state"
+[grpc]
+  address = "${socket}"
+[ttrpc]
+  address = "${socket}.ttrpc"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "${PAUSE_IMAGE}"
+  disable_apparmor = true
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "${dir}/cni"
+`;
+
+const cniConfig = (dir: string): string =>
+  JSON.stringify({
+    cniVersion: "0.4.0",
+    name: "gantry-real-node",
+    plugins: [
+      {
+        type: "bridge",
+        bridge: "gantry-rn0",
+        isGateway: true,
+        ipMasq: false,
+        hairpinMode: true,
+        ipam: {
+          type: "host-local",
+          ranges: [[{ subnet: REAL_NODE_SUBNET, gateway: REAL_NODE_GATEWAY }]],
+          routes: [{ dst: "0.0.0.0/0" }],
+          dataDir: `${dir}/cni-ipam`,
+        },
+      },
+      { type: "portmap", capabilities: { portMappings: true } },
+    ],
+  });
+
+// cgroupfs: no systemd here. failCgroupV1 false: this VM mounts cgroup v1 hierarchies (cgroup2 only at
+// /sys/fs/cgroup/unified), which a kubelet refuses when it is true. No swap check, no eviction at this disk's fill.
+const kubeletConfig = (o: { dir: string; socket: string; port: number; healthz: number; caFile: string }): string =>
+  JSON.stringify({
+    apiVersion: "kubelet.config.k8s.io/v1beta1",
+    kind: "KubeletConfiguration",
+    address: "127.0.0.1",
+    port: o.port,
+    readOnlyPort: 0,
+    healthzBindAddress: "127.0.0.1",
+    healthzPort: o.healthz,
+    containerRuntimeEndpoint: `unix://${o.socket}`,
+    cgroupDriver: "cgroupfs",
+    failCgroupV1: false,
+    failSwapOn: false,
+    authentication: { anonymous: { enabled: true }, webhook: { enabled: false }, x509: { clientCAFile: o.caFile } },
+    authorization: { mode: "AlwaysAllow" },
+    evictionHard: { "memory.available": "1Mi", "nodefs.available": "1%", "imagefs.available": "1%" },
+    imageGCHighThresholdPercent: 100,
+    imageGCLowThresholdPercent: 99,
+    localStorageCapacityIsolation: false,
+    registerWithTaints: [{ key: REAL_NODE_LABEL, value: "true", effect: "NoSchedule" }],
+    resolvConf: "/etc/resolv.conf",
+    serializeImagePulls: false,
+    staticPodPath: "",
+  });
+
+/** The pause image as an OCI archive: Kubernetes' pause binary alone, built with the container engine given. */
+async function pauseArchive(
+  bin: string,
+  dir: string,
+  engine: { cmd: string; env: NodeJS.ProcessEnv },
+): Promise<string> {
+  const ctx = path.join(dir, "pause-image");
+  fs.mkdirSync(ctx, { recursive: true });
+  fs.copyFileSync(path.join(bin, "pause"), path.join(ctx, "pause"));
+  fs.writeFileSync(path.join(ctx, "Containerfile"), 'FROM scratch\nCOPY pause /pause\nENTRYPOINT ["/pause"]\n');
+  const archive = path.join(dir, "pause.oci.tar");
+  await run(engine.cmd, ["build", "-q", "-t", PAUSE_IMAGE, ctx], { env: engine.env });
+  fs.rmSync(archive, { force: true });
+  await run(engine.cmd, ["save", "--format", "oci-archive", "-o", archive, PAUSE_IMAGE], { env: engine.env });
+  return archive;
+}
+
+/**
+ * Starts the real node on `cp` (containerd, then the kubelet) and waits for it to be Ready. `engine`: the container
+ * engine that builds the pause image (podman or docker, test/support/container-image.ts).
+ */
+export async function startRealNode(
+  cp: { dir: string; kubeconfig: string; caFile: string },
+  engine: { cmd: string; env: NodeJS.ProcessEnv },
+): Promise<RealNode> {
+  const bin = ensureBinaries({ kubelet: true });
+  const dir = path.join(cp.dir, "rn");
+  const socket = path.join(dir, "containerd.sock");
+  const ctr = async (args: string[]): Promise<string> =>
+    (await run("ctr", ["--address", socket, "--namespace", "k8s.io", ...args], { maxBuffer: 16 << 20 })).stdout;
+  const kubectl = (args: string[]) => run(path.join(bin, "kubectl"), [`--kubeconfig=${cp.kubeconfig}`, ...args]);
+  const ready = async () =>
+    (
+      await kubectl(["get", "node", REAL_NODE, "-o", 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'])
+    ).stdout.trim() === "True";
+  const started = fs.existsSync(path.join(dir, "kubelet.json"));
+  if (!started) {
+    fs.mkdirSync(path.join(dir, "cni"), { recursive: true });
+    fs.writeFileSync(path.join(dir, "containerd.toml"), containerdConfig(dir, socket));
+    fs.writeFileSync(path.join(dir, "cni", "10-gantry.conflist"), cniConfig(dir));
+    startRecorded(cp.dir, "containerd", "containerd", ["--config", path.join(dir, "containerd.toml")]);
+  }
+  await waitFor("containerd", async () => fs.existsSync(socket) && (await ctr(["version"])).length > 0, 30_000, cp.dir);
+
+  const node: RealNode = {
+    name: REAL_NODE,
+    dir,
+    socket,
+    ctr,
+    async importImage(archive, name) {
+      const out = await ctr(["images", "import", "--all-platforms", archive]);
+      const imported = /^unpacking (\S+) /m.exec(out)?.[1];
+      if (!imported) throw new Error(`ctr imported nothing from ${archive}: ${out}`);
+      const full = name.includes("/") ? name : `docker.io/library/${name}`;
+      if (imported !== full) {
+        await ctr(["images", "rm", full]).catch(() => "");
+        await ctr(["images", "tag", imported, full]);
+      }
+    },
+  };
+  if (started) {
+    // This control plane's node, started by an earlier test file of the run.
+    await waitFor(`the kubelet's node ${REAL_NODE} Ready`, ready, 180_000, cp.dir);
+    return node;
+  }
+  await node.importImage(await pauseArchive(bin, dir, engine), PAUSE_IMAGE);
+
+  const [port, healthz] = [await freePort(), await freePort()];
+  fs.writeFileSync(path.join(dir, "kubelet.json"), kubeletConfig({ dir, socket, port, healthz, caFile: cp.caFile }));
+  startRecorded(cp.dir, "kubelet", path.join(bin, "kubelet"), [
+    `--config=${path.join(dir, "kubelet.json")}`,
+    `--kubeconfig=${cp.kubeconfig}`,
+    `--root-dir=${path.join(dir, "kubelet")}`,
+    `--hostname-override=${REAL_NODE}`,
+    "--node-ip=127.0.0.1",
+    `--node-labels=${REAL_NODE_LABEL}=true`,
+    "--v=1",
+  ]);
+  await waitFor(`the kubelet's node ${REAL_NODE} Ready`, ready, 180_000, cp.dir);
+  return node;
+}
+
+/**
+ * What stopping the kubelet and containerd leaves behind, removed (stopControlPlane calls it first): the pods'
+ * containers (their shims outlive containerd), then, once the processes are gone (`after`), the mounts under the
+ * node's directory and its bridge.
+ */
+export async function stopRealNode(clusterDir: string, stopProcesses: () => Promise<void>): Promise<void> {
+  const dir = path.join(clusterDir, "rn");
+  if (!fs.existsSync(dir)) return stopProcesses();
+  const ctr = (...args: string[]) =>
+    spawnSync("ctr", ["--address", path.join(dir, "containerd.sock"), "--namespace", "k8s.io", ...args], {
+      encoding: "utf8",
+      timeout: 20_000,
+    });
+  const tasks = (ctr("tasks", "ls", "-q").stdout ?? "").split("\n").filter(Boolean);
+  for (const id of tasks) ctr("tasks", "kill", "-s", "SIGKILL", id);
+  for (const id of tasks) ctr("tasks", "rm", "-f", id);
+  await stopProcesses();
+  const mounts = fs
+    .readFileSync("/proc/self/mounts", "utf8")
+    .split("\n")
+    .map((l) => l.split(" ")[1] ?? "")
+    .filter((m) => m.startsWith(`${dir}/`))
+    .sort()
+    .reverse();
+  for (const m of mounts) spawnSync("umount", ["-l", m]);
+  spawnSync("ip", ["link", "del", "gantry-rn0"]);
+}
