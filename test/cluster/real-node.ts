@@ -177,7 +177,6 @@ export async function startRealNode(
     `--kubeconfig=${cp.kubeconfig}`,
     `--root-dir=${path.join(dir, "kubelet")}`,
     `--hostname-override=${REAL_NODE}`,
-    "--node-ip=127.0.0.1",
     `--node-labels=${REAL_NODE_LABEL}=true`,
     "--v=1",
   ]);

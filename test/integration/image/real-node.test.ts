@@ -38,6 +38,13 @@ import {
 
 const run = promisify(execFile);
 const MODEL = "hf.co/bartowski/SmolLM2-135M-Instruct-GGUF:Q4_K_M";
+const ABSENT_IMAGE = "gantry:0.0.0-absent";
+const realProfile = {
+  nodeSelector: { [REAL_NODE_LABEL]: "true" },
+  tolerations: [{ key: REAL_NODE_LABEL, operator: "Equal", value: "true", effect: "NoSchedule" }],
+  cpu: "500m",
+  memory: "1Gi",
+};
 let c: OperatorCluster, img: ContainerImage, node: RealNode, hub: HubServer, op: TestOperator, gw: TestGateway;
 let ns: string, key: string, core: CoreV1Api;
 
@@ -75,12 +82,9 @@ before(async () => {
     gatewayUrl: `http://127.0.0.1:${gwPort}`,
     autoscaler: { intervalSeconds: 0.5, reportTtlSeconds: 10 },
     resourceProfiles: {
-      real: {
-        nodeSelector: { [REAL_NODE_LABEL]: "true" },
-        tolerations: [{ key: REAL_NODE_LABEL, operator: "Equal", value: "true", effect: "NoSchedule" }],
-        cpu: "500m",
-        memory: "1Gi",
-      },
+      real: realProfile,
+      // An image the node does not have and cannot pull (no registry): the app's Ready condition must name it.
+      absent: { ...realProfile, image: ABSENT_IMAGE },
     },
     leaderElection: {
       name: "gantry-operator-real-node",
@@ -149,4 +153,26 @@ test("a ModelApp on the real node runs the image in a container; through the gat
   );
   assert.ok((await ask()).length > 0, "answered after scaling up from zero");
   assert.ok(((await readApp(c, ns, "chat")).spec.replicas ?? 0) >= 1);
+});
+
+test("an image the real node does not have: the app's Ready condition names it", async () => {
+  await createApp(
+    c,
+    modelApp(ns, "absent", {
+      model: MODEL,
+      resources: { profile: "absent" },
+      scaling: { minReplicas: 1, maxReplicas: 1 },
+    }),
+  );
+  const app = await eventually(
+    "Ready=False naming the image",
+    async () => {
+      const a = await readApp(c, ns, "absent");
+      const ready = a.status?.conditions?.find((x) => x.type === "Ready");
+      return ready?.status === "False" && ready.message?.includes(ABSENT_IMAGE) ? ready : undefined;
+    },
+    300_000,
+    1000,
+  );
+  assert.match(app.message ?? "", /cannot pull image/);
 });
