@@ -169,6 +169,16 @@ export const ModelAppSpecSchema = z
           .enum(FLASH_ATTENTION)
           .default("auto")
           .describe("Flash attention (GANTRY_FLASH_ATTENTION): auto = where the backend runs it for the model."),
+        draftModel: z
+          .string()
+          .trim()
+          .min(1)
+          .optional()
+          .describe(
+            "A draft model for speculative decoding, referenced as spec.model is (same vocabulary as the model): " +
+              "pulled beside the model, which drafts with it (the Modelfile's PARAMETER draft_model). Drafting by " +
+              "prompt lookup needs no second model: PARAMETER draft_ngram <n> in spec.modelfile.",
+          ),
         promptCacheRam: z
           .union([z.int().nonnegative(), z.string().regex(/^\d+(?:\.\d+)?(?:Ki|Mi|Gi)?$/)])
           .optional()
