@@ -5,6 +5,8 @@ import { AppError } from "../common/errors.ts";
 import { Arrivals } from "./arrivals.ts";
 import { embedTexts } from "./embedding.ts";
 import { rankDocuments } from "./ranking.ts";
+import { ngramDrafter } from "./speculation.ts";
+import { MODEL_DRAFT_SIZE, ModelDrafter } from "./draft-model.ts";
 import { vramBytes, type GpuSetting } from "./gpu.ts";
 import { commonPrefixLength, runGeneration } from "./generation.ts";
 import { contextOverflow, fitPrompt, keptTokens } from "./fit-prompt.ts";
@@ -194,6 +196,15 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
               ...(req.returnTokens ? { returnTokens: true } : {}),
               ...(req.shift !== false && !images
                 ? { shiftKeep: keptTokens(sampling.numKeep, promptTokens, bos, loaded.contextLength) }
+                  : {}),
+              // Drafts are verified by plain sampling: not with a grammar (one that applies from a tool call on
+              // included), log probabilities or images.
+              ...(!grammar && !toolGrammar && !req.logprobs && !images
+                ? loaded.draft
+                  ? { drafter: await ModelDrafter.open(loaded.draft, MODEL_DRAFT_SIZE, signal) }
+                  : sampling.draftNgram > 0
+                    ? { drafter: ngramDrafter(sampling.draftNgram) }
+                    : {}
                 : {}),
               ...(prompt.output
                 ? {

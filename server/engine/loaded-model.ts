@@ -18,6 +18,7 @@ import type { PromptCache } from "./prompt-cache.ts";
 import { ImageEncodes } from "./image-encodes.ts";
 import { loadProjector, mtmdAvailable, type Projector } from "./native/mtmd.ts";
 import type { ModelSpec } from "./types.ts";
+import { loadDraftModel, type DraftModel } from "./draft-model.ts";
 
 export interface LoadOptions {
   llama: Llama;
@@ -68,6 +69,8 @@ export class LoadedModel {
   readonly projector: Projector | undefined;
   /** The projector's encodings kept by image id, across sequences and requests. */
   readonly imageEncodes = new ImageEncodes();
+  /** The draft model for speculative decoding (spec.draft), loaded beside this one. */
+  draft: DraftModel | undefined;
   private readonly threads: number;
   private embeddingContext: Promise<LlamaEmbeddingContext> | undefined;
   private rankingContext: Promise<LlamaRankingContext> | undefined;
@@ -168,9 +171,21 @@ export class LoadedModel {
         o.spec.projector !== undefined && mtmdAvailable(o.llama)
           ? await loadProjector(model, o.spec.projector, { threads: o.threads })
           : undefined;
+      const draft = o.spec.draft
+        ? await loadDraftModel({
+            llama: o.llama,
+            spec: o.spec,
+            draft: o.spec.draft,
+            target: model,
+            contextLength,
+            parallel: o.parallel,
+            threads: o.threads,
+            mappedWeights: o.mappedWeights,
+          })
+        : undefined;
       const loadDurationNs = Number(process.hrtime.bigint() - started);
       o.metrics.onLoad?.(name, loadDurationNs / 1e9);
-      return new LoadedModel({
+      const loaded = new LoadedModel({
         spec: o.spec,
         model,
         context,
@@ -187,6 +202,8 @@ export class LoadedModel {
         projector,
         dropCached: () => o.promptCache?.dropScope(native),
       });
+      loaded.draft = draft;
+      return loaded;
     } catch (e) {
       await model.dispose();
       throw e;
@@ -268,6 +285,11 @@ export class LoadedModel {
     await this.projector?.dispose();
     await this.context.dispose();
     await this.model.dispose();
+    if (this.draft) {
+      await this.draft.slots.drained();
+      await this.draft.context.dispose();
+      await this.draft.model.dispose();
+    }
   }
 }
 

@@ -209,5 +209,5 @@ export class ModelRegistry {
  * its imported name) share one context. Prompt formatting always uses the request's own ModelSpec.
  */
 export function weightsKey(spec: ModelSpec): string {
-  return [spec.digest, ...spec.adapters, spec.projector ?? ""].join("|");
+  return [spec.digest, ...spec.adapters, spec.projector ?? "", spec.draft?.digest ?? ""].join("|");
 }

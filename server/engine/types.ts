@@ -103,6 +103,8 @@ export interface GenerationStats {
   evalDurationNs: number;
   /** The exchange's token ids, prompt then output (when the request asked for them: returnTokens). */
   tokens?: number[];
+  /** Speculative decoding's tally, when it was on: tokens drafted, and of them the ones the model accepted. */
+  draft?: { drafted: number; accepted: number };
 }
 
 /** Output text; with logprobs asked for, the tokens whose text it completes (a token's text may come out later). */

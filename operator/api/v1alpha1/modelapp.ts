@@ -155,6 +155,16 @@ export const ModelAppSpecSchema = z
         keepAlive: durationField(
           "How long the model stays loaded when idle; negative keeps it loaded for the pod's life.",
         ).default("-1"),
+        draftModel: z
+          .string()
+          .trim()
+          .min(1)
+          .optional()
+          .describe(
+            "A draft model for speculative decoding, referenced as spec.model is (same vocabulary as the model): " +
+              "pulled beside the model, which drafts with it (the Modelfile's PARAMETER draft_model). Drafting by " +
+              "prompt lookup needs no second model: PARAMETER draft_ngram <n> in spec.modelfile.",
+          ),
         promptCacheRam: z
           .union([z.int().nonnegative(), z.string().regex(/^\d+(?:\.\d+)?(?:Ki|Mi|Gi)?$/)])
           .optional()
