@@ -53,6 +53,8 @@ function serverEnv(app: ResolvedApp, config: Pick<RenderConfig, "serverPort">): 
     GANTRY_KEEP_ALIVE: server.keepAlive,
     GANTRY_NUM_PARALLEL: String(server.parallel),
     GANTRY_CONTEXT_LENGTH: String(server.contextLength),
+    GANTRY_KV_CACHE_TYPE: server.kvCacheType,
+    GANTRY_FLASH_ATTENTION: server.flashAttention,
     ...(server.promptCacheRam !== undefined ? { GANTRY_PROMPT_CACHE_RAM: String(server.promptCacheRam) } : {}),
     GANTRY_GPU: gpuSetting(app),
     // The model volume may hold other apps' models: the pod lists and serves its app's model only.

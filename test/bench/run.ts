@@ -165,9 +165,10 @@ if (run("llama") || run("causes") || run("builds")) {
     ...(scenarios ? { scenarios, ceiling: true } : {}),
   };
   const { benchCauses, benchLlamaServer } = await import("./llama-cpp/compare.ts");
+  const { benchKvCache } = await import("./llama-cpp/kv-cache.ts");
   const { benchEngineBuilds } = await import("./engine-builds.ts");
   const tables = [
-    ...(run("llama") ? await benchLlamaServer(models, o) : []),
+    ...(run("llama") ? [...(await benchLlamaServer(models, o)), await benchKvCache(models, o)] : []),
     ...(run("causes") ? await benchCauses(models, o) : []),
     ...(run("builds") ? [await benchEngineBuilds(models, o)] : []),
   ];
