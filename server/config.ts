@@ -6,6 +6,7 @@ import { ConfigError, SharedSettings } from "./common/config.ts";
 import { HostPortSchema } from "./common/host-port.ts";
 import { parseKeepAlive } from "./common/duration.ts";
 import { GPU_SETTINGS } from "./engine/gpu.ts";
+import { FLASH_ATTENTION, KV_CACHE_TYPES } from "./common/kv-cache-settings.ts";
 
 const intFrom = (min: number) => z.coerce.number().int().min(min);
 
@@ -113,9 +114,24 @@ export const ServerConfigSchema = z.object({
   GANTRY_MAX_LOADED_MODELS: intFrom(1)
     .default(3)
     .describe("Models loaded at once; the least recently used idle one is evicted for another"),
-  GANTRY_CONTEXT_LENGTH: intFrom(64)
-    .default(4096)
-    .describe("Default context length per sequence (num_ctx overrides it)"),
+  GANTRY_CONTEXT_LENGTH: z.coerce
+    .number()
+    .int()
+    .refine((v) => v === 0 || v >= 64, "must be 0 (by memory) or at least 64")
+    .default(0)
+    .describe(
+      "Default context length per sequence (num_ctx overrides it); 0 = by memory as Ollama's: 4096 under 24 GiB free (VRAM on a GPU, RAM on the CPU), 32768 up to 48 GiB, 262144 above, capped by the model's trained length",
+    ),
+  GANTRY_KV_CACHE_TYPE: z
+    .enum(KV_CACHE_TYPES)
+    .default("f16")
+    .describe(
+      "Element type of the KV cache: f16, or q8_0 / q4_0 (about half / a quarter of its memory, slightly less exact; need flash attention)",
+    ),
+  GANTRY_FLASH_ATTENTION: z
+    .enum(FLASH_ATTENTION)
+    .default("auto")
+    .describe("Flash attention: auto = where the backend runs it for the model (llama-server's default), on, off"),
   GANTRY_THREADS: intFrom(0).default(0).describe("CPU threads for inference (0 = number of physical cores)"),
   GANTRY_ENGINE_BUILD: z
     .enum(["auto", "source", "prebuilt"])
@@ -194,3 +210,37 @@ export const ServerConfigSchema = z.object({
 });
 
 export type ServerConfig = z.infer<typeof ServerConfigSchema>;
+
+/** Ollama's flag values (envconfig.BoolWithDefault): set and true turns it on, set and false off; unset is auto. */
+const ollamaBool = (v: string): string =>
+  ["1", "true", "t", "yes", "on"].includes(v.trim().toLowerCase()) ? "on" : "off";
+
+/**
+ * Ollama's environment variables that mean what a Gantry setting means, and how their values translate: a server set
+ * up for Ollama runs the same. The Gantry variable wins when both are set.
+ */
+export const OLLAMA_ENV_ALIASES: ReadonlyArray<{
+  ollama: string;
+  gantry: keyof ServerConfig;
+  value?: (v: string) => string;
+}> = [
+  { ollama: "OLLAMA_CONTEXT_LENGTH", gantry: "GANTRY_CONTEXT_LENGTH" },
+  { ollama: "OLLAMA_KV_CACHE_TYPE", gantry: "GANTRY_KV_CACHE_TYPE", value: (v) => v.trim().toLowerCase() },
+  { ollama: "OLLAMA_FLASH_ATTENTION", gantry: "GANTRY_FLASH_ATTENTION", value: ollamaBool },
+  { ollama: "OLLAMA_MAX_QUEUE", gantry: "GANTRY_MAX_QUEUE" },
+  { ollama: "OLLAMA_NUM_PARALLEL", gantry: "GANTRY_NUM_PARALLEL" },
+  { ollama: "OLLAMA_KEEP_ALIVE", gantry: "GANTRY_KEEP_ALIVE" },
+  { ollama: "OLLAMA_MAX_LOADED_MODELS", gantry: "GANTRY_MAX_LOADED_MODELS" },
+  { ollama: "OLLAMA_ORIGINS", gantry: "GANTRY_ORIGINS" },
+];
+
+/** The environment with each unset Gantry setting taken from its Ollama alias, when that one is set. */
+export function withOllamaAliases(env: Record<string, string | undefined>): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = { ...env };
+  for (const a of OLLAMA_ENV_ALIASES) {
+    const v = env[a.ollama];
+    if ((out[a.gantry] === undefined || out[a.gantry] === "") && v !== undefined && v !== "")
+      out[a.gantry] = a.value ? a.value(v) : v;
+  }
+  return out;
+}

@@ -65,6 +65,8 @@ export async function startServer(
     maxQueue: config.GANTRY_MAX_QUEUE,
     maxLoadedModels: config.GANTRY_MAX_LOADED_MODELS,
     contextLength: config.GANTRY_CONTEXT_LENGTH,
+    kvCacheType: config.GANTRY_KV_CACHE_TYPE,
+    flashAttention: config.GANTRY_FLASH_ATTENTION,
     defaultKeepAliveMs: parseKeepAlive(config.GANTRY_KEEP_ALIVE),
     imageLimits: { maxBytes: parseByteSize(config.GANTRY_MAX_IMAGE_SIZE)! },
     promptCacheBytes: resolvePromptCacheRam(config.GANTRY_PROMPT_CACHE_RAM, process.availableMemory()),

@@ -141,7 +141,10 @@ export const ChartValuesSchema = z.strictObject({
       enabled: z
         .boolean()
         .describe("Keep the append-only file on a PersistentVolumeClaim (off: an emptyDir, lost with the pod)."),
-      size: z.string().regex(/^\d+(Ki|Mi|Gi|Ti)$/).describe("Size of the claim."),
+      size: z
+        .string()
+        .regex(/^\d+(Ki|Mi|Gi|Ti)$/)
+        .describe("Size of the claim."),
       storageClassName: z.string().describe("StorageClass of the claim; the cluster's default when empty."),
     }),
   }),

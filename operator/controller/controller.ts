@@ -3,7 +3,7 @@
 // that becomes leader starts at once.
 import type { KubeConfig, KubernetesObject, V1OwnerReference } from "@kubernetes/client-node";
 import type { Logger } from "../../server/common/logger.ts";
-import { API_VERSION, KIND, parseModelAppSpec, type ModelApp } from "../api/v1alpha1/modelapp.ts";
+import { API_VERSION, KIND, type ModelApp } from "../api/v1alpha1/modelapp.ts";
 import type { LeaderElectionSettings, OperatorConfig } from "../config.ts";
 import { ClusterCaches, type CacheName } from "../kube/caches.ts";
 import { KubeWriter } from "../kube/writer.ts";
@@ -83,8 +83,11 @@ export class Controller {
    * leader election that cannot work however long it retries (its Lease's namespace does not exist).
    */
   async start(onLostLeadership: () => void, onFatal: (err: Error) => void = () => {}): Promise<void> {
-    this.cachesHolder.onChange((kind, obj) => {
-      for (const key of this.keysFor(kind, obj)) this.queue.add(key);
+    this.cachesHolder.onChange((kind, obj, event) => {
+      this.metrics.watchEvents.inc({ kind, event });
+      const keys = this.keysFor(kind, obj);
+      for (const key of keys) this.queue.add(key);
+      if (keys.length) this.metrics.queueAdds.inc({ kind }, keys.length);
       this.metrics.queueDepth.set(this.queue.length);
     });
     await this.cachesHolder.start();
@@ -114,14 +117,15 @@ export class Controller {
         const app = obj.metadata?.labels?.[APP_LABEL];
         return app ? [appKey(ns, app)] : [];
       }
-      case "claims": // every app naming the volume renders it
-        return this.caches.apps
-          .list(ns)
-          .filter((a) => {
-            const p = parseModelAppSpec(a.spec);
-            return p.ok && p.spec.modelVolume.name === obj.metadata?.name;
-          })
-          .map((a) => appKey(ns, a.metadata.name));
+      case "claims": {
+        // Any one app sharing the volume renders the same claim: one reconcile puts it right, not one per sharer
+        // (that was a requeue of a fleet's worth of apps for every claim change).
+        const user = this.cachesHolder.index
+          .volumeUsers(ns, obj.metadata?.name ?? "")
+          .filter((a) => !a.metadata.deletionTimestamp)
+          .sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1))[0];
+        return user ? [appKey(ns, user.metadata.name)] : [];
+      }
       default: {
         const owner = (obj.metadata?.ownerReferences ?? []).find(
           (r: V1OwnerReference) => r.controller && r.apiVersion === API_VERSION && r.kind === KIND,
@@ -135,7 +139,9 @@ export class Controller {
     if (this.leading || this.stopping) return;
     this.leading = true;
     this.metrics.leader.set(1);
-    for (const a of this.caches.apps.list()) this.queue.add(appKey(a.metadata.namespace ?? "default", a.metadata.name));
+    const apps = this.caches.apps.list();
+    for (const a of apps) this.queue.add(appKey(a.metadata.namespace ?? "default", a.metadata.name));
+    this.metrics.queueAdds.inc({ kind: "leader" }, apps.length);
     this.workers = Array.from({ length: this.o.config.workers }, () => this.work());
     const every = this.o.config.autoscaler.intervalSeconds * 1000;
     const loop = () => {
@@ -155,6 +161,7 @@ export class Controller {
       try {
         result = await reconcile(key, {
           caches: this.caches,
+          index: this.cachesHolder.index,
           writer: this.writer,
           config: this.o.config,
           logger: this.o.logger,
@@ -164,6 +171,7 @@ export class Controller {
       } catch (err) {
         result = "error";
         const retryMs = this.queue.addRateLimited(key);
+        this.metrics.retries.inc();
         this.o.logger.warn({ app: key, err: String(err), retryMs }, "reconcile failed; retrying");
       } finally {
         end();
@@ -175,13 +183,15 @@ export class Controller {
 
   /** Stores a gateway's load snapshot; apps it reports busy are scaled at once (a held request wakes its app). */
   recordLoad(report: LoadReport): void {
-    const busy = this.loads.record(report, Date.now());
-    if (!this.leading) return;
+    const now = Date.now();
+    const busy = this.loads.record(report, now);
+    if (!this.leading || busy.length === 0) return;
+    const totals = this.loads.totals(now);
     for (const key of busy) {
       const { namespace, name } = parseKey(key);
       const app = this.caches.apps.get(name, namespace);
       if (app)
-        void this.autoscale(app).catch((err: unknown) =>
+        void this.autoscale(app, totals).catch((err: unknown) =>
           this.o.logger.warn({ app: key, err: String(err) }, "scale failed"),
         );
     }
@@ -191,15 +201,18 @@ export class Controller {
     const apps = this.caches.apps.list();
     const live = new Set(apps.map((a) => appKey(a.metadata.namespace ?? "default", a.metadata.name)));
     for (const key of this.history.keys()) if (!live.has(key)) this.history.delete(key);
+    // Summed once per pass: per app, it was a pass over every gateway's report of every app (O(apps²) each pass).
+    const totals = this.loads.totals(Date.now());
     for (const app of apps)
-      await this.autoscale(app).catch((err: unknown) =>
+      await this.autoscale(app, totals).catch((err: unknown) =>
         this.o.logger.warn({ app: `${app.metadata.namespace}/${app.metadata.name}`, err: String(err) }, "scale failed"),
       );
   }
 
-  private async autoscale(app: ModelApp): Promise<void> {
+  /** `totals`: in-flight requests per app key, from LoadReports.totals. */
+  private async autoscale(app: ModelApp, totals: ReadonlyMap<string, number>): Promise<void> {
     if (!this.leading || app.metadata.deletionTimestamp) return;
-    const parsed = parseModelAppSpec(app.spec);
+    const parsed = this.cachesHolder.index.spec(app);
     if (!parsed.ok) return;
     const { scaling, server } = parsed.spec;
     if (scaling.minReplicas > scaling.maxReplicas) return;
@@ -211,7 +224,7 @@ export class Controller {
       Math.max(scaling.minReplicas, parsed.spec.replicas ?? scaling.minReplicas),
     );
     const { replicas, history } = decideReplicas({
-      inFlight: this.loads.inFlight(key, now),
+      inFlight: totals.get(key) ?? 0,
       target: scaling.targetConcurrency ?? server.parallel,
       min: scaling.minReplicas,
       max: scaling.maxReplicas,

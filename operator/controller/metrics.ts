@@ -22,6 +22,23 @@ export class OperatorMetrics {
     help: "Apps waiting to be reconciled",
     registers: [this.registry],
   });
+  readonly queueAdds = new Counter({
+    name: "gantry_operator_workqueue_adds_total",
+    help: "Keys added to the work queue, by the watch whose event added them (leader: all apps on becoming leader)",
+    labelNames: ["kind"],
+    registers: [this.registry],
+  });
+  readonly retries = new Counter({
+    name: "gantry_operator_workqueue_retries_total",
+    help: "Failed reconciles queued again after their backoff",
+    registers: [this.registry],
+  });
+  readonly watchEvents = new Counter({
+    name: "gantry_operator_watch_events_total",
+    help: "Watch events (adds, updates and deletes, relists included) by cache",
+    labelNames: ["kind", "event"],
+    registers: [this.registry],
+  });
   readonly kubeRequests = new Counter({
     name: "gantry_operator_kube_requests_total",
     help: "Requests to the API server outside watches, by verb, resource and status code",

@@ -7,15 +7,16 @@
 import type { KubernetesObject, V1Deployment, V1Job, V1OwnerReference, V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "../../server/common/logger.ts";
 import { CONDITION, REASON, findCondition } from "../api/v1alpha1/conditions.ts";
-import { API_VERSION, KIND, parseModelAppSpec, type ModelApp, type ModelAppStatus } from "../api/v1alpha1/modelapp.ts";
+import { API_VERSION, KIND, type ModelApp, type ModelAppStatus } from "../api/v1alpha1/modelapp.ts";
 import type { OperatorConfig } from "../config.ts";
 import { canonicalJson } from "../render/hash.ts";
 import { renderApp, type RenderedObject } from "../render/index.ts";
 import { renderModelCacheJob } from "../render/model-cache-job.ts";
-import { APP_LABEL, MANAGED_BY, SPEC_HASH_ANNOTATION } from "../render/labels.ts";
+import { MANAGED_BY, SPEC_HASH_ANNOTATION } from "../render/labels.ts";
 import type { VolumeUser } from "../render/pvc.ts";
 import { InvalidSpecError, resolveApp, type ResolvedApp } from "../render/resolve.ts";
 import type { Caches, Cache } from "../kube/caches.ts";
+import type { FleetIndex } from "../kube/fleet-index.ts";
 import type { EventInput, KubeWriter } from "../kube/writer.ts";
 import { isApplied } from "./compare.ts";
 import { computeStatus, isCachePod, type CacheJob } from "./status.ts";
@@ -24,6 +25,8 @@ export type ReconcileResult = "success" | "invalid" | "conflict" | "gone";
 
 export interface ReconcileDeps {
   caches: Caches;
+  /** The app's own pods, Jobs and volume sharers, without a scan of the namespace. */
+  index: FleetIndex;
   writer: Pick<KubeWriter, "apply" | "get" | "applyStatus" | "event" | "deleteJob">;
   config: OperatorConfig;
   logger: Logger;
@@ -44,12 +47,11 @@ export function parseKey(key: string): { namespace: string; name: string } {
 }
 
 /** The apps of a namespace that name a model volume, as the PVC renderer needs them. */
-function volumeUsers(apps: Cache<ModelApp>, namespace: string, volume: string): VolumeUser[] {
+function volumeUsers(index: FleetIndex, namespace: string, volume: string): VolumeUser[] {
   const users: VolumeUser[] = [];
-  for (const a of apps.list(namespace)) {
-    if (a.metadata.deletionTimestamp || !a.metadata.uid) continue;
-    const parsed = parseModelAppSpec(a.spec);
-    if (!parsed.ok || parsed.spec.modelVolume.name !== volume) continue;
+  for (const a of index.volumeUsers(namespace, volume)) {
+    const parsed = index.spec(a);
+    if (a.metadata.deletionTimestamp || !a.metadata.uid || !parsed.ok) continue;
     const created = a.metadata.creationTimestamp;
     users.push({
       name: a.metadata.name,
@@ -154,13 +156,9 @@ class Reconciler {
   status(resolved: ResolvedApp | { invalid: string }, cacheJob?: CacheJob): ModelAppStatus {
     const { name, namespace = "default" } = this.app.metadata;
     const deployment = this.d.caches.deployments.get(name, namespace);
-    const pods = this.d.caches.pods
-      .list(namespace)
-      .filter(
-        (p) =>
-          p.metadata?.labels?.[APP_LABEL] === name &&
-          (!isCachePod(p) || (jobOfPod(p) === cacheJob?.name && !p.metadata?.deletionTimestamp)),
-      );
+    const pods = this.d.index
+      .podsOf(namespace, name)
+      .filter((p) => !isCachePod(p) || (jobOfPod(p) === cacheJob?.name && !p.metadata?.deletionTimestamp));
     return computeStatus({
       app: this.app,
       resolved,
@@ -236,10 +234,10 @@ export async function reconcile(key: string, d: ReconcileDeps): Promise<Reconcil
     return "invalid";
   }
   const cacheJob = renderModelCacheJob(resolved, d.config);
-  const jobs = d.caches.jobs.list(namespace).filter((j) => isControlledBy(j, app.metadata.uid));
+  const jobs = app.metadata.uid ? d.index.jobsOf(app.metadata.uid) : [];
   const current = jobs.find((j) => j.metadata?.name === cacheJob.metadata.name && !j.metadata.deletionTimestamp);
   const job: CacheJob | undefined = current && { name: cacheJob.metadata.name, state: jobState(current) };
-  const plan = renderApp(resolved, d.config, volumeUsers(d.caches.apps, namespace, resolved.spec.modelVolume.name));
+  const plan = renderApp(resolved, d.config, volumeUsers(d.index, namespace, resolved.spec.modelVolume.name));
   // Two waves of independent requests: what the pods mount (volume, Modelfile ConfigMap), then the Deployment and
   // Service.
   const mounted = plan.owned.filter((o) => o.kind === "ConfigMap"),

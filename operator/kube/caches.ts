@@ -17,6 +17,7 @@ import { KubeWatch, resourcePath } from "../../server/common/kube-watch.ts";
 import type { Logger } from "../../server/common/logger.ts";
 import { GROUP, PLURAL, VERSION, type ModelApp } from "../api/v1alpha1/modelapp.ts";
 import { APP_LABEL, MANAGED_SELECTOR as MANAGED } from "../api/v1alpha1/labels.ts";
+import { FleetIndex } from "./fleet-index.ts";
 
 export type Cache<T> = ObjectCache<T>;
 
@@ -35,6 +36,8 @@ export type ChangeHandler = (kind: CacheName, obj: KubernetesObject, event: "add
 
 export class ClusterCaches {
   readonly caches: Caches;
+  /** Per-app views of the caches, updated before any change handler runs. */
+  readonly index = new FleetIndex();
   private readonly watched: Array<{ kind: CacheName; watch: KubeWatch<KubernetesObject> }> = [];
   private synced = false;
 
@@ -113,6 +116,7 @@ export class ClusterCaches {
       MANAGED,
     );
     this.caches = Object.fromEntries(this.watched.map((w) => [w.kind, w.watch.informer])) as unknown as Caches;
+    for (const { kind, watch } of this.watched) watch.on((o, event) => this.index.observe(kind, o, event));
   }
 
   /** Calls `handler` for every change, including the objects of each (re)list as "add"/"update". */

@@ -16,6 +16,21 @@ import { FIELD_MANAGER } from "../render/labels.ts";
 
 export type RequestCounter = (verb: string, resource: string, code: number) => void;
 
+/**
+ * How long one request may take. client-node sets no deadline: a request caught by an API server restart could hang
+ * forever and hold its worker (all workers, in the fault test). A late one fails and its reconcile is retried.
+ */
+export const REQUEST_TIMEOUT_MS = 30_000;
+
+/** `p`, or a rejection (code 0, a transport failure) once `ms` have passed. */
+function withDeadline<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer from the API server in ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
 const apply = setHeaderOptions("Content-Type", PatchStrategy.ServerSideApply);
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
@@ -55,7 +70,7 @@ export class KubeWriter {
 
   private async counted<T>(verb: string, resource: string, fn: () => Promise<T>): Promise<T> {
     try {
-      const r = await fn();
+      const r = await withDeadline(fn(), REQUEST_TIMEOUT_MS, `${verb} ${resource}`);
       this.count(verb, resource, 200);
       return r;
     } catch (err) {

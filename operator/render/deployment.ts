@@ -53,6 +53,8 @@ function serverEnv(app: ResolvedApp, config: Pick<RenderConfig, "serverPort">): 
     GANTRY_KEEP_ALIVE: server.keepAlive,
     GANTRY_NUM_PARALLEL: String(server.parallel),
     GANTRY_CONTEXT_LENGTH: String(server.contextLength),
+    GANTRY_KV_CACHE_TYPE: server.kvCacheType,
+    GANTRY_FLASH_ATTENTION: server.flashAttention,
     ...(server.promptCacheRam !== undefined ? { GANTRY_PROMPT_CACHE_RAM: String(server.promptCacheRam) } : {}),
     GANTRY_GPU: gpuSetting(app),
     // The model volume may hold other apps' models: the pod lists and serves its app's model only.
@@ -85,9 +87,15 @@ function resources(app: ResolvedApp) {
 
 const containerSecurity = { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } };
 
-function prepareContainer(app: ResolvedApp, image: string, config: Pick<RenderConfig, "hubUrl" | "imagePullPolicy">) {
-  const args = ["prepare", app.spec.model];
-  if (app.modelfile) args.push("--modelfile", `${MODELFILE_DIR}/Modelfile`, "--as", app.servedModel);
+/** The prepare step of the app's model, or (`draft`) of its draft model (spec.server.draftModel), which goes first. */
+function prepareContainer(
+  app: ResolvedApp,
+  image: string,
+  config: Pick<RenderConfig, "hubUrl" | "imagePullPolicy">,
+  draft = false,
+) {
+  const args = ["prepare", draft ? app.spec.server.draftModel! : app.spec.model];
+  if (app.modelfile && !draft) args.push("--modelfile", `${MODELFILE_DIR}/Modelfile`, "--as", app.servedModel);
   args.push("--report", "/dev/termination-log");
   // The user's environment (HF_TOKEN for private repositories, proxies, another hub) applies to the pull too; the
   // model volume's mount point does not move.
@@ -96,14 +104,14 @@ function prepareContainer(app: ResolvedApp, image: string, config: Pick<RenderCo
     (app.spec.env ?? []).filter((e) => e.name !== "GANTRY_MODELS"),
   );
   return {
-    name: PREPARE_CONTAINER,
+    name: draft ? `${PREPARE_CONTAINER}-draft` : PREPARE_CONTAINER,
     image,
     ...(config.imagePullPolicy ? { imagePullPolicy: config.imagePullPolicy } : {}),
     args,
     env,
     volumeMounts: [
       { name: "models", mountPath: MODELS_PATH },
-      ...(app.modelfile ? [{ name: "modelfile", mountPath: MODELFILE_DIR, readOnly: true }] : []),
+      ...(app.modelfile && !draft ? [{ name: "modelfile", mountPath: MODELFILE_DIR, readOnly: true }] : []),
     ],
     terminationMessagePolicy: "FallbackToLogsOnError",
     securityContext: containerSecurity,
@@ -160,7 +168,10 @@ export function modelPodSpec(app: ResolvedApp, config: RenderConfig) {
       fsGroup: RUN_AS_USER,
       seccompProfile: { type: "RuntimeDefault" },
     },
-    initContainers: [prepareContainer(app, image, config)],
+    initContainers: [
+      ...(app.draft ? [prepareContainer(app, image, config, true)] : []),
+      prepareContainer(app, image, config),
+    ],
     containers: [serverContainer(app, image, config)],
     volumes: [
       { name: "models", persistentVolumeClaim: { claimName: app.spec.modelVolume.name } },

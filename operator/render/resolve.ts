@@ -2,7 +2,7 @@
 // What the CRD's schema cannot check is checked here: the spec alone (api/v1alpha1/spec-checks.ts: model reference,
 // Modelfile overrides, scaling bounds), then the resource profile and whether GPUs make sense on it.
 import { parseModelAppSpec, type ModelApp, type ModelAppSpec } from "../api/v1alpha1/modelapp.ts";
-import { checkSpec, InvalidSpecError, servedModelName } from "../api/v1alpha1/spec-checks.ts";
+import { checkSpec, InvalidSpecError, servedModelName, type CheckedSpec } from "../api/v1alpha1/spec-checks.ts";
 import type { RenderConfig, ResourceProfile } from "./config.ts";
 import type { AppIdentity } from "./labels.ts";
 
@@ -18,6 +18,8 @@ export interface ResolvedApp extends AppIdentity {
   servedModel: string;
   /** FROM line plus the spec's overrides, when spec.modelfile is set. */
   modelfile?: string;
+  /** spec.server.draftModel, checked: a second prepare step pulls it. */
+  draft?: CheckedSpec["draft"];
   replicas: number;
 }
 
@@ -55,7 +57,7 @@ export function resolveApp(app: ModelApp, config: RenderConfig): ResolvedApp {
   if (!parsed.ok) throw new InvalidSpecError(parsed.message);
   const spec = parsed.spec;
   const checked = checkSpec(spec);
-  const { source, modelfile } = checked;
+  const { source, modelfile, draft } = checked;
   const { name: profileName, profile, gpus } = resolveProfile(spec, config);
   const { minReplicas, maxReplicas } = spec.scaling;
   const replicas = Math.min(maxReplicas, Math.max(minReplicas, spec.replicas ?? minReplicas));
@@ -73,6 +75,7 @@ export function resolveApp(app: ModelApp, config: RenderConfig): ResolvedApp {
     source,
     servedModel: servedModelName(name, checked),
     ...(modelfile ? { modelfile } : {}),
+    ...(draft ? { draft } : {}),
     replicas,
   };
 }

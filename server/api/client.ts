@@ -67,6 +67,8 @@ export interface RunningModel {
   expires_at: string;
   size_vram: number;
   context_length: number;
+  /** Gantry's: the KV cache (its bytes are part of `size`). */
+  kv_cache?: { type: string; flash_attention: string; size: number };
 }
 
 /** Splits a byte stream into parsed JSON lines; an `{"error": …}` line becomes an ApiError. */

@@ -7,6 +7,9 @@ import { JsonSchemaObject, optionalText, SeedSchema, wire } from "./wire.ts";
 
 const nonNegInt = z.number().int().min(0);
 
+/** Most tokens a prompt-lookup draft may hold (option draft_ngram). */
+export const MAX_NGRAM_DRAFT = 64;
+
 /** Runtime options Ollama accepts in `options` (and Modelfile PARAMETERs). Unknown keys are ignored, as Ollama does. */
 export const OptionsSchema = wire(
   z
@@ -38,6 +41,8 @@ export const OptionsSchema = wire(
       use_mmap: z.boolean().optional(),
       num_thread: z.number().int().optional(),
       numa: z.boolean().optional(),
+      /** Gantry's: speculative decoding by prompt lookup, at most this many tokens drafted a step (0 = off). */
+      draft_ngram: z.number().int().min(0).max(MAX_NGRAM_DRAFT).optional(),
     })
     .loose(),
 );
@@ -169,6 +174,13 @@ export interface FinalMetrics {
   prompt_eval_duration: number;
   eval_count: number;
   eval_duration: number;
+  /**
+   * Gantry's, with speculative decoding on: tokens drafted, the drafted tokens the model accepted, and their ratio (0
+   * when nothing was drafted).
+   */
+  draft_count?: number;
+  draft_accepted_count?: number;
+  draft_acceptance_rate?: number;
 }
 
 /** Most documents one rerank request may score (Cohere's limit). */

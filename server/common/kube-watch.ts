@@ -58,6 +58,13 @@ export class KubeWatch<T extends KubernetesObject> {
       return l as KubernetesListObject<T>;
     };
     this.informer = makeInformer<T>(kc, o.path, listFn, o.labelSelector);
+    // The cache keeps the very objects its handlers get: dropping managedFields (server-side apply's bookkeeping, read
+    // by no one here) saves memory on every cached object, as client-go informers' transforms do.
+    const strip = (obj: T) => {
+      if (obj.metadata) delete obj.metadata.managedFields;
+    };
+    this.informer.on("add", strip);
+    this.informer.on("update", strip);
   }
 
   on(fn: (obj: T, event: WatchEvent) => void): void {

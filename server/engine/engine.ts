@@ -1,10 +1,13 @@
 // The engine on node-llama-cpp: implements the Engine contract (types.ts) on top of the model registry, each loaded
 // model's slot loop and the generation loop.
+import os from "node:os";
 import type { Logger } from "../common/logger.ts";
 import { AppError } from "../common/errors.ts";
 import { Arrivals } from "./arrivals.ts";
 import { embedTexts } from "./embedding.ts";
 import { rankDocuments } from "./ranking.ts";
+import { ngramDrafter } from "./speculation.ts";
+import { MODEL_DRAFT_SIZE, ModelDrafter } from "./draft-model.ts";
 import { vramBytes, type GpuSetting } from "./gpu.ts";
 import { commonPrefixLength, runGeneration } from "./generation.ts";
 import { contextOverflow, fitPrompt, keptTokens } from "./fit-prompt.ts";
@@ -22,6 +25,8 @@ import { ToolGrammars } from "./tool-grammar.ts";
 import { OutputParser } from "../chat/output-parser.ts";
 import { resolveSampling } from "./sampling.ts";
 import { resolveThreads } from "./threads.ts";
+import { contextLengthForMemory } from "./kv-cache.ts";
+import { kvCacheProblem, type FlashAttention, type KvCacheType } from "../common/kv-cache-settings.ts";
 import type {
   EmbedRequest,
   EmbedResult,
@@ -44,8 +49,12 @@ export interface EngineOptions {
   /** Requests that may wait for a sequence per model before SERVER_BUSY. */
   maxQueue: number;
   maxLoadedModels: number;
-  /** Default context length per sequence (num_ctx overrides it). */
+  /** Default context length per sequence (num_ctx overrides it); 0 = by memory (kv-cache.ts). */
   contextLength: number;
+  /** The KV cache's element type (default f16). */
+  kvCacheType?: KvCacheType;
+  /** Flash attention (default auto: where the backend runs it). */
+  flashAttention?: FlashAttention;
   /** Keep-alive when a request gives none; null = forever. */
   defaultKeepAliveMs: number | null;
   metrics?: EngineMetricsSink;
@@ -88,6 +97,10 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
     maxBytes: opts.imageLimits?.maxBytes ?? DEFAULT_MAX_IMAGE_BYTES,
     maxPixels: opts.imageLimits?.maxPixels ?? DEFAULT_MAX_IMAGE_PIXELS,
   };
+  const kv = { type: opts.kvCacheType ?? "f16", flashAttention: opts.flashAttention ?? "auto" } as const;
+  const problem = kvCacheProblem(kv.type, kv.flashAttention);
+  if (problem) throw new AppError("BAD_REQUEST", problem);
+  const contextLength = opts.contextLength || contextLengthForMemory(await freeMemory(llama));
   const promptCache =
     opts.promptCache ??
     ((opts.promptCacheBytes ?? 0) > 0
@@ -101,7 +114,8 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
     numParallel: opts.numParallel,
     maxQueue: opts.maxQueue,
     maxLoadedModels: opts.maxLoadedModels,
-    contextLength: opts.contextLength,
+    contextLength,
+    kv,
     promptCache,
   });
   const grammars = new GrammarCache(llama);
@@ -116,6 +130,8 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
       threads,
       gpu: llama.gpu,
       numParallel: opts.numParallel,
+      contextLength,
+      kvCache: kv,
       engine: buildInfo,
       promptCacheBytes: patched ? (promptCache?.maxBytes ?? 0) : 0,
     },
@@ -194,6 +210,15 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
               ...(req.returnTokens ? { returnTokens: true } : {}),
               ...(req.shift !== false && !images
                 ? { shiftKeep: keptTokens(sampling.numKeep, promptTokens, bos, loaded.contextLength) }
+                : {}),
+              // Drafts are verified by plain sampling: not with a grammar (one that applies from a tool call on
+              // included), log probabilities or images.
+              ...(!grammar && !toolGrammar && !req.logprobs && !images
+                ? loaded.draft
+                  ? { drafter: await ModelDrafter.open(loaded.draft, MODEL_DRAFT_SIZE, signal) }
+                  : sampling.draftNgram > 0
+                    ? { drafter: ngramDrafter(sampling.draftNgram) }
+                    : {}
                 : {}),
               ...(prompt.output
                 ? {
@@ -309,8 +334,10 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
       return [...registry.models.values()].map((m) => ({
         name: m.name,
         digest: m.spec.digest,
-        size: m.spec.size,
-        sizeVram: vramBytes(m.spec.size, m.gpuLayers, m.totalLayers),
+        // As Ollama's: the memory the loaded model takes, its KV cache included (on the GPU with the layers there).
+        size: m.spec.size + m.kvCache.bytes,
+        sizeVram:
+          vramBytes(m.spec.size, m.gpuLayers, m.totalLayers) + vramBytes(m.kvCache.bytes, m.gpuLayers, m.totalLayers),
         expiresAt:
           m.idle && m.expiresAt !== null
             ? new Date(m.expiresAt).toISOString()
@@ -318,6 +345,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
               ? null
               : new Date(Date.now() + m.keepAliveMs).toISOString(),
         contextLength: m.contextLength,
+        kvCache: m.kvCache,
         parallel: m.parallel,
         busySequences: m.slots.busy,
         queued: m.slots.queued,
@@ -346,4 +374,10 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
       await Promise.all([...registry.models.values()].map((m) => registry.unload(m)));
     },
   };
+}
+
+/** Free memory where the model's cache goes: the GPU's VRAM, or the RAM on the CPU (Ollama's tier basis). */
+async function freeMemory(llama: Awaited<ReturnType<typeof llamaRuntime>>["llama"]): Promise<number> {
+  if (llama.gpu !== false) return (await llama.getVramState()).free;
+  return os.freemem();
 }

@@ -13,6 +13,7 @@ import type { EngineMetricsSink } from "./metrics.ts";
 import { repeatWindow, type ResolvedSampling } from "./sampling.ts";
 import { commonPrefixLength } from "./prompt-cache.ts";
 import type { Slot } from "./slot-loop.ts";
+import { verifyDraft, type Drafter } from "./speculation.ts";
 import { StopStringMatcher } from "./stop-matcher.ts";
 import { TokenSampler, type PositionLogprobs } from "./token-sampler.ts";
 import { TokenTextStream } from "./token-text-stream.ts";
@@ -47,6 +48,8 @@ export interface GenerationJob {
    * begins (a grammar applied from the first token is `grammar`).
    */
   output?: { parser: OutputParser; lazyGrammar?: LlamaGrammar | undefined };
+  /** Speculative decoding (speculation.ts): drafts to verify with each generated token. */
+  drafter?: Drafter;
 }
 
 /** Longest wait for announced requests before a prompt is queued: a few ms is typical; the bound covers slow bodies. */
@@ -143,7 +146,13 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
   let firstTokenNs: bigint | undefined;
   let evalCount = 0;
   let reason: DoneReason = "stop";
-  let pendingNext: Promise<Token> | undefined;
+  let pendingNext: Promise<Token | Token[]> | undefined;
+  /**
+   * Tokens a verified draft gave that the loop has not taken yet: all but the last are in the KV cache already (the
+   * accepted drafted tokens), the last one is not.
+   */
+  let ready: Token[] = [];
+  const draft = { drafted: 0, accepted: 0 };
   // The consumer (an HTTP response, say) gets each piece of text after the next decode was queued, so its work overlaps
   // that decode instead of adding to every token's latency. A sequence whose token arrived while its consumer still
   // holds the text is "suspended": the others' decode steps do not wait for it.
@@ -155,8 +164,49 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
       slots.suspend();
     }
   };
-  const queueNext = (tokens: Token[]) => {
-    const next = slots.evaluate(slot, tokens, sample);
+  /** Queues `tokens`, with a draft after a generated token; a promise while a draft model drafts. */
+  const queueNext = (tokens: Token[]): Promise<void> | undefined => {
+    const drafting =
+      tokens.length === 1 && job.drafter
+        ? job.drafter.draft(
+            history,
+            // The tokens still allowed, and room in the context for the token and its draft.
+            Math.min(
+              sampling.maxTokens === undefined ? Infinity : sampling.maxTokens - evalCount - 1,
+              loaded.contextLength - slot.tokens.length - 2,
+            ),
+          )
+        : [];
+    if (Array.isArray(drafting)) {
+      queueDrafted(tokens, drafting);
+      return undefined;
+    }
+    // The draft model decodes meanwhile: the target's steps do not wait for this stream.
+    slots.suspend();
+    return drafting.then(
+      (drafted) => {
+        slots.resume();
+        queueDrafted(tokens, drafted);
+      },
+      (err: unknown) => {
+        slots.resume();
+        throw err;
+      },
+    );
+  };
+  const queueDrafted = (tokens: Token[], drafted: Token[]) => {
+    const next: Promise<Token | Token[]> =
+      drafted.length > 0
+        ? slots.evaluateDraft(slot, tokens[0]!, drafted, (rows) =>
+            verifyDraft(rows, drafted, history, (row) => sampler.sample(slots.sampleToken, row, history)).then(
+              (sampled) => {
+                draft.drafted += drafted.length;
+                draft.accepted += sampled.length - 1;
+                return sampled;
+              },
+            ),
+          )
+        : slots.evaluate(slot, tokens, sample);
     pendingNext = next;
     const arrived = () => {
       if (consuming && pendingNext === next) suspend();
@@ -172,14 +222,20 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
   try {
     // Join the next decode step with the others rather than queueing the prompt while one is in flight.
     await slots.gate();
-    queueNext(toEvaluate);
+    await queueNext(toEvaluate);
     for (;;) {
-      const token = await Promise.race([pendingNext!, aborted]);
-      if (token === "abort") {
-        reason = "abort";
-        break;
+      let token: Token;
+      if (ready.length > 0) token = ready.shift()!;
+      else {
+        const got = await Promise.race([pendingNext!, aborted]);
+        if (got === "abort") {
+          reason = "abort";
+          break;
+        }
+        pendingNext = undefined;
+        if (Array.isArray(got)) [token, ...ready] = got as [Token, ...Token[]];
+        else token = got;
       }
-      pendingNext = undefined;
       if (firstTokenNs === undefined) {
         firstTokenNs = process.hrtime.bigint();
         job.metrics.onFirstToken?.(name, Number(firstTokenNs - job.startedNs) / 1e9);
@@ -209,9 +265,11 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
       }
       // Parsed before the next token is queued: a tool call's marker applies the grammar to that token already.
       const events = piece.emit && end !== "abort" ? outputEvents(piece.emit, false) : [];
-      if (end === undefined) {
+      // A token a draft gave with more after it is in the KV cache already: the next one is ready.
+      if (end === undefined && ready.length === 0) {
         await slots.gate();
-        queueNext([token]);
+        const drafting = queueNext([token]);
+        if (drafting) await drafting;
       }
       if (events.length > 0) {
         consuming = true;
@@ -243,6 +301,7 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
     // A decode already queued for this sequence finishes within one step; wait for it before the sequence is reused.
     if (pendingNext) await pendingNext.catch(() => undefined);
     sampler.dispose();
+    job.drafter?.dispose?.();
   }
   const endNs = process.hrtime.bigint();
   const promptEndNs = firstTokenNs ?? endNs;
@@ -259,6 +318,7 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
       evalCount,
       evalDurationNs: Number(endNs - promptEndNs),
       ...(job.returnTokens ? { tokens: history } : {}),
+      ...(job.drafter ? { draft: { ...draft } } : {}),
     },
   };
 }

@@ -1,5 +1,6 @@
 // One loaded model: weights, one context with `parallel` slots scheduled by its slot loop (slot-loop.ts), the chat
 // wrapper (resolved once: it is expensive) and the keep-alive bookkeeping.
+import { AppError } from "../common/errors.ts";
 import {
   resolveChatWrapper,
   type ChatWrapper,
@@ -18,6 +19,9 @@ import type { PromptCache } from "./prompt-cache.ts";
 import { ImageEncodes } from "./image-encodes.ts";
 import { loadProjector, mtmdAvailable, type Projector } from "./native/mtmd.ts";
 import type { ModelSpec } from "./types.ts";
+import { ggmlTypeName, kvCacheBytes, kvShape, DEFAULT_KV } from "./kv-cache.ts";
+import { runnableKvCacheTypes, type FlashAttention, type KvCacheType } from "../common/kv-cache-settings.ts";
+import { loadDraftModel, type DraftModel } from "./draft-model.ts";
 
 export interface LoadOptions {
   llama: Llama;
@@ -28,6 +32,8 @@ export interface LoadOptions {
   mappedWeights: boolean;
   parallel: number;
   maxQueue: number;
+  /** The KV cache's element type and flash attention (default f16, auto). */
+  kv?: { type: KvCacheType; flashAttention: FlashAttention };
   threads: number;
   metrics: EngineMetricsSink;
   /** The server's RAM prompt cache: this context's entries are dropped when it is disposed. */
@@ -51,6 +57,8 @@ export class LoadedModel {
   readonly jinjaTemplate: string | undefined;
   readonly slots: SlotLoop;
   readonly contextLength: number;
+  /** The KV cache as loaded: element type, flash attention as asked, bytes for all sequences. */
+  readonly kvCache: { type: KvCacheType; flashAttention: FlashAttention; bytes: number };
   readonly requestedContextLength: number;
   /** The weights are memory-mapped from the GGUF file (else read into memory). */
   readonly mappedWeights: boolean;
@@ -68,6 +76,8 @@ export class LoadedModel {
   readonly projector: Projector | undefined;
   /** The projector's encodings kept by image id, across sequences and requests. */
   readonly imageEncodes = new ImageEncodes();
+  /** The draft model for speculative decoding (spec.draft), loaded beside this one. */
+  draft: DraftModel | undefined;
   private readonly threads: number;
   private embeddingContext: Promise<LlamaEmbeddingContext> | undefined;
   private rankingContext: Promise<LlamaRankingContext> | undefined;
@@ -88,6 +98,7 @@ export class LoadedModel {
     chatWrapper: ChatWrapper;
     slots: SlotLoop;
     contextLength: number;
+    kvCache: LoadedModel["kvCache"];
     requestedContextLength: number;
     mappedWeights: boolean;
     parallel: number;
@@ -107,6 +118,7 @@ export class LoadedModel {
     this.jinjaTemplate = init.model.fileInfo.metadata.tokenizer?.chat_template;
     this.slots = init.slots;
     this.contextLength = init.contextLength;
+    this.kvCache = init.kvCache;
     this.requestedContextLength = init.requestedContextLength;
     this.mappedWeights = init.mappedWeights;
     this.parallel = init.parallel;
@@ -121,24 +133,41 @@ export class LoadedModel {
 
   static async load(o: LoadOptions): Promise<LoadedModel> {
     const started = process.hrtime.bigint();
+    const kv = o.kv ?? DEFAULT_KV;
     const model = await o.llama.loadModel({ modelPath: o.spec.modelPath, useMmap: o.mappedWeights });
     try {
       const contextLength = Math.min(
         o.requestedContextLength,
         model.trainContextSize > 0 ? model.trainContextSize : o.requestedContextLength,
       );
-      const context = await model.createContext({
-        contextSize: contextLength,
-        sequences: o.parallel,
-        threads: o.threads,
-        // As llama-server: llama.cpp enables flash attention where the backend supports it for the model (faster
-        // decode).
-        flashAttention: "auto",
-        failedCreationRemedy: false,
-        ...(o.spec.adapters.length > 0
-          ? { lora: { adapters: o.spec.adapters.map((filePath) => ({ filePath })) } }
-          : {}),
-      });
+      const context = await model
+        .createContext({
+          contextSize: contextLength,
+          sequences: o.parallel,
+          threads: o.threads,
+          // auto, as llama-server: llama.cpp enables flash attention where the backend supports it for the model
+          // (faster decode, and what a quantized V cache needs).
+          flashAttention: kv.flashAttention === "auto" ? "auto" : kv.flashAttention === "on",
+          ...(kv.type !== "f16"
+            ? {
+                experimentalKvCacheKeyType: ggmlTypeName(kv.type),
+                experimentalKvCacheValueType: ggmlTypeName(kv.type),
+              }
+            : {}),
+          failedCreationRemedy: false,
+          ...(o.spec.adapters.length > 0
+            ? { lora: { adapters: o.spec.adapters.map((filePath) => ({ filePath })) } }
+            : {}),
+        })
+        .catch((e: unknown) => {
+          if (kv.type === "f16") throw e;
+          // The backend has no flash attention for this model, which a quantized V cache needs.
+          throw new AppError(
+            "MODEL_LOAD_FAILED",
+            `KV cache type ${kv.type} cannot run for "${o.spec.name}" on this backend (${e instanceof Error ? e.message : String(e)}); the cache types it can run: ${runnableKvCacheTypes("off").join(", ")}`,
+            { cause: e },
+          );
+        });
       // Decoding bypasses node-llama-cpp's sequence objects: the slot loop drives the native context (the port).
       const name = o.spec.name;
       const native = nativeContextOf(context, model);
@@ -168,15 +197,34 @@ export class LoadedModel {
         o.spec.projector !== undefined && mtmdAvailable(o.llama)
           ? await loadProjector(model, o.spec.projector, { threads: o.threads })
           : undefined;
+      const draft = o.spec.draft
+        ? await loadDraftModel({
+            llama: o.llama,
+            spec: o.spec,
+            draft: o.spec.draft,
+            target: model,
+            contextLength,
+            parallel: o.parallel,
+            threads: o.threads,
+            mappedWeights: o.mappedWeights,
+          })
+        : undefined;
       const loadDurationNs = Number(process.hrtime.bigint() - started);
       o.metrics.onLoad?.(name, loadDurationNs / 1e9);
-      return new LoadedModel({
+      const loaded = new LoadedModel({
         spec: o.spec,
         model,
         context,
         chatWrapper,
         slots,
         contextLength,
+        kvCache: {
+          ...kv,
+          bytes: (() => {
+            const shape = kvShape(model.fileInfo.metadata);
+            return shape ? kvCacheBytes(shape, contextLength * o.parallel, kv.type) : 0;
+          })(),
+        },
         requestedContextLength: o.requestedContextLength,
         mappedWeights: o.mappedWeights,
         parallel: o.parallel,
@@ -187,6 +235,8 @@ export class LoadedModel {
         projector,
         dropCached: () => o.promptCache?.dropScope(native),
       });
+      loaded.draft = draft;
+      return loaded;
     } catch (e) {
       await model.dispose();
       throw e;
@@ -268,6 +318,11 @@ export class LoadedModel {
     await this.projector?.dispose();
     await this.context.dispose();
     await this.model.dispose();
+    if (this.draft) {
+      await this.draft.slots.drained();
+      await this.draft.context.dispose();
+      await this.draft.model.dispose();
+    }
   }
 }
 

@@ -6,6 +6,7 @@ import type { Logger } from "../common/logger.ts";
 import { LoadedModel } from "./loaded-model.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { clientClosed } from "./slot-pool.ts";
+import type { FlashAttention, KvCacheType } from "../common/kv-cache-settings.ts";
 import type { PromptCache } from "./prompt-cache.ts";
 import type { ModelSpec } from "./types.ts";
 import { mapWeights } from "./weights-mapping.ts";
@@ -25,6 +26,7 @@ export interface RegistryOptions {
   maxQueue: number;
   maxLoadedModels: number;
   contextLength: number;
+  kv: { type: KvCacheType; flashAttention: FlashAttention };
   /** The server's RAM prompt cache, shared by the loaded models. */
   promptCache?: PromptCache | undefined;
 }
@@ -152,6 +154,7 @@ export class ModelRegistry {
           mappedWeights,
           parallel: this.o.numParallel,
           maxQueue: this.o.maxQueue,
+          kv: this.o.kv,
           threads: this.o.threads,
           metrics: this.o.metrics,
           promptCache: this.o.promptCache,
@@ -163,6 +166,7 @@ export class ModelRegistry {
             model: spec.name,
             contextLength: loaded.contextLength,
             parallel: loaded.parallel,
+            kvCache: loaded.kvCache,
             mappedWeights,
             threadpoolThreads: loaded.threadpoolThreads,
             ms: Date.now() - started,
@@ -209,5 +213,5 @@ export class ModelRegistry {
  * its imported name) share one context. Prompt formatting always uses the request's own ModelSpec.
  */
 export function weightsKey(spec: ModelSpec): string {
-  return [spec.digest, ...spec.adapters, spec.projector ?? ""].join("|");
+  return [spec.digest, ...spec.adapters, spec.projector ?? "", spec.draft?.digest ?? ""].join("|");
 }

@@ -34,6 +34,8 @@ export interface ResolvedSampling {
   numCtx: number | undefined;
   /** Requested weights mapping (use_mmap), if any. */
   useMmap: boolean | undefined;
+  /** Speculative decoding by prompt lookup: tokens drafted a step at most (0 = off). */
+  draftNgram: number;
 }
 
 /**
@@ -58,6 +60,7 @@ export function resolveSampling(modelParams: SamplingOptions, request: SamplingO
     numKeep: o.num_keep ?? OLLAMA_DEFAULTS.num_keep,
     numCtx: o.num_ctx !== undefined && o.num_ctx > 0 ? o.num_ctx : undefined,
     useMmap: o.use_mmap,
+    draftNgram: o.draft_ngram ?? 0,
   };
 }
 

@@ -22,6 +22,13 @@ import type { Planned } from "./step-plan.ts";
 export type SampleFn = (batchLogitIndex: number) => Promise<number>;
 
 /**
+ * Verifies a draft (speculative decoding) from the logit rows of the token before it and of each drafted token, in
+ * order: samples row after row while the token sampled is the next drafted one; resolves with the tokens sampled (the
+ * drafted tokens accepted, then the first one that differs or follows them all). Rejects when no token was sampled.
+ */
+export type VerifyFn = (batchLogitIndexes: Uint32Array) => Promise<Token[]>;
+
+/**
  * When a step decodes on the JS thread instead of a libuv worker (NativeContext.decodeBatchInline). With every core
  * computing, JS work overlapping a decode preempts a compute thread and stalls the others at the next barrier, so
  * inline decoding is faster (measurements: docs/engine.md). The JS thread is blocked for the whole decode, so only
@@ -67,6 +74,9 @@ interface Pending {
   sample: SampleFn;
   resolve(token: Token): void;
   reject(err: unknown): void;
+  /** A token with its draft (evaluateDraft): decoded whole, its last `rows` logit rows verified instead of sampled. */
+  whole?: boolean;
+  verify?: { rows: number; fn: VerifyFn; resolve(tokens: Token[]): void };
 }
 
 type Plan = Planned<Pending>[];
@@ -213,6 +223,30 @@ export class SlotLoop {
     this.fill.beforeDecode();
     const result = new Promise<Token>((resolve, reject) => {
       this.queue.push({ slot, tokens: [...tokens], sample, resolve, reject });
+      this.schedule();
+    });
+    const arrived = () => this.fill.afterDecode();
+    result.then(arrived, arrived);
+    return result;
+  }
+
+  /**
+   * Queues a token and the tokens drafted after it (speculative decoding), decoded together in one call; `verify` reads
+   * the logit rows of all of them and resolves with the tokens sampled. The drafted tokens it did not accept are
+   * dropped from the slot's KV cache before the next call: the slot then holds the token and the accepted ones.
+   */
+  evaluateDraft(slot: Slot, token: Token, draft: readonly Token[], verify: VerifyFn): Promise<Token[]> {
+    this.fill.beforeDecode();
+    const result = new Promise<Token[]>((resolve, reject) => {
+      this.queue.push({
+        slot,
+        tokens: [token, ...draft],
+        whole: true,
+        sample: () => Promise.reject(new Error("a draft is verified, not sampled")),
+        resolve: () => undefined,
+        reject,
+        verify: { rows: draft.length + 1, fn: verify, resolve },
+      });
       this.schedule();
     });
     const arrived = () => this.fill.afterDecode();
@@ -418,22 +452,27 @@ export class SlotLoop {
 
   /** Decodes the plan and samples each finished item's next token; false when the decode failed. */
   private async decodeCall(plan: Plan): Promise<boolean> {
-    const finished: Array<{ item: Pending; logitIndex: number }> = [];
+    const finished: Array<{ item: Pending; logits: Uint32Array }> = [];
     try {
       const total = tokensOf(plan);
       this.native.initBatch(total);
       for (const { item, processAmount } of plan) {
         const done = processAmount === item.tokens.length;
         const part = item.tokens.slice(0, processAmount);
+        const rows = item.verify?.rows ?? 1;
         const logits = this.native.addToBatch(
           item.slot.id,
           item.slot.tokens.length,
           Uint32Array.from(part),
-          done ? Uint32Array.of(processAmount - 1) : new Uint32Array(0),
+          !done
+            ? new Uint32Array(0)
+            : rows === 1
+              ? Uint32Array.of(processAmount - 1)
+              : Uint32Array.from({ length: rows }, (_, i) => processAmount - rows + i),
         );
         item.slot.tokens.push(...part);
         item.tokens = item.tokens.slice(processAmount);
-        if (done) finished.push({ item, logitIndex: logits[0]! });
+        if (done) finished.push({ item, logits });
       }
       this.queue = this.queue.filter((q) => q.tokens.length > 0);
       await this.decode(total);
@@ -448,14 +487,32 @@ export class SlotLoop {
       return false;
     }
     // Sampling reads the decode's logits: all of it before the next call.
-    const sampled = await Promise.allSettled(finished.map(({ item, logitIndex }) => item.sample(logitIndex)));
+    const sampled = await Promise.allSettled(
+      finished.map(({ item, logits }) => (item.verify ? item.verify.fn(logits) : item.sample(logits[0]!))),
+    );
     finished.forEach(({ item }, i) => {
       const r = sampled[i]!;
       if (r.status === "rejected") item.reject(r.reason);
-      else if (r.value < 0) item.reject(new Error("failed to sample the next token"));
+      else if (item.verify) this.settleDraft(item, item.verify, r.value as Token[]);
+      else if ((r.value as number) < 0) item.reject(new Error("failed to sample the next token"));
       else item.resolve(r.value as Token);
     });
     return true;
+  }
+
+  /** Drops a verified draft's rejected tokens from the slot (before the next call) and hands over the sampled ones. */
+  private settleDraft(item: Pending, verify: NonNullable<Pending["verify"]>, tokens: Token[]): void {
+    const slot = item.slot;
+    // `tokens` are the accepted drafted tokens and one more: the drafted tokens after the accepted ones are dropped.
+    const keep = slot.tokens.length - (verify.rows - tokens.length);
+    if (keep < slot.tokens.length && !this.native.removeTokens(slot.id, keep, slot.tokens.length)) {
+      this.native.disposeSequence(slot.id);
+      slot.tokens.length = 0;
+      item.reject(new Error("the model's memory cannot drop rejected draft tokens"));
+      return;
+    }
+    slot.tokens.length = keep;
+    verify.resolve(tokens);
   }
 
   private async decode(tokens: number): Promise<void> {

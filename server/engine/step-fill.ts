@@ -12,7 +12,7 @@
 // The waits are bounded only as a safety net: between getting a token and queueing the next one a sequence does CPU
 // work only (sampling, detokenizing), so a wait for it ends on its own; the bound (a few decode steps) keeps a bug or a
 // starved thread from stalling the others, and timeouts are counted.
-import { bySequenceId, wholePromptsFirst, type Planned, type StepItem } from "./step-plan.ts";
+import { bySequenceId, generates, wholePromptsFirst, type Planned, type StepItem } from "./step-plan.ts";
 
 export interface StepFillOptions {
   /**
@@ -176,7 +176,7 @@ export class StepFill {
   planStep<T extends StepItem>(items: readonly T[], size: number, idOf: (item: T) => number | undefined): Planned<T>[] {
     const plan = bySequenceId(wholePromptsFirst(items, size), (p) => idOf(p.item));
     // Decided now: once decoded, an item's tokens are what is left of it (none for a generating sequence).
-    this.stepGenerates = plan.some((p) => p.item.tokens.length === 1);
+    this.stepGenerates = plan.some((p) => generates(p.item));
     this.record(plan, false);
     return plan;
   }
@@ -202,7 +202,7 @@ export class StepFill {
     if (left <= 0 || this.stepGenerates) return [];
     const plan = bySequenceId(
       wholePromptsFirst(
-        items.filter((item) => item.tokens.length > 1),
+        items.filter((item) => !generates(item)),
         left,
       ),
       (p) => idOf(p.item),

@@ -4,7 +4,15 @@
 /** A sequence's queued work: the tokens it still has to decode (one for a generating sequence). */
 export interface StepItem {
   tokens: readonly unknown[];
+  /**
+   * A generating sequence's token with its draft (speculative decoding): decoded in one call, beside the single tokens,
+   * never cut (the draft's logit rows must come from one decode).
+   */
+  whole?: boolean;
 }
+
+/** A generating sequence's work: its next token, with or without a draft. */
+export const generates = (item: StepItem): boolean => item.tokens.length === 1 || item.whole === true;
 
 /** An item's share of a decode call. */
 export interface Planned<T extends StepItem> {
@@ -39,12 +47,12 @@ export function wholePromptsFirst<T extends StepItem>(items: readonly T[], size:
   const amounts = new Map<T, number>();
   let left = size;
   for (const item of items) {
-    if (item.tokens.length === 1 && left > 0) {
-      amounts.set(item, 1);
-      left--;
+    if (generates(item) && item.tokens.length <= left) {
+      amounts.set(item, item.tokens.length);
+      left -= item.tokens.length;
     }
   }
-  const prompts = items.filter((item) => item.tokens.length > 1).sort((a, b) => a.tokens.length - b.tokens.length);
+  const prompts = items.filter((item) => !generates(item)).sort((a, b) => a.tokens.length - b.tokens.length);
   let tookPrompt = false;
   for (const item of prompts) {
     if (left <= 0 || (tookPrompt && item.tokens.length > left)) break;

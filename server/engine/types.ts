@@ -3,6 +3,7 @@
 import type { ModelOptions, ModelSpec } from "../store/types.ts";
 import type { ChatMessage, ThinkSetting, ToolCall, ToolsRequest } from "../chat/types.ts";
 import type { Arrival } from "./arrivals.ts";
+import type { FlashAttention, KvCacheType } from "../common/kv-cache-settings.ts";
 
 /** Ollama runtime options (the subset the engine honours): the options a model stores, which requests override. */
 export type SamplingOptions = ModelOptions;
@@ -103,6 +104,8 @@ export interface GenerationStats {
   evalDurationNs: number;
   /** The exchange's token ids, prompt then output (when the request asked for them: returnTokens). */
   tokens?: number[];
+  /** Speculative decoding's tally, when it was on: tokens drafted, and of them the ones the model accepted. */
+  draft?: { drafted: number; accepted: number };
 }
 
 /** Output text; with logprobs asked for, the tokens whose text it completes (a token's text may come out later). */
@@ -154,12 +157,15 @@ export interface RerankResult {
 export interface RunningModel {
   name: string;
   digest: string;
+  /** Bytes the loaded model takes: its weights and its KV cache. */
   size: number;
-  /** Bytes of `size` in GPU memory (the layers offloaded to the GPU); 0 on the CPU. */
+  /** Bytes of `size` in GPU memory (the layers offloaded to the GPU, and their share of the cache); 0 on the CPU. */
   sizeVram: number;
   /** ISO time the model will be unloaded; null = never. */
   expiresAt: string | null;
   contextLength: number;
+  /** The KV cache: its element type, flash attention as asked, and its bytes (all sequences). */
+  kvCache: { type: KvCacheType; flashAttention: FlashAttention; bytes: number };
   parallel: number;
   busySequences: number;
   queued: number;

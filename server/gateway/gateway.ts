@@ -101,6 +101,7 @@ export class Gateway implements PipelineDeps {
     this.auth = new Authenticator({ keys: d.keys, config: c, metrics: this.metrics, now: this.now });
     const consoleParts = consoleManagement({
       queue: c.queue !== undefined,
+      requests: (org, app) => this.queue?.recent(org, app),
       config: c.console,
       ...(d.sessions ? { sessions: d.sessions } : {}),
       ...(d.appAdmin ? { admin: d.appAdmin } : {}),

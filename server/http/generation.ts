@@ -97,6 +97,7 @@ export function samplingFrom(o: Options | undefined): SamplingOptions {
     "repeat_last_n",
     "presence_penalty",
     "frequency_penalty",
+    "draft_ngram",
   ] as const;
   for (const k of copy) if (o[k] !== undefined) (out as Record<string, unknown>)[k] = o[k];
   if (o.stop !== undefined) out.stop = (Array.isArray(o.stop) ? o.stop : [o.stop]).filter((s) => s.length > 0);
@@ -223,6 +224,10 @@ export async function drain(
         deps.metrics.promptTokens.inc({ model, cached: "true" }, s.promptCachedCount);
         deps.metrics.promptTokens.inc({ model, cached: "false" }, s.promptEvalCount - s.promptCachedCount);
         deps.metrics.generatedTokens.inc({ model }, s.evalCount);
+        if (s.draft) {
+          deps.metrics.draftTokens.inc({ model }, s.draft.drafted);
+          deps.metrics.draftAcceptedTokens.inc({ model }, s.draft.accepted);
+        }
         if (s.evalCount > 0 && s.evalDurationNs > 0)
           deps.metrics.tokensPerSecond.observe({ model }, s.evalCount / (s.evalDurationNs / 1e9));
         if (s.doneReason === "abort" && !started.clientSignal.aborted)

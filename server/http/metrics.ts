@@ -36,6 +36,18 @@ export class ServerMetrics {
     labelNames: ["model"],
     registers: [this.registry],
   });
+  readonly draftTokens = new Counter({
+    name: "gantry_draft_tokens_total",
+    help: "Speculative decoding: tokens drafted for the model to verify",
+    labelNames: ["model"],
+    registers: [this.registry],
+  });
+  readonly draftAcceptedTokens = new Counter({
+    name: "gantry_draft_accepted_tokens_total",
+    help: "Speculative decoding: drafted tokens the model accepted (the acceptance rate is this over drafted)",
+    labelNames: ["model"],
+    registers: [this.registry],
+  });
   readonly ttft = new Histogram({
     name: "gantry_time_to_first_token_seconds",
     help: "Time from request to first generated token",

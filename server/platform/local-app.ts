@@ -32,6 +32,8 @@ export function localServerEnv(
     ...env,
     GANTRY_NUM_PARALLEL: String(spec.server.parallel),
     GANTRY_CONTEXT_LENGTH: String(spec.server.contextLength),
+    GANTRY_KV_CACHE_TYPE: spec.server.kvCacheType,
+    GANTRY_FLASH_ATTENTION: spec.server.flashAttention,
     GANTRY_KEEP_ALIVE: spec.server.keepAlive,
     ...(spec.server.promptCacheRam !== undefined
       ? { GANTRY_PROMPT_CACHE_RAM: String(spec.server.promptCacheRam) }

@@ -1,6 +1,7 @@
 // `npm start`: fetch the default model (cached, sha256-verified), import it into the store as smollm2:135m when
 // missing, start `gantry serve` with it loaded, and print how to call the server.
-import { parseEnv } from "../common/config.ts";
+import { parseEnv, processEnvironment } from "../common/config.ts";
+import { withOllamaAliases } from "../config.ts";
 import { createLogger } from "../common/logger.ts";
 import { exitOnShutdownSignals } from "../common/shutdown.ts";
 import { parseHostPort } from "../common/host-port.ts";
@@ -9,7 +10,7 @@ import { ModelStore } from "../store/model-store.ts";
 import { ServeProcessEnvSchema } from "./config.ts";
 import { DEFAULT_MODEL, ensureDefaultModelFile } from "./default-model.ts";
 
-const config = parseEnv(ServeProcessEnvSchema);
+const config = parseEnv(ServeProcessEnvSchema, withOllamaAliases(processEnvironment()));
 const logger = createLogger({ level: config.GANTRY_LOG_LEVEL, name: "gantry-serve" });
 const name = DEFAULT_MODEL.name;
 

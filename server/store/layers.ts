@@ -95,6 +95,7 @@ export function toModelOptions(p: ModelParameters): ModelOptions {
     "frequency_penalty",
     "num_ctx",
     "use_mmap",
+    "draft_ngram",
   ] as const satisfies readonly (keyof ModelOptions & keyof ModelParameters)[];
   const out: Record<string, unknown> = {};
   for (const k of keys) if (p[k] !== undefined) out[k] = p[k];

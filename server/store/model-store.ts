@@ -135,7 +135,16 @@ export class ModelStore implements ModelResolver {
       adapters: layers.adapters.map((a) => a.path),
       ...(layers.projector ? { projector: layers.projector.path } : {}),
       size: layers.size,
+      ...(layers.parameters.draft_model !== undefined
+        ? { draft: await this.draftOf(layers.parameters.draft_model) }
+        : {}),
     };
+  }
+
+  /** A draft model named by PARAMETER draft_model: its weights (its own draft model, if any, is not used). */
+  private async draftOf(name: string): Promise<NonNullable<ModelSpec["draft"]>> {
+    const { displayName, layers } = await this.locate(this.canonical(name));
+    return { name: displayName, digest: layers.model.digest, modelPath: layers.model.path };
   }
 
   /** What a resolved model can do (the `capabilities` of /api/show): from its GGUF header and projector. */

@@ -31,7 +31,11 @@ export const StoredParametersSchema = z
     tfs_z: z.number(),
     use_mmap: z.boolean(),
     numa: z.boolean(),
+    /** Gantry's: speculative decoding by prompt lookup (tokens drafted a step; 0 = off). */
+    draft_ngram: z.number().int().min(0).max(64),
     stop: stopList,
+    /** Gantry's: the draft model for speculative decoding, a model name in the store. */
+    draft_model: z.string().trim().min(1),
   })
   .partial()
   .strict();

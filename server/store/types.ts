@@ -45,6 +45,8 @@ export interface ModelOptions {
   num_ctx?: number;
   /** Memory-map the weights (true) or read them into memory (false) for this model load; unset: weights-mapping.ts. */
   use_mmap?: boolean;
+  /** Speculative decoding by prompt lookup: at most this many tokens drafted a step; 0 or unset = off. */
+  draft_ngram?: number;
 }
 
 /** A model as the store resolves it: everything the engine needs to load and prompt it. */
@@ -69,6 +71,8 @@ export interface ModelSpec {
   projector?: string;
   /** Total bytes of the model's layers (for /api/ps). */
   size: number;
+  /** The draft model for speculative decoding (Modelfile PARAMETER draft_model), resolved from the store. */
+  draft?: { name: string; digest: string; modelPath: string };
 }
 
 export interface ModelDetails {

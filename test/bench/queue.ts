@@ -79,7 +79,11 @@ export async function benchQueue(o: { drain: number; overheadRounds: number }): 
       const text = await r.body.text();
       const q = performance.now() - t;
       if (!text.includes('"COMPLETED"')) throw new Error(`no COMPLETED on the stream: ${text.slice(0, 200)}`);
-      if (i >= 20) (sync.push(s), queued.push(q)); // the first 20 warm up
+      // The first 20 warm up.
+      if (i >= 20) {
+        sync.push(s);
+        queued.push(q);
+      }
     }
     // Accepted submissions/s and the drain: `n` submissions from 64 connections at once.
     const n = o.drain;

@@ -1,15 +1,15 @@
 // `npm run bench [section...]`: runs the benchmarks and prints their tables. Sections: serving, llama, step, causes,
 // builds, pull, cli, operator, platform, gateway, vision, console, routing, image, queue (default: all). `llama`
 // compares Gantry with llama.cpp's llama-server and llama-bench built from the llama.cpp release node-llama-cpp ships;
-// `causes` measures the two causes of the gap before and after; `vision` image requests against llama-server --mmproj
-// and text on the addon with and without mtmd; `builds` compares the engine builds (patched addon on the prebuilt
-// libraries, patched all from source, prebuilt binary); `gateway` compares the gateway with going direct and with
-// nginx, and measures cold starts on the test cluster; `console` the console's first page in a headless browser;
-// `routing` LeastLoad against PrefixHash for multi-turn conversations over an app's replicas; `step` the host time of a
-// decode step at 1, 8 and 32 streams on a 128k-vocabulary model (GANTRY_BENCH_STEP_TOKENS per stream, default 128);
-// `image` the container image (build times, size, cold start to first token: test/bench/image.ts); `queue` fal's queue
-// API on the broker: submit → COMPLETED against a synchronous call, submissions/s accepted, a 10,000-request drain
-// (GANTRY_BENCH_QUEUE_DRAIN sets the count).
+// `causes` the prebuilt binary against the patched build (threadpool poll 0 and 50); `vision` image requests against
+// llama-server --mmproj and text on the addon with and without mtmd; `builds` compares the engine builds (patched addon
+// on the prebuilt libraries, patched all from source, prebuilt binary); `gateway` compares the gateway with going
+// direct and with nginx, and measures cold starts on the test cluster; `console` the console's first page in a headless
+// browser; `routing` LeastLoad against PrefixHash for multi-turn conversations over an app's replicas; `step` the host
+// time of a decode step at 1, 8 and 32 streams on a 128k-vocabulary model (GANTRY_BENCH_STEP_TOKENS per stream, default
+// 128); `image` the container image (build times, size, cold start to first token: test/bench/image.ts); `queue` fal's
+// queue API on the broker: submit → COMPLETED against a synchronous call, submissions/s accepted, a 10,000-request
+// drain (GANTRY_BENCH_QUEUE_DRAIN sets the count).
 // GANTRY_BENCH_ROUNDS (default 9 for serving: its paired ratios need that many to settle on 2 noisy cores; 3 for llama,
 // causes and builds) sets the interleaved rounds, GANTRY_BENCH_MODELS (default 250m,1b) the generated models,
 // GANTRY_BENCH_LLAMA_SLOTS (lru, default, or pinned) how llama-server assigns slots to concurrent requests;
@@ -96,6 +96,39 @@ if (run("serving")) {
     ["model", "HTTP c4 ÷ c1", "in-process c4 ÷ c1"],
     scaling as Array<Array<string | number>>,
   );
+  const { benchSpeculative } = await import("./speculative.ts");
+  const smollm2 = { label: "smollm2-135m", path: await smollm2Path() };
+  const spec = await benchSpeculative(
+    [
+      {
+        label: "SmolLM2-135M, repetitive prompt, n-gram drafts (draft_ngram 8)",
+        model: smollm2,
+        prompt: "The cat sat on the mat. The dog sat on the log. ".repeat(6) + "The cat sat",
+        drafting: { draft_ngram: 8 },
+      },
+      {
+        label: "SmolLM2-135M, story prompt, n-gram drafts (draft_ngram 8)",
+        model: smollm2,
+        prompt: "Once upon a time, in a small village by the sea,",
+        drafting: { draft_ngram: 8 },
+      },
+      {
+        // No larger SmolLM2 ships in a registry package: the pair is SmolLM2-135M drafting for itself (the best case
+        // for acceptance; the cost of a draft model's decodes in full).
+        label: "SmolLM2-135M drafting for SmolLM2-135M (PARAMETER draft_model), story prompt",
+        model: smollm2,
+        prompt: "Once upon a time, in a small village by the sea,",
+        drafting: {},
+        draftModel: { label: "smollm2-draft", path: smollm2.path },
+      },
+    ],
+    { rounds: Number(process.env.GANTRY_BENCH_ROUNDS ?? 5) },
+  );
+  printTable(
+    `Speculative decoding: decode tok/s of one greedy stream (128 tokens, /api/generate), without and with drafts, medians of interleaved rounds; ${(await import("node:os")).cpus().length} CPUs, load average at the start → end of each row`,
+    ["case", "without tok/s", "with tok/s", "with ÷ without", "acceptance rate", "load average"],
+    spec.map((r) => [r.label, r.withoutTps, r.withTps, r.ratio, r.acceptanceRate, r.load]),
+  );
   const { benchToolCalls } = await import("./tool-calls.ts");
   const tool = await benchToolCalls(
     { label: "bench-250m", path: await benchModelPath("250m") },
@@ -132,9 +165,10 @@ if (run("llama") || run("causes") || run("builds")) {
     ...(scenarios ? { scenarios, ceiling: true } : {}),
   };
   const { benchCauses, benchLlamaServer } = await import("./llama-cpp/compare.ts");
+  const { benchKvCache } = await import("./llama-cpp/kv-cache.ts");
   const { benchEngineBuilds } = await import("./engine-builds.ts");
   const tables = [
-    ...(run("llama") ? await benchLlamaServer(models, o) : []),
+    ...(run("llama") ? [...(await benchLlamaServer(models, o)), await benchKvCache(models, o)] : []),
     ...(run("causes") ? await benchCauses(models, o) : []),
     ...(run("builds") ? [await benchEngineBuilds(models, o)] : []),
   ];

@@ -1,15 +1,20 @@
 // Loaded into the `gantry serve` that `npm run bench step` measures (node --import): counts the JS thread's CPU time
 // and wall time inside the slot loop's decode calls (an inline decode runs on this thread and is a compute thread of
-// the step), and the thread's CPU time in all. SIGUSR2 starts a measured window, a second SIGUSR2 ends it and writes
-// the figures as JSON to GANTRY_STEP_PROBE_OUT. Benchmarks only: it wraps a method of the engine's class from outside.
+// the step), its CPU time inside the samplers' calls (plain sampling runs on this thread), and its CPU time in all.
+// SIGUSR2 starts a measured window, a second SIGUSR2 ends it and writes the figures as JSON to GANTRY_STEP_PROBE_OUT.
+// Benchmarks only: it wraps methods of the engine's classes from outside.
 import fs from "node:fs";
 import { SlotLoop } from "../../server/engine/slot-loop.ts";
+import { TokenSampler } from "../../server/engine/token-sampler.ts";
 
 export interface ProbeWindow {
   /** The JS thread's CPU time over the window, and the part of it inside decode calls, µs. */
   threadCpuUs: number;
   decodeCpuUs: number;
   decodeWallUs: number;
+  /** CPU time inside TokenSampler.sample (its synchronous part: all of an inline sampling call), and the calls. */
+  sampleCpuUs: number;
+  samples: number;
   wallUs: number;
   /** V8's monotonic clock (process.hrtime, µs) at the window's start and end, to cut the profile. */
   fromUs: number;
@@ -39,10 +44,31 @@ proto.decode = function (this: SlotLoop, tokens: number): Promise<void> {
   return done;
 };
 
-let start: { cpu: number; wall: number; decodeCpu: number; decodeWall: number } | undefined;
+const sampler = TokenSampler.prototype as unknown as { sample?: (...args: unknown[]) => Promise<number> };
+const sample = sampler.sample;
+if (typeof sample !== "function") throw new Error("step-probe: TokenSampler has no sample method to measure");
+let sampleCpuUs = 0,
+  samples = 0;
+sampler.sample = function (this: TokenSampler, ...args: unknown[]): Promise<number> {
+  const c0 = cpuUs();
+  const token = sample.apply(this, args);
+  sampleCpuUs += cpuUs() - c0;
+  samples++;
+  return token;
+};
+
+let start:
+  { cpu: number; wall: number; decodeCpu: number; decodeWall: number; sampleCpu: number; samples: number } | undefined;
 process.on("SIGUSR2", () => {
   if (!start) {
-    start = { cpu: cpuUs(), wall: nowUs(), decodeCpu: decodeCpuUs, decodeWall: decodeWallUs };
+    start = {
+      cpu: cpuUs(),
+      wall: nowUs(),
+      decodeCpu: decodeCpuUs,
+      decodeWall: decodeWallUs,
+      sampleCpu: sampleCpuUs,
+      samples,
+    };
     return;
   }
   const to = nowUs();
@@ -50,6 +76,8 @@ process.on("SIGUSR2", () => {
     threadCpuUs: cpuUs() - start.cpu,
     decodeCpuUs: decodeCpuUs - start.decodeCpu,
     decodeWallUs: decodeWallUs - start.decodeWall,
+    sampleCpuUs: sampleCpuUs - start.sampleCpu,
+    samples: samples - start.samples,
     wallUs: to - start.wall,
     fromUs: start.wall,
     toUs: to,

@@ -126,7 +126,10 @@ export interface StepRow {
   /** The JS thread's CPU time per step outside the decode calls, µs, and per sequence per step. */
   hostCpuUsPerStep: number;
   hostCpuUsPerSeqStep: number;
-  /** hostCpuUsPerSeqStep split by part (the profile's samples outside decode and idle, in proportion). */
+  /**
+   * hostCpuUsPerSeqStep split by part: sampling as the probe measured it (CPU time inside the samplers' calls), the
+   * others in proportion to the profile's samples outside decode, sampling and idle.
+   */
   parts: Map<Part, number>;
 }
 
@@ -204,8 +207,11 @@ export async function benchStep(o: { streamCounts: number[]; tokens: number; thr
     if (process.env.GANTRY_BENCH_KEEP_PROFILE) console.error(`profile: ${path.join(dir, file)}`);
     else fs.rmSync(dir, { recursive: true, force: true });
     const ms = stepParts(profile, w.fromUs, w.toUs);
-    const sampled = CPU_PARTS.reduce((sum, p) => sum + (ms.get(p) ?? 0), 0);
+    const rest = CPU_PARTS.filter((p) => p !== "sampling");
+    const sampled = rest.reduce((sum, p) => sum + (ms.get(p) ?? 0), 0);
     const hostCpuUsPerStep = (w.threadCpuUs - w.decodeCpuUs) / steps;
+    const sampling = w.sampleCpuUs / steps / n;
+    const others = hostCpuUsPerStep / n - sampling;
     rows.push({
       streams: n,
       steps,
@@ -215,7 +221,10 @@ export async function benchStep(o: { streamCounts: number[]; tokens: number; thr
       hostWallUsPerStep: (w.wallUs - w.decodeWallUs) / steps,
       hostCpuUsPerStep,
       hostCpuUsPerSeqStep: hostCpuUsPerStep / n,
-      parts: new Map(CPU_PARTS.map((p) => [p, ((ms.get(p) ?? 0) / (sampled || 1)) * (hostCpuUsPerStep / n)])),
+      parts: new Map([
+        ["sampling", sampling],
+        ...rest.map((p): [Part, number] => [p, ((ms.get(p) ?? 0) / (sampled || 1)) * others]),
+      ]),
     });
   }
   return rows;
@@ -224,7 +233,7 @@ export async function benchStep(o: { streamCounts: number[]; tokens: number; thr
 export function stepTable(rows: StepRow[], o: { tokens: number; threads: number }, loadBefore: number): Table {
   const load = `${loadBefore.toFixed(2)} before, ${os.loadavg()[0]!.toFixed(2)} after`;
   return {
-    title: `Step host time: a decode step's time outside the decode call, at 1, 8 and 32 streams; BENCH_SHAPES.step (1 layer × 128, 128256-token vocabulary, Q8_0), Ollama's default sampling (top_k 40, top_p 0.9, temperature 0.8, repeat_penalty 1.1 over 64), ${o.tokens} tokens per stream, /api/generate streamed to ${o.threads === 1 ? "a" : "the"} bench's client, ${o.threads} threads. Host wall: what a GPU would wait per step. JS CPU: the server's JS thread's CPU time outside the decode calls (process.threadCpuUsage), per step and per sequence per step, split by part in proportion to V8 profiler samples (every 100 µs) outside the decode and idle; load average ${load}. Aim: ≤ 1000 µs per step at 32 streams`,
+    title: `Step host time: a decode step's time outside the decode call, at 1, 8 and 32 streams; BENCH_SHAPES.step (1 layer × 128, 128256-token vocabulary, Q8_0), Ollama's default sampling (top_k 40, top_p 0.9, temperature 0.8, repeat_penalty 1.1 over 64), ${o.tokens} tokens per stream, /api/generate streamed to ${o.threads === 1 ? "a" : "the"} bench's client, ${o.threads} threads. Host wall: what a GPU would wait per step. JS CPU: the server's JS thread's CPU time outside the decode calls (process.threadCpuUsage), per step and per sequence per step; sampling: the CPU time inside the samplers' calls; the other parts split the rest in proportion to V8 profiler samples (every 100 µs) outside decode, sampling and idle; load average ${load}. Aim: ≤ 1000 µs per step at 32 streams`,
     header: [
       "streams",
       "steps",

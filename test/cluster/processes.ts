@@ -11,6 +11,8 @@ export interface RecordedProcess {
 }
 
 const pidsFile = (dir: string): string => path.join(dir, "pids");
+/** How each process was started, so a fault test can restart one as it was (restartRecorded). */
+const commandFile = (dir: string, name: string): string => path.join(dir, "commands", `${name}.json`);
 export const logsDir = (dir: string): string => path.join(dir, "logs");
 
 /** Starts `bin args` detached (it outlives the caller), output to <dir>/logs/<name>.log, and records its pid. */
@@ -22,7 +24,32 @@ export function startRecorded(dir: string, name: string, bin: string, args: stri
   if (child.pid === undefined) throw new Error(`could not start ${name} (${bin})`);
   child.unref();
   fs.appendFileSync(pidsFile(dir), `${child.pid} ${name}\n`);
+  fs.mkdirSync(path.dirname(commandFile(dir, name)), { recursive: true });
+  fs.writeFileSync(commandFile(dir, name), JSON.stringify({ bin, args, ...(env ? { env } : {}) }));
   return child.pid;
+}
+
+/**
+ * Stops one recorded process (SIGKILL: a crash, or SIGTERM) and starts it again with the same command, its pid line
+ * replaced, so the cluster stays healthy in the record. For fault tests (the API server restarted mid-reconcile).
+ */
+export async function restartRecorded(dir: string, name: string, signal: NodeJS.Signals = "SIGKILL"): Promise<void> {
+  const proc = readRecorded(dir).find((p) => p.name === name);
+  if (!proc) throw new Error(`no recorded process ${name} in ${dir}`);
+  if (isOurs(proc.pid, dir)) process.kill(proc.pid, signal);
+  const deadline = Date.now() + 30_000;
+  while (isOurs(proc.pid, dir)) {
+    if (Date.now() > deadline) throw new Error(`${name} (pid ${proc.pid}) did not exit after ${signal}`);
+    await sleep(50);
+  }
+  const cmd = JSON.parse(fs.readFileSync(commandFile(dir, name), "utf8")) as {
+    bin: string;
+    args: string[];
+    env?: NodeJS.ProcessEnv;
+  };
+  const others = readRecorded(dir).filter((p) => p.name !== name);
+  fs.writeFileSync(pidsFile(dir), others.map((p) => `${p.pid} ${p.name}\n`).join(""));
+  startRecorded(dir, name, cmd.bin, cmd.args, cmd.env);
 }
 
 export function readRecorded(dir: string): RecordedProcess[] {

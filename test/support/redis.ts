@@ -18,7 +18,15 @@ export function redisServerBinary(): string {
   // A fresh machine's package lists may be empty: update them first, as server/setup/image/host-tools.sh does.
   const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
   execFileSync("apt-get", ["update", "-qq"], { stdio: "ignore", env });
-  execFileSync("apt-get", ["install", "-y", "--no-install-recommends", "redis-server"], { stdio: "ignore", env });
+  const apt = (args: string[]) =>
+    execFileSync("apt-get", args, { stdio: "ignore", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
+  const install = ["install", "-y", "--no-install-recommends", "redis-server"];
+  try {
+    apt(install);
+  } catch {
+    apt(["update"]); // a fresh machine has no package lists yet
+    apt(install);
+  }
   return "/usr/bin/redis-server";
 }
 

@@ -14,11 +14,11 @@ const ROOT = path.resolve(import.meta.dirname, "..", "..", "..");
 export const crdFile = path.join(ROOT, "crds", `${CRD_NAME}.yaml`);
 export const chartCrdFile = path.join(ROOT, "charts", "gantry", "templates", "crds", `${CRD_NAME}.yaml`);
 
-export const crdYaml = (): string => HEADER + stringify(modelAppCrd(), { lineWidth: 0 });
+export const crdYaml = (): string => HEADER + stringify(modelAppCrd(), { lineWidth: 0, version: "1.1" });
 
 /** The chart's template: the same CRD, behind crds.enabled, with Helm's keep policy when crds.keep. */
 export function chartCrdYaml(): string {
-  const body = stringify(modelAppCrd(), { lineWidth: 0 });
+  const body = stringify(modelAppCrd(), { lineWidth: 0, version: "1.1" });
   if (body.includes("{{")) throw new Error("the CRD text contains {{, which Helm would read as a template action");
   const keep =
     "metadata:\n  {{- if .Values.crds.keep }}\n  annotations:\n    helm.sh/resource-policy: keep\n  {{- end }}\n";

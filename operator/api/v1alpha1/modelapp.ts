@@ -7,6 +7,10 @@
 // ConfigMap holding the Modelfile overrides when there are any.
 import { z } from "zod";
 import { DNS_LABEL } from "../../../server/common/kube-names.ts";
+import { FLASH_ATTENTION, KV_CACHE_TYPES, kvCacheProblem } from "../../../server/common/kv-cache-settings.ts";
+
+const QUANTIZED_CACHE_NEEDS_FA =
+  "a quantized kvCacheType (q8_0, q4_0) needs flashAttention auto or on; with off only f16 can run";
 
 export const GROUP = "gantry.dev";
 export const VERSION = "v1alpha1";
@@ -155,6 +159,26 @@ export const ModelAppSpecSchema = z
         keepAlive: durationField(
           "How long the model stays loaded when idle; negative keeps it loaded for the pod's life.",
         ).default("-1"),
+        kvCacheType: z
+          .enum(KV_CACHE_TYPES)
+          .default("f16")
+          .describe(
+            "Element type of the KV cache (GANTRY_KV_CACHE_TYPE): q8_0 and q4_0 take about half and a quarter of f16's memory; they need flash attention.",
+          ),
+        flashAttention: z
+          .enum(FLASH_ATTENTION)
+          .default("auto")
+          .describe("Flash attention (GANTRY_FLASH_ATTENTION): auto = where the backend runs it for the model."),
+        draftModel: z
+          .string()
+          .trim()
+          .min(1)
+          .optional()
+          .describe(
+            "A draft model for speculative decoding, referenced as spec.model is (same vocabulary as the model): " +
+              "pulled beside the model, which drafts with it (the Modelfile's PARAMETER draft_model). Drafting by " +
+              "prompt lookup needs no second model: PARAMETER draft_ngram <n> in spec.modelfile.",
+          ),
         promptCacheRam: z
           .union([z.int().nonnegative(), z.string().regex(/^\d+(?:\.\d+)?(?:Ki|Mi|Gi)?$/)])
           .optional()
@@ -163,7 +187,16 @@ export const ModelAppSpecSchema = z
             "Host memory of each replica for the KV states of prompts evicted from its sequences, restored when a later request starts with one (GANTRY_PROMPT_CACHE_RAM: bytes, or Ki/Mi/Gi; 0 = off; unset = a quarter of the memory available at start, at most 8Gi). It counts toward resources.memory.",
           ),
       })
-      .default({ parallel: 4, contextLength: 4096, keepAlive: "-1" })
+      .refine((s) => kvCacheProblem(s.kvCacheType, s.flashAttention) === undefined, {
+        message: QUANTIZED_CACHE_NEEDS_FA,
+        path: ["kvCacheType"],
+      })
+      .meta({
+        "x-kubernetes-validations": [
+          { rule: "self.flashAttention != 'off' || self.kvCacheType == 'f16'", message: QUANTIZED_CACHE_NEEDS_FA },
+        ],
+      })
+      .default({ parallel: 4, contextLength: 4096, keepAlive: "-1", kvCacheType: "f16", flashAttention: "auto" })
       .describe("Model server settings."),
     scaling: z
       .object({

@@ -23,18 +23,20 @@ export interface CheckedSpec {
   source: "hub" | "volume";
   /** The model's name in the store: the pulled hub model's, or the named one. */
   modelName: string;
-  /** FROM line plus the spec's overrides, when spec.modelfile is set. */
+  /** FROM line plus the spec's overrides, when spec.modelfile or spec.server.draftModel is set. */
   modelfile?: string;
+  /** spec.server.draftModel: where it comes from and its name in the store (PARAMETER draft_model names it). */
+  draft?: { source: "hub" | "volume"; modelName: string };
 }
 
 const ALLOWED_OVERRIDES = new Set(["template", "system", "parameter", "message", "license", "requires"]);
 
-function checkModel(model: string): Omit<CheckedSpec, "modelfile"> {
+function checkModel(model: string, field = "spec.model"): Omit<CheckedSpec, "modelfile" | "draft"> {
   try {
     const ref = parseModelRef(model);
     if (ref.kind === "file") {
       throw new InvalidSpecError(
-        `spec.model: "${model}" is a file path; a pod cannot see files of your machine (use hf.co/<org>/<repo>[:<quant>] or a model name in the volume)`,
+        `${field}: "${model}" is a file path; a pod cannot see files of your machine (use hf.co/<org>/<repo>[:<quant>] or a model name in the volume)`,
       );
     }
     return ref.kind === "hub"
@@ -42,7 +44,7 @@ function checkModel(model: string): Omit<CheckedSpec, "modelfile"> {
       : { source: "volume", modelName: formatModelName(ref.name) };
   } catch (e) {
     if (e instanceof InvalidSpecError) throw e;
-    throw new InvalidSpecError(`spec.model: ${isAppError(e) ? e.message : String(e)}`);
+    throw new InvalidSpecError(`${field}: ${isAppError(e) ? e.message : String(e)}`);
   }
 }
 
@@ -83,8 +85,14 @@ export function checkOverrides(spec: ModelAppSpec): string | undefined {
 /** Checks a parsed spec (defaults applied) for a cluster; throws InvalidSpecError naming the field and the fix. */
 export function checkSpec(spec: ModelAppSpec): CheckedSpec {
   const model = checkModel(spec.model);
-  const modelfile = checkOverrides(spec);
-  return { ...model, ...(modelfile ? { modelfile } : {}) };
+  const draftRef = spec.server.draftModel;
+  const draft = draftRef !== undefined ? checkModel(draftRef, "spec.server.draftModel") : undefined;
+  const overrides = checkOverrides(spec);
+  // The served model drafts with the draft model as the store names it once pulled.
+  const modelfile = draft
+    ? `${overrides ?? `FROM ${spec.model}\n`}PARAMETER draft_model ${draft.modelName}\n`
+    : overrides;
+  return { ...model, ...(modelfile ? { modelfile } : {}), ...(draft ? { draft } : {}) };
 }
 
 /** The model an app's pods serve: `<app>:latest` when a Modelfile applies (prepare creates it), else the model. */

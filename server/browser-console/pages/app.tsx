@@ -82,6 +82,7 @@ export function AppPage({ org, name }: { org: string; name: string }) {
         <Conditions conditions={app.conditions} />
       </section>
       <Scaling org={org} app={app} onChanged={setApp} />
+      {app.queueUrl && <Requests org={org} app={app.name} />}
       <Logs org={org} app={app.name} />
       <section aria-labelledby="delete-title" class="danger-zone">
         <h2 id="delete-title">Delete</h2>
@@ -99,6 +100,71 @@ export function AppPage({ org, name }: { org: string; name: string }) {
         />
       </section>
     </>
+  );
+}
+
+interface RequestRow {
+  id: string;
+  state: "queued" | "running" | "completed" | "failed";
+  submittedAt: string;
+  latencyMs?: number;
+  status?: number;
+  error?: string;
+}
+
+/** The app's latest queued requests: queued, running, completed and failed, with latency and a failure's error. */
+function Requests({ org, app }: { org: string; app: string }) {
+  const [rows, setRows] = useState<RequestRow[] | undefined>(undefined);
+  const [error, setError] = useState<unknown>(undefined);
+  usePoll(
+    async (signal) => {
+      try {
+        const path = orgPath(org, `apps/${encodeURIComponent(app)}/requests`);
+        setRows((await get<{ requests: RequestRow[] }>(path, signal)).requests);
+        setError(undefined);
+      } catch (e) {
+        if ((e as Error).name !== "AbortError") setError(e);
+      }
+    },
+    3000,
+    [org, app],
+  );
+  const count = (s: RequestRow["state"]) => rows?.filter((r) => r.state === s).length ?? 0;
+  return (
+    <section aria-labelledby="requests-title">
+      <h2 id="requests-title">Queued requests</h2>
+      <ErrorText error={error} />
+      {rows && (
+        <p class="help">
+          {count("queued")} queued, {count("running")} running, {count("completed")} completed, {count("failed")} failed
+          (latest)
+        </p>
+      )}
+      {rows && rows.length > 0 && (
+        <table id="app-requests">
+          <thead>
+            <tr>
+              <th>Request</th>
+              <th>State</th>
+              <th>Submitted</th>
+              <th>Latency</th>
+              <th>Error</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((r) => (
+              <tr key={r.id}>
+                <td class="mono">{r.id}</td>
+                <td>{r.state}</td>
+                <td>{new Date(r.submittedAt).toLocaleString()}</td>
+                <td>{r.latencyMs === undefined ? "" : `${(r.latencyMs / 1000).toFixed(2)} s`}</td>
+                <td>{r.error ? `${r.status ?? ""} ${r.error}`.trim() : ""}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
   );
 }
 

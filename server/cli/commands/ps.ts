@@ -35,8 +35,9 @@ export const psCommand: Command = {
       formatBytes(m.size),
       processorText(m),
       String(m.context_length),
+      m.kv_cache ? `${m.kv_cache.type} ${formatBytes(m.kv_cache.size)}` : "",
       untilText(m, now),
     ]);
-    ctx.stdout.write(formatTable(["NAME", "ID", "SIZE", "PROCESSOR", "CONTEXT", "UNTIL"], rows));
+    ctx.stdout.write(formatTable(["NAME", "ID", "SIZE", "PROCESSOR", "CONTEXT", "KV CACHE", "UNTIL"], rows));
   },
 };

@@ -2,6 +2,7 @@ import { envHelp, parseEnv } from "../../common/config.ts";
 import { createLogger } from "../../common/logger.ts";
 import { exitOnShutdownSignals } from "../../common/shutdown.ts";
 import { ServeProcessEnvSchema } from "../../setup/config.ts";
+import { withOllamaAliases } from "../../config.ts";
 import { parseArgs, stringFlag } from "../args.ts";
 import { CliOnlyEnvSchema } from "../config.ts";
 import type { Command } from "../context.ts";
@@ -34,7 +35,7 @@ export async function serve(args: string[], env: Record<string, string | undefin
       : stringFlag(flags.model)
         ? [stringFlag(flags.model)!]
         : [];
-    const config = parseEnv(ServeProcessEnvSchema, env);
+    const config = parseEnv(ServeProcessEnvSchema, withOllamaAliases(env));
     const logger = createLogger({ level: config.GANTRY_LOG_LEVEL, name: "gantry-serve" });
     const { assertWritableStore } = await import("../../store/writable.ts");
     await assertWritableStore(config.GANTRY_MODELS);

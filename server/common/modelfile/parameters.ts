@@ -15,6 +15,7 @@ export const PARAMETER_TYPES = {
   num_gpu: "int",
   main_gpu: "int",
   num_thread: "int",
+  draft_ngram: "int",
   temperature: "float",
   top_p: "float",
   min_p: "float",
@@ -29,6 +30,7 @@ export const PARAMETER_TYPES = {
   use_mmap: "bool",
   numa: "bool",
   stop: "string",
+  draft_model: "string",
 } as const satisfies Record<string, ParameterType>;
 
 export type ParameterName = keyof typeof PARAMETER_TYPES;

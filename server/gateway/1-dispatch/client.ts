@@ -20,13 +20,10 @@ export type ClientOf = (req: IncomingMessage) => Client;
 
 /** How the gateway tells clients for a trustProxy list. */
 export function clientOf(trustProxy: readonly string[]): ClientOf {
-  if (trustProxy.length === 0)
-    return (req) => {
-      const address = req.socket.remoteAddress ?? "";
-      return { address, forwardedFor: address, tls: (req.socket as { encrypted?: boolean }).encrypted === true };
-    };
+  if (trustProxy.length === 0) return peerOf;
   const trust = proxyaddr.compile([...trustProxy]);
   return (req) => {
+    if (!req.socket.remoteAddress) return peerOf(req); // a request made inside the gateway (the queue's runs)
     const hops = proxyaddr.all(req, trust); // the socket's peer first, back to the first untrusted hop
     const peer = hops[0] ?? "";
     const encrypted = (req.socket as { encrypted?: boolean }).encrypted === true;
@@ -37,6 +34,12 @@ export function clientOf(trustProxy: readonly string[]): ClientOf {
       tls: proto === undefined ? encrypted : proto.toLowerCase() === "https",
     };
   };
+}
+
+/** The socket's peer and scheme, whatever the headers say. */
+function peerOf(req: IncomingMessage): Client {
+  const address = req.socket.remoteAddress ?? "";
+  return { address, forwardedFor: address, tls: (req.socket as { encrypted?: boolean }).encrypted === true };
 }
 
 /** The first value of a header a proxy chain may have added to (`https, http`: the first proxy's). */

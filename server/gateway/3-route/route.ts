@@ -82,7 +82,12 @@ export async function routeToPods(
     if (ep === "closed") return { kind: "gone" };
     if (ep instanceof AppError) return { kind: "unavailable", error: ep };
     s.load.set(ep.id, (s.load.get(ep.id) ?? 0) + 1); // the pod's load counts the request while the try runs
-    const r = await attempt(d.upstreams, ctx, ep, o).finally(() => s.load.set(ep.id, (s.load.get(ep.id) ?? 1) - 1));
+    let r: ProxyOutcome;
+    try {
+      r = await attempt(d.upstreams, ctx, ep, o);
+    } finally {
+      s.load.set(ep.id, (s.load.get(ep.id) ?? 1) - 1);
+    }
     ctx.tokens = "tokens" in r ? r.tokens : undefined;
     const inRetryTime = d.now() < (since ??= d.now()) + retryMs;
     const retry = ctx.cause || ctx.res.destroyed ? undefined : retryOf(r, resets, inRetryTime);

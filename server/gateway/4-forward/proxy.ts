@@ -49,7 +49,7 @@ function listedIn(connection: string | string[] | undefined): Set<string> | unde
 
 /**
  * The request headers for the pod from the client's raw header list (name, value, name, value...), with the gateway's
- * X-Request-Id, X-Forwarded-For (the client and the trusted hops) and X-Forwarded-Proto.
+ * X-Request-Id, X-Forwarded-For (the client and the trusted hops) and, over TLS, X-Forwarded-Proto: https.
  */
 export function upstreamHeaders(
   raw: readonly string[],
@@ -65,8 +65,10 @@ export function upstreamHeaders(
     out.push(name, raw[i + 1]!);
   }
   if (listed) for (let i = out.length - 2; i >= 0; i -= 2) if (listed.has(out[i]!)) out.splice(i, 2);
-  out.push("x-request-id", requestId, "x-forwarded-proto", client.tls ? "https" : "http");
+  out.push("x-request-id", requestId);
   if (client.forwardedFor) out.push("x-forwarded-for", client.forwardedFor);
+  // The scheme only where a trusted proxy said it, or the gateway serves TLS itself: plain HTTP is the default.
+  if (client.tls) out.push("x-forwarded-proto", "https");
   return out;
 }
 

@@ -41,6 +41,8 @@ export interface ConsoleWiring {
   publicUrl?: string;
   /** fal's queue API is on (app objects carry their queueUrl). */
   queue?: boolean;
+  /** An app's latest queued requests (the console's Requests list). */
+  requests?: (org: string, app: string) => Promise<unknown[]> | undefined;
   logger: Logger;
   now: () => number;
   /** The built console (default: dist/console of the package). */
@@ -71,6 +73,7 @@ export function consoleManagement(w: ConsoleWiring): {
     maxBodyBytes: w.maxBodyBytes,
     logger: w.logger,
     view: (a) => appInfo(a, w.publicUrl, w.queue === true),
+    ...(w.requests ? { requests: w.requests } : {}),
   });
   return {
     sessions,

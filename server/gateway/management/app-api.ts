@@ -46,6 +46,8 @@ export interface AppRoutesDeps {
   logger: Logger;
   /** The app as the API shows it. */
   view(a: AppInfo): Record<string, unknown>;
+  /** The app's latest queued requests; undefined when the gateway has no queue. */
+  requests?: (org: string, app: string) => Promise<unknown[]> | undefined;
 }
 
 /** How often a followed log checks that its caller may still read it (a revoked key, an ended session). */
@@ -88,6 +90,13 @@ export function createAppRoutes(d: AppRoutesDeps): (c: AppRouteContext) => Promi
       if (!(await admin().delete(org, app))) throw new AppError("NOT_FOUND", `org "${org}" has no app "${app}"`);
       d.logger.info({ org, app, by: c.key.id }, "app deleted");
       return sendJson(res, 202, { ...d.view(current), deleting: true }, requestId);
+    }
+    if (c.sub === "/requests") {
+      c.allow(["GET"]);
+      mustGet(org, app);
+      const rows = d.requests?.(org, app);
+      if (!rows) throw new AppError("NOT_IMPLEMENTED", "this gateway has no queue (queue.redisUrl is not set)");
+      return sendJson(res, 200, { requests: await rows }, requestId);
     }
     if (c.sub === "/logs") {
       c.allow(["GET"]);

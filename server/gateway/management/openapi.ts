@@ -16,6 +16,7 @@ import {
   KeyListSchema,
   UsageQuerySchema,
   UsageResponseSchema,
+  RequestListSchema,
 } from "./schemas.ts";
 
 const schema = (s: z.ZodType, io: "input" | "output" = "output") => {
@@ -206,6 +207,18 @@ export function openApiDocument(): Record<string, unknown> {
             },
             "404": json(ErrorResponseSchema, "The org has no such app."),
             "409": json(ErrorResponseSchema, "The app has no pods (scaled to zero)."),
+          },
+        },
+      },
+      "/_gantry/v1/orgs/{org}/apps/{app}/requests": {
+        parameters: [orgParam, appParam],
+        get: {
+          summary: "The app's latest queued requests (fal's queue API): queued, running, completed, failed",
+          responses: {
+            ...errors,
+            "200": json(RequestListSchema, "Newest first, with latency and a failure's error."),
+            "404": json(ErrorResponseSchema, "The org has no such app."),
+            "501": json(ErrorResponseSchema, "A gateway without a queue (queue.redisUrl unset)."),
           },
         },
       },

@@ -170,3 +170,14 @@ export const ErrorResponseSchema = z
     }),
   })
   .describe("An error (the OpenAI error envelope).");
+
+/** A queued request as the app's Requests list shows it (GET /orgs/<org>/apps/<app>/requests). */
+export const RequestRowSchema = z.object({
+  id: z.string().describe("The request_id."),
+  state: z.enum(["queued", "running", "completed", "failed"]),
+  submittedAt: z.string().describe("ISO 8601."),
+  latencyMs: z.number().optional().describe("Submission to the end, ms (none while it waits or runs)."),
+  status: z.int().optional().describe("The answer's HTTP status, once it ended."),
+  error: z.string().optional().describe("Why it failed."),
+});
+export const RequestListSchema = z.object({ requests: z.array(RequestRowSchema) });

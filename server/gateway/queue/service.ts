@@ -17,7 +17,7 @@ import type { QueueConfig } from "./config.ts";
 import { Deliveries } from "./deliveries.ts";
 import { QueueMetrics } from "./metrics.ts";
 import { errorResult, Runner } from "./runner.ts";
-import { statusOf, type StatusView } from "./status.ts";
+import { requestRow, statusOf, type RequestRow, type StatusView } from "./status.ts";
 import { webhookUrlProblem, WebhookSigner } from "./webhooks.ts";
 import {
   falError,
@@ -116,6 +116,15 @@ export class QueueService {
   /** Requests waiting for an app (refreshed each second), for the autoscaler's load. */
   waiting(org: string, app: string): number {
     return this.waitingCounts.get(queueName(org, app)) ?? 0;
+  }
+
+  /** An app's latest requests (running, waiting, finished: up to `limit` of each), newest first, for the console. */
+  async recent(org: string, app: string, limit = 50): Promise<RequestRow[]> {
+    const q = this.broker.queue(org, app);
+    const states = ["active", "waiting", "delayed", "completed", "failed"] as const;
+    const lists = await this.broker.timely(Promise.all(states.map((s) => q.getJobs([s], 0, limit - 1))));
+    const rows = lists.flatMap((jobs, i) => jobs.filter(Boolean).map((j) => requestRow(j, states[i]!)));
+    return rows.sort((a, b) => b.submittedAt.localeCompare(a.submittedAt)).slice(0, limit * 2);
   }
 
   appChanged(org: string, app: string): void {

@@ -1,7 +1,37 @@
 // A queued request's status as fal's clients read it: 202 IN_QUEUE (queue_position) or IN_PROGRESS (logs), 200
 // COMPLETED (logs, metrics, and error/error_type when it failed). `logs` is always present (fal-client reads it) and
 // null unless ?logs=1; the gateway keeps no app logs, so a list is empty. Pure.
+import type { z } from "zod";
+import type { RequestRowSchema } from "../management/schemas.ts";
 import type { QueueJob } from "./broker.ts";
+
+/** A request as the console's Requests list shows it. */
+export type RequestRow = z.infer<typeof RequestRowSchema>;
+
+/** The console's row of a request in BullMQ state `state`. Pure. */
+export function requestRow(
+  job: Pick<QueueJob, "id" | "data" | "returnvalue" | "failedReason" | "finishedOn">,
+  state: string,
+): RequestRow {
+  const base = { id: job.id!, submittedAt: new Date(job.data.submittedAt).toISOString() };
+  const r = job.returnvalue;
+  if (state === "completed" && r)
+    return {
+      ...base,
+      state: r.error ? "failed" : "completed",
+      latencyMs: r.finishedAt - job.data.submittedAt,
+      status: r.status,
+      ...(r.error ? { error: r.error } : {}),
+    };
+  if (state === "failed")
+    return {
+      ...base,
+      state: "failed",
+      ...(job.finishedOn ? { latencyMs: job.finishedOn - job.data.submittedAt } : {}),
+      error: job.failedReason || "the request failed",
+    };
+  return { ...base, state: state === "active" ? "running" : "queued" };
+}
 
 export interface StatusView {
   http: 200 | 202;

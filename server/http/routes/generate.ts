@@ -33,6 +33,13 @@ export function finalMetrics(s: GenerationStats): FinalMetrics {
     prompt_eval_duration: s.promptEvalDurationNs,
     eval_count: s.evalCount,
     eval_duration: s.evalDurationNs,
+    ...(s.draft
+      ? {
+          draft_count: s.draft.drafted,
+          draft_accepted_count: s.draft.accepted,
+          draft_acceptance_rate: s.draft.drafted > 0 ? s.draft.accepted / s.draft.drafted : 0,
+        }
+      : {}),
   };
 }
 

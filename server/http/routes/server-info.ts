@@ -60,6 +60,8 @@ export function runtimeInfoRoutes(deps: ServerDeps): Router {
         expires_at: m.expiresAt ?? FOREVER,
         size_vram: m.sizeVram,
         context_length: m.contextLength,
+        // Gantry's: the KV cache's share of `size` and what sets it (GANTRY_KV_CACHE_TYPE, GANTRY_FLASH_ATTENTION).
+        kv_cache: { type: m.kvCache.type, flash_attention: m.kvCache.flashAttention, size: m.kvCache.bytes },
       })),
     });
   });

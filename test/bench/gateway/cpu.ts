@@ -5,6 +5,8 @@
 //   node test/bench/gateway/cpu.ts [requests [rounds]]        (or GANTRY_BENCH_GATEWAY=cpu npm run bench gateway)
 //   GANTRY_BENCH_CPU_TARGETS=gateway,minimal (of direct, gateway, minimal, nginx): only those rows.
 //   GANTRY_BENCH_CPU_PROF=<dir>: the gateway also runs with --cpu-prof; its hottest functions (self time) are printed.
+//   GANTRY_BENCH_CPU_BODY=chat: a small POST /v1/chat/completions instead of the GET (the body read, parsed and sent).
+//   GANTRY_BENCH_GATEWAY_BEFORE=<another checkout>: its gateway too, in the same rounds (a change against before it).
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -14,7 +16,11 @@ import { median, printTable } from "../table.ts";
 import { nginxBinary, startNginx } from "./nginx.ts";
 
 const HERE = import.meta.dirname;
-const PATH = "/acme/chat/api/version";
+const CHAT = JSON.stringify({ model: "m", messages: [{ role: "user", content: "Hello there!" }], max_tokens: 8 });
+const REQUEST =
+  process.env.GANTRY_BENCH_CPU_BODY === "chat"
+    ? { path: "/acme/chat/v1/chat/completions", method: "POST" as const, body: CHAT }
+    : { path: "/acme/chat/api/version", method: "GET" as const };
 
 export interface Helper {
   proc: ChildProcess;
@@ -25,9 +31,13 @@ export interface Helper {
 
 /** Starts a helper with an IPC channel; resolves with its first stdout line (once it listens). */
 export async function helper(script: string, args: string[], nodeArgs: string[] = []): Promise<Helper> {
-  const proc = spawn(process.execPath, [...nodeArgs, path.join(HERE, script), ...args], {
-    stdio: ["ignore", "pipe", "inherit", "ipc"],
-  });
+  const proc = spawn(
+    process.execPath,
+    [...nodeArgs, path.isAbsolute(script) ? script : path.join(HERE, script), ...args],
+    {
+      stdio: ["ignore", "pipe", "inherit", "ipc"],
+    },
+  );
   const line = await new Promise<string>((resolve, reject) => {
     let out = "";
     proc.stdout!.on("data", (d: Buffer) => {
@@ -86,11 +96,11 @@ async function measure(
   upstreamCpu: () => Promise<number>,
 ) {
   const pool = new Pool(origin, { connections: conns, pipelining: 1, keepAliveTimeout: 30_000 });
-  const headers = { authorization: auth };
+  const headers = { authorization: auth, "content-type": "application/json" };
   let errors = 0,
     sent = 0;
   const one = async () => {
-    const r = await pool.request({ path: PATH, method: "GET", headers });
+    const r = await pool.request({ ...REQUEST, headers });
     await r.body.dump();
     if (r.statusCode !== 200) errors++;
   };
@@ -151,7 +161,13 @@ function profileTop(file: string, top = 25): { functions: Array<[string, number]
 
 /** The stand-in upstream and in front of it the gateway, the minimal Node proxy and nginx (when it can be had). */
 export async function proxiesOnStandIn(nodeArgs: { gateway?: string[]; minimal?: string[] } = {}) {
-  const ports = { up: await freePort(), gw: await freePort(), min: await freePort(), ng: await freePort() };
+  const ports = {
+    up: await freePort(),
+    gw: await freePort(),
+    min: await freePort(),
+    ng: await freePort(),
+    before: await freePort(),
+  };
   const upstream = await helper("stand-in.ts", [String(ports.up)]);
   const origin = `http://127.0.0.1:${ports.up}`;
   const gw = await helper("gateway-process.ts", [String(ports.gw), origin], nodeArgs.gateway ?? []);
@@ -159,13 +175,21 @@ export async function proxiesOnStandIn(nodeArgs: { gateway?: string[]; minimal?:
   const minimal = await helper("minimal-proxy.ts", [String(ports.min), origin, key], nodeArgs.minimal ?? []);
   const bin = nginxBinary();
   const nginx = bin ? await startNginx(bin, ports.ng, ports.up, key) : undefined;
+  const beforeDir = process.env.GANTRY_BENCH_GATEWAY_BEFORE;
+  const before = beforeDir
+    ? await helper(path.join(path.resolve(beforeDir), "test/bench/gateway/gateway-process.ts"), [
+        String(ports.before),
+        origin,
+      ])
+    : undefined;
   const stop = async () => {
     await gw.stop();
+    await before?.stop();
     await minimal.stop();
     await nginx?.stop();
     await upstream.stop();
   };
-  return { ports, upstream, gw, minimal, nginx, key, stop };
+  return { ports, upstream, gw, minimal, nginx, before, key, stop };
 }
 
 export async function benchGatewayCpu(n = 20_000, rounds = 3): Promise<void> {
@@ -178,18 +202,37 @@ export async function benchGatewayCpu(n = 20_000, rounds = 3): Promise<void> {
         }
       : {},
   );
-  const { upstream, gw, minimal, nginx } = p;
+  const { upstream, gw, minimal, nginx, before } = p;
   const { up: upPort, gw: gwPort, min: minPort, ng: ngPort } = p.ports;
   const auth = `Key ${p.key}`;
   const rows: Array<Array<string | number>> = [];
   try {
     const only = process.env.GANTRY_BENCH_CPU_TARGETS?.split(",");
     const targets = [
-      { id: "direct", name: "direct (stand-in upstream)", port: upPort, cpu: upstream.cpu },
-      { id: "gateway", name: "gantry gateway (Key auth)", port: gwPort, cpu: gw.cpu },
-      { id: "minimal", name: "floor: minimal Node proxy", port: minPort, cpu: minimal.cpu },
+      { id: "direct", name: "direct (stand-in upstream)", port: upPort, cpu: upstream.cpu, auth },
+      { id: "gateway", name: "gantry gateway (Key auth)", port: gwPort, cpu: gw.cpu, auth },
+      { id: "minimal", name: "floor: minimal Node proxy", port: minPort, cpu: minimal.cpu, auth },
       ...(nginx
-        ? [{ id: "nginx", name: "nginx 1 worker (header check)", port: ngPort, cpu: async () => procCpu(nginx.pid) }]
+        ? [
+            {
+              id: "nginx",
+              name: "nginx 1 worker (header check)",
+              port: ngPort,
+              cpu: async () => procCpu(nginx.pid),
+              auth,
+            },
+          ]
+        : []),
+      ...(before
+        ? [
+            {
+              id: "before",
+              name: "gantry gateway before",
+              port: p.ports.before,
+              cpu: before.cpu,
+              auth: `Key ${before.line}`,
+            },
+          ]
         : []),
     ].filter((t) => !only || only.includes(t.id));
     const got = new Map(
@@ -199,8 +242,8 @@ export async function benchGatewayCpu(n = 20_000, rounds = 3): Promise<void> {
       for (const t of r % 2 === 0 ? targets : [...targets].reverse()) {
         const o = `http://127.0.0.1:${t.port}`;
         const x = got.get(t.name)!;
-        x.one.push((await measure(o, auth, 1, Math.round(n / 4), t.cpu, upstream.cpu)).proxyUs);
-        const many = await measure(o, auth, 32, n, t.cpu, upstream.cpu);
+        x.one.push((await measure(o, t.auth, 1, Math.round(n / 4), t.cpu, upstream.cpu)).proxyUs);
+        const many = await measure(o, t.auth, 32, n, t.cpu, upstream.cpu);
         x.many.push(many.proxyUs);
         x.up.push(many.upstreamUs);
       }
@@ -213,7 +256,7 @@ export async function benchGatewayCpu(n = 20_000, rounds = 3): Promise<void> {
     await p.stop();
   }
   printTable(
-    `Gateway: CPU time per request of the proxy process (µs; process.cpuUsage, nginx from /proc), small GETs with Authorization: Key to a stand-in upstream, ${n / 4} requests at 1 connection and ${n} at 32, medians of ${rounds} interleaved rounds; little skewed by other load`,
+    `Gateway: CPU time per request of the proxy process (µs; process.cpuUsage, nginx from /proc), small ${REQUEST.method === "GET" ? "GETs" : "chat POSTs"} with Authorization: Key to a stand-in upstream, ${n / 4} requests at 1 connection and ${n} at 32, medians of ${rounds} interleaved rounds; little skewed by other load`,
     ["path", "proxy CPU µs/req @1", "proxy CPU µs/req @32", "upstream CPU µs/req @32"],
     rows,
   );

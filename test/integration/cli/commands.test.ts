@@ -158,8 +158,11 @@ test("list shows NAME, 12-hex ID, human SIZE and relative MODIFIED for every mod
 test("ps lists a loaded model; stop unloads it", async () => {
   await runOk(["run", "seedy", "--keepalive", "10m", "hi"], cli);
   const ps = await runOk(["ps"], cli);
-  assert.match(ps.stdout, /^NAME\s+ID\s+SIZE\s+PROCESSOR\s+CONTEXT\s+UNTIL\n/);
-  assert.match(ps.stdout, /\nseedy:latest\s+[0-9a-f]{12}\s+\S+ \w+\s+100% CPU\s+\d+\s+(9|10) minutes from now\n/);
+  assert.match(ps.stdout, /^NAME\s+ID\s+SIZE\s+PROCESSOR\s+CONTEXT\s+KV CACHE\s+UNTIL\n/);
+  assert.match(
+    ps.stdout,
+    /\nseedy:latest\s+[0-9a-f]{12}\s+\S+ \w+\s+100% CPU\s+\d+\s+f16 \d[\d.]* (KB|MB)\s+(9|10) minutes from now\n/,
+  );
   await runOk(["stop", "seedy"], cli);
   const deadline = Date.now() + 10_000;
   while ((await running()).some((m) => m.name === "seedy:latest") && Date.now() < deadline)

@@ -224,4 +224,16 @@ test("the management API's app object gives its queueUrl beside its url", async 
   const app = (await r.json()) as { url?: string; queueUrl?: string };
   assert.equal(r.status, 200);
   assert.equal(app.queueUrl, `${gw.base}/_queue/local/hold`);
+  // The console's Requests list: the requests of the tests above, the one that started too late as failed.
+  const list = await fetch(`${gw.base}/_gantry/v1/orgs/local/apps/hold/requests`, {
+    headers: { authorization: `Key ${admin}` },
+  });
+  const { requests } = (await list.json()) as {
+    requests: Array<{ state: string; latencyMs?: number; status?: number; error?: string }>;
+  };
+  assert.equal(list.status, 200);
+  const late = requests.find((r) => r.status === 504);
+  assert.equal(late?.state, "failed");
+  assert.match(late!.error!, /X-Fal-Request-Timeout/);
+  assert.ok(requests.some((r) => r.state === "completed" && r.latencyMs! >= 0));
 });

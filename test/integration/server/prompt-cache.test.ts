@@ -4,11 +4,14 @@
 // ollama clients. When the prefix was evicted (another conversation took the sequence), its state comes back from the
 // RAM prompt cache instead (GANTRY_PROMPT_CACHE_RAM), counted in /metrics, and the greedy answer is the same.
 import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { after, before, test } from "node:test";
 import { Ollama } from "ollama";
 import OpenAI from "openai";
 import { smollm2Path } from "../../support/models.ts";
-import { createModel, startTestServer, type TestServer } from "../../support/server.ts";
+import { createModel, freePort, spawnGantry, startTestServer, type TestServer } from "../../support/server.ts";
 
 let srv: TestServer, openai: OpenAI, ollama: Ollama;
 const MODEL = "smollm2";
@@ -112,4 +115,22 @@ test("/v1/responses reports them as OpenAI does: usage.input_tokens_details.cach
     (again.usage?.input_tokens_details.cached_tokens ?? 0) >= (first.usage?.input_tokens ?? 0) - 1,
     JSON.stringify(again.usage),
   );
+});
+
+test("a RAM prompt cache larger than the memory available is refused at start, with both numbers", async () => {
+  const port = await freePort();
+  const models = fs.mkdtempSync(path.join(os.tmpdir(), "gantry-cache-ram-"));
+  try {
+    await assert.rejects(
+      spawnGantry(
+        ["serve"],
+        { GANTRY_HOST: `127.0.0.1:${port}`, GANTRY_MODELS: models, GANTRY_PROMPT_CACHE_RAM: "100000gb" },
+        `http://127.0.0.1:${port}/api/version`,
+        (status) => status === 200,
+      ),
+      /exited with 1:[\s\S]*GANTRY_PROMPT_CACHE_RAM: 100000gb \(100000\.00 GiB\) is more than the memory available now \(\d+\.\d\d GiB\)/,
+    );
+  } finally {
+    fs.rmSync(models, { recursive: true, force: true });
+  }
 });

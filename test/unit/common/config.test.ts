@@ -9,7 +9,9 @@ test("defaults apply and empty strings count as unset", () => {
   assert.equal(c.GANTRY_HOST, "127.0.0.1:11434");
   assert.equal(c.GANTRY_NUM_PARALLEL, 4);
   assert.equal(c.GANTRY_KEEP_ALIVE, "5m");
-  assert.equal(c.GANTRY_CONTEXT_LENGTH, 4096);
+  assert.equal(c.GANTRY_CONTEXT_LENGTH, 0, "by memory");
+  assert.equal(c.GANTRY_KV_CACHE_TYPE, "f16");
+  assert.equal(c.GANTRY_FLASH_ATTENTION, "auto");
 });
 
 test("every invalid variable is reported at once", () => {

@@ -12,6 +12,7 @@ test("the management API's OpenAPI document is derived from the zod schemas", ()
     "/_gantry/v1/orgs/{org}/apps",
     "/_gantry/v1/orgs/{org}/apps/{app}",
     "/_gantry/v1/orgs/{org}/apps/{app}/logs",
+    "/_gantry/v1/orgs/{org}/apps/{app}/requests",
     "/_gantry/v1/orgs/{org}/apps/{app}/v1/chat/completions",
     "/_gantry/v1/orgs/{org}/keys",
     "/_gantry/v1/orgs/{org}/keys/{id}",

@@ -5,6 +5,7 @@ import { randomInt } from "node:crypto";
 import { test } from "node:test";
 import { nestsDeeperThan, textNestsDeeperThan } from "../../../server/common/json-depth.ts";
 import { shapeOf } from "../../../server/gateway/1-dispatch/target.ts";
+import { prefixKey } from "../../../server/gateway/3-route/prefix-key.ts";
 import { parseBody } from "../../../server/gateway/3-route/request-body.ts";
 import { API_ROUTES, apiRoute, MAX_BODY_DEPTH } from "../../../server/gateway/routes.ts";
 
@@ -42,5 +43,29 @@ test("a body's depth is measured before it is parsed, as the parsed value's woul
     const text = gen(1 + randomInt(12));
     const limit = randomInt(10);
     assert.equal(textNestsDeeperThan(Buffer.from(text), limit), nestsDeeperThan(JSON.parse(text), limit), text);
+  }
+});
+
+test("every route with PrefixHash fields keys a conversation of its API; a client's key wins on each", () => {
+  const user = [{ role: "user", content: "hi" }];
+  const conversations: Record<string, Record<string, unknown>> = {
+    "/v1/chat/completions": { model: "m", messages: user },
+    "/v1/completions": { model: "m", prompt: "hi" },
+    "/v1/responses": { model: "m", instructions: "be brief", input: "hi" },
+    "/v1/messages": { model: "m", system: "be brief", messages: user },
+    "/api/chat": { model: "m", messages: user },
+    "/api/generate": { model: "m", system: "be brief", prompt: "hi" },
+  };
+  const keyed = API_ROUTES.filter((r) => r.prefixHash);
+  assert.deepEqual(keyed.map((r) => r.path).sort(), Object.keys(conversations).sort());
+  for (const r of keyed) {
+    const body = conversations[r.path]!;
+    assert.match(prefixKey(r.prefixHash!, body, 100) ?? "", /^m\n.*hi$/s, r.path);
+    assert.equal(
+      prefixKey(r.prefixHash!, { ...body, user: "u" }, 100, "s"),
+      "client\ns",
+      `${r.path}: header over user`,
+    );
+    assert.equal(prefixKey(r.prefixHash!, { ...body, prompt_cache_key: "k" }, 100, "s"), "client\nk", r.path);
   }
 });

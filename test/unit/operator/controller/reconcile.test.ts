@@ -8,7 +8,8 @@ import type { KubernetesObject } from "@kubernetes/client-node";
 import { silentLogger } from "../../../../server/common/logger.ts";
 import type { ModelApp, ModelAppStatus } from "../../../../operator/api/v1alpha1/modelapp.ts";
 import { reconcile, type ReconcileDeps } from "../../../../operator/controller/reconcile.ts";
-import type { Cache, Caches } from "../../../../operator/kube/caches.ts";
+import type { Cache, CacheName, Caches } from "../../../../operator/kube/caches.ts";
+import { FleetIndex } from "../../../../operator/kube/fleet-index.ts";
 import type { EventInput } from "../../../../operator/kube/writer.ts";
 import { config, modelApp } from "../fixtures.ts";
 
@@ -40,8 +41,12 @@ function fixture(app: ModelApp, live: KubernetesObject[] = []) {
     pods: of("Pod"),
     jobs: of("Job"),
   };
+  const index = new FleetIndex();
+  for (const kind of ["apps", "pods", "jobs"] as const satisfies CacheName[])
+    for (const o of caches[kind].list()) index.observe(kind, o, "add");
   const deps: ReconcileDeps = {
     caches,
+    index,
     writer: {
       apply: async (object) => void actions.push({ verb: "apply", object }),
       get: async () => undefined,

@@ -222,6 +222,30 @@ test("with a Modelfile, prepare creates the app's model from the mounted ConfigM
   assert.deepEqual(server.args, ["serve", "--model", "chat:latest"]);
 });
 
+test("spec.server.draftModel: a prepare step pulls it first, and the served model drafts with it", () => {
+  const { prepare, server, pod } = render(
+    resolved({ modelfile: "SYSTEM hi", server: { draftModel: "hf.co/acme/draft-GGUF:Q4_K_M" } }),
+  );
+  assert.deepEqual(
+    pod.initContainers.map((c) => c.name),
+    [`${PREPARE_CONTAINER}-draft`, PREPARE_CONTAINER],
+  );
+  assert.deepEqual(pod.initContainers[0]!.args, [
+    "prepare",
+    "hf.co/acme/draft-GGUF:Q4_K_M",
+    "--report",
+    "/dev/termination-log",
+  ]);
+  assert.ok(prepare.args.includes("--modelfile"));
+  assert.deepEqual(server.args, ["serve", "--model", "chat:latest"]);
+  const app = resolved({ server: { draftModel: "hf.co/acme/draft-GGUF:Q4_K_M" } });
+  assert.equal(app.modelfile, `FROM ${MODEL}\nPARAMETER draft_model hf.co/acme/draft-GGUF:Q4_K_M\n`);
+  assert.match(
+    resolved({ modelfile: "SYSTEM hi", server: { draftModel: "x" } }).modelfile!,
+    /^FROM .*\nSYSTEM hi\nPARAMETER draft_model x:latest\n$/,
+  );
+});
+
 test("the server serves the resolved model name", () => {
   assert.deepEqual(render(resolved()).server.args, ["serve", "--model", MODEL]);
   assert.deepEqual(render(resolved({ model: "smollm2" })).server.args, ["serve", "--model", "smollm2:latest"]);

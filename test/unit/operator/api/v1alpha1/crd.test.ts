@@ -195,7 +195,7 @@ test("the root schema requires spec and validates the name with CEL", () => {
   for (const r of rules) assert.ok(r.message.length > 0);
 });
 
-test("CEL rules sit on the objects they guard: scaling bounds and volume immutability", () => {
+test("CEL rules sit on the objects they guard: scaling bounds, volume immutability, the KV cache's needs", () => {
   assert.deepEqual(at("spec", "scaling")["x-kubernetes-validations"], [
     {
       rule: "self.minReplicas <= self.maxReplicas",
@@ -205,9 +205,18 @@ test("CEL rules sit on the objects they guard: scaling bounds and volume immutab
   assert.deepEqual(at("spec", "modelVolume")["x-kubernetes-validations"], [
     { rule: "self == oldSelf", message: "modelVolume is immutable" },
   ]);
-  // Exactly those three places carry rules.
+  assert.equal(
+    (at("spec", "server")["x-kubernetes-validations"] as Array<{ rule: string }>)[0]!.rule,
+    "self.flashAttention != 'off' || self.kvCacheType == 'f16'",
+  );
+  // Exactly those four places carry rules.
   const places = [...walk(root)].filter(([, k]) => k === "x-kubernetes-validations").map(([p]) => p.join("."));
-  assert.deepEqual(places.sort(), ["", "properties.spec.properties.modelVolume", "properties.spec.properties.scaling"]);
+  assert.deepEqual(places.sort(), [
+    "",
+    "properties.spec.properties.modelVolume",
+    "properties.spec.properties.scaling",
+    "properties.spec.properties.server",
+  ]);
 });
 
 test("status conditions are a list map keyed by type", () => {

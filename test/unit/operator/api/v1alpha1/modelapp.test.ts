@@ -15,7 +15,13 @@ test("a minimal spec gets every default a user relies on", () => {
   assert.equal(spec.auth, "private");
   assert.deepEqual(spec.resources, { profile: "cpu" });
   assert.deepEqual(spec.modelVolume, { name: "models", size: "20Gi", accessMode: "ReadWriteOnce" });
-  assert.deepEqual(spec.server, { parallel: 4, contextLength: 4096, keepAlive: "-1" });
+  assert.deepEqual(spec.server, {
+    parallel: 4,
+    contextLength: 4096,
+    keepAlive: "-1",
+    kvCacheType: "f16",
+    flashAttention: "auto",
+  });
   assert.deepEqual(spec.scaling, { minReplicas: 0, maxReplicas: 1, scaleDownDelay: "5m" });
   for (const unset of ["modelfile", "replicas", "image", "env", "nodeSelector", "tolerations"] as const) {
     assert.equal(spec[unset], undefined, unset);
@@ -32,7 +38,13 @@ test("partially written sections are completed with the defaults of their other 
   });
   assert.deepEqual(spec.resources, { profile: "cpu", gpus: 2 });
   assert.deepEqual(spec.modelVolume, { name: "shared", size: "20Gi", accessMode: "ReadWriteOnce" });
-  assert.deepEqual(spec.server, { parallel: 8, contextLength: 4096, keepAlive: "-1" });
+  assert.deepEqual(spec.server, {
+    parallel: 8,
+    contextLength: 4096,
+    keepAlive: "-1",
+    kvCacheType: "f16",
+    flashAttention: "auto",
+  });
   assert.deepEqual(spec.scaling, { minReplicas: 0, maxReplicas: 3, scaleDownDelay: "5m" });
 });
 
@@ -72,6 +84,16 @@ test("invalid specs are rejected at the offending field", () => {
     ["empty model", { model: "" }, "model"],
     ["model too long", { model: "m".repeat(513) }, "model"],
     ["unknown auth", { auth: "internal" }, "auth"],
+    [
+      "a KV cache type llama.cpp has no flash attention path for",
+      { server: { kvCacheType: "q5_1" } },
+      "server.kvCacheType",
+    ],
+    [
+      "a quantized KV cache without flash attention",
+      { server: { kvCacheType: "q8_0", flashAttention: "off" } },
+      "server.kvCacheType",
+    ],
     ["auth in capitals", { auth: "Public" }, "auth"],
     ["profile with capitals", { resources: { profile: "GPU" } }, "resources.profile"],
     ["profile with underscore", { resources: { profile: "nvidia_gpu" } }, "resources.profile"],
