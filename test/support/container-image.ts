@@ -66,6 +66,7 @@ export async function engineRun(img: ContainerImage, args: string[], timeoutMs =
 
 /** Removes containers and volumes by name, ignoring those that do not exist. */
 export function engineCleanup(img: ContainerImage, containers: string[], volumes: string[]): void {
-  if (containers.length) spawnSync(img.engine, ["rm", "-f", "-t", "0", ...containers], { env: img.env });
-  if (volumes.length) spawnSync(img.engine, ["volume", "rm", "-f", ...volumes], { env: img.env });
+  // One at a time: a name that does not exist fails the whole command.
+  for (const c of containers) spawnSync(img.engine, ["rm", "-f", c], { env: img.env });
+  for (const v of volumes) spawnSync(img.engine, ["volume", "rm", "-f", v], { env: img.env });
 }
