@@ -32,10 +32,16 @@ interface HomeEnv {
   GANTRY_MODELS?: string | undefined;
 }
 
-/** Gantry's own directory: the parent of GANTRY_MODELS when set, else ~/.gantry. */
+/**
+ * Gantry's own directory: the parent of GANTRY_MODELS when set, else ~/.gantry. A store at the top of the filesystem
+ * (the image's /models volume) is its own home: `/` is not writable in a container, the volume is.
+ */
 export function gantryHome(env: HomeEnv): string {
   const models = env.GANTRY_MODELS?.trim();
-  return models ? path.dirname(path.resolve(models)) : path.join(os.homedir(), ".gantry");
+  if (!models) return path.join(os.homedir(), ".gantry");
+  const store = path.resolve(models);
+  const parent = path.dirname(store);
+  return parent === path.parse(store).root ? store : parent;
 }
 
 /** The background server's log file: <gantry home>/logs/server.log. */

@@ -32,4 +32,7 @@ test("the server log sits next to the model store, or under ~/.gantry", () => {
   assert.equal(serverLogPath({}), path.join(os.homedir(), ".gantry", "logs", "server.log"));
   assert.equal(historyPath({ GANTRY_MODELS: "/data/gantry/models" }), "/data/gantry/history");
   assert.equal(historyPath({}), path.join(os.homedir(), ".gantry", "history"));
+  // The image's store is the /models volume; `/` is read-only there, so the volume holds the logs.
+  assert.equal(serverLogPath({ GANTRY_MODELS: "/models" }), "/models/logs/server.log");
+  assert.equal(historyPath({ GANTRY_MODELS: "/models/" }), "/models/history");
 });
