@@ -59,43 +59,19 @@ export function statusOf(
   const logs = withLogs ? [] : null;
   const retries = Math.max(0, job.attemptsStarted - 1);
   const base = { request_id: job.id!, retries, max_retries: job.data.noRetry ? 0 : maxRetries };
+  const completed = (inference_time: number | null, error?: { error: string; error_type: string }): StatusView => ({
+    http: 200,
+    body: { ...base, status: "COMPLETED", logs, metrics: { inference_time }, ...error },
+  });
   if (state === "completed" && job.returnvalue) {
     const r = job.returnvalue;
-    return {
-      http: 200,
-      body: {
-        ...base,
-        status: "COMPLETED",
-        logs,
-        metrics: { inference_time: (r.finishedAt - r.startedAt) / 1000 },
-        ...(r.error ? { error: r.error, error_type: r.errorType ?? "internal_error" } : {}),
-      },
-    };
+    const error = r.error ? { error: r.error, error_type: r.errorType ?? "internal_error" } : undefined;
+    return completed((r.finishedAt - r.startedAt) / 1000, error);
   }
   if (state === "failed")
-    return {
-      http: 200,
-      body: {
-        ...base,
-        status: "COMPLETED",
-        logs,
-        metrics: { inference_time: null },
-        error: job.failedReason || "the request failed",
-        error_type: "internal_error",
-      },
-    };
+    return completed(null, { error: job.failedReason || "the request failed", error_type: "internal_error" });
   if (job.data.cancelled && state !== "active")
-    return {
-      http: 200,
-      body: {
-        ...base,
-        status: "COMPLETED",
-        logs,
-        metrics: { inference_time: null },
-        error: "Request was cancelled",
-        error_type: "request_cancelled",
-      },
-    };
+    return completed(null, { error: "Request was cancelled", error_type: "request_cancelled" });
   if (state === "active") return { http: 202, body: { ...base, status: "IN_PROGRESS", logs } };
   return { http: 202, body: { ...base, status: "IN_QUEUE", queue_position: position } };
 }
