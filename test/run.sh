@@ -8,6 +8,10 @@ cd "$(dirname "$0")/.."
 T0=$(date +%s)
 step() { echo "== $* ($(( $(date +%s) - T0 ))s)"; }
 
+# The container engine, containerd and the broker the image, real-node and queue tests run (Debian's packages, installed
+# when missing; elsewhere it says what to install).
+step "host tools"
+bash server/setup/image/host-tools.sh
 step "typecheck"
 node_modules/.bin/tsc -p tsconfig.json
 node_modules/.bin/tsc -p server/browser-console/tsconfig.json
