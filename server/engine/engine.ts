@@ -10,7 +10,7 @@ import { ngramDrafter } from "./speculation.ts";
 import { MODEL_DRAFT_SIZE, ModelDrafter } from "./draft-model.ts";
 import { vramBytes, type GpuSetting } from "./gpu.ts";
 import { commonPrefixLength, runGeneration } from "./generation.ts";
-import { contextOverflow, fitPrompt, keptTokens } from "./fit-prompt.ts";
+import { contextOverflow, fitPrompt, keptTokens, shiftedMaxTokens } from "./fit-prompt.ts";
 import { GrammarCache, grammarStopStrings } from "./grammars.ts";
 import { llamaRuntime, type EngineBuildSettings } from "./llama-runtime.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
@@ -184,6 +184,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
           const calls = prompt.output?.tools;
           const toolGrammar = calls ? await toolGrammars.get(calls.format, calls.request) : undefined;
           const grammar = calls?.fromStart ? toolGrammar : await grammars.get(req.format);
+          const shifting = req.shift !== false && !images;
           // Waiting for a sequence to free up can take a whole generation: nobody should wait for this one meanwhile.
           if (loaded.slots.busy >= loaded.parallel) req.arrival?.settle();
           const slot = await loaded.slots.acquire(
@@ -198,7 +199,9 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
               slot,
               promptTokens,
               stopStrings: [...prompt.stopStrings, ...grammarStopStrings(grammar)],
-              sampling,
+              sampling: shifting
+                ? { ...sampling, maxTokens: shiftedMaxTokens(sampling.maxTokens, loaded.contextLength) }
+                : sampling,
               grammar,
               signal,
               metrics,
@@ -208,9 +211,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
               admission: { arrival: req.arrival, arrivals },
               ...(req.logprobs ? { logprobs: req.logprobs } : {}),
               ...(req.returnTokens ? { returnTokens: true } : {}),
-              ...(req.shift !== false && !images
-                ? { shiftKeep: keptTokens(sampling.numKeep, promptTokens, bos, loaded.contextLength) }
-                : {}),
+              ...(shifting ? { shiftKeep: keptTokens(sampling.numKeep, promptTokens, bos, loaded.contextLength) } : {}),
               // Drafts are verified by plain sampling: not with a grammar (one that applies from a tool call on
               // included), log probabilities or images.
               ...(!grammar && !toolGrammar && !req.logprobs && !images

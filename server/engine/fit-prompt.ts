@@ -74,5 +74,9 @@ export function fitPrompt(
   return { ...built, tokens: truncateTokens(built.tokens, keep, contextLength) };
 }
 
+/** An answer's token limit when the context shifts: as Ollama's (llm/server.go), ten contexts at most. */
+export const shiftedMaxTokens = (maxTokens: number | undefined, contextLength: number): number =>
+  Math.min(maxTokens ?? Infinity, 10 * contextLength);
+
 /** How many tokens a context shift drops after the kept ones: half of the rest, as llama-server (n_discard 0). */
 export const shiftDiscard = (held: number, keep: number): number => Math.floor((held - keep) / 2);

@@ -6,6 +6,7 @@ import {
   fromTurn,
   keptTokens,
   shiftDiscard,
+  shiftedMaxTokens,
   truncateTokens,
   type FitOptions,
 } from "../../../server/engine/fit-prompt.ts";
@@ -75,4 +76,10 @@ test("num_keep -1 keeps the whole prompt's start up to the context; the BOS coun
 test("a context shift drops half of what follows the kept tokens (llama-server's n_discard)", () => {
   assert.equal(shiftDiscard(512, 5), 253);
   assert.equal(shiftDiscard(5, 5), 0);
+});
+
+test("with context shifts an answer without num_predict stops after ten contexts, as Ollama's; a smaller limit stays", () => {
+  assert.equal(shiftedMaxTokens(undefined, 512), 5120);
+  assert.equal(shiftedMaxTokens(100_000, 512), 5120);
+  assert.equal(shiftedMaxTokens(64, 512), 64);
 });
