@@ -98,17 +98,18 @@ describe("options", () => {
     assert.ok(!oa.choices[0]!.text.includes(stop));
   });
 
-  test("a prompt longer than num_ctx is refused with the token counts", async () => {
+  test("a prompt longer than num_ctx is cut from the front by default, refused with the token counts under truncate false", async () => {
     const prompt = "the cat and the dog ".repeat(100);
-    await assert.rejects(
-      ollama.generate({ model: "babbler", prompt, options: { num_ctx: 64 } }),
-      (e: Error & { status_code?: number }) => {
-        assert.equal(e.status_code, 400);
-        assert.match(e.message, /\d+ tokens/);
-        assert.match(e.message, /64/);
-        return true;
-      },
-    );
+    const cut = await ollama.generate({ model: "babbler", prompt, options: { num_ctx: 64, num_predict: 4 } });
+    assert.ok(cut.prompt_eval_count < 64, String(cut.prompt_eval_count));
+    // Ollama's `truncate` (not in the client's request type; the client sends the object as it is).
+    const refuse = { model: "babbler", prompt, options: { num_ctx: 64 }, truncate: false };
+    await assert.rejects(ollama.generate(refuse), (e: Error & { status_code?: number }) => {
+      assert.equal(e.status_code, 400);
+      assert.match(e.message, /\d+ tokens/);
+      assert.match(e.message, /64/);
+      return true;
+    });
   });
 });
 
