@@ -40,6 +40,8 @@ const SEED_TEMPLATE =
 /** Every parameter Ollama accepts, with a valid value of its type. */
 export const ALL_PARAMETERS: ReadonlyArray<[key: string, args: string, value: number | boolean | string]> = [
   ["num_ctx", "4096", 4096],
+  ["draft_model", "smollm2-draft", "smollm2-draft"],
+  ["draft_ngram", "8", 8],
   ["num_keep", "24", 24],
   ["num_predict", "-1", -1],
   ["temperature", "0.8", 0.8],
