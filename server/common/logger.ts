@@ -40,8 +40,17 @@ const FLUSH_MS = 200;
  */
 export function bufferedDestination(dest: number | string = 1): DestinationStream & { flushSync(): void } {
   const fd = typeof dest === "number" ? dest : fs.openSync(dest, "a"); // open now: ready for writes at once
-  const out = pino.destination({ dest: fd, minLength: WRITE_AT, sync: false });
+  // Blocks are written synchronously: an asynchronous write still in flight when the process exits loses its lines.
+  const out = pino.destination({ dest: fd, minLength: WRITE_AT, sync: true });
   setInterval(() => out.flush(), FLUSH_MS).unref();
+  // The last block, also for a destination no pino logger owns (pino flushes the ones it owns on exit too).
+  process.once("exit", () => {
+    try {
+      out.flushSync();
+    } catch {
+      // Already ended (destroyed): nothing is pending.
+    }
+  });
   return out;
 }
 
