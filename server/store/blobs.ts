@@ -1,7 +1,7 @@
 // Content-addressed blob files: blobs/sha256-<hex>. Writes go to a temp file in blobs/ while hashing, are verified,
 // fsynced and then linked into place only if absent, so a blob file, once visible, is always complete and correct.
 import { createHash, randomBytes } from "node:crypto";
-import { createReadStream, createWriteStream } from "node:fs";
+import { createReadStream } from "node:fs";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { Readable } from "node:stream";
@@ -71,6 +71,8 @@ export class BlobStore {
     const temp = path.join(this.dir, `tmp-${randomBytes(8).toString("hex")}${TEMP_SUFFIX}`);
     const hash = createHash("sha256");
     let size = 0;
+    // Opened before the pipeline: a stream that opens lazily can create the file after a failed pipeline's cleanup.
+    const handle = await fs.open(temp, "wx");
     try {
       const input =
         typeof source === "string" || source instanceof Uint8Array ? Readable.from([Buffer.from(source)]) : source;
@@ -84,7 +86,7 @@ export class BlobStore {
             yield buf;
           }
         },
-        createWriteStream(temp, { flags: "wx", flush: true }),
+        handle.createWriteStream({ flush: true }),
       ); // flush: fsync before close
       const digest = digestOf(hash.digest("hex"));
       if (expected && digest !== expected) {
@@ -94,6 +96,7 @@ export class BlobStore {
       }
       return { digest, size, created: await this.linkIntoPlace(temp, digest) };
     } finally {
+      await handle.close().catch(() => undefined); // already closed by the stream unless the pipeline failed early
       await fs.rm(temp, { force: true });
     }
   }
