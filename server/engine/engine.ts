@@ -377,8 +377,11 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
   };
 }
 
-/** Free memory where the model's cache goes: the GPU's VRAM, or the RAM on the CPU (Ollama's tier basis). */
+/**
+ * Free memory where the model's cache goes (Ollama's tier basis): the GPU's VRAM, or the RAM on the CPU, within the
+ * process's cgroup memory limit (a pod's limit, not its node's free RAM: a context sized by the node's is OOM-killed).
+ */
 async function freeMemory(llama: Awaited<ReturnType<typeof llamaRuntime>>["llama"]): Promise<number> {
   if (llama.gpu !== false) return (await llama.getVramState()).free;
-  return os.freemem();
+  return Math.min(os.freemem(), process.availableMemory());
 }
