@@ -84,6 +84,7 @@ export class HoldingPod {
           }
         });
         const answer = (status: number, answerBody: unknown) => {
+          if (res.headersSent || res.destroyed) return; // answered, or aborted, already
           res.writeHead(status, { "content-type": "application/json" });
           res.end(JSON.stringify(answerBody));
         };
