@@ -32,6 +32,8 @@ export interface OperatorBenchRow {
   quietSeconds: number;
   quietWrites: number;
   rssMb: number;
+  /** V8's used heap: what of the RSS is JavaScript objects (the rest: code, native buffers, freed pages kept). */
+  heapMb: number;
   load: string;
   problems: string[];
 }
@@ -148,6 +150,7 @@ function row(label: string, apps: number, seconds: number, settled: string, end:
     quietSeconds,
     quietWrites: writes(end) - writes(settled),
     rssMb: gauge(end, "gantry_operator_process_process_resident_memory_bytes") / 2 ** 20,
+    heapMb: gauge(end, "gantry_operator_process_nodejs_heap_size_used_bytes") / 2 ** 20,
     load: loadavg(),
     problems: [] as string[],
   };
@@ -287,7 +290,7 @@ export function printOperatorTable({ rows, gateway }: { rows: OperatorBenchRow[]
       "writes until settled",
       "requests until settled",
       "writes in quiet window",
-      "RSS MB",
+      "RSS MB (JS heap used)",
       "load avg (1 min) at end",
       "problems",
     ],
@@ -299,7 +302,7 @@ export function printOperatorTable({ rows, gateway }: { rows: OperatorBenchRow[]
       String(r.writes),
       String(r.requests),
       `${r.quietWrites} in ${r.quietSeconds} s`,
-      r.rssMb,
+      `${r.rssMb.toFixed(0)} (${r.heapMb.toFixed(0)})`,
       r.load,
       r.problems.join("; ") || "none",
     ]),
