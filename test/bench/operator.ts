@@ -64,6 +64,22 @@ const REQUESTS = "gantry_operator_kube_requests_total";
 /** Requests outside watches, lease renewals left out (inherent to leader election, not to the fleet). */
 const requests = (text: string) => sumMetricWhere(text, REQUESTS, (l) => l.resource !== "leases");
 const writes = (text: string) => sumMetricWhere(text, REQUESTS, (l) => l.verb !== "get" && l.resource !== "leases");
+/** "apply deployments 100, …": where the writes went, for the log. */
+function writesByKind(text: string): string {
+  const by = new Map<string, number>();
+  sumMetricWhere(text, REQUESTS, (l) => {
+    if (l.verb !== "get" && l.resource !== "leases") by.set(`${l.verb} ${l.resource}`, 0);
+    return false;
+  });
+  for (const k of by.keys()) {
+    const [verb, resource] = k.split(" ");
+    by.set(
+      k,
+      sumMetricWhere(text, REQUESTS, (l) => l.verb === verb && l.resource === resource),
+    );
+  }
+  return [...by].map(([k, v]) => `${k} ${v}`).join(", ");
+}
 const reconcilesOf = (text: string) => sumMetricWhere(text, "gantry_operator_reconciles_total", () => true);
 const gauge = (text: string, name: string) => sumMetricWhere(text, name, () => true);
 
@@ -208,7 +224,7 @@ export async function benchFleet(
     log(`${n} apps reconciled in ${seconds.toFixed(1)} s; waiting for their pods to be Ready`);
     await watch.until(`${n} apps Ready`, (c) => c.ready === n, { timeoutMs: o.timeoutMs, progress });
     const settled = await settle(op, o.timeoutMs);
-    log(`settled; ${o.quietSeconds} s of quiet`);
+    log(`settled; writes by verb and resource: ${writesByKind(settled)}; ${o.quietSeconds} s of quiet`);
     await sleep(o.quietSeconds * 1000);
     const rows = [row(`${n} apps`, n, seconds, settled, await op.metrics(), o.quietSeconds)];
     rows[0]!.problems = (await auditFleet(kc, ns, n)).problems;
