@@ -15,7 +15,7 @@ export interface Turn {
   cached: number;
   completion: number;
   pod: string;
-  /** The access log's `choice`: least_load, ring_first or ring_next (passed on by the load bound). */
+  /** The access log's `choice`: least_load, ring_first, ring_kept (the key's last pod) or ring_next (passed on). */
   choice: string;
   conversation: string;
 }
@@ -86,7 +86,7 @@ function summary(w: WorkloadResult, what: string): Table {
       "median TTFT turns 3–6 ms",
       "median TTFT turn 1 ms",
       "requests per pod",
-      "ring's first choice",
+      "ring first / kept / next",
       "RAM cache hits / misses / failed, restored tokens",
     ],
     rows: STRATEGIES.map((s) => {
@@ -103,7 +103,9 @@ function summary(w: WorkloadResult, what: string): Table {
         f(median(ts.filter((t) => t.turn === 1).map((t) => t.ttftMs))),
         [...perPod.values()].sort((a, b) => b - a).join(" / "),
         s === "PrefixHash"
-          ? `${((ts.filter((t) => t.choice === "ring_first").length / ts.length) * 100).toFixed(0)}%`
+          ? ["first", "kept", "next"]
+              .map((c) => `${((ts.filter((t) => t.choice === `ring_${c}`).length / ts.length) * 100).toFixed(0)}%`)
+              .join(" / ")
           : "-",
         `${p.hits} / ${p.misses} / ${p.failed}, ${p.restored}`,
       ];
