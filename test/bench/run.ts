@@ -292,9 +292,8 @@ if (run("console")) {
 }
 
 if (run("routing")) {
-  const { benchRouting, routingTables } = await import("./routing.ts");
-  const result = await benchRouting({ rounds: Number(process.env.GANTRY_BENCH_ROUNDS ?? 3) });
-  for (const t of routingTables(result)) printTable(t.title, t.header, t.rows);
+  const { runRoutingBench } = await import("./routing.ts");
+  await runRoutingBench();
 }
 
 if (run("image")) {

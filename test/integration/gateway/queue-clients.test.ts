@@ -163,6 +163,36 @@ test("a key revoked after submit: its waiting request fails with 401 instead of 
   );
 });
 
+test("X-Fal-Queue-Priority: a low request waits behind normal ones submitted after it; another value is 400", async (t) => {
+  const fal = falJs();
+  const hold = "local/hold/v1/chat/completions";
+  const running = await fal.queue.submit(hold, { input: { n: 5 } });
+  await pod.until(() => pod.held.some((h) => h.id === running.request_id));
+  const low = (await fal.queue.submit(hold, { input: { n: 6 }, priority: "low" })).request_id;
+  const normal = (await fal.queue.submit(hold, { input: { n: 7 }, priority: "normal" })).request_id;
+  const position = async (requestId: string) =>
+    ((await fal.queue.status("local/hold", { requestId })) as { queue_position: number }).queue_position;
+  assert.deepEqual([await position(normal), await position(low)], [0, 1]);
+  pod.releaseAll();
+  t.after(() => (pod.autoRelease = false));
+  await fal.queue.subscribeToStatus("local/hold", { requestId: low, pollInterval: 20 });
+  assert.deepEqual(
+    pod.arrivals.filter((id) => id === low || id === normal),
+    [normal, low],
+  );
+  const bad = await fetch(`${gw.base}/_queue/${hold}`, {
+    method: "POST",
+    headers: { authorization: `Key ${key}`, "content-type": "application/json", "x-fal-queue-priority": "urgent" },
+    body: "{}",
+  });
+  assert.equal(bad.status, 400);
+  assert.equal(bad.headers.get("x-fal-error-type"), "invalid_priority");
+  assert.deepEqual(await bad.json(), {
+    detail: "X-Fal-Queue-Priority must be normal or low",
+    error_type: "invalid_priority",
+  });
+});
+
 const py = promisify(execFile);
 
 test("Python client through https: submit, status, result, subscribe, cancel", async () => {
