@@ -120,7 +120,7 @@ export const ServerConfigSchema = z.object({
     .refine((v) => v === 0 || v >= 64, "must be 0 (by memory) or at least 64")
     .default(0)
     .describe(
-      "Default context length per sequence (num_ctx overrides it); 0 = by memory as Ollama's: 4096 under 24 GiB free (VRAM on a GPU, RAM on the CPU), 32768 up to 48 GiB, 262144 above, capped by the model's trained length",
+      "Default context length per sequence (num_ctx overrides it); 0 = by memory as Ollama's: 4096 under 24 GiB free (VRAM on a GPU; on the CPU, RAM within the process's memory limit), 32768 up to 48 GiB, 262144 above, capped by the model's trained length",
     ),
   GANTRY_KV_CACHE_TYPE: z
     .enum(KV_CACHE_TYPES)

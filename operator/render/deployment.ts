@@ -52,7 +52,7 @@ function serverEnv(app: ResolvedApp, config: Pick<RenderConfig, "serverPort">): 
     GANTRY_MODELS: MODELS_PATH,
     GANTRY_KEEP_ALIVE: server.keepAlive,
     GANTRY_NUM_PARALLEL: String(server.parallel),
-    GANTRY_CONTEXT_LENGTH: String(server.contextLength),
+    ...(server.contextLength !== undefined ? { GANTRY_CONTEXT_LENGTH: String(server.contextLength) } : {}),
     GANTRY_KV_CACHE_TYPE: server.kvCacheType,
     GANTRY_FLASH_ATTENTION: server.flashAttention,
     ...(server.promptCacheRam !== undefined ? { GANTRY_PROMPT_CACHE_RAM: String(server.promptCacheRam) } : {}),

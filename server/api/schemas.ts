@@ -43,6 +43,8 @@ export const OptionsSchema = wire(
       numa: z.boolean().optional(),
       /** Gantry's: speculative decoding by prompt lookup, at most this many tokens drafted a step (0 = off). */
       draft_ngram: z.number().int().min(0).max(MAX_NGRAM_DRAFT).optional(),
+      /** Gantry's: draft at least this many tokens a step, paying or not (llama-server's speculative.n_min). */
+      draft_min: z.number().int().min(0).max(MAX_NGRAM_DRAFT).optional(),
     })
     .loose(),
 );

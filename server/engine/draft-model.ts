@@ -1,18 +1,19 @@
 // A draft model for speculative decoding (Modelfile `PARAMETER draft_model <ref>`): a smaller model with the target's
 // vocabulary, loaded beside it with a context of its own (as many sequences as the target's) and its own slot loop.
-// Each generation holds one of its sequences and drafts greedily: it catches the draft sequence up with the stream's
-// tokens (keeping the prefix it already holds) and decodes a few tokens ahead, which the target then verifies
+// Each generation holds one of its sequences and drafts greedily under the stream's own repeat penalties (the target's
+// greedy choice, penalties included, is what it guesses): it catches the draft sequence up with the stream's tokens
+// (keeping the prefix it already holds) and decodes a few tokens ahead, which the target then verifies
 // (speculation.ts).
 import type { Llama, LlamaContext, LlamaModel, Token } from "node-llama-cpp";
 import { AppError } from "../common/errors.ts";
 import { keepCommonPrefix } from "./prefix-reuse.ts";
 import { nativeContextOf } from "./native/node-llama-cpp.ts";
-import type { NativeSampler } from "./native/port.ts";
+import type { NativeSampler, SamplerConfig } from "./native/port.ts";
 import { SlotLoop, type Slot } from "./slot-loop.ts";
 import type { Drafter } from "./speculation.ts";
 import type { ModelSpec } from "./types.ts";
 
-/** Tokens a draft model drafts a step at most (each costs one of its decodes). */
+/** Tokens a draft model drafts a step at most (each costs one of its decodes; the pacer may pick fewer). */
 export const MODEL_DRAFT_SIZE = 6;
 
 export interface DraftModel {
@@ -70,25 +71,36 @@ export async function loadDraftModel(o: {
   }
 }
 
+export interface DrafterOptions {
+  /** Tokens drafted a step at most. */
+  size: number;
+  /** The stream's penalties (penaltyConfig) over `window` tokens. */
+  penalties: SamplerConfig;
+  window: number;
+}
+
 /** One generation's drafter on a draft model: holds a draft sequence until disposed. */
 export class ModelDrafter implements Drafter {
   private readonly model: DraftModel;
   private readonly size: number;
   private readonly sampler: NativeSampler;
+  /** The stream's penalties ({} = none) and their window: a draft without them guesses a different greedy token. */
+  private readonly penalties: { config: SamplerConfig; window: number };
   private slot: Slot | undefined;
 
-  private constructor(draft: DraftModel, size: number, slot: Slot) {
+  private constructor(draft: DraftModel, o: DrafterOptions, slot: Slot) {
     this.model = draft;
-    this.size = size;
+    this.size = o.size;
     this.slot = slot;
-    // An empty config is a greedy chain.
+    this.penalties = { config: o.penalties, window: o.window };
+    // Without a temperature the chain is greedy (after the penalties).
     this.sampler = draft.slots.native.createSampler();
-    this.sampler.applyConfig({});
+    this.sampler.applyConfig(o.penalties);
   }
 
   /** A drafter on a draft sequence (as many as the target has: one is free for each generation). */
-  static async open(draft: DraftModel, size: number, signal: AbortSignal): Promise<ModelDrafter> {
-    return new ModelDrafter(draft, size, await draft.slots.acquire(signal));
+  static async open(draft: DraftModel, o: DrafterOptions, signal: AbortSignal): Promise<ModelDrafter> {
+    return new ModelDrafter(draft, o, await draft.slots.acquire(signal));
   }
 
   async draft(history: readonly Token[], max: number): Promise<Token[]> {
@@ -101,6 +113,10 @@ export class ModelDrafter implements Drafter {
     const sample = (row: number) => loop.sampleToken(row, this.sampler);
     const out: Token[] = [];
     let next = await keepCommonPrefix(loop, slot, history);
+    // The penalty window starts from the stream's history; the sampler adds each token it drafts.
+    const { config, window } = this.penalties;
+    if (config.repeatPenalty !== undefined)
+      this.sampler.applyConfig({ ...config, repeatPenaltyTokens: Uint32Array.from(history.slice(-window)) });
     while (out.length < n) {
       const token = (await loop.evaluate(slot, next, sample)) as Token;
       if (this.model.model.isEogToken(token)) break;

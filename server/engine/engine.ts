@@ -6,8 +6,7 @@ import { AppError } from "../common/errors.ts";
 import { Arrivals } from "./arrivals.ts";
 import { embedTexts } from "./embedding.ts";
 import { rankDocuments } from "./ranking.ts";
-import { ngramDrafter } from "./speculation.ts";
-import { MODEL_DRAFT_SIZE, ModelDrafter } from "./draft-model.ts";
+import { openDrafter } from "./drafters.ts";
 import { vramBytes, type GpuSetting } from "./gpu.ts";
 import { commonPrefixLength, runGeneration } from "./generation.ts";
 import { contextOverflow, fitPrompt, keptTokens, shiftedMaxTokens } from "./fit-prompt.ts";
@@ -214,13 +213,10 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
               ...(shifting ? { shiftKeep: keptTokens(sampling.numKeep, promptTokens, bos, loaded.contextLength) } : {}),
               // Drafts are verified by plain sampling: not with a grammar (one that applies from a tool call on
               // included), log probabilities or images.
-              ...(!grammar && !toolGrammar && !req.logprobs && !images
-                ? loaded.draft
-                  ? { drafter: await ModelDrafter.open(loaded.draft, MODEL_DRAFT_SIZE, signal) }
-                  : sampling.draftNgram > 0
-                    ? { drafter: ngramDrafter(sampling.draftNgram) }
-                    : {}
-                : {}),
+              drafter:
+                !grammar && !toolGrammar && !req.logprobs && !images
+                  ? await openDrafter(loaded, sampling, signal)
+                  : undefined,
               ...(prompt.output
                 ? {
                     output: {
@@ -377,8 +373,11 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
   };
 }
 
-/** Free memory where the model's cache goes: the GPU's VRAM, or the RAM on the CPU (Ollama's tier basis). */
+/**
+ * Free memory where the model's cache goes (Ollama's tier basis): the GPU's VRAM, or the RAM on the CPU, within the
+ * process's cgroup memory limit (a pod's limit, not its node's free RAM: a context sized by the node's is OOM-killed).
+ */
 async function freeMemory(llama: Awaited<ReturnType<typeof llamaRuntime>>["llama"]): Promise<number> {
   if (llama.gpu !== false) return (await llama.getVramState()).free;
-  return os.freemem();
+  return Math.min(os.freemem(), process.availableMemory());
 }

@@ -202,6 +202,7 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
               (sampled) => {
                 draft.drafted += drafted.length;
                 draft.accepted += sampled.length - 1;
+                job.drafter?.verified?.(drafted.length, sampled.length - 1);
                 return sampled;
               },
             ),

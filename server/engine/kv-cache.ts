@@ -19,8 +19,8 @@ const GIB = 1024 ** 3;
 
 /**
  * Ollama's default context length by memory (server/routes.go, with its 23/47 GiB margins): 4k under 24 GiB, 32k up to
- * 48 GiB, 256k above. `memoryBytes`: the GPU's free VRAM, or the free RAM on the CPU. The model's trained length caps
- * it when loaded.
+ * 48 GiB, 256k above. `memoryBytes`: the GPU's free VRAM, or the free RAM on the CPU (within the process's memory
+ * limit). The model's trained length caps it when loaded.
  */
 export function contextLengthForMemory(memoryBytes: number): number {
   if (memoryBytes >= 47 * GIB) return 262_144;

@@ -36,6 +36,8 @@ export interface ResolvedSampling {
   useMmap: boolean | undefined;
   /** Speculative decoding by prompt lookup: tokens drafted a step at most (0 = off). */
   draftNgram: number;
+  /** Speculative decoding: tokens drafted a step at least, paying or not (0 = as many as pay: draft-pacer.ts). */
+  draftMin: number;
 }
 
 /**
@@ -61,6 +63,7 @@ export function resolveSampling(modelParams: SamplingOptions, request: SamplingO
     numCtx: o.num_ctx !== undefined && o.num_ctx > 0 ? o.num_ctx : undefined,
     useMmap: o.use_mmap,
     draftNgram: o.draft_ngram ?? 0,
+    draftMin: o.draft_min ?? 0,
   };
 }
 

@@ -2,8 +2,10 @@
 // decodes them in one call (SlotLoop.evaluateDraft), and the sequence's own sampler verifies the draft row by row.
 // Each row is sampled exactly as it would have been without the draft (same sampler, same history, same order), so the
 // output is the same; a draft only saves decode calls when its tokens are the ones sampled. Drafters: prompt lookup
-// (ngram-draft.ts), which needs no second model, and a draft model (draft-model.ts).
+// (ngram-draft.ts), which needs no second model, and a draft model (draft-model.ts); each paced by its acceptance
+// (draft-pacer.ts).
 import type { Token } from "node-llama-cpp";
+import { DraftPacer, type PacerOptions } from "./draft-pacer.ts";
 import { ngramDraft } from "./ngram-draft.ts";
 
 /**
@@ -12,7 +14,32 @@ import { ngramDraft } from "./ngram-draft.ts";
  */
 export interface Drafter {
   draft(history: readonly Token[], max: number): Token[] | Promise<Token[]>;
+  /** A draft of `drafted` tokens was verified and `accepted` of them kept. */
+  verified?(drafted: number, accepted: number): void;
   dispose?(): void;
+}
+
+/**
+ * `inner`, drafting as many tokens a step as pay at the acceptance seen so far (draft-pacer.ts): fewer, none while
+ * drafts are mostly rejected (with small probes now and then) or cannot pay, from `min` up to `max`.
+ */
+export function pacedDrafter(inner: Drafter, o: PacerOptions): Drafter & { pacer: DraftPacer } {
+  const pacer = new DraftPacer(o);
+  const drafted = (tokens: Token[]): Token[] => {
+    if (tokens.length === 0) pacer.skipped();
+    return tokens;
+  };
+  return {
+    pacer,
+    draft(history, limit) {
+      const size = Math.min(pacer.size(), limit);
+      if (size <= 0) return drafted([]);
+      const tokens = inner.draft(history, size);
+      return Array.isArray(tokens) ? drafted(tokens) : tokens.then(drafted);
+    },
+    verified: (n, accepted) => pacer.verified(n, accepted),
+    ...(inner.dispose ? { dispose: () => inner.dispose!() } : {}),
+  };
 }
 
 /** Tokens a prompt-lookup draft holds at most, by default (llama.cpp's --draft-max is 16; a CPU step grows with it). */

@@ -39,6 +39,17 @@ export function positionLogprobs(row: RowLogits, token: number, top: number): Po
   return { token, logprob: logit - logSumExp, top: alternatives };
 }
 
+/** The penalties of these options over a window of `window` tokens, without the window's tokens; none when off. */
+export const penaltyConfig = (s: ResolvedSampling, window: number): SamplerConfig =>
+  penaltiesOff(s)
+    ? {}
+    : {
+        repeatPenalty: s.repeatPenalty,
+        repeatPenaltyMaxTokens: window,
+        repeatPenaltyPresencePenalty: s.presencePenalty,
+        repeatPenaltyFrequencyPenalty: s.frequencyPenalty,
+      };
+
 /** The sampler chain's config for these options, without the penalty window's tokens (as llama-server builds it). */
 export function samplerConfig(
   s: ResolvedSampling,
@@ -52,14 +63,7 @@ export function samplerConfig(
     topK: s.topK,
     topP: s.topP,
     seed,
-    ...(penaltiesOff(s)
-      ? {}
-      : {
-          repeatPenalty: s.repeatPenalty,
-          repeatPenaltyMaxTokens: window,
-          repeatPenaltyPresencePenalty: s.presencePenalty,
-          repeatPenaltyFrequencyPenalty: s.frequencyPenalty,
-        }),
+    ...penaltyConfig(s, window),
     ...(grammar !== undefined ? { grammar } : {}),
   };
 }

@@ -39,7 +39,7 @@ export interface KeyStats {
 
 /** The per-request metrics of one app, updated on the request path without any label lookup. */
 /** How the gateway chose a request's pod (the app's loadBalancing strategy, and for PrefixHash the ring's verdict). */
-export type PodChoice = "least_load" | "ring_first" | "ring_next";
+export type PodChoice = "least_load" | "ring_first" | "ring_kept" | "ring_next";
 
 export class AppStats {
   readonly org: string;
@@ -202,7 +202,7 @@ export class GatewayMetrics {
     collected(
       this.registry,
       "gantry_gateway_pod_requests_total",
-      "Requests by the pod that answered and how it was chosen (least_load; PrefixHash: ring_first, ring_next)",
+      "Requests by the pod that answered and how it was chosen (least_load; PrefixHash: ring_first, ring_kept, ring_next)",
       "counter",
       () =>
         [...stats()].flatMap((s) =>

@@ -98,6 +98,7 @@ export function samplingFrom(o: Options | undefined): SamplingOptions {
     "presence_penalty",
     "frequency_penalty",
     "draft_ngram",
+    "draft_min",
   ] as const;
   for (const k of copy) if (o[k] !== undefined) (out as Record<string, unknown>)[k] = o[k];
   if (o.stop !== undefined) out.stop = (Array.isArray(o.stop) ? o.stop : [o.stop]).filter((s) => s.length > 0);
@@ -266,3 +267,7 @@ export async function withInFlight<T>(deps: Pick<ServerDeps, "metrics">, fn: () 
 }
 
 export const nowIso = (): string => new Date().toISOString();
+
+/** Of the tokens speculative decoding drafted, the share the model accepted (0 when none was drafted). */
+export const draftAcceptanceRate = (d: { drafted: number; accepted: number }): number =>
+  d.drafted > 0 ? d.accepted / d.drafted : 0;

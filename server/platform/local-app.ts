@@ -31,7 +31,7 @@ export function localServerEnv(
   return {
     ...env,
     GANTRY_NUM_PARALLEL: String(spec.server.parallel),
-    GANTRY_CONTEXT_LENGTH: String(spec.server.contextLength),
+    ...(spec.server.contextLength !== undefined ? { GANTRY_CONTEXT_LENGTH: String(spec.server.contextLength) } : {}),
     GANTRY_KV_CACHE_TYPE: spec.server.kvCacheType,
     GANTRY_FLASH_ATTENTION: spec.server.flashAttention,
     GANTRY_KEEP_ALIVE: spec.server.keepAlive,

@@ -96,6 +96,7 @@ export function toModelOptions(p: ModelParameters): ModelOptions {
     "num_ctx",
     "use_mmap",
     "draft_ngram",
+    "draft_min",
   ] as const satisfies readonly (keyof ModelOptions & keyof ModelParameters)[];
   const out: Record<string, unknown> = {};
   for (const k of keys) if (p[k] !== undefined) out[k] = p[k];

@@ -33,6 +33,8 @@ export const StoredParametersSchema = z
     numa: z.boolean(),
     /** Gantry's: speculative decoding by prompt lookup (tokens drafted a step; 0 = off). */
     draft_ngram: z.number().int().min(0).max(64),
+    /** Gantry's: tokens drafted a step at least, paying or not (0 = as many as pay). */
+    draft_min: z.number().int().min(0).max(64),
     stop: stopList,
     /** Gantry's: the draft model for speculative decoding, a model name in the store. */
     draft_model: z.string().trim().min(1),

@@ -47,6 +47,8 @@ export interface ModelOptions {
   use_mmap?: boolean;
   /** Speculative decoding by prompt lookup: at most this many tokens drafted a step; 0 or unset = off. */
   draft_ngram?: number;
+  /** Speculative decoding: at least this many tokens drafted a step, paying or not; 0 or unset = as many as pay. */
+  draft_min?: number;
 }
 
 /** A model as the store resolves it: everything the engine needs to load and prompt it. */

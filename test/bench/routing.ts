@@ -3,97 +3,78 @@
 // spec.loadBalancing, called through `gantry gateway` by 12 concurrent conversations of 6 turns (about 150 tokens of
 // user text a turn, answers capped at 32 tokens, streamed), the strategies interleaved over rounds (A B, then B A),
 // each round with new conversations. Per strategy: time to first token per turn (mean, p95), the share of prompt
-// tokens found in a pod's cache, aggregate tokens/s, requests per pod. A second run adds a fourth replica to the
-// PrefixHash app between turns 3 and 4 and reports the share of conversations that moved. Also: the key and the ring's
-// pick on a 32 KB body, in process. A second workload, agents (issue 38): 8 conversations of 6 turns that share a
-// 2k-token system prompt with a tool list (about 60 tokens of user text a turn), on the same apps. The pods keep up to
-// 512 MiB of evicted prompts in RAM (spec.server.promptCacheRam). Also runnable: `node test/bench/routing.ts`.
-import { randomUUID } from "node:crypto";
+// tokens found in a pod's cache, aggregate tokens/s, requests per pod, the pods' RAM prompt cache counters. A second
+// workload, agents (issue 38): 8 conversations of 6 turns that share a 2k-token system prompt with a tool list (about
+// 60 tokens of user text a turn), on the same apps. Then a fourth replica is added to a PrefixHash app between turns 3
+// and 4, and the share of conversations that moved is reported; and the key and the ring's pick on a 32 KB body, in
+// process. The pods keep up to 512 MiB of evicted prompts in RAM (spec.server.promptCacheRam).
+// GANTRY_BENCH_ROUTING=chat,agents,grow picks the workloads (default all; each one's tables print when it is done),
+// GANTRY_BENCH_ROUNDS the rounds (default 3), GANTRY_BENCH_REQUEST_SECONDS a request's deadline to its last token
+// (default 300: a request past it ends the run with its conversation, turn and what it was waiting for),
+// GANTRY_BENCH_MEAN_LOAD_FACTOR PrefixHash's bound. Also runnable: `node test/bench/routing.ts`.
+import fs from "node:fs";
 import os from "node:os";
+import path from "node:path";
 import { CoreV1Api } from "@kubernetes/client-node";
-import OpenAI from "openai";
 import { createTestNamespace, ensureTestCluster, kubeConfigFor } from "../cluster/test-cluster.ts";
+import type { ControlPlane } from "../cluster/control-plane.ts";
 import { prefixKey } from "../../server/gateway/3-route/prefix-key.ts";
 import { PrefixRing } from "../../server/gateway/3-route/prefix-ring.ts";
 import { parseBody } from "../../server/gateway/3-route/request-body.ts";
-import { startTestGateway, type TestGateway } from "../support/gateway.ts";
+import { startTestGateway } from "../support/gateway.ts";
 import { startHubServer } from "../support/hub-server.ts";
 import { smollm2Path } from "../support/models.ts";
-import { installCrd, kubectl, podsOperatorConfig, startTestOperator } from "../support/operator.ts";
+import { installCrd, kubectl, podsOperatorConfig, startTestOperator, sumMetric } from "../support/operator.ts";
+import {
+  extraTable,
+  STRATEGIES,
+  workloadTables,
+  type PodCounts,
+  type Strategy,
+  type Table,
+  type Turn,
+  type Workload,
+  type WorkloadResult,
+} from "./routing-tables.ts";
+import {
+  AGENT_SYSTEM,
+  agentText,
+  BenchAbort,
+  Client,
+  conversation,
+  MODEL,
+  userText,
+  type Message,
+} from "./routing-client.ts";
 import { median } from "./table.ts";
 
-const MODEL = "hf.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF:Q4_K_M";
 const GROWN = 36;
 const CONVERSATIONS = 12,
   TURNS = 6,
-  ANSWER_TOKENS = 32,
   AGENTS = 8;
-const STRATEGIES = ["LeastLoad", "PrefixHash"] as const;
-type Strategy = (typeof STRATEGIES)[number];
-const WORDS = (
-  "the river valley mountain harbour city market season winter summer garden library museum train station bridge " +
-  "castle forest island village tower road school theatre festival kitchen recipe history engine journey letter"
-).split(" ");
+const APPS = { LeastLoad: "least", PrefixHash: "prefix" } as const satisfies Record<Strategy, string>;
 
-interface Turn {
-  workload: "chat" | "agents";
-  strategy: Strategy;
-  turn: number;
-  ttftMs: number;
-  prompt: number;
-  cached: number;
-  completion: number;
-  pod: string;
-  /** The access log's `choice`: least_load, ring_first or ring_next (passed on by the load bound). */
-  choice: string;
-  conversation: string;
+export interface RoutingOptions {
+  rounds?: number;
+  workloads?: ReadonlyArray<Workload | "grow">;
+  /** A request's deadline to its last token. */
+  requestSeconds?: number;
+  /** Each table, as soon as its workload is done. */
+  onTable?: (t: Table) => void;
 }
 
-/** About 150 tokens of user text (a word is about 1.3 tokens of SmolLM2's vocabulary), different per seed. */
-function userText(seed: number): string {
-  const words: string[] = [];
-  for (let i = 0; i < 115; i++) words.push(WORDS[(seed * 7919 + i * i * 31 + i) % WORDS.length]!);
-  return `Question ${seed}: tell me about ${words.join(" ")}.`;
-}
+const progress = (line: string) => process.stderr.write(`bench routing: ${line}\n`);
 
-/** An agent's system prompt: instructions and a tool list, about 2k tokens, the same for every agent conversation. */
-const AGENT_SYSTEM = (() => {
-  const tools = Array.from({ length: 24 }, (_, i) => ({
-    name: `tool_${i}_${WORDS[i % WORDS.length]}`,
-    description: `Looks up the ${WORDS[(i * 5) % WORDS.length]} and ${WORDS[(i * 11) % WORDS.length]} records of a ${WORDS[(i * 3) % WORDS.length]}; returns them as a list with dates and sources.`,
-    parameters: {
-      type: "object",
-      properties: {
-        query: { type: "string", description: `What to find in the ${WORDS[(i * 7) % WORDS.length]} records` },
-        limit: { type: "integer", description: "Most results to return" },
-      },
-      required: ["query"],
-    },
-  }));
-  return (
-    "You are a research agent. Plan before you act, call one tool at a time, cite every source, and answer briefly. " +
-    "Rules: ".concat(Array.from({ length: 12 }, (_, i) => `(${i + 1}) never invent a ${WORDS[i]} record;`).join(" ")) +
-    `\nTools:\n${JSON.stringify(tools, null, 1)}`
-  );
-})();
-
-/** About 60 tokens of an agent's user text. */
-const agentText = (seed: number): string =>
-  `Task ${seed}: find ${Array.from({ length: 40 }, (_, i) => WORDS[(seed * 13 + i * 7) % WORDS.length]).join(" ")}.`;
-
-const p95 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.95))]!;
-const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-
-export interface RoutingResult {
-  turns: Turn[];
-  seconds: Record<Strategy, number[]>;
-  agentSeconds: Record<Strategy, number[]>;
-  moved: { moved: number; of: number };
-  keyMicros: number;
-}
-
-export async function benchRouting(opts: { rounds?: number } = {}): Promise<RoutingResult> {
+/** Runs the workloads asked for, printing each one's tables when it is done; returns what was measured. */
+export async function benchRouting(opts: RoutingOptions = {}): Promise<{ results: WorkloadResult[]; tables: Table[] }> {
   const rounds = opts.rounds ?? 3;
+  const workloads = opts.workloads ?? ["chat", "agents", "grow"];
+  const deadlineMs = (opts.requestSeconds ?? 300) * 1000;
+  const tables: Table[] = [];
+  const emit = (t: Table) => {
+    tables.push(t);
+    opts.onTable?.(t);
+  };
   const cp = await ensureTestCluster();
   installCrd(cp);
   const kc = kubeConfigFor(cp);
@@ -113,14 +94,128 @@ export async function benchRouting(opts: { rounds?: number } = {}): Promise<Rout
     limits: { requestsPerSecond: 0, burst: 1, concurrent: 0 },
     watchNamespace: ns,
   });
-  const apply = (name: string, strategy: Strategy, replicas: number) =>
+  const apps = new Apps(cp, ns);
+  const results: WorkloadResult[] = [];
+  try {
+    for (const s of STRATEGIES) apps.apply(APPS[s], s, 3);
+    for (const s of STRATEGIES) await apps.ready(APPS[s], 3);
+    progress("apps ready; one request per pod to warm them");
+    const client = new Client(gw, ns, deadlineMs);
+    for (const s of STRATEGIES)
+      for (let i = 0; i < 6; i++) await client.turn(APPS[s], [{ role: "user", content: `warm ${i}` }], `warm${i}`, 1);
+    for (const workload of workloads) {
+      if (workload === "grow") continue;
+      const w = await runWorkload(client, apps, workload, rounds);
+      results.push(w);
+      // Every turn (pod, choice, cached tokens), for a closer look than the tables give.
+      const file = path.join(os.tmpdir(), `bench-routing-${workload}-${Date.now()}.json`);
+      fs.writeFileSync(file, JSON.stringify(w));
+      progress(`${workload}: every turn in ${file}`);
+      for (const t of workloadTables(w)) emit(t);
+    }
+    const moved = workloads.includes("grow") ? await grow(client, apps) : undefined;
+    emit(extraTable(moved, keyCost()));
+    return { results, tables };
+  } finally {
+    await gw.stop();
+    await op.stop();
+    await core.deleteNamespace({ name: ns }).catch(() => undefined);
+    await hub.close();
+  }
+}
+
+/** One workload's rounds: every conversation at once, the strategies interleaved (A B, then B A). */
+async function runWorkload(client: Client, apps: Apps, workload: Workload, rounds: number): Promise<WorkloadResult> {
+  const n = workload === "chat" ? CONVERSATIONS : AGENTS;
+  const agent = workload === "agents" ? { system: AGENT_SYSTEM, text: agentText } : undefined;
+  const w: WorkloadResult = {
+    workload,
+    conversations: n,
+    turns: TURNS,
+    rows: [],
+    seconds: { LeastLoad: [], PrefixHash: [] },
+    pods: Object.fromEntries(STRATEGIES.map((s) => [s, { hits: 0, misses: 0, failed: 0, restored: 0 }])) as Record<
+      Strategy,
+      PodCounts
+    >,
+    load: [os.loadavg()[0]!, 0],
+  };
+  for (let r = 0; r < rounds; r++) {
+    for (const s of r % 2 ? [...STRATEGIES].reverse() : STRATEGIES) {
+      const phase = `${workload}, round ${r + 1} of ${rounds}, ${s}`;
+      progress(`${phase}: ${n} conversations (load ${os.loadavg()[0]!.toFixed(1)})`);
+      const before = await apps.podCounts(APPS[s]);
+      const done = new Map<number, Turn[]>();
+      const t0 = performance.now();
+      const onTurn = (t: Turn) => {
+        const at = [...(done.get(t.turn) ?? []), t];
+        done.set(t.turn, at);
+        if (at.length < n) return;
+        const cached = at.reduce((a, x) => a + x.cached, 0) / at.reduce((a, x) => a + x.prompt, 0);
+        progress(
+          `${phase}: turn ${t.turn} done at ${((performance.now() - t0) / 1000).toFixed(0)} s, ` +
+            `median TTFT ${median(at.map((x) => x.ttftMs)).toFixed(0)} ms, cached ${cached.toFixed(2)}`,
+        );
+      };
+      const stop = new AbortController();
+      const all = await Promise.all(
+        Array.from({ length: n }, (_, c) =>
+          conversation(client, APPS[s], s, `${workload[0]}${r}c${c}`, 1, TURNS, { agent, onTurn, stop }).catch(
+            (err: unknown) => {
+              // One failure ends the phase: the others stop at their next request instead of running on unmeasured.
+              stop.abort(err);
+              throw err;
+            },
+          ),
+        ),
+      );
+      w.seconds[s].push((performance.now() - t0) / 1000);
+      w.rows.push(...all.flat());
+      const after = await apps.podCounts(APPS[s]);
+      for (const k of ["hits", "misses", "failed", "restored"] as const) w.pods[s][k] += after[k] - before[k];
+    }
+  }
+  w.load[1] = os.loadavg()[0]!;
+  return w;
+}
+
+/**
+ * A fourth PrefixHash replica between two turns of 36 conversations (one at a time, so no load passes one on): how
+ * many changed pods.
+ */
+async function grow(client: Client, apps: Apps): Promise<{ moved: number; of: number }> {
+  progress("a fourth replica");
+  apps.apply("grow", "PrefixHash", 3);
+  await apps.ready("grow", 3);
+  const grown = Array.from({ length: GROWN }, (_, c) => `g${c}`);
+  const before: string[] = [];
+  for (const id of grown) before.push((await conversation(client, "grow", "PrefixHash", id, 1, 1))[0]!.pod);
+  apps.apply("grow", "PrefixHash", 4);
+  await apps.ready("grow", 4);
+  let moved = 0;
+  for (const [c, id] of grown.entries())
+    if ((await conversation(client, "grow", "PrefixHash", id, 2, 2))[0]!.pod !== before[c]) moved++;
+  return { moved, of: GROWN };
+}
+
+/** The bench's ModelApps, their readiness and their pods' counters. */
+class Apps {
+  private readonly cp: ControlPlane;
+  private readonly ns: string;
+
+  constructor(cp: ControlPlane, ns: string) {
+    this.cp = cp;
+    this.ns = ns;
+  }
+
+  apply(name: string, strategy: Strategy, replicas: number): void {
     kubectl(
-      cp,
+      this.cp,
       ["apply", "-f", "-"],
       JSON.stringify({
         apiVersion: "gantry.dev/v1alpha1",
         kind: "ModelApp",
-        metadata: { name, namespace: ns },
+        metadata: { name, namespace: this.ns },
         spec: {
           model: MODEL,
           auth: "public",
@@ -129,7 +224,6 @@ export async function benchRouting(opts: { rounds?: number } = {}): Promise<Rout
           // turn 6 is about 2.5k tokens; evicted prompts kept in RAM, bounded (six pods share this machine).
           server: { parallel: 6, contextLength: 4096, promptCacheRam: "512Mi" },
           scaling: { minReplicas: replicas, maxReplicas: replicas },
-          // GANTRY_BENCH_MEAN_LOAD_FACTOR: PrefixHash's bound (KubeAI's default 125), to measure other settings.
           loadBalancing: {
             strategy,
             ...(process.env.GANTRY_BENCH_MEAN_LOAD_FACTOR
@@ -139,143 +233,59 @@ export async function benchRouting(opts: { rounds?: number } = {}): Promise<Rout
         },
       }),
     );
-  const ready = async (name: string, n: number) => {
+  }
+
+  /** The ready endpoints (address:port) of an app's Service. */
+  endpoints(name: string): string[] {
+    const slices = JSON.parse(
+      kubectl(this.cp, [
+        "-n",
+        this.ns,
+        "get",
+        "endpointslices",
+        "-l",
+        `kubernetes.io/service-name=${name}`,
+        "-o",
+        "json",
+      ]),
+    ) as {
+      items: { ports?: { port?: number }[]; endpoints?: { addresses: string[]; conditions?: { ready?: boolean } }[] }[];
+    };
+    return slices.items.flatMap((i) =>
+      (i.endpoints ?? [])
+        .filter((e) => e.conditions?.ready === true)
+        .map((e) => `${e.addresses[0]}:${i.ports?.[0]?.port ?? 11434}`),
+    );
+  }
+
+  async ready(name: string, n: number, seconds = 300): Promise<void> {
+    const until = performance.now() + seconds * 1000;
     for (;;) {
-      const slices = JSON.parse(
-        kubectl(cp, ["-n", ns, "get", "endpointslices", "-l", `kubernetes.io/service-name=${name}`, "-o", "json"]),
-      ) as { items: { endpoints?: { conditions?: { ready?: boolean } }[] }[] };
-      const up = slices.items.flatMap((i) => i.endpoints ?? []).filter((e) => e.conditions?.ready === true).length;
+      const up = this.endpoints(name).length;
       if (up === n) return;
+      if (performance.now() > until)
+        throw new BenchAbort(`app ${name}: ${up} of ${n} replicas ready after ${seconds} s`);
       await new Promise((r) => setTimeout(r, 500));
     }
-  };
-  try {
-    const app = { LeastLoad: "least", PrefixHash: "prefix" } as const;
-    for (const s of STRATEGIES) apply(app[s], s, 3);
-    for (const s of STRATEGIES) await ready(app[s], 3);
-    // One request per pod before measuring: the model is mapped and warm everywhere.
-    for (const s of STRATEGIES)
-      for (let i = 0; i < 6; i++) await chatTurn(gw, ns, app[s], [{ role: "user", content: `warm ${i}` }]);
-    const turns: Turn[] = [];
-    const seconds: Record<Strategy, number[]> = { LeastLoad: [], PrefixHash: [] };
-    const agentSeconds: Record<Strategy, number[]> = { LeastLoad: [], PrefixHash: [] };
-    for (let r = 0; r < rounds; r++) {
-      for (const s of r % 2 ? [...STRATEGIES].reverse() : STRATEGIES) {
-        process.stderr.write(`bench routing: round ${r + 1} of ${rounds}, ${s}\n`);
-        const t0 = performance.now();
-        const all = await Promise.all(
-          Array.from({ length: CONVERSATIONS }, (_, c) => conversation(gw, ns, app[s], s, `r${r}c${c}`, 1, TURNS)),
-        );
-        seconds[s].push((performance.now() - t0) / 1000);
-        turns.push(...all.flat());
-      }
-    }
-    for (let r = 0; r < rounds; r++) {
-      for (const s of r % 2 ? [...STRATEGIES].reverse() : STRATEGIES) {
-        process.stderr.write(`bench routing: agents, round ${r + 1} of ${rounds}, ${s}\n`);
-        const t0 = performance.now();
-        const all = await Promise.all(
-          Array.from({ length: AGENTS }, (_, c) =>
-            conversation(gw, ns, app[s], s, `a${r}c${c}`, 1, TURNS, { system: AGENT_SYSTEM, text: agentText }),
-          ),
-        );
-        agentSeconds[s].push((performance.now() - t0) / 1000);
-        turns.push(...all.flat());
-      }
-    }
-    // A fourth PrefixHash replica between two turns of 36 conversations (one at a time, so no load passes one on):
-    // the share that changed pods.
-    process.stderr.write("bench routing: a fourth replica\n");
-    apply("grow", "PrefixHash", 3);
-    await ready("grow", 3);
-    const grown = Array.from({ length: GROWN }, (_, c) => `g${c}`);
-    const before: string[] = [];
-    for (const id of grown) before.push((await conversation(gw, ns, "grow", "PrefixHash", id, 1, 1))[0]!.pod);
-    apply("grow", "PrefixHash", 4);
-    await ready("grow", 4);
-    let moved = 0;
-    for (const [c, id] of grown.entries())
-      if ((await conversation(gw, ns, "grow", "PrefixHash", id, 2, 2))[0]!.pod !== before[c]) moved++;
-    return { turns, seconds, agentSeconds, moved: { moved, of: GROWN }, keyMicros: keyCost() };
-  } finally {
-    await gw.stop();
-    await op.stop();
-    await core.deleteNamespace({ name: ns }).catch(() => undefined);
-    await hub.close();
+  }
+
+  /** The RAM prompt cache counters of an app's pods, summed. */
+  async podCounts(name: string): Promise<PodCounts> {
+    const texts = await Promise.all(
+      this.endpoints(name).map((ep) =>
+        fetch(`http://${ep}/metrics`, { signal: AbortSignal.timeout(30_000) }).then((r) => r.text()),
+      ),
+    );
+    const sum = (metric: string, labels: Record<string, string> = {}) =>
+      texts.reduce((a, t) => a + sumMetric(t, metric, labels), 0);
+    return {
+      hits: sum("gantry_prompt_cache_requests_total", { result: "hit" }),
+      misses: sum("gantry_prompt_cache_requests_total", { result: "miss" }),
+      failed: sum("gantry_prompt_cache_requests_total", { result: "failed" }),
+      restored: sum("gantry_prompt_cache_restored_tokens_total"),
+    };
   }
 }
-
-type Message = OpenAI.Chat.Completions.ChatCompletionMessageParam;
-
-/** One streamed turn through the gateway: time to the first token, usage, and the pod the access log names. */
-async function chatTurn(gw: TestGateway, ns: string, app: string, messages: Message[]) {
-  const requestId = randomUUID();
-  const client = new OpenAI({ baseURL: `${gw.url}/${ns}/${app}/v1`, apiKey: "unused", maxRetries: 0 });
-  const t0 = performance.now();
-  const stream = await client.chat.completions.create(
-    { model: MODEL, messages, max_tokens: ANSWER_TOKENS, stream: true, stream_options: { include_usage: true } },
-    { headers: { "x-request-id": requestId } },
-  );
-  let ttftMs = Number.NaN,
-    text = "",
-    usage: OpenAI.CompletionUsage | undefined;
-  for await (const chunk of stream) {
-    const delta = chunk.choices[0]?.delta.content;
-    if (delta && Number.isNaN(ttftMs)) ttftMs = performance.now() - t0;
-    text += delta ?? "";
-    usage = chunk.usage ?? usage;
-  }
-  let line: string | undefined;
-  while (
-    !(line = gw
-      .logs()
-      .split("\n")
-      .find((l) => l.includes(`"requestId":"${requestId}"`) && l.includes('"pod"')))
-  )
-    await new Promise((r) => setTimeout(r, 20));
-  const logged = JSON.parse(line) as { pod: string; choice: string };
-  return { ttftMs, text, usage, pod: logged.pod, choice: logged.choice };
-}
-
-/** Turns `from`..`to` of a conversation (the earlier ones replayed as history, with the same texts). */
-async function conversation(
-  gw: TestGateway,
-  ns: string,
-  app: string,
-  strategy: Strategy,
-  id: string,
-  from: number,
-  to: number,
-  agent?: { system: string; text: (seed: number) => string },
-): Promise<Turn[]> {
-  const seed = [...id].reduce((h, ch) => (h * 31 + ch.charCodeAt(0)) % 100_003, 7);
-  const history: Message[] = agent ? [{ role: "system", content: agent.system }] : [];
-  const out: Turn[] = [];
-  for (let t = 1; t <= to; t++) {
-    history.push({ role: "user", content: (agent?.text ?? userText)(seed + t) });
-    if (t < from) {
-      history.push({ role: "assistant", content: historyOf.get(`${id}#${t}`) ?? "" });
-      continue;
-    }
-    const r = await chatTurn(gw, ns, app, history);
-    historyOf.set(`${id}#${t}`, r.text);
-    history.push({ role: "assistant", content: r.text });
-    out.push({
-      workload: agent ? "agents" : "chat",
-      strategy,
-      turn: t,
-      ttftMs: r.ttftMs,
-      prompt: r.usage?.prompt_tokens ?? 0,
-      cached: r.usage?.prompt_tokens_details?.cached_tokens ?? 0,
-      completion: r.usage?.completion_tokens ?? 0,
-      pod: r.pod,
-      choice: r.choice,
-      conversation: id,
-    });
-  }
-  return out;
-}
-const historyOf = new Map<string, string>();
 
 /** µs per request of PrefixHash's routing work on a 32 KB chat body: the body's parse, the key, the ring's pick. */
 function keyCost(): number {
@@ -300,92 +310,33 @@ function keyCost(): number {
   return median(Array.from({ length: 9 }, batch));
 }
 
-/** The tables of a result. */
-export function routingTables(r: RoutingResult): Array<{ title: string; header: string[]; rows: string[][] }> {
-  const load = `load average ${os.loadavg()[0]!.toFixed(1)} on ${os.cpus().length} CPUs`;
-  const by = (s: Strategy) => r.turns.filter((t) => t.strategy === s && t.workload === "chat");
-  const agentsBy = (s: Strategy) => r.turns.filter((t) => t.strategy === s && t.workload === "agents");
-  const f = (n: number) => (Number.isFinite(n) ? n.toFixed(0) : "-");
-  const ttft = {
-    title: `Routing: time to first token per turn, ms (12 conversations × 6 turns, 3 replicas of SmolLM2-135M, ${load})`,
-    header: [
-      "turn",
-      ...STRATEGIES.flatMap((s) => [`${s} mean`, `${s} p95`, `${s} cached ÷ prompt`]),
-      "LeastLoad ÷ PrefixHash (median)",
-    ],
-    rows: Array.from({ length: TURNS }, (_, i) => {
-      const at = (s: Strategy) => by(s).filter((t) => t.turn === i + 1);
-      const of = (s: Strategy) => at(s).map((t) => t.ttftMs);
-      const cached = (s: Strategy) =>
-        (at(s).reduce((a, t) => a + t.cached, 0) / at(s).reduce((a, t) => a + t.prompt, 0)).toFixed(2);
-      return [
-        String(i + 1),
-        ...STRATEGIES.flatMap((s) => [f(mean(of(s))), f(p95(of(s))), cached(s)]),
-        (median(of("LeastLoad")) / median(of("PrefixHash"))).toFixed(2),
-      ];
-    }),
-  };
-  const summary = {
-    title: "Routing: cache reuse, throughput and spread (all rounds)",
-    header: [
-      "strategy",
-      "cached ÷ prompt tokens",
-      "tokens/s",
-      "median TTFT turns 3–6 ms",
-      "requests per pod",
-      "max off even",
-      "ring's first choice",
-    ],
-    rows: STRATEGIES.map((s) => {
-      const ts = by(s);
-      const perPod = new Map<string, number>();
-      for (const t of ts) perPod.set(t.pod, (perPod.get(t.pod) ?? 0) + 1);
-      const even = ts.length / perPod.size;
-      const off = Math.max(...[...perPod.values()].map((n) => Math.abs(n / even - 1)));
-      const completion = ts.reduce((a, t) => a + t.completion, 0);
-      return [
-        s,
-        (ts.reduce((a, t) => a + t.cached, 0) / ts.reduce((a, t) => a + t.prompt, 0)).toFixed(2),
-        (completion / r.seconds[s].reduce((a, b) => a + b, 0)).toFixed(1),
-        f(median(ts.filter((t) => t.turn >= 3).map((t) => t.ttftMs))),
-        [...perPod.values()].sort((a, b) => b - a).join(" / "),
-        `${(off * 100).toFixed(0)}%`,
-        s === "PrefixHash"
-          ? `${((ts.filter((t) => t.choice === "ring_first").length / ts.length) * 100).toFixed(0)}%`
-          : "-",
-      ];
-    }),
-  };
-  const extra = {
-    title: "Routing: a fourth replica between turns 3 and 4 (PrefixHash), and the routing work per request",
-    header: ["measure", "value"],
-    rows: [
-      [
-        "conversations that changed pods",
-        `${r.moved.moved} of ${r.moved.of} (${((r.moved.moved / r.moved.of) * 100).toFixed(0)}%)`,
-      ],
-      ["key + ring pick on a 32 KB chat body, µs (median of 9 × 2000)", r.keyMicros.toFixed(1)],
-    ],
-  };
-  const agents = {
-    title: `Routing, agents: ${AGENTS} conversations × ${TURNS} turns sharing a 2k-token system prompt and tool list (${load})`,
-    header: ["strategy", "cached ÷ prompt tokens", "tokens/s", "median TTFT turns 3–6 ms", "median TTFT turn 1 ms"],
-    rows: STRATEGIES.map((s) => {
-      const ts = agentsBy(s);
-      return [
-        s,
-        (ts.reduce((a, t) => a + t.cached, 0) / ts.reduce((a, t) => a + t.prompt, 0)).toFixed(2),
-        (ts.reduce((a, t) => a + t.completion, 0) / r.agentSeconds[s].reduce((a, b) => a + b, 0)).toFixed(1),
-        f(median(ts.filter((t) => t.turn >= 3).map((t) => t.ttftMs))),
-        f(median(ts.filter((t) => t.turn === 1).map((t) => t.ttftMs))),
-      ];
-    }),
-  };
-  return [ttft, summary, agents, extra];
+/** GANTRY_BENCH_ROUTING: the workloads asked for. */
+export function routingWorkloads(env = process.env.GANTRY_BENCH_ROUTING): Array<Workload | "grow"> {
+  const known = ["chat", "agents", "grow"] as const;
+  if (!env) return [...known];
+  const asked = env.split(",").map((s) => s.trim());
+  const bad = asked.filter((s) => !(known as readonly string[]).includes(s));
+  if (bad.length)
+    throw new Error(`GANTRY_BENCH_ROUTING: unknown workload ${bad.join(", ")} (known: ${known.join(", ")})`);
+  return asked as Array<Workload | "grow">;
 }
 
-if (import.meta.main) {
+/** `npm run bench routing` and `node test/bench/routing.ts`: the tables as they come. */
+export async function runRoutingBench(): Promise<void> {
   const { printTable } = await import("./table.ts");
-  const result = await benchRouting({ rounds: Number(process.env.GANTRY_BENCH_ROUNDS ?? 3) });
-  for (const t of routingTables(result)) printTable(t.title, t.header, t.rows);
+  try {
+    await benchRouting({
+      rounds: Number(process.env.GANTRY_BENCH_ROUNDS ?? 3),
+      workloads: routingWorkloads(),
+      requestSeconds: Number(process.env.GANTRY_BENCH_REQUEST_SECONDS ?? 300),
+      onTable: (t) => printTable(t.title, t.header, t.rows),
+    });
+  } catch (err) {
+    // A request past its deadline: the tables of the workloads done are printed; this says which request and why.
+    if (!(err instanceof BenchAbort)) throw err;
+    console.error(`bench routing stopped: ${err.message}`);
+    process.exitCode = 1;
+  }
 }
+
+if (import.meta.main) await runRoutingBench();

@@ -97,34 +97,11 @@ if (run("serving")) {
     ["model", "HTTP c4 ÷ c1", "in-process c4 ÷ c1"],
     scaling as Array<Array<string | number>>,
   );
-  const { benchSpeculative } = await import("./speculative.ts");
+  const { benchSpeculative, speculativeCases } = await import("./speculative.ts");
   const smollm2 = { label: "smollm2-135m", path: await smollm2Path() };
-  const spec = await benchSpeculative(
-    [
-      {
-        label: "SmolLM2-135M, repetitive prompt, n-gram drafts (draft_ngram 8)",
-        model: smollm2,
-        prompt: "The cat sat on the mat. The dog sat on the log. ".repeat(6) + "The cat sat",
-        drafting: { draft_ngram: 8 },
-      },
-      {
-        label: "SmolLM2-135M, story prompt, n-gram drafts (draft_ngram 8)",
-        model: smollm2,
-        prompt: "Once upon a time, in a small village by the sea,",
-        drafting: { draft_ngram: 8 },
-      },
-      {
-        // No larger SmolLM2 ships in a registry package: the pair is SmolLM2-135M drafting for itself (the best case
-        // for acceptance; the cost of a draft model's decodes in full).
-        label: "SmolLM2-135M drafting for SmolLM2-135M (PARAMETER draft_model), story prompt",
-        model: smollm2,
-        prompt: "Once upon a time, in a small village by the sea,",
-        drafting: {},
-        draftModel: { label: "smollm2-draft", path: smollm2.path },
-      },
-    ],
-    { rounds: Number(process.env.GANTRY_BENCH_ROUNDS ?? 5) },
-  );
+  const spec = await benchSpeculative(speculativeCases(smollm2), {
+    rounds: Number(process.env.GANTRY_BENCH_ROUNDS ?? 5),
+  });
   printTable(
     `Speculative decoding: decode tok/s of one greedy stream (128 tokens, /api/generate), without and with drafts, medians of interleaved rounds; ${(await import("node:os")).cpus().length} CPUs, load average at the start → end of each row`,
     ["case", "without tok/s", "with tok/s", "with ÷ without", "acceptance rate", "load average"],
@@ -316,9 +293,8 @@ if (run("console")) {
 }
 
 if (run("routing")) {
-  const { benchRouting, routingTables } = await import("./routing.ts");
-  const result = await benchRouting({ rounds: Number(process.env.GANTRY_BENCH_ROUNDS ?? 3) });
-  for (const t of routingTables(result)) printTable(t.title, t.header, t.rows);
+  const { runRoutingBench } = await import("./routing.ts");
+  await runRoutingBench();
 }
 
 if (run("image")) {

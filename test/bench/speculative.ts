@@ -14,6 +14,8 @@ export interface SpeculativeCase {
   prompt: string;
   /** Options that turn drafting on (the "without" side sends none of them). */
   drafting: Record<string, unknown>;
+  /** Options both sides send. */
+  options?: Record<string, unknown>;
   /** A draft model: the "with" side asks for the model created with PARAMETER draft_model naming it. */
   draftModel?: { label: string; path: string };
 }
@@ -34,6 +36,47 @@ interface Final {
   draft_acceptance_rate?: number;
   error?: string;
 }
+
+const REPETITIVE = "The cat sat on the mat. The dog sat on the log. ".repeat(6) + "The cat sat";
+const STORY = "Once upon a time, in a small village by the sea,";
+
+/**
+ * The rows of `npm run bench serving`: prompt lookup on text that repeats (under Ollama's default repeat penalty 1.1,
+ * which steers the model off the repetition, and without it, llama-server's default) and on a story; and SmolLM2-135M
+ * drafting for itself (no larger SmolLM2 ships in a registry package: every draft accepted, the draft model's decodes
+ * paid in full), paced (the pacer sees a draft model this big never pays) and made to draft (draft_min).
+ */
+export const speculativeCases = (smollm2: { label: string; path: string }): SpeculativeCase[] => {
+  const self = { model: smollm2, prompt: STORY, draftModel: { label: "smollm2-draft", path: smollm2.path } };
+  return [
+    {
+      label: "SmolLM2-135M, repetitive prompt, n-gram drafts (draft_ngram 8), repeat penalty 1.1 (Ollama's default)",
+      model: smollm2,
+      prompt: REPETITIVE,
+      drafting: { draft_ngram: 8 },
+    },
+    {
+      label:
+        "SmolLM2-135M, repetitive prompt, n-gram drafts (draft_ngram 8), repeat_penalty 1 (llama-server's default)",
+      model: smollm2,
+      prompt: REPETITIVE,
+      drafting: { draft_ngram: 8 },
+      options: { repeat_penalty: 1 },
+    },
+    {
+      label: "SmolLM2-135M, story prompt, n-gram drafts (draft_ngram 8)",
+      model: smollm2,
+      prompt: STORY,
+      drafting: { draft_ngram: 8 },
+    },
+    { label: "SmolLM2-135M drafting for itself (PARAMETER draft_model), story prompt, paced", ...self, drafting: {} },
+    {
+      label: "SmolLM2-135M drafting for itself, story prompt, draft_min 6 (drafts whether they pay or not)",
+      ...self,
+      drafting: { draft_min: 6 },
+    },
+  ];
+};
 
 export async function benchSpeculative(
   cases: SpeculativeCase[],
@@ -64,7 +107,7 @@ export async function benchSpeculative(
           prompt: c.prompt,
           raw: true,
           stream: true,
-          options: { temperature: 0, num_predict: maxTokens, ...(drafting ?? {}) },
+          options: { temperature: 0, num_predict: maxTokens, ...c.options, ...(drafting ?? {}) },
         };
         await postStreamingLines(`${srv.url}/api/generate`, body, (text) => {
           const line = JSON.parse(text) as Final & { done?: boolean };

@@ -55,14 +55,19 @@ export async function startQueueGateway(
   };
 }
 
-/** A stand-in pod: answers each request only when the test releases it (or at once, `autoRelease`); says which were
- * aborted. */
+/** A stand-in pod: answers each request only when the test releases it (or at once, `autoRelease`), or answers it with
+ * a status and body of the test's; says which were aborted. */
 export class HoldingPod {
   autoRelease = false;
   /** Request ids in the order they arrived (a request run again arrives twice). */
   readonly arrivals: string[] = [];
   readonly server: http.Server;
-  readonly held: Array<{ id: string; body: string; release: () => void }> = [];
+  readonly held: Array<{
+    id: string;
+    body: string;
+    release: () => void;
+    answer: (status: number, body: unknown) => void;
+  }> = [];
   readonly aborted = new Set<string>();
   private waiters: Array<() => void> = [];
 
@@ -78,13 +83,15 @@ export class HoldingPod {
             this.notify();
           }
         });
-        const release = () => {
-          res.writeHead(200, { "content-type": "application/json" });
-          res.end(JSON.stringify({ id, echo: body ? JSON.parse(body) : null }));
+        const answer = (status: number, answerBody: unknown) => {
+          if (res.headersSent || res.destroyed) return; // answered, or aborted, already
+          res.writeHead(status, { "content-type": "application/json" });
+          res.end(JSON.stringify(answerBody));
         };
+        const release = () => answer(200, { id, echo: body ? JSON.parse(body) : null });
         this.arrivals.push(id);
         if (this.autoRelease) release();
-        else this.held.push({ id, body, release });
+        else this.held.push({ id, body, release, answer });
         this.notify();
       });
     });

@@ -154,8 +154,10 @@ export const ModelAppSpecSchema = z
           .int()
           .min(256)
           .max(1048576)
-          .default(4096)
-          .describe("Context tokens per request (GANTRY_CONTEXT_LENGTH)."),
+          .optional()
+          .describe(
+            "Context tokens per request (GANTRY_CONTEXT_LENGTH); unset = the server's default: by the memory free to the replica (its limit counts), as Ollama's tiers (4096 under 24 GiB, 32768 up to 48 GiB, 262144 above), capped by the model's trained length.",
+          ),
         keepAlive: durationField(
           "How long the model stays loaded when idle; negative keeps it loaded for the pod's life.",
         ).default("-1"),
@@ -196,7 +198,7 @@ export const ModelAppSpecSchema = z
           { rule: "self.flashAttention != 'off' || self.kvCacheType == 'f16'", message: QUANTIZED_CACHE_NEEDS_FA },
         ],
       })
-      .default({ parallel: 4, contextLength: 4096, keepAlive: "-1", kvCacheType: "f16", flashAttention: "auto" })
+      .default({ parallel: 4, keepAlive: "-1", kvCacheType: "f16", flashAttention: "auto" })
       .describe("Model server settings."),
     scaling: z
       .object({

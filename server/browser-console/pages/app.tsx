@@ -112,6 +112,13 @@ interface RequestRow {
   error?: string;
 }
 
+const STATE_TONE: Record<RequestRow["state"], string> = {
+  queued: "idle",
+  running: "busy",
+  completed: "ok",
+  failed: "bad",
+};
+
 /** The app's latest queued requests: queued, running, completed and failed, with latency and a failure's error. */
 function Requests({ org, app }: { org: string; app: string }) {
   const [rows, setRows] = useState<RequestRow[] | undefined>(undefined);
@@ -141,28 +148,36 @@ function Requests({ org, app }: { org: string; app: string }) {
         </p>
       )}
       {rows && rows.length > 0 && (
-        <table id="app-requests">
-          <thead>
-            <tr>
-              <th>Request</th>
-              <th>State</th>
-              <th>Submitted</th>
-              <th>Latency</th>
-              <th>Error</th>
-            </tr>
-          </thead>
-          <tbody>
-            {rows.map((r) => (
-              <tr key={r.id}>
-                <td class="mono">{r.id}</td>
-                <td>{r.state}</td>
-                <td>{new Date(r.submittedAt).toLocaleString()}</td>
-                <td>{r.latencyMs === undefined ? "" : `${(r.latencyMs / 1000).toFixed(2)} s`}</td>
-                <td>{r.error ? `${r.status ?? ""} ${r.error}`.trim() : ""}</td>
+        // Focusable: at phone width the table scrolls inside its box, and a keyboard must reach that scroll.
+        <div class="table-wrap" tabIndex={0} role="region" aria-label="Queued requests table">
+          <table id="queued-requests">
+            <caption class="visually-hidden">Latest queued requests of app {app}</caption>
+            <thead>
+              <tr>
+                <th scope="col">Request</th>
+                <th scope="col">State</th>
+                <th scope="col">Submitted</th>
+                <th scope="col">Latency</th>
+                <th scope="col">Error</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {rows.map((r) => (
+                <tr key={r.id} data-request-id={r.id}>
+                  <th scope="row" class="mono">
+                    {r.id}
+                  </th>
+                  <td>
+                    <span class={`badge ${STATE_TONE[r.state]}`}>{r.state}</span>
+                  </td>
+                  <td>{new Date(r.submittedAt).toLocaleString()}</td>
+                  <td>{r.latencyMs === undefined ? "" : `${(r.latencyMs / 1000).toFixed(2)} s`}</td>
+                  <td class="request-error">{r.error ? `${r.status ?? ""} ${r.error}`.trim() : ""}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
     </section>
   );
@@ -357,7 +372,7 @@ function Logs({ org, app }: { org: string; app: string }) {
           Follow again
         </button>
       )}
-      <pre class="logs" id="logs" tabIndex={0} aria-label="log lines" aria-live="off">
+      <pre class="logs" id="logs" role="log" tabIndex={0} aria-label="log lines" aria-live="off">
         {lines.length === 0 && status !== "connecting" && !error ? "(no log lines yet)" : ""}
         {lines.map((l, i) => (
           <span key={i}>

@@ -16,6 +16,7 @@ export const PARAMETER_TYPES = {
   main_gpu: "int",
   num_thread: "int",
   draft_ngram: "int",
+  draft_min: "int",
   temperature: "float",
   top_p: "float",
   min_p: "float",

@@ -1,7 +1,8 @@
 // Step 2, authenticate: who calls and whether they may. The key in the request's headers (authorization.ts parses
 // them) is checked against the key store (key-verifier.ts, cached), the app's auth mode decides, and the key's limits
-// (limiter.ts) give the request a slot. The console's playground requests carry the key of the session that made them
-// (actAs), already checked. Returns a slot to release when the request ends, or the Outcome that refuses it.
+// (limiter.ts) give the request a slot. The console's playground requests and queued requests carry the key that made
+// them (actAs), already checked: only its revocation or expiry since is checked again. Returns a slot to release when
+// the request ends, or the Outcome that refuses it.
 import type { IncomingMessage } from "node:http";
 import type { GatewayConfig } from "../config.ts";
 import type { RequestContext } from "../context.ts";
@@ -53,10 +54,11 @@ export class Authenticator {
     this.now = o.now;
   }
 
-  /** The request's key, checked against the key store (cached); a playground request's preset key as it is. */
+  /** The request's key, checked against the key store (cached); a preset key (a queued request's submitter, a
+   * playground request's session key) checked again for revocation and expiry since it was verified. */
   check(req: IncomingMessage): KeyCheck {
     const preset = (req as Marked)[PRESET];
-    if (preset) return { ok: true, key: preset };
+    if (preset) return this.verifier.recheck(preset, this.now());
     return this.verifier.checkAuthorization(authorizationOf(req.headers.authorization, req.rawHeaders), this.now());
   }
 

@@ -3,7 +3,7 @@
 // would keep it. checkAuthorization keys its cache by the whole Authorization header, so a repeated caller costs one
 // Map lookup and the key's record lookup (for its version), without parsing the header again.
 import { checkKey, type KeyRecord } from "./api-keys.ts";
-import { parseAuthorization, type KeyCheck } from "./authorization.ts";
+import { parseAuthorization, type KeyCheck, type VerifiedKey } from "./authorization.ts";
 import type { KeyStore } from "../ports.ts";
 
 const MAX_ENTRIES = 10_000;
@@ -30,6 +30,15 @@ export class KeyVerifier {
     }
     const parsed = parseAuthorization(header);
     return parsed.ok ? this.check(parsed.keyId, parsed.secret, now, header) : parsed;
+  }
+
+  /** A key checked earlier (a queued request's submitter, a console session's key) checked again: still stored in its
+   * org and not expired. No secret: the store's index says whether the key still exists. */
+  recheck(key: VerifiedKey, now: number): KeyCheck {
+    const rec = this.store.byId(key.id).find((r) => r.org === key.org);
+    if (!rec) return { ok: false, reason: "revoked" };
+    if (rec.expires && Date.parse(rec.expires) <= now) return { ok: false, reason: "expired" };
+    return { ok: true, key: { id: rec.id, org: rec.org, scope: rec.scope } };
   }
 
   check(id: string, secret: string, now: number, cacheKey = `${id}:${secret}`): KeyCheck {

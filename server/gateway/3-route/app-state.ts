@@ -6,15 +6,17 @@ import { AppStats } from "../metrics.ts";
 import type { ModelAppSpec } from "../../../operator/api/v1alpha1/modelapp.ts";
 import { leastLoaded } from "./pick.ts";
 import type { Endpoint } from "../ports.ts";
-import { PrefixRing } from "./prefix-ring.ts";
+import { PrefixRing, ringHash, type RingChoice } from "./prefix-ring.ts";
 
-/** A request its app routes by PrefixHash: its key, the app's settings, and (once picked) the ring's verdict. */
+/** A request its app routes by PrefixHash: its key, the app's settings, and (once picked) how the ring chose. */
 export interface PrefixRoute {
   key: string;
   settings: ModelAppSpec["loadBalancing"]["prefixHash"];
-  /** Whether the pod picked was the key's own (false: the load bound passed the request on). */
-  first?: boolean;
+  via?: RingChoice["via"];
 }
+
+/** Keys whose last pod an app remembers (PrefixHash), least recently routed first out: 8192 × ~100 bytes. */
+export const REMEMBERED_KEYS = 8192;
 
 /** A request under way at an app: what cutting it short needs. */
 export interface Active {
@@ -42,6 +44,8 @@ export class AppState {
   turn = 0;
   /** PrefixHash's ring over the pods it was last built for (rebuilt when they or the replication change). */
   private ring: { of: string; ring: PrefixRing } | undefined;
+  /** The pod each PrefixHash key (its ringHash) last went to, oldest first. */
+  private readonly lastPod = new Map<number, string>();
   uid: string | undefined;
   /** The app's per-request metrics (kept by the metrics, which outlive this state). */
   readonly stats: AppStats;
@@ -58,9 +62,9 @@ export class AppState {
   }
 
   /**
-   * The pod for a request, or undefined: by its PrefixHash `route` on the ring of the usable pods (its verdict in
-   * route.first), else the least loaded (pick.ts). `avoid`: a pod the request just failed on, taken only when no other
-   * is usable.
+   * The pod for a request, or undefined: by its PrefixHash `route` on the ring of the usable pods, with the pod its
+   * key last went to (how it chose in route.via), else the least loaded (pick.ts). `avoid`: a pod the request just
+   * failed on, taken only when no other is usable.
    */
   pick(endpoints: readonly Endpoint[], now: number, avoid?: string, route?: PrefixRoute): Endpoint | undefined {
     const turn = this.turn++;
@@ -75,12 +79,17 @@ export class AppState {
     const others = avoid === undefined ? all : all.filter((ep) => ep.id !== avoid);
     const pods = others.length > 0 ? others : all;
     if (pods.length === 0) return undefined;
-    const choice = this.ringOf(pods, route.settings.replication).pick(
-      route.key,
+    const at = ringHash(route.key);
+    const choice = this.ringOf(pods, route.settings.replication).pickAt(
+      at,
       (id) => this.load.get(id) ?? 0,
       route.settings.meanLoadFactor / 100,
+      this.lastPod.get(at),
     )!;
-    route.first = choice.first;
+    route.via = choice.via;
+    this.lastPod.delete(at);
+    this.lastPod.set(at, choice.id);
+    if (this.lastPod.size > REMEMBERED_KEYS) this.lastPod.delete(this.lastPod.keys().next().value!);
     return pods.find((ep) => ep.id === choice.id);
   }
 

@@ -107,6 +107,9 @@ export class Accounting {
   }
 }
 
-/** How the pod was chosen: the least loaded, or by PrefixHash the key's own pod or the next one along the ring. */
+/**
+ * How the pod was chosen: the least loaded, or by PrefixHash the key's own pod, the one its last request went to, or
+ * the next one along the ring.
+ */
 const choiceOf = (ctx: RequestContext): PodChoice =>
-  ctx.route?.first === undefined ? "least_load" : ctx.route.first ? "ring_first" : "ring_next";
+  ctx.route?.via === undefined ? "least_load" : (`ring_${ctx.route.via}` as const);

@@ -14,6 +14,9 @@ export class BrokerUnavailable extends Error {}
 
 export const queueName = (org: string, app: string): string => `${org}/${app}`;
 
+/** BullMQ's priority of a low request (any one above 0 puts the job in the prioritized set, after the wait list). */
+const LOW_PRIORITY = 1;
+
 export class Broker {
   /** For submissions and reads: fails fast when the broker is down. */
   readonly client: Redis;
@@ -108,6 +111,8 @@ export class Broker {
         known ? undefined : this.client.sadd(this.key("apps"), name).then(() => this.known.add(name)),
         q.add("request", data, {
           jobId: id,
+          // BullMQ takes the wait list first, then its prioritized set: a low request runs after every normal one.
+          ...(data.priority === "low" ? { priority: LOW_PRIORITY } : {}),
           attempts: data.noRetry ? 1 : this.c.maxRetries + 1,
           backoff: { type: "fixed", delay: this.c.retryDelayMs },
           removeOnComplete: { age },
@@ -117,18 +122,24 @@ export class Broker {
     );
   }
 
-  /** Requests waiting in an app's queue (for the 429 of a full queue and the metrics). */
+  /** Requests waiting in an app's queue, low priority ones included (for the 429 of a full queue and the metrics). */
   waiting(org: string, app: string): Promise<number> {
-    return this.timely(this.queue(org, app).getWaitingCount());
+    return this.timely(this.queue(org, app).getJobCountByTypes("waiting", "prioritized"));
   }
 
   find(org: string, app: string, id: string): Promise<QueueJob | undefined> {
     return this.timely(Job.fromId<JobData, JobResult>(this.queue(org, app), id));
   }
 
-  /** A waiting job's place: 0 is the next to run (BullMQ pushes on the left and takes from the right). */
+  /** A waiting job's place: 0 is the next to run (BullMQ pushes on the left of its wait list and takes from the
+   * right; a low priority job, in the prioritized set, comes after the whole wait list). */
   async position(job: QueueJob): Promise<number> {
     const q = this.queue(job.data.org, job.data.app);
+    if (job.data.priority === "low") {
+      const r = await this.timely(this.client.multi().llen(q.keys.wait!).zrank(q.keys.prioritized!, job.id!).exec());
+      const rank = r?.[1]?.[1] as number | null;
+      return rank === null || rank === undefined ? 0 : (r?.[0]?.[1] as number) + rank;
+    }
     const r = await this.timely(this.client.multi().lpos(q.keys.wait!, job.id!).llen(q.keys.wait!).exec());
     const at = r?.[0]?.[1] as number | null;
     const len = r?.[1]?.[1] as number;

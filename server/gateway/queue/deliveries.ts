@@ -19,6 +19,19 @@ interface Delivery {
 
 const NAME = "_webhooks";
 
+type Schedule = Pick<QueueConfig["webhooks"], "attempts" | "backoffMs">;
+
+/** BullMQ's backoff of a delivery: `backoffMs` before the second attempt, doubling after each. Pure. */
+export const deliveryBackoff = (w: Schedule) => ({ type: "exponential", delay: w.backoffMs }) as const;
+
+/** When each attempt of a delivery starts, in ms after the first (BullMQ's exponential backoff: the wait after
+ * attempt n is backoffMs × 2^(n-1)); the defaults (10 attempts from 15 s) span 2 h 7 min. Pure. */
+export function deliveryAttemptTimes(w: Schedule): number[] {
+  const times = [0];
+  for (let n = 1; n < w.attempts; n++) times.push(times[n - 1]! + Math.round(2 ** (n - 1) * w.backoffMs));
+  return times;
+}
+
 export class Deliveries {
   private readonly queue: Queue<Delivery>;
   private worker: Worker<Delivery> | undefined;
@@ -56,7 +69,7 @@ export class Deliveries {
         {
           jobId: requestId,
           attempts: w.attempts,
-          backoff: { type: "exponential", delay: w.backoffMs },
+          backoff: deliveryBackoff(w),
           removeOnComplete: { age: this.c.retentionSeconds },
           removeOnFail: { age: this.c.retentionSeconds },
         },

@@ -47,6 +47,9 @@ const RETRIED = new Set([502, 503, 504]);
 
 class Retry extends Error {}
 
+/** A queued request's 401: its submitter's key was checked at submit; only a revocation or expiry since fails it. */
+const KEY_GONE = "the API key that submitted this request was revoked or expired before it ran";
+
 export class Runner {
   private readonly workers = new Map<string, Worker<JobData, JobResult>>();
   private readonly running = new Map<string, { res: CollectedResponse; cancelled: boolean }>();
@@ -187,7 +190,9 @@ export class Runner {
         status,
         contentType: whole ? (res.getHeader("content-type") ?? "application/octet-stream") : "application/json",
         body: body.toString("base64"),
-        ...(failed ? { error: errorText(text, status), errorType: errorTypeOf(status) } : {}),
+        ...(failed
+          ? { error: status === 401 && d.key ? KEY_GONE : errorText(text, status), errorType: errorTypeOf(status) }
+          : {}),
         startedAt,
         finishedAt: this.host.now(),
       });

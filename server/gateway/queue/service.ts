@@ -22,6 +22,7 @@ import { webhookUrlProblem, WebhookSigner } from "./webhooks.ts";
 import {
   falError,
   QUEUE_PREFIX,
+  queuePriority,
   queueRoute,
   requestUrls,
   splitQuery,
@@ -270,6 +271,13 @@ export class QueueService {
         "x-fal-error-type": "queue_full",
       });
     }
+    const priority = queuePriority(headerOf(req, "x-fal-queue-priority"));
+    if (priority === undefined) {
+      count("bad_request");
+      return send(400, falError("X-Fal-Queue-Priority must be normal or low", "invalid_priority"), {
+        "x-fal-error-type": "invalid_priority",
+      });
+    }
     const id = randomUUID();
     const now = this.d.now();
     const timeout = startTimeoutMs(headerOf(req, "x-fal-request-timeout"));
@@ -286,6 +294,7 @@ export class QueueService {
       ...(webhook !== undefined ? { webhook } : {}),
       ...(timeout !== undefined ? { startBy: now + timeout } : {}),
       noRetry: /^(1|true|yes)$/i.test(headerOf(req, "x-fal-no-retry") ?? ""),
+      ...(priority === "low" ? { priority } : {}),
       submittedAt: now,
     };
     await this.broker.add(id, data);

@@ -24,6 +24,8 @@ export const JobDataSchema = z.object({
   /** Epoch ms after which the request may no longer start (X-Fal-Request-Timeout). */
   startBy: z.number().optional(),
   noRetry: z.boolean(),
+  /** X-Fal-Queue-Priority: "low" runs after every "normal" one waiting (the default). */
+  priority: z.enum(["normal", "low"]).optional(),
   submittedAt: z.number(),
   cancelled: z.boolean().optional(),
 });
@@ -105,6 +107,13 @@ export function startTimeoutMs(header: string | undefined): number | undefined {
   if (header === undefined) return undefined;
   const s = Number(header);
   return Number.isFinite(s) && s > 0 ? Math.round(s * 1000) : undefined;
+}
+
+/** X-Fal-Queue-Priority (fal's clients send `normal` or `low`; absent is normal), or undefined when it is neither.
+ * Pure. */
+export function queuePriority(header: string | undefined): "normal" | "low" | undefined {
+  const v = (header ?? "normal").trim().toLowerCase();
+  return v === "normal" || v === "low" ? v : undefined;
 }
 
 /** fal's error body: `detail` is what both clients show, `error_type` what they expose as the error's type. */

@@ -9,6 +9,7 @@ import type {
   ThinkSetting,
   ToolsRequest,
 } from "../../engine/types.ts";
+import { draftAcceptanceRate } from "../generation.ts";
 import { imageFromUrl, type ImageInputConfig } from "../images.ts";
 import type { ChatCompletionRequest, CompletionRequest, OpenAIMessage } from "./schemas.ts";
 
@@ -40,17 +41,32 @@ export function thinkFromOpenAI(r: ChatCompletionRequest): ThinkSetting | undefi
   return effort === "minimal" ? "low" : effort === "xhigh" ? "max" : effort;
 }
 
+/**
+ * The usage object. With speculative decoding on, drafted tokens are reported as OpenAI reports predicted outputs'
+ * (`completion_tokens_details`: accepted and rejected prediction tokens), plus Gantry's `draft_acceptance_rate`.
+ */
 export function usage(s: GenerationStats): {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
   prompt_tokens_details: { cached_tokens: number };
+  completion_tokens_details?: { accepted_prediction_tokens: number; rejected_prediction_tokens: number };
+  draft_acceptance_rate?: number;
 } {
   return {
     prompt_tokens: s.promptEvalCount,
     completion_tokens: s.evalCount,
     total_tokens: s.promptEvalCount + s.evalCount,
     prompt_tokens_details: { cached_tokens: s.promptCachedCount },
+    ...(s.draft
+      ? {
+          completion_tokens_details: {
+            accepted_prediction_tokens: s.draft.accepted,
+            rejected_prediction_tokens: s.draft.drafted - s.draft.accepted,
+          },
+          draft_acceptance_rate: draftAcceptanceRate(s.draft),
+        }
+      : {}),
   };
 }
 

@@ -6,6 +6,7 @@ import { AppError } from "../../common/errors.ts";
 import type { GenerationStats, OutputTokenLogprob } from "../../engine/types.ts";
 import type { ServerDeps } from "../deps.ts";
 import {
+  draftAcceptanceRate,
   contextFrom,
   decodeImages,
   formatFrom,
@@ -37,7 +38,7 @@ export function finalMetrics(s: GenerationStats): FinalMetrics {
       ? {
           draft_count: s.draft.drafted,
           draft_accepted_count: s.draft.accepted,
-          draft_acceptance_rate: s.draft.drafted > 0 ? s.draft.accepted / s.draft.drafted : 0,
+          draft_acceptance_rate: draftAcceptanceRate(s.draft),
         }
       : {}),
   };

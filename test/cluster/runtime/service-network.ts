@@ -1,11 +1,12 @@
 // What kube-proxy and cluster DNS give pods, for the process runtime's pods: Service ClusterIPs that work and Service
-// names that resolve. Each cluster gets its own Service range (10.96.<k>.0/24, so clusters of several checkouts on one
-// machine never share an address). A ClusterIP is added to the host's loopback device and a TCP proxy listens on each
-// of the Service's ports, forwarding every connection to one of the Service's ready endpoints (a userspace kube-proxy);
-// `default/kubernetes` forwards to the apiserver, so pods reach it at KUBERNETES_SERVICE_HOST:443 like in a cluster.
-// Names are served from each pod's /etc/hosts (a file the runtime rewrites in place on every change, bind-mounted by
-// container-exec.sh): <svc>.<ns>.svc.cluster.local, <svc>.<ns>.svc, <svc>.<ns> and, in the same namespace, <svc>;
-// headless Services name their ready endpoints' addresses (one line each). The host reaches ClusterIPs too.
+// names that resolve. Each cluster gets its own Service range (a /20 of 10.96.0.0/16, so clusters of several checkouts
+// on one machine never share an address). A ClusterIP is added to the host's loopback device and a TCP proxy listens on
+// each of the Service's ports, forwarding every connection to one of the Service's ready endpoints (a userspace
+// kube-proxy); `default/kubernetes` forwards to the apiserver, so pods reach it at KUBERNETES_SERVICE_HOST:443 like in
+// a cluster. Names are served from each pod's /etc/hosts (a file the runtime rewrites in place on every change,
+// bind-mounted by container-exec.sh): <svc>.<ns>.svc.cluster.local, <svc>.<ns>.svc, <svc>.<ns> and, in the same
+// namespace, <svc>; headless Services name their ready endpoints' addresses (one line each). The host reaches
+// ClusterIPs too.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
@@ -21,32 +22,59 @@ const ipQuiet = (args: string[]): void => {
   }
 };
 
-/** The /24 of 10.96.0.0/16 a cluster's Services use: the first from a per-cluster start that no loopback holds. */
-export function pickServiceCidr(netId: string): string {
-  const taken = new Set(
-    [
-      ...execFileSync("ip", ["-4", "addr", "show", "dev", "lo"], { encoding: "utf8" }).matchAll(
-        /inet 10\.96\.(\d+)\./g,
-      ),
-    ].map((m) => Number(m[1])),
-  );
-  const start = parseInt(netId, 16) % 250;
-  for (let i = 0; i < 250; i++) {
-    const k = ((start + i) % 250) + 1;
-    if (!taken.has(k)) return `10.96.${k}.0/24`;
+/** Each cluster's Service range: a /20 of 10.96.0.0/16 (4,094 ClusterIPs: a 2,000-app fleet plus the tests' own), so
+ * 16 clusters fit on one host. */
+const BLOCK_BITS = 20,
+  BLOCKS = 2 ** (BLOCK_BITS - 16),
+  BLOCK_OCTETS = 256 / BLOCKS;
+
+/** A Service range's block number (0-15) from its third octet. Pure. */
+const blockOf = (thirdOctet: number): number => Math.floor(thirdOctet / BLOCK_OCTETS);
+
+/** The third octets a block spans. Pure. */
+const blockOctets = (cidr: string): [number, number] => {
+  const first = Number(/^10\.96\.(\d+)\.0\/\d+$/.exec(cidr)?.[1] ?? Number.NaN);
+  return [first, first + BLOCK_OCTETS - 1];
+};
+
+/**
+ * The block of 10.96.0.0/16 a cluster's Services use: the first from a per-cluster start (so concurrent clusters rarely
+ * try the same one) that no loopback address lies in (a running cluster holds at least its kubernetes Service's).
+ * Pure but for `taken`, the loopback's 10.96 third octets (read from `ip addr` when not given).
+ */
+export function pickServiceCidr(netId: string, taken: number[] = loopbackServiceOctets()): string {
+  const busy = new Set(taken.map(blockOf));
+  const start = parseInt(netId, 16) % BLOCKS;
+  for (let i = 0; i < BLOCKS; i++) {
+    const k = (start + i) % BLOCKS;
+    if (!busy.has(k)) return `10.96.${k * BLOCK_OCTETS}.0/${BLOCK_BITS}`;
   }
-  throw new Error("no free Service range in 10.96.0.0/16");
+  throw new Error(`no free Service range in ${SERVICE_SUBNETS}: ${BLOCKS} test clusters hold them all`);
 }
 
-/** The kubernetes Service's address: the first of the range (what the apiserver certificate must name). */
-export const kubernetesServiceIp = (cidr: string): string => cidr.replace(/\.0\/24$/, ".1");
+const loopbackServiceAddrs = (): string[] =>
+  [
+    ...execFileSync("ip", ["-4", "addr", "show", "dev", "lo"], { encoding: "utf8" }).matchAll(
+      /inet (10\.96\.\d+\.\d+)\/32/g,
+    ),
+  ].map((m) => m[1]!);
+
+const loopbackServiceOctets = (): number[] => loopbackServiceAddrs().map((a) => Number(a.split(".")[2]));
+
+/** The kubernetes Service's address: the first of the range (what the apiserver certificate must name). Pure. */
+export const kubernetesServiceIp = (cidr: string): string => `10.96.${blockOctets(cidr)[0]}.1`;
+
+/** Whether an address lies in a Service range. Pure. */
+export function inServiceCidr(cidr: string, ip: string): boolean {
+  const [lo, hi] = blockOctets(cidr);
+  const m = /^10\.96\.(\d+)\.\d+$/.exec(ip);
+  return m !== null && Number(m[1]) >= lo && Number(m[1]) <= hi;
+}
 
 /** Removes the loopback addresses of a cluster's Service range (when it stops). */
 export function releaseServiceCidr(cidr: string): void {
-  const prefix = cidr.replace(/0\/24$/, "");
-  const addrs = execFileSync("ip", ["-4", "addr", "show", "dev", "lo"], { encoding: "utf8" });
-  for (const m of addrs.matchAll(/inet (10\.96\.\d+\.\d+)\/32/g))
-    if (m[1]!.startsWith(prefix)) ipQuiet(["addr", "del", `${m[1]}/32`, "dev", "lo"]);
+  for (const ip of loopbackServiceAddrs())
+    if (inServiceCidr(cidr, ip)) ipQuiet(["addr", "del", `${ip}/32`, "dev", "lo"]);
 }
 
 interface Backend {

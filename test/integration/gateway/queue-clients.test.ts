@@ -60,9 +60,9 @@ after(async () => {
   await redis?.stop();
 });
 
-const falJs = () =>
+const falJs = (credentials = key) =>
   createFalClient({
-    credentials: key,
+    credentials,
     requestMiddleware: async (r) => ({ ...r, url: r.url.replace("https://queue.fal.run", `${gw.base}/_queue`) }),
   });
 
@@ -126,6 +126,71 @@ test("JS client: cancel stops a running request at once; a waiting one reports i
   await fal.queue.subscribeToStatus("local/hold", { requestId: waiting.request_id, pollInterval: 20 });
   const res = await fal.queue.result("local/hold", { requestId: waiting.request_id });
   assert.deepEqual((res.data as { echo: unknown }).echo, { n: 2 });
+});
+
+test("a key revoked after submit: its waiting request fails with 401 instead of running; a running one finishes", async (t) => {
+  const other = await keys.create("local", { scope: "api", name: "leaving" });
+  const theirs = falJs(other.key);
+  const running = await theirs.queue.submit("local/hold/v1/chat/completions", { input: { n: 3 } });
+  await pod.until(() => pod.held.some((h) => h.id === running.request_id));
+  const waiting = await theirs.queue.submit("local/hold/v1/chat/completions", { input: { n: 4 } });
+  await keys.revoke("local", other.record.id);
+  pod.releaseAll(); // were the waiting one run, it would complete: the test would fail, not hang
+  t.after(() => (pod.autoRelease = false));
+  // The org's other key reads both: the running one completed, the waiting one was refused when it came to run.
+  const fal = falJs();
+  const done = await fal.queue.subscribeToStatus("local/hold", { requestId: running.request_id, pollInterval: 20 });
+  assert.equal((done as { error?: string }).error, undefined);
+  const refused = (await fal.queue.subscribeToStatus("local/hold", {
+    requestId: waiting.request_id,
+    pollInterval: 20,
+  })) as unknown as { status: string; error: string; error_type: string };
+  assert.equal(refused.status, "COMPLETED");
+  assert.equal(refused.error, "the API key that submitted this request was revoked or expired before it ran");
+  assert.equal(refused.error_type, "client_error");
+  await assert.rejects(fal.queue.result("local/hold", { requestId: waiting.request_id }), (e: { status: number }) => {
+    assert.equal(e.status, 401);
+    return true;
+  });
+  assert.ok(!pod.arrivals.includes(waiting.request_id), "the pod never got it");
+  // The revoked key itself reads nothing any more.
+  await assert.rejects(
+    theirs.queue.status("local/hold", { requestId: waiting.request_id }),
+    (e: { status: number }) => {
+      assert.equal(e.status, 401);
+      return true;
+    },
+  );
+});
+
+test("X-Fal-Queue-Priority: a low request waits behind normal ones submitted after it; another value is 400", async (t) => {
+  const fal = falJs();
+  const hold = "local/hold/v1/chat/completions";
+  const running = await fal.queue.submit(hold, { input: { n: 5 } });
+  await pod.until(() => pod.held.some((h) => h.id === running.request_id));
+  const low = (await fal.queue.submit(hold, { input: { n: 6 }, priority: "low" })).request_id;
+  const normal = (await fal.queue.submit(hold, { input: { n: 7 }, priority: "normal" })).request_id;
+  const position = async (requestId: string) =>
+    ((await fal.queue.status("local/hold", { requestId })) as { queue_position: number }).queue_position;
+  assert.deepEqual([await position(normal), await position(low)], [0, 1]);
+  pod.releaseAll();
+  t.after(() => (pod.autoRelease = false));
+  await fal.queue.subscribeToStatus("local/hold", { requestId: low, pollInterval: 20 });
+  assert.deepEqual(
+    pod.arrivals.filter((id) => id === low || id === normal),
+    [normal, low],
+  );
+  const bad = await fetch(`${gw.base}/_queue/${hold}`, {
+    method: "POST",
+    headers: { authorization: `Key ${key}`, "content-type": "application/json", "x-fal-queue-priority": "urgent" },
+    body: "{}",
+  });
+  assert.equal(bad.status, 400);
+  assert.equal(bad.headers.get("x-fal-error-type"), "invalid_priority");
+  assert.deepEqual(await bad.json(), {
+    detail: "X-Fal-Queue-Priority must be normal or low",
+    error_type: "invalid_priority",
+  });
 });
 
 const py = promisify(execFile);

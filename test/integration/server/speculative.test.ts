@@ -2,6 +2,7 @@
 // prompt-lookup drafts on; the final /api object reports the tally, and /metrics counts drafted and accepted tokens.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import OpenAI from "openai";
 import { familyModelPath, tinyModelPath } from "../../support/models.ts";
 import { createModel, startTestServer, type TestServer } from "../../support/server.ts";
 
@@ -70,17 +71,43 @@ test("draft_ngram: the final object's tally, the same as /metrics counts; off by
   assert.equal(counter(metrics, "gantry_draft_accepted_tokens_total", "drafting"), b.body.draft_accepted_count);
 });
 
-test("bad input: draft_ngram out of range is a 400 naming it", async () => {
-  const r = await generate("babbler", { draft_ngram: 65 });
-  assert.equal(r.status, 400);
-  assert.match(r.body.error!, /draft_ngram/);
+test("/v1 usage: drafted tokens as OpenAI's accepted and rejected prediction tokens, and draft_acceptance_rate", async () => {
+  const openai = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: "unused" });
+  const complete = (model: string) =>
+    openai.completions.create({
+      model,
+      prompt: "the cat and the dog and the cat and the dog and the cat and the",
+      max_tokens: 24,
+      temperature: 0,
+    });
+  const plain = (await complete("babbler")).usage as unknown as Record<string, unknown>;
+  assert.equal(plain.draft_acceptance_rate, undefined, "no drafting: no extra");
+  assert.equal(plain.completion_tokens_details, undefined);
+  const usage = (await complete("drafting")).usage as OpenAI.CompletionUsage & { draft_acceptance_rate?: number };
+  const details = usage.completion_tokens_details!;
+  const drafted = details.accepted_prediction_tokens! + details.rejected_prediction_tokens!;
+  assert.ok(drafted > 0, JSON.stringify(usage));
+  assert.equal(usage.draft_acceptance_rate, details.accepted_prediction_tokens! / drafted);
+});
+
+test("bad input: draft_ngram or draft_min out of range is a 400 naming it", async () => {
+  for (const option of ["draft_ngram", "draft_min"]) {
+    const r = await generate("babbler", { [option]: 65 });
+    assert.equal(r.status, 400);
+    assert.match(r.body.error!, new RegExp(option));
+  }
 });
 
 test("PARAMETER draft_model: drafts from the draft model, the same greedy text; a vocabulary that differs is refused at load", async () => {
   const plain = await generate("babbler");
-  const drafted = await generate("self-drafted");
+  // A draft model as big as the target never pays, so the pacer drafts nothing; draft_min makes it draft anyway.
+  const paced = await generate("self-drafted");
+  assert.equal(paced.status, 200, JSON.stringify(paced.body));
+  assert.equal(paced.body.draft_count, 0);
+  const drafted = await generate("self-drafted", { draft_min: 3 });
   assert.equal(drafted.status, 200, JSON.stringify(drafted.body));
   assert.equal(drafted.body.response, plain.body.response);
+  assert.equal(paced.body.response, plain.body.response);
   assert.ok(drafted.body.draft_count! > 0 && drafted.body.draft_accepted_count! > 0, JSON.stringify(drafted.body));
   const refused = await generate("mismatched");
   assert.equal(refused.status, 400);

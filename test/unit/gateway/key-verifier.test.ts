@@ -73,3 +73,15 @@ test("checks by Authorization header: cached by the header, yet a revoked or cha
   assert.ok(v.checkAuthorization(header, 4).ok);
   assert.deepEqual(v.checkAuthorization(header, 11_000), { ok: false, reason: "expired" }, "expiry ends a cached hit");
 });
+
+test("a key checked earlier (a queued request's) is checked again for revocation and expiry, by id and org", () => {
+  let records: KeyRecord[] = [rec({ expires: "2026-01-02T00:00:00Z" })];
+  const v = new KeyVerifier({ byId: () => records }, 60_000);
+  const key = { id: "0123456789abcdef", org: "acme", scope: "api" } as const;
+  assert.deepEqual(v.recheck(key, Date.parse("2026-01-01T12:00:00Z")), { ok: true, key });
+  assert.deepEqual(v.recheck(key, Date.parse("2026-01-02T00:00:00Z")), { ok: false, reason: "expired" });
+  records = [rec({ org: "other" })];
+  assert.deepEqual(v.recheck(key, 0), { ok: false, reason: "revoked" }, "a copy of the id in another org is not it");
+  records = [];
+  assert.deepEqual(v.recheck(key, 0), { ok: false, reason: "revoked" });
+});

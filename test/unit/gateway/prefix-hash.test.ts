@@ -156,7 +156,7 @@ test("the ring spreads keys evenly, and a key stays on its pod", () => {
   const counts = new Map<string, number>();
   for (const k of keys(30_000)) {
     const c = ring.pick(k, idle, 1.25)!;
-    assert.equal(c.first, true);
+    assert.equal(c.via, "first");
     counts.set(c.id, (counts.get(c.id) ?? 0) + 1);
   }
   for (const [id, n] of counts) assert.ok(Math.abs(n / 10_000 - 1) < 0.15, `${id}: ${n} of 30000`);
@@ -174,18 +174,18 @@ test("a pod over meanLoadFactor × the mean load passes the key on along the rin
   const loads: Record<string, number> = { "pod-0": 10, "pod-1": 0, "pod-2": 0 };
   const moved = ring.pick(owned, (id) => loads[id]!, 1.25)!;
   assert.notEqual(moved.id, "pod-0");
-  assert.equal(moved.first, false);
+  assert.equal(moved.via, "next");
   // Within the bound: ceil((total + 1) / pods × factor) = ceil((2 + 1) / 3 × 1.25) = 2 ≥ 0 + 1.
   assert.deepEqual(
     ring.pick(owned, (id) => ({ "pod-0": 0, "pod-1": 1, "pod-2": 1 })[id]!, 1.25),
     {
       id: "pod-0",
-      first: true,
+      via: "first",
     },
   );
   assert.deepEqual(
     ring.pick(owned, () => 1, 1),
-    { id: "pod-0", first: true },
+    { id: "pod-0", via: "first" },
     "even loads: the key's own pod",
   );
   // However uneven the loads, the least loaded pod is within the bound (a key never finds every pod over it).

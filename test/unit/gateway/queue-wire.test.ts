@@ -11,7 +11,13 @@ import {
   webhookUrlProblem,
   WebhookSigner,
 } from "../../../server/gateway/queue/webhooks.ts";
-import { queueRoute, requestUrls, splitQuery, startTimeoutMs } from "../../../server/gateway/queue/wire.ts";
+import {
+  queuePriority,
+  queueRoute,
+  requestUrls,
+  splitQuery,
+  startTimeoutMs,
+} from "../../../server/gateway/queue/wire.ts";
 
 const ID = "5057fca7-2eb3-468f-b95d-cefe92b0b9d4";
 
@@ -148,4 +154,11 @@ test("an app's queue URL sits beside its URL", () => {
   assert.equal(queueUrlOf("https://g.example/acme/chat", "acme", "chat"), "https://g.example/_queue/acme/chat");
   assert.equal(queueUrlOf("http://h:8080/base/acme/chat/", "acme", "chat"), "http://h:8080/base/_queue/acme/chat");
   assert.equal(queueUrlOf("https://g.example/other", "acme", "chat"), undefined);
+});
+
+test("X-Fal-Queue-Priority: normal (also when absent) or low, any case; anything else is refused", () => {
+  assert.equal(queuePriority(undefined), "normal");
+  assert.equal(queuePriority("normal"), "normal");
+  assert.equal(queuePriority(" Low "), "low");
+  for (const bad of ["", "high", "urgent", "1"]) assert.equal(queuePriority(bad), undefined, bad);
 });

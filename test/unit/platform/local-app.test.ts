@@ -36,6 +36,9 @@ test("the local server gets the app's server settings and plain env values, neve
   );
   assert.equal(env.GANTRY_NUM_PARALLEL, "3", "the app's setting over the user's");
   assert.equal(env.GANTRY_CONTEXT_LENGTH, "2048");
+  const unset = localServerEnv(spec({}), { GANTRY_CONTEXT_LENGTH: "8192" });
+  assert.equal(unset.GANTRY_CONTEXT_LENGTH, "8192", "no server.contextLength: the server's own default or setting");
+  assert.equal(localServerEnv(spec({}), {}).GANTRY_CONTEXT_LENGTH, undefined);
   assert.equal(env.GANTRY_KEEP_ALIVE, "10m");
   assert.equal(env.GANTRY_LOG_LEVEL, "debug");
   assert.equal(env.GANTRY_MODELS, "/home/me/.gantry/models", "the user's store: a model is downloaded once");

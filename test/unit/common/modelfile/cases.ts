@@ -42,6 +42,7 @@ export const ALL_PARAMETERS: ReadonlyArray<[key: string, args: string, value: nu
   ["num_ctx", "4096", 4096],
   ["draft_model", "smollm2-draft", "smollm2-draft"],
   ["draft_ngram", "8", 8],
+  ["draft_min", "2", 2],
   ["num_keep", "24", 24],
   ["num_predict", "-1", -1],
   ["temperature", "0.8", 0.8],

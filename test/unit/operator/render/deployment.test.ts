@@ -273,7 +273,8 @@ test("the server environment carries the spec's server settings", () => {
   const defaults = render(resolved()).serverEnv;
   assert.deepEqual(
     [defaults.GANTRY_KEEP_ALIVE, defaults.GANTRY_NUM_PARALLEL, defaults.GANTRY_CONTEXT_LENGTH, defaults.GANTRY_HOST],
-    ["-1", "4", "4096", "0.0.0.0:11434"],
+    ["-1", "4", undefined, "0.0.0.0:11434"],
+    "no context length: the server sizes it by the pod's free memory",
   );
   assert.equal(defaults.GANTRY_PROMPT_CACHE_RAM, undefined, "unset: the server's default (auto)");
 });

@@ -17,7 +17,6 @@ test("a minimal spec gets every default a user relies on", () => {
   assert.deepEqual(spec.modelVolume, { name: "models", size: "20Gi", accessMode: "ReadWriteOnce" });
   assert.deepEqual(spec.server, {
     parallel: 4,
-    contextLength: 4096,
     keepAlive: "-1",
     kvCacheType: "f16",
     flashAttention: "auto",
@@ -40,7 +39,6 @@ test("partially written sections are completed with the defaults of their other 
   assert.deepEqual(spec.modelVolume, { name: "shared", size: "20Gi", accessMode: "ReadWriteOnce" });
   assert.deepEqual(spec.server, {
     parallel: 8,
-    contextLength: 4096,
     keepAlive: "-1",
     kvCacheType: "f16",
     flashAttention: "auto",

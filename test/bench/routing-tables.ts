@@ -1,0 +1,163 @@
+// The routing bench's tables (test/bench/routing.ts), one set per workload, printed as soon as the workload is done.
+import os from "node:os";
+import { median } from "./table.ts";
+
+export const STRATEGIES = ["LeastLoad", "PrefixHash"] as const;
+export type Strategy = (typeof STRATEGIES)[number];
+export type Workload = "chat" | "agents";
+
+export interface Turn {
+  workload: Workload;
+  strategy: Strategy;
+  turn: number;
+  ttftMs: number;
+  prompt: number;
+  cached: number;
+  completion: number;
+  pod: string;
+  /** The access log's `choice`: least_load, ring_first, ring_kept (the key's last pod) or ring_next (passed on). */
+  choice: string;
+  conversation: string;
+}
+
+/** What the pods of an app counted during a workload (their /metrics, after minus before). */
+export interface PodCounts {
+  hits: number;
+  misses: number;
+  failed: number;
+  restored: number;
+}
+
+/** One workload's measurements: its turns, each round's wall seconds per strategy, the pods' counts. */
+export interface WorkloadResult {
+  workload: Workload;
+  conversations: number;
+  turns: number;
+  rows: Turn[];
+  seconds: Record<Strategy, number[]>;
+  pods: Record<Strategy, PodCounts>;
+  /** Load average (1 min) at the workload's start and end. */
+  load: [number, number];
+}
+
+export interface Table {
+  title: string;
+  header: string[];
+  rows: string[][];
+}
+
+const p95 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.95))]!;
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const f = (n: number) => (Number.isFinite(n) ? n.toFixed(0) : "-");
+const share = (ts: Turn[]) => (ts.reduce((a, t) => a + t.cached, 0) / ts.reduce((a, t) => a + t.prompt, 0)).toFixed(2);
+
+export const loadNote = (w: Pick<WorkloadResult, "load">): string =>
+  `load average ${w.load[0].toFixed(1)} at start, ${w.load[1].toFixed(1)} at end, on ${os.cpus().length} CPUs`;
+
+/** Per turn: TTFT mean and p95 and the cached share of each strategy, and the ratio of the medians. */
+function perTurn(w: WorkloadResult, what: string): Table {
+  const by = (s: Strategy, turn: number) => w.rows.filter((t) => t.strategy === s && t.turn === turn);
+  return {
+    title: `Routing, ${what}: time to first token per turn, ms (${w.conversations} conversations × ${w.turns} turns, 3 replicas of SmolLM2-135M, ${loadNote(w)})`,
+    header: [
+      "turn",
+      ...STRATEGIES.flatMap((s) => [`${s} mean`, `${s} p95`, `${s} cached ÷ prompt`]),
+      "PrefixHash ÷ LeastLoad (median)",
+    ],
+    rows: Array.from({ length: w.turns }, (_, i) => {
+      const of = (s: Strategy) => by(s, i + 1).map((t) => t.ttftMs);
+      return [
+        String(i + 1),
+        ...STRATEGIES.flatMap((s) => [f(mean(of(s))), f(p95(of(s))), share(by(s, i + 1))]),
+        (median(of("PrefixHash")) / median(of("LeastLoad"))).toFixed(2),
+      ];
+    }),
+  };
+}
+
+/** Per strategy: cached share, tokens/s, TTFT, spread over pods, the ring's first choice, the pods' RAM cache. */
+function summary(w: WorkloadResult, what: string): Table {
+  return {
+    title: `Routing, ${what}: cache reuse, throughput and spread (all rounds; ${loadNote(w)})`,
+    header: [
+      "strategy",
+      "cached ÷ prompt tokens",
+      "tokens/s",
+      "median TTFT turns 3–6 ms",
+      "median TTFT turn 1 ms",
+      "requests per pod",
+      "ring first / kept / next",
+      "RAM cache hits / misses / failed, restored tokens",
+    ],
+    rows: STRATEGIES.map((s) => {
+      const ts = w.rows.filter((t) => t.strategy === s);
+      const perPod = new Map<string, number>();
+      for (const t of ts) perPod.set(t.pod, (perPod.get(t.pod) ?? 0) + 1);
+      const completion = ts.reduce((a, t) => a + t.completion, 0);
+      const p = w.pods[s];
+      return [
+        s,
+        share(ts),
+        (completion / w.seconds[s].reduce((a, b) => a + b, 0)).toFixed(1),
+        f(median(ts.filter((t) => t.turn >= 3).map((t) => t.ttftMs))),
+        f(median(ts.filter((t) => t.turn === 1).map((t) => t.ttftMs))),
+        [...perPod.values()].sort((a, b) => b - a).join(" / "),
+        s === "PrefixHash"
+          ? ["first", "kept", "next"]
+              .map((c) => `${((ts.filter((t) => t.choice === `ring_${c}`).length / ts.length) * 100).toFixed(0)}%`)
+              .join(" / ")
+          : "-",
+        `${p.hits} / ${p.misses} / ${p.failed}, ${p.restored}`,
+      ];
+    }),
+  };
+}
+
+/** The ratios issue 38 sets targets for (PrefixHash against LeastLoad), with the targets. */
+function targets(w: WorkloadResult, what: string): Table {
+  const ts = (s: Strategy) => w.rows.filter((t) => t.strategy === s);
+  const tps = (s: Strategy) => ts(s).reduce((a, t) => a + t.completion, 0) / w.seconds[s].reduce((a, b) => a + b, 0);
+  const ttft36 = (s: Strategy) =>
+    median(
+      ts(s)
+        .filter((t) => t.turn >= 3)
+        .map((t) => t.ttftMs),
+    );
+  const rows =
+    w.workload === "chat"
+      ? [
+          ["PrefixHash cached ÷ prompt tokens", share(ts("PrefixHash")), "≥ 0.70 (ceiling about 0.76)"],
+          [
+            "median TTFT turns 3–6, PrefixHash ÷ LeastLoad",
+            (ttft36("PrefixHash") / ttft36("LeastLoad")).toFixed(2),
+            "≤ 0.6",
+          ],
+          ["tokens/s, PrefixHash ÷ LeastLoad", (tps("PrefixHash") / tps("LeastLoad")).toFixed(2), "≥ 1"],
+        ]
+      : STRATEGIES.map((s) => [`${s} cached ÷ prompt tokens`, share(ts(s)), "≥ 0.85"]);
+  return { title: `Routing, ${what}: issue 38's targets`, header: ["measure", "figure", "target"], rows };
+}
+
+export function workloadTables(w: WorkloadResult): Table[] {
+  const what =
+    w.workload === "chat" ? "chat" : "agents (a shared 2k-token system prompt and tool list, 60 tokens a turn)";
+  return [perTurn(w, what), summary(w, what), targets(w, what)];
+}
+
+export function extraTable(moved: { moved: number; of: number } | undefined, keyMicros: number): Table {
+  return {
+    title: "Routing: a fourth replica between turns 3 and 4 (PrefixHash), and the routing work per request",
+    header: ["measure", "value"],
+    rows: [
+      ...(moved
+        ? [
+            [
+              "conversations that changed pods",
+              `${moved.moved} of ${moved.of} (${((moved.moved / moved.of) * 100).toFixed(0)}%)`,
+            ],
+          ]
+        : []),
+      ["key + ring pick on a 32 KB chat body, µs (median of 9 × 2000)", keyMicros.toFixed(1)],
+    ],
+  };
+}
