@@ -116,11 +116,14 @@ export async function benchImagePods(rounds: number, report: (row: [string, stri
     for await (const chunk of stream) if (!ms && chunk.choices[0]?.delta?.content) ms = performance.now() - t;
     return ms;
   };
-  /** Back at zero: no pod of the app left (the autoscaler scales down after the app's 1 s delay). */
+  /**
+   * Back at zero: no serving pod of the app left (the autoscaler scales down after the app's 1 s delay); the model
+   * cache Job's finished pod may stay.
+   */
   const atZero = async (s: Side): Promise<void> => {
     for (let i = 0; i < 1200; i++) {
       const pods = (await core.listNamespacedPod({ namespace: s.ns })).items;
-      if (pods.length === 0) return;
+      if (pods.every((p) => p.status?.phase === "Succeeded")) return;
       await sleep(250);
     }
     throw new Error(`${s.kind}: the app's pod never went away`);
