@@ -18,6 +18,7 @@ import type { Logger } from "../../server/common/logger.ts";
 import { GROUP, PLURAL, VERSION, type ModelApp } from "../api/v1alpha1/modelapp.ts";
 import { APP_LABEL, MANAGED_SELECTOR as MANAGED } from "../api/v1alpha1/labels.ts";
 import { FleetIndex } from "./fleet-index.ts";
+import { pooledApiClients } from "./api-clients.ts";
 
 export type Cache<T> = ObjectCache<T>;
 
@@ -42,10 +43,11 @@ export class ClusterCaches {
   private synced = false;
 
   constructor(kc: KubeConfig, opts: { namespace?: string; logger: Logger }) {
-    const core = kc.makeApiClient(CoreV1Api),
-      apps = kc.makeApiClient(AppsV1Api),
-      batch = kc.makeApiClient(BatchV1Api),
-      custom = kc.makeApiClient(CustomObjectsApi);
+    const client = pooledApiClients(kc);
+    const core = client(CoreV1Api),
+      apps = client(AppsV1Api),
+      batch = client(BatchV1Api),
+      custom = client(CustomObjectsApi);
     const ns = opts.namespace;
     const path = (prefix: string, plural: string) => resourcePath(prefix, plural, ns);
     const watch = (kind: CacheName, p: string, list: () => Promise<unknown>, selector?: string): void => {

@@ -13,6 +13,7 @@ import {
 } from "@kubernetes/client-node";
 import { API_VERSION, GROUP, KIND, PLURAL, VERSION, type ModelAppStatus } from "../api/v1alpha1/modelapp.ts";
 import { FIELD_MANAGER } from "../render/labels.ts";
+import { pooledApiClients } from "./api-clients.ts";
 
 export type RequestCounter = (verb: string, resource: string, code: number) => void;
 
@@ -58,11 +59,12 @@ export class KubeWriter {
   private readonly instance: string;
 
   constructor(kc: KubeConfig, opts: { count: RequestCounter; instance: string }) {
-    this.core = kc.makeApiClient(CoreV1Api);
-    this.apps = kc.makeApiClient(AppsV1Api);
-    this.batch = kc.makeApiClient(BatchV1Api);
-    this.custom = kc.makeApiClient(CustomObjectsApi);
-    this.coordination = kc.makeApiClient(CoordinationV1Api);
+    const client = pooledApiClients(kc);
+    this.core = client(CoreV1Api);
+    this.apps = client(AppsV1Api);
+    this.batch = client(BatchV1Api);
+    this.custom = client(CustomObjectsApi);
+    this.coordination = client(CoordinationV1Api);
     this.count = opts.count;
     this.component = FIELD_MANAGER;
     this.instance = opts.instance;

@@ -4,9 +4,11 @@
 // from the operator's own histogram, its API writes and requests until the fleet settles (every app Ready, no
 // reconcile for 6 s), its writes in a quiet minute and its resident memory. Then a restart row: the operator restarted
 // with the largest fleet reconciled, its time to caught up (every app reconciled once, queue empty) and its writes
-// (target 0). Every wait has a deadline and prints progress: a bench never hangs silently.
+// (target 0), and a handover row: two replicas on one Lease, the leader stopped, the standby's time to caught up and
+// its writes (target 0). Every wait has a deadline and prints progress: a bench never hangs silently.
 // `npm run bench operator`; or `node test/bench/operator.ts [sizes, e.g. 100,500,2000] [quietSeconds]`.
 // GANTRY_BENCH_FLEET_SIZES (e.g. 100,500) and GANTRY_BENCH_QUIET_SECONDS (default 60) change the runs;
+// GANTRY_BENCH_FLEET_EXTRA_ROWS=0 leaves out the restart, handover and gateway rows (one size per run on a busy host);
 // GANTRY_BENCH_CPU_PROF=<dir> writes the operator's CPU profiles there (node --cpu-prof).
 import fs from "node:fs";
 import os from "node:os";
@@ -30,6 +32,8 @@ export interface OperatorBenchRow {
   quietSeconds: number;
   quietWrites: number;
   rssMb: number;
+  /** V8's used heap: what of the RSS is JavaScript objects (the rest: code, native buffers, freed pages kept). */
+  heapMb: number;
   load: string;
   problems: string[];
 }
@@ -60,6 +64,22 @@ const REQUESTS = "gantry_operator_kube_requests_total";
 /** Requests outside watches, lease renewals left out (inherent to leader election, not to the fleet). */
 const requests = (text: string) => sumMetricWhere(text, REQUESTS, (l) => l.resource !== "leases");
 const writes = (text: string) => sumMetricWhere(text, REQUESTS, (l) => l.verb !== "get" && l.resource !== "leases");
+/** "apply deployments 100, …": where the writes went, for the log. */
+function writesByKind(text: string): string {
+  const by = new Map<string, number>();
+  sumMetricWhere(text, REQUESTS, (l) => {
+    if (l.verb !== "get" && l.resource !== "leases") by.set(`${l.verb} ${l.resource}`, 0);
+    return false;
+  });
+  for (const k of by.keys()) {
+    const [verb, resource] = k.split(" ");
+    by.set(
+      k,
+      sumMetricWhere(text, REQUESTS, (l) => l.verb === verb && l.resource === resource),
+    );
+  }
+  return [...by].map(([k, v]) => `${k} ${v}`).join(", ");
+}
 const reconcilesOf = (text: string) => sumMetricWhere(text, "gantry_operator_reconciles_total", () => true);
 const gauge = (text: string, name: string) => sumMetricWhere(text, name, () => true);
 
@@ -105,10 +125,25 @@ async function settle(op: TestOperator, timeoutMs: number): Promise<string> {
   return text;
 }
 
-const startOperator = (cp: ControlPlane, ns: string, profDir: string | undefined) =>
+/** Until the operator has reconciled every app once and its queue is empty (a new leader or a restart caught up). */
+async function caughtUp(op: TestOperator, who: string, n: number, timeoutMs: number): Promise<void> {
+  await waitUntil(
+    `${who} to catch up`,
+    async () => {
+      const text = await op.metrics();
+      const done = reconcilesOf(text),
+        depth = gauge(text, "gantry_operator_workqueue_depth");
+      return done >= n && depth === 0 ? true : `${done}/${n} reconciled, queue ${depth}`;
+    },
+    timeoutMs,
+  );
+}
+
+/** The operator alone, or (with `lease`) one of several replicas campaigning for that Lease in the namespace. */
+const startOperator = (cp: ControlPlane, ns: string, profDir: string | undefined, lease?: string) =>
   startTestOperator(
     cp,
-    { watchNamespace: ns, leaderElection: { enabled: false } },
+    { watchNamespace: ns, leaderElection: lease ? { enabled: true, namespace: ns, name: lease } : { enabled: false } },
     {
       env: {
         GANTRY_LOG_LEVEL: "warn",
@@ -131,6 +166,7 @@ function row(label: string, apps: number, seconds: number, settled: string, end:
     quietSeconds,
     quietWrites: writes(end) - writes(settled),
     rssMb: gauge(end, "gantry_operator_process_process_resident_memory_bytes") / 2 ** 20,
+    heapMb: gauge(end, "gantry_operator_process_nodejs_heap_size_used_bytes") / 2 ** 20,
     load: loadavg(),
     problems: [] as string[],
   };
@@ -188,7 +224,7 @@ export async function benchFleet(
     log(`${n} apps reconciled in ${seconds.toFixed(1)} s; waiting for their pods to be Ready`);
     await watch.until(`${n} apps Ready`, (c) => c.ready === n, { timeoutMs: o.timeoutMs, progress });
     const settled = await settle(op, o.timeoutMs);
-    log(`settled; ${o.quietSeconds} s of quiet`);
+    log(`settled; writes by verb and resource: ${writesByKind(settled)}; ${o.quietSeconds} s of quiet`);
     await sleep(o.quietSeconds * 1000);
     const rows = [row(`${n} apps`, n, seconds, settled, await op.metrics(), o.quietSeconds)];
     rows[0]!.problems = (await auditFleet(kc, ns, n)).problems;
@@ -204,21 +240,26 @@ export async function benchFleet(
       log(`${n} apps: restarting the operator`);
       const t1 = Date.now();
       op = await startOperator(cp, ns, profDir);
-      const restarted = op;
-      await waitUntil(
-        "the restarted operator to catch up",
-        async () => {
-          const text = await restarted.metrics();
-          const done = reconcilesOf(text),
-            depth = gauge(text, "gantry_operator_workqueue_depth");
-          return done >= n && depth === 0 ? true : `${done}/${n} reconciled, queue ${depth}`;
-        },
-        o.timeoutMs,
-      );
-      const caughtUp = (Date.now() - t1) / 1000;
+      await caughtUp(op, "the restarted operator", n, o.timeoutMs);
+      const restarted = (Date.now() - t1) / 1000;
       const after = await settle(op, o.timeoutMs);
       await sleep(o.quietSeconds * 1000);
-      rows.push(row(`restart at ${n}`, n, caughtUp, after, await op.metrics(), o.quietSeconds));
+      rows.push(row(`restart at ${n}`, n, restarted, after, await op.metrics(), o.quietSeconds));
+
+      // Two replicas on one Lease; the leader stops (releasing the Lease) and the standby, its caches warm, takes over.
+      await op.stop();
+      log(`${n} apps: two replicas, then a leader handover`);
+      op = await startOperator(cp, ns, profDir, "fleet-bench");
+      await caughtUp(op, "the first leader", n, o.timeoutMs);
+      const standby = await startOperator(cp, ns, profDir, "fleet-bench");
+      const t2 = Date.now();
+      await op.stop();
+      op = standby;
+      await caughtUp(op, "the new leader", n, o.timeoutMs);
+      const tookOver = (Date.now() - t2) / 1000;
+      const handedOver = await settle(op, o.timeoutMs);
+      await sleep(o.quietSeconds * 1000);
+      rows.push(row(`handover at ${n}`, n, tookOver, handedOver, await op.metrics(), o.quietSeconds));
     }
     return rows;
   } finally {
@@ -236,7 +277,7 @@ export async function benchOperator(
   const rows: OperatorBenchRow[] = [];
   const gateway: GatewayFleetResult = { apps: Math.max(...sizes) };
   for (const n of sizes) {
-    const largest = n === Math.max(...sizes);
+    const largest = n === Math.max(...sizes) && process.env.GANTRY_BENCH_FLEET_EXTRA_ROWS !== "0";
     try {
       rows.push(
         ...(await benchFleet(n, {
@@ -256,16 +297,16 @@ export async function benchOperator(
 
 export function printOperatorTable({ rows, gateway }: { rows: OperatorBenchRow[]; gateway: GatewayFleetResult }): void {
   printTable(
-    `Operator at fleet scale: N ModelApps created at once on a fresh test control plane (kwok nodes, one pod per app), ${os.cpus().length} CPUs. Writes and requests: the operator's to the API server outside its watches, lease renewals left out. Targets (2 cores): 500 apps ≤ 5× the 100-app time, 2,000 ≤ 120 s, 0 writes in the quiet window and on restart, RSS ≤ 300 MB at 2,000`,
+    `Operator at fleet scale: N ModelApps created at once on a fresh test control plane (kwok nodes, one pod per app), ${os.cpus().length} CPUs. Writes and requests: the operator's to the API server outside its watches, lease renewals left out. Targets (2 cores): 500 apps ≤ 5× the 100-app time, 2,000 ≤ 120 s, 0 writes in the quiet window, on restart and by a new leader, RSS ≤ 300 MB at 2,000`,
     [
       "run",
-      "all reconciled s (restart: caught up)",
+      "all reconciled s (restart, handover: caught up)",
       "reconcile p50 / p99 ms",
       "reconciles",
       "writes until settled",
       "requests until settled",
       "writes in quiet window",
-      "RSS MB",
+      "RSS MB (JS heap used)",
       "load avg (1 min) at end",
       "problems",
     ],
@@ -277,7 +318,7 @@ export function printOperatorTable({ rows, gateway }: { rows: OperatorBenchRow[]
       String(r.writes),
       String(r.requests),
       `${r.quietWrites} in ${r.quietSeconds} s`,
-      r.rssMb,
+      `${r.rssMb.toFixed(0)} (${r.heapMb.toFixed(0)})`,
       r.load,
       r.problems.join("; ") || "none",
     ]),
