@@ -16,7 +16,7 @@ export async function openDrafter(
     const window = repeatWindow(sampling, loaded.contextLength);
     const drafter = await ModelDrafter.open(
       draft,
-      { size: MODEL_DRAFT_SIZE, penalties: penaltyConfig(sampling, window), window },
+      { size: MODEL_DRAFT_SIZE, penalties: penaltyConfig(sampling, window), window, target: loaded.slots },
       signal,
     );
     // A drafted token costs one decode of the draft model: about its size's share of a target step (memory-bound).

@@ -362,8 +362,11 @@ export class SlotLoop {
     });
   }
 
-  /** Pauses the threadpool when no decode is in flight (between steps, after the edits queued before). */
-  private pauseThreadpool(): void {
+  /**
+   * Pauses the threadpool when no decode is in flight (between steps, after the edits queued before): its threads
+   * would poll on the cores another context (a draft model) computes on. The next decode wakes them.
+   */
+  pauseThreadpool(): void {
     void this.betweenSteps(() => {
       this.native.pauseThreadpool?.();
     });

@@ -144,17 +144,23 @@ export function workloadTables(w: WorkloadResult): Table[] {
   return [perTurn(w, what), summary(w, what), targets(w, what)];
 }
 
-export function extraTable(moved: { moved: number; of: number } | undefined, keyMicros: number): Table {
+/** The fourth replica's effect (bench routing's `grow`): conversations under way that changed pods, and those kept. */
+export interface Grown {
+  moved: number;
+  kept: number;
+  of: number;
+}
+
+export function extraTable(grown: Grown | undefined, keyMicros: number): Table {
+  const of = (n: number, all: number) => `${n} of ${all} (${((n / all) * 100).toFixed(0)}%)`;
   return {
-    title: "Routing: a fourth replica between turns 3 and 4 (PrefixHash), and the routing work per request",
+    title: "Routing: a fourth replica between turns 1 and 2 (PrefixHash), and the routing work per request",
     header: ["measure", "value"],
     rows: [
-      ...(moved
+      ...(grown
         ? [
-            [
-              "conversations that changed pods",
-              `${moved.moved} of ${moved.of} (${((moved.moved / moved.of) * 100).toFixed(0)}%)`,
-            ],
+            ["conversations that changed pods", of(grown.moved, grown.of)],
+            ["conversations whose key the new pod took, kept on their last pod (ring_kept)", of(grown.kept, grown.of)],
           ]
         : []),
       ["key + ring pick on a 32 KB chat body, µs (median of 9 × 2000)", keyMicros.toFixed(1)],

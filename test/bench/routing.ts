@@ -5,9 +5,10 @@
 // each round with new conversations. Per strategy: time to first token per turn (mean, p95), the share of prompt
 // tokens found in a pod's cache, aggregate tokens/s, requests per pod, the pods' RAM prompt cache counters. A second
 // workload, agents (issue 38): 8 conversations of 6 turns that share a 2k-token system prompt with a tool list (about
-// 60 tokens of user text a turn), on the same apps. Then a fourth replica is added to a PrefixHash app between turns 3
-// and 4, and the share of conversations that moved is reported; and the key and the ring's pick on a 32 KB body, in
-// process. The pods keep up to 512 MiB of evicted prompts in RAM (spec.server.promptCacheRam).
+// 60 tokens of user text a turn), on the same apps. Then a fourth replica is added to a PrefixHash app between turns 1
+// and 2 of 36 conversations: the share that moved, and that stayed with their history (decision 0019); and the key and
+// the ring's pick on a 32 KB body, in process. The pods keep up to 512 MiB of evicted prompts in RAM
+// (spec.server.promptCacheRam).
 // GANTRY_BENCH_ROUTING=chat,agents,grow picks the workloads (default all; each one's tables print when it is done),
 // GANTRY_BENCH_ROUNDS the rounds (default 3), GANTRY_BENCH_REQUEST_SECONDS a request's deadline to its last token
 // (default 300: a request past it ends the run with its conversation, turn and what it was waiting for),
@@ -29,6 +30,7 @@ import {
   extraTable,
   STRATEGIES,
   workloadTables,
+  type Grown,
   type PodCounts,
   type Strategy,
   type Table,
@@ -183,7 +185,7 @@ async function runWorkload(client: Client, apps: Apps, workload: Workload, round
  * A fourth PrefixHash replica between two turns of 36 conversations (one at a time, so no load passes one on): how
  * many changed pods.
  */
-async function grow(client: Client, apps: Apps): Promise<{ moved: number; of: number }> {
+async function grow(client: Client, apps: Apps): Promise<Grown> {
   progress("a fourth replica");
   apps.apply("grow", "PrefixHash", 3);
   await apps.ready("grow", 3);
@@ -192,10 +194,15 @@ async function grow(client: Client, apps: Apps): Promise<{ moved: number; of: nu
   for (const id of grown) before.push((await conversation(client, "grow", "PrefixHash", id, 1, 1))[0]!.pod);
   apps.apply("grow", "PrefixHash", 4);
   await apps.ready("grow", 4);
-  let moved = 0;
-  for (const [c, id] of grown.entries())
-    if ((await conversation(client, "grow", "PrefixHash", id, 2, 2))[0]!.pod !== before[c]) moved++;
-  return { moved, of: GROWN };
+  let moved = 0,
+    kept = 0;
+  for (const [c, id] of grown.entries()) {
+    const t = (await conversation(client, "grow", "PrefixHash", id, 2, 2))[0]!;
+    if (t.pod !== before[c]) moved++;
+    // Kept on the pod of its last turn though the ring now names another (the new pod took its key).
+    if (t.choice === "ring_kept") kept++;
+  }
+  return { moved, kept, of: GROWN };
 }
 
 /** The bench's ModelApps, their readiness and their pods' counters. */
