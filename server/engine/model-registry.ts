@@ -11,7 +11,8 @@ import type { PromptCache } from "./prompt-cache.ts";
 import type { ModelSpec } from "./types.ts";
 import { mapWeights } from "./weights-mapping.ts";
 
-/** A request's load options (undefined: whatever the loaded model has, or the default when loading). */
+/** A request's load options (numCtx undefined: the server's default context, as Ollama; useMmap undefined: whatever
+ * the loaded model has, or the default when loading). */
 export interface LoadRequest {
   numCtx?: number | undefined;
   useMmap?: boolean | undefined;
@@ -46,8 +47,9 @@ export class ModelRegistry {
   }
 
   /**
-   * The loaded model, held for one request (call `release` when done). A load option left undefined accepts what the
-   * loaded model has; a different value reloads it once idle.
+   * The loaded model, held for one request (call `release` when done). A context length other than the loaded one
+   * (num_ctx, else the server's default: an earlier request's small num_ctx must not silently truncate later prompts)
+   * or a use_mmap other than the loaded one reloads it once idle; useMmap left undefined accepts what it has.
    */
   async acquire(
     spec: ModelSpec,
@@ -62,7 +64,7 @@ export class ModelRegistry {
       if (existing) {
         const fits =
           !existing.unloading &&
-          (load.numCtx === undefined || existing.requestedContextLength === load.numCtx) &&
+          existing.requestedContextLength === (load.numCtx ?? this.o.contextLength) &&
           (load.useMmap === undefined || existing.mappedWeights === mapWeights(load.useMmap, this.o.llama));
         if (fits) {
           existing.usedAs(spec.name);

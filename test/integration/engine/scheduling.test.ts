@@ -171,7 +171,10 @@ test("a different num_ctx reloads the model with that context length", async () 
     const r = await collect(engine.generate(request(model, chat("c"), { num_predict: 1, num_ctx: 128 })));
     assert.equal(engine.running()[0]!.contextLength, 128);
     assert.ok(r.stats.loadDurationNs > 0);
-    // Without num_ctx the loaded model is used as it is.
+    // Without num_ctx the server's default context (512 here) applies, as in Ollama: it reloads, then stays.
+    const back = await collect(engine.generate(request(model, chat("c"), { num_predict: 1 })));
+    assert.ok(back.stats.loadDurationNs > 0);
+    assert.equal(engine.running()[0]!.contextLength, 512);
     const same = await collect(engine.generate(request(model, chat("c"), { num_predict: 1 })));
     assert.equal(same.stats.loadDurationNs, 0);
     // num_ctx beyond the trained context (512) is capped.

@@ -111,6 +111,14 @@ describe("options", () => {
       return true;
     });
   });
+
+  test("a request without num_ctx gets the server's context, not an earlier request's smaller num_ctx", async () => {
+    const prompt = "the cat and the dog ".repeat(30);
+    const small = await ollama.generate({ model: "babbler", prompt, options: { num_ctx: 64, num_predict: 1 } });
+    assert.ok(small.prompt_eval_count < 64, String(small.prompt_eval_count));
+    const r = await openai.completions.create({ model: "babbler", prompt, max_tokens: 1 });
+    assert.ok(r.usage!.prompt_tokens > 64, `the whole prompt, not cut to 64: ${r.usage!.prompt_tokens}`);
+  });
 });
 
 describe("structured output", () => {
