@@ -31,8 +31,8 @@ test("batched rerank scores equal one-pair-per-decode scores", async () => {
     const got = await ranker.rankAll(query, documents);
     assert.equal(got.length, documents.length);
     assert.ok(new Set(expected.map((s) => s.toFixed(4))).size > 5, "documents score differently");
-    // Equal up to float rounding: a decode of more rows can take another matmul kernel (seen: bitwise equal up to ~40
-    // tokens per decode, within 6e-4 from ~80 on this random-weight model's scores).
+    // Equal up to float rounding, which follows a decode's row count (presumably another matmul path): seen bitwise
+    // equal up to ~40 tokens per decode, within 6e-4 from ~80 on this random-weight model's scores.
     got.forEach((score, i) =>
       assert.ok(Math.abs(score - expected[i]!) < 2e-3, `document ${i}: ${score} vs ${expected[i]}`),
     );
