@@ -147,6 +147,8 @@ export const ChartValuesSchema = z.strictObject({
       ),
     image: z.string().min(1).describe("The broker's image (Redis or Valkey, 7 or later)."),
     resources: Resources,
+    nodeSelector: workload("broker").nodeSelector,
+    tolerations: workload("broker").tolerations,
     persistence: z.strictObject({
       enabled: z
         .boolean()
@@ -164,6 +166,8 @@ export const ChartValuesSchema = z.strictObject({
   }),
   tests: z.strictObject({
     podLabels: labels.describe("Extra labels on the `helm test` pod."),
+    nodeSelector: workload("`helm test`").nodeSelector,
+    tolerations: workload("`helm test`").tolerations,
     app: z
       .string()
       .regex(/^([a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-a-z0-9]*[a-z0-9])?)?$/)

@@ -2,7 +2,9 @@
 // touched server file, which rebuilds the package layers and not the dependencies or the engine; cold with
 // GANTRY_BENCH_IMAGE_COLD=1: every Dockerfile layer again, `--no-cache`, the bases kept), the image's size and what
 // Gantry adds over its Node base (/app and the engine cache), and the container's cold start to its first token with
-// the model already in its volume (`run -d` to the first streamed token of /api/chat, median of the rounds).
+// the model already in its volume (`run -d` to the first streamed token of /api/chat, median of the rounds), and the
+// same app's first token as a real pod against a process pod (image-pods.ts). GANTRY_BENCH_IMAGE_PARTS picks parts:
+// a comma list of build, size, start, pods (default all), so that a figure can be taken alone on a quiet machine.
 import { execFile } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -29,11 +31,7 @@ async function timeImageBuild(env: NodeJS.ProcessEnv): Promise<number> {
 }
 
 /** ms from `run -d` to the first token of a streamed /api/chat. */
-async function coldStart(
-  img: Awaited<ReturnType<typeof containerImage>>,
-  volume: string,
-  name: string,
-): Promise<number> {
+async function coldStart(img: Img, volume: string, name: string): Promise<number> {
   const port = await freePort();
   const t = performance.now();
   await engineRun(img, [
@@ -63,31 +61,62 @@ async function coldStart(
   }
 }
 
-export async function benchImage(rounds: number): Promise<ImageFigures> {
+const PARTS = ["build", "size", "start", "pods"] as const;
+type Part = (typeof PARTS)[number];
+
+/** GANTRY_BENCH_IMAGE_PARTS: the parts asked for, all when unset. Pure. */
+export function imageParts(env: string | undefined): Set<Part> {
+  const asked = (env ?? "")
+    .split(",")
+    .map((p) => p.trim())
+    .filter(Boolean);
+  const bad = asked.filter((p) => !(PARTS as readonly string[]).includes(p));
+  if (bad.length) throw new Error(`GANTRY_BENCH_IMAGE_PARTS: unknown ${bad.join(", ")} (parts: ${PARTS.join(", ")})`);
+  return new Set(asked.length ? (asked as Part[]) : PARTS);
+}
+
+export async function benchImage(rounds: number, parts = imageParts(undefined)): Promise<ImageFigures> {
   const rows: Array<[string, string]> = [];
+  const report = (row: [string, string]) => {
+    rows.push(row);
+    console.log(`image: ${row[0]}: ${row[1]}`);
+  };
   const first = performance.now();
   const img = await containerImage();
-  rows.push(["npm run image, first in this run (warm when the layers are cached)", seconds(performance.now() - first)]);
-  rows.push(["npm run image, nothing changed", seconds(await timeImageBuild(img.env))]);
+  report(["npm run image, first in this run (warm when the layers are cached)", seconds(performance.now() - first)]);
+  if (parts.has("build")) await buildFigures(img, report);
+  if (parts.has("size")) await sizeFigures(img, report);
+  if (parts.has("start")) await startFigures(img, rounds, report);
+  if (parts.has("pods")) {
+    const { benchImagePods } = await import("./image-pods.ts");
+    await benchImagePods(rounds, report);
+  }
+  return { rows };
+}
+
+type Img = Awaited<ReturnType<typeof containerImage>>;
+type Report = (row: [string, string]) => void;
+
+async function buildFigures(img: Img, report: Report): Promise<void> {
+  report(["npm run image, nothing changed", seconds(await timeImageBuild(img.env))]);
   const touched = path.join(REPO, "server", "common", "version.ts");
   const original = fs.readFileSync(touched, "utf8");
   try {
     fs.writeFileSync(touched, `${original}// bench ${Date.now()}\n`);
-    rows.push([
-      "npm run image, after a code change (server/common/version.ts)",
-      seconds(await timeImageBuild(img.env)),
-    ]);
+    report(["npm run image, after a code change (server/common/version.ts)", seconds(await timeImageBuild(img.env))]);
   } finally {
     fs.writeFileSync(touched, original);
   }
   if (process.env.GANTRY_BENCH_IMAGE_COLD === "1") {
     const t = performance.now();
     await engineRun(img, ["build", "--no-cache", "--target", "cpu", "-t", `${img.image}-cold`, REPO], 3_600_000);
-    rows.push(["cold build (--no-cache, bases present)", seconds(performance.now() - t)]);
+    report(["cold build (--no-cache, bases present)", seconds(performance.now() - t)]);
     engineCleanup(img, [], []);
     await engineRun(img, ["rmi", `${img.image}-cold`]).catch(() => "");
   }
+}
 
+async function sizeFigures(img: Img, report: Report): Promise<void> {
   const size = (ref: string) =>
     engineRun(img, ["image", "inspect", "-f", "{{.Size}}", ref]).then((s) => Number(s.trim()));
   const nodeBase = /^ARG NODE_IMAGE=(\S+)$/m.exec(fs.readFileSync(path.join(REPO, "Dockerfile"), "utf8"))![1]!;
@@ -109,12 +138,14 @@ export async function benchImage(rounds: number): Promise<ImageFigures> {
       .split("\n")
       .map((l) => l.split("\t").reverse() as [string, string]),
   );
-  rows.push(["image size", `${Math.round(total / 1e6)} MB (Node base ${Math.round(base / 1e6)} MB)`]);
-  rows.push([
+  report(["image size", `${Math.round(total / 1e6)} MB (Node base ${Math.round(base / 1e6)} MB)`]);
+  report([
     "Gantry over the base: /app + engine cache",
     `${Number(mb["/app"]) + Number(mb["/opt/gantry/cache"])} MiB (/app ${mb["/app"]}, engine ${mb["/opt/gantry/cache"]})`,
   ]);
+}
 
+async function startFigures(img: Img, rounds: number, report: Report): Promise<void> {
   const hub = await startHubServer({ host: "0.0.0.0" });
   const volume = `gantry-bench-${process.pid}`;
   const names: string[] = [];
@@ -155,7 +186,7 @@ export async function benchImage(rounds: number): Promise<ImageFigures> {
       starts.push(await coldStart(img, volume, name));
       engineCleanup(img, [name], []);
     }
-    rows.push([
+    report([
       `container cold start to first token, model in the volume (median of ${rounds}; aim ≤ 10 s)`,
       `${seconds(median(starts))} (${starts.map((s) => (s / 1000).toFixed(1)).join(", ")})`,
     ]);
@@ -163,5 +194,4 @@ export async function benchImage(rounds: number): Promise<ImageFigures> {
     engineCleanup(img, names, [volume]);
     await hub.close();
   }
-  return { rows };
 }

@@ -7,7 +7,8 @@
 // direct and with nginx, and measures cold starts on the test cluster; `console` the console's first page in a headless
 // browser; `routing` LeastLoad against PrefixHash for multi-turn conversations over an app's replicas; `step` the host
 // time of a decode step at 1, 8 and 32 streams on a 128k-vocabulary model (GANTRY_BENCH_STEP_TOKENS per stream, default
-// 128); `image` the container image (build times, size, cold start to first token: test/bench/image.ts); `queue` fal's
+// 128); `image` the container image (build times, size, cold start to first token, real pod against process pod:
+// test/bench/image.ts, GANTRY_BENCH_IMAGE_PARTS picks parts); `queue` fal's
 // queue API on the broker: submit → COMPLETED against a synchronous call, submissions/s accepted, a 10,000-request
 // drain (GANTRY_BENCH_QUEUE_DRAIN sets the count).
 // GANTRY_BENCH_ROUNDS (default 9 for serving: its paired ratios need that many to settle on 2 noisy cores; 3 for llama,
@@ -297,12 +298,13 @@ if (run("routing")) {
 }
 
 if (run("image")) {
-  const { benchImage } = await import("./image.ts");
+  const { benchImage, imageParts } = await import("./image.ts");
   const { loadavg } = await import("node:os");
   const before = loadavg()[0]!.toFixed(2);
-  const { rows } = await benchImage(Number(process.env.GANTRY_BENCH_ROUNDS ?? 3));
+  const parts = imageParts(process.env.GANTRY_BENCH_IMAGE_PARTS);
+  const { rows } = await benchImage(Number(process.env.GANTRY_BENCH_ROUNDS ?? 3), parts);
   printTable(
-    `Image (test/bench/image.ts): npm run image's build times, the image's size, the container's cold start; load average ${before} before, ${loadavg()[0]!.toFixed(2)} after`,
+    `Image (test/bench/image.ts; ${[...parts].join(", ")}): npm run image's build times, the image's size, the container's cold start, an app's first token as a real pod and as a process pod; load average ${before} before, ${loadavg()[0]!.toFixed(2)} after`,
     ["what", "figure"],
     rows,
   );

@@ -15,7 +15,7 @@ export const BINARIES = [
 
 /**
  * Runs build-bins.sh (stderr passes through so a cold build shows its progress) and returns the binaries dir; with
- * `kubelet`, the real node's kubelet and pause binary too.
+ * `kubelet`, the real node's kubelet, pause binary and CoreDNS too.
  */
 export function ensureBinaries(opts: { kubelet?: boolean } = {}): string {
   const started = Date.now();
@@ -32,7 +32,7 @@ export function ensureBinaries(opts: { kubelet?: boolean } = {}): string {
   if (!dir) throw new Error("build-bins.sh printed no directory");
   const secs = ((Date.now() - started) / 1000).toFixed(1);
   process.stderr.write(
-    `test-cluster: binaries ready in ${dir} (${[...BINARIES, ...(opts.kubelet ? ["kubelet", "pause"] : [])].join(", ")}) after ${secs}s\n`,
+    `test-cluster: binaries ready in ${dir} (${[...BINARIES, ...(opts.kubelet ? ["kubelet", "pause", "coredns"] : [])].join(", ")}) after ${secs}s\n`,
   );
   return dir;
 }

@@ -3,8 +3,9 @@
 #   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl  (k8s.io/kubernetes @ KUBE_VERSION)
 #   etcd (go.etcd.io/etcd/server/v3 @ ETCD_VERSION), kwok + its Stage manifests (sigs.k8s.io/kwok @ KWOK_VERSION),
 #   helm (helm.sh/helm/v3 @ HELM_VERSION).
-# With --kubelet, also the kubelet (same module and version, for the real node: test/cluster/real-node.ts) and the
-# pod sandbox's pause binary (Kubernetes' build/pause/linux/pause.c, compiled static with the machine's cc).
+# With --kubelet, also what the real node runs (test/cluster/real-node.ts): the kubelet (same module and version), the
+# pod sandbox's pause binary (Kubernetes' build/pause/linux/pause.c, compiled static with the machine's cc) and the
+# cluster DNS, CoreDNS (github.com/coredns/coredns @ COREDNS_VERSION, with the plugins a cluster DNS uses).
 # Cache: $GANTRY_CACHE/k8s/<versions>/ (default ~/.cache/gantry), outside the repo. Idempotent: a warm cache returns
 # at once. Progress goes to stderr; the last line on stdout is the directory holding the binaries.
 set -euo pipefail
@@ -13,6 +14,7 @@ KUBE_VERSION="${KUBE_VERSION:-v1.34.4}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 HELM_VERSION="${HELM_VERSION:-v3.21.4}"
+COREDNS_VERSION="${COREDNS_VERSION:-v1.15.0}"
 CACHE="${GANTRY_CACHE:-$HOME/.cache/gantry}"
 OUT="$CACHE/k8s/k8s-${KUBE_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_helm-${HELM_VERSION}"
 
@@ -24,7 +26,7 @@ all_built() {
 }
 KUBELET=""
 [ "${1:-}" = --kubelet ] && KUBELET=1
-kubelet_built() { [ -z "$KUBELET" ] || { have kubelet && have pause; }; }
+kubelet_built() { [ -z "$KUBELET" ] || { have kubelet && have pause && have coredns; }; }
 if all_built && kubelet_built; then echo "$OUT"; exit 0; fi
 command -v go >/dev/null || { echo "build-bins: Go >= 1.26 is required to build the test control plane" >&2; exit 1; }
 mkdir -p "$OUT"
@@ -81,6 +83,40 @@ if ! have etcd; then
   go mod init local/etcd-bin >/dev/null 2>&1
   go get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}" >&2
   go build -mod=mod -trimpath -ldflags "-s -w" -o "$OUT/etcd" go.etcd.io/etcd/server/v3 >&2
+fi
+
+if [ -n "$KUBELET" ] && ! have coredns; then
+  # CoreDNS's own main with only the plugins a cluster's DNS uses (its default build links every cloud provider's SDK).
+  step "building CoreDNS ${COREDNS_VERSION}"
+  mkdir -p "$WORK/coredns" && cd "$WORK/coredns"
+  go mod init local/coredns-bin >/dev/null 2>&1
+  cat > main.go <<'GO'
+package main
+
+import (
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/coremain"
+
+	_ "github.com/coredns/coredns/plugin/bind"
+	_ "github.com/coredns/coredns/plugin/cache"
+	_ "github.com/coredns/coredns/plugin/errors"
+	_ "github.com/coredns/coredns/plugin/forward"
+	_ "github.com/coredns/coredns/plugin/health"
+	_ "github.com/coredns/coredns/plugin/kubernetes"
+	_ "github.com/coredns/coredns/plugin/loadbalance"
+	_ "github.com/coredns/coredns/plugin/log"
+	_ "github.com/coredns/coredns/plugin/ready"
+)
+
+// The order plugins run in (CoreDNS's plugin.cfg order, these plugins only).
+func init() {
+	dnsserver.Directives = []string{"bind", "ready", "health", "errors", "log", "loadbalance", "cache", "kubernetes", "forward"}
+}
+
+func main() { coremain.Run() }
+GO
+  go get "github.com/coredns/coredns@${COREDNS_VERSION}" >&2
+  go build -mod=mod -trimpath -ldflags "-s -w" -o "$OUT/coredns" . >&2
 fi
 
 cd "$WORK"

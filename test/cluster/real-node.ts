@@ -1,9 +1,12 @@
 // One real node beside the kwok nodes: a kubelet built from the same Kubernetes source and version as the API server
 // (build-bins.sh --kubelet), containerd and runc from Debian's packages with the cgroupfs driver, and a CNI bridge for
 // its pods (10.244.64.0/24; the host is 10.244.64.1 on it, and the process runtime's POD_GATEWAY address is the host's
-// too). Its processes are recorded with the control plane's (stopped with it). It is tainted and labelled
-// gantry.dev/real-node=true so that only pods that ask for it land there; images are imported, never pulled (no
-// registry): importImage takes an OCI archive (`podman save --format oci-archive`).
+// too). Cluster DNS: CoreDNS (built by build-bins.sh) with its kubernetes plugin, on the bridge's host address, which
+// the kubelet gives pods as their nameserver. Service IPs: the process runtime's Service proxy, which holds every
+// ClusterIP on the host (runtime/service-network.ts), so a pod's connection to one reaches it through the bridge's
+// gateway, `kubernetes` included. Its processes are recorded with the control plane's (stopped with it). It is
+// tainted and labelled gantry.dev/real-node=true so that only pods that ask for it land there; images are imported,
+// never pulled (no registry): importImage takes an OCI archive (`podman save --format oci-archive`).
 import { execFile, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -17,6 +20,8 @@ export const REAL_NODE = "real-node-0";
 export const REAL_NODE_LABEL = "gantry.dev/real-node";
 export const REAL_NODE_SUBNET = "10.244.64.0/24";
 export const REAL_NODE_GATEWAY = "10.244.64.1";
+const BRIDGE = "gantry-rn0";
+export const CLUSTER_DOMAIN = "cluster.local";
 /** The sandbox image containerd runs for every pod (built here from Kubernetes' pause.c). */
 const PAUSE_IMAGE = "registry.k8s.io/pause:3.10";
 
@@ -61,7 +66,7 @@ const cniConfig = (dir: string): string =>
     plugins: [
       {
         type: "bridge",
-        bridge: "gantry-rn0",
+        bridge: BRIDGE,
         isGateway: true,
         ipMasq: false,
         hairpinMode: true,
@@ -82,7 +87,7 @@ const kubeletConfig = (o: { dir: string; socket: string; port: number; healthz: 
   JSON.stringify({
     apiVersion: "kubelet.config.k8s.io/v1beta1",
     kind: "KubeletConfiguration",
-    address: "127.0.0.1",
+    address: REAL_NODE_GATEWAY,
     port: o.port,
     readOnlyPort: 0,
     healthzBindAddress: "127.0.0.1",
@@ -91,7 +96,8 @@ const kubeletConfig = (o: { dir: string; socket: string; port: number; healthz: 
     cgroupDriver: "cgroupfs",
     failCgroupV1: false,
     failSwapOn: false,
-    authentication: { anonymous: { enabled: true }, webhook: { enabled: false }, x509: { clientCAFile: o.caFile } },
+    // Only clients with a certificate of the cluster's CA (the apiserver's): pods on the bridge reach this address.
+    authentication: { anonymous: { enabled: false }, webhook: { enabled: false }, x509: { clientCAFile: o.caFile } },
     authorization: { mode: "AlwaysAllow" },
     evictionHard: { "memory.available": "1Mi", "nodefs.available": "1%", "imagefs.available": "1%" },
     imageGCHighThresholdPercent: 100,
@@ -99,9 +105,38 @@ const kubeletConfig = (o: { dir: string; socket: string; port: number; healthz: 
     localStorageCapacityIsolation: false,
     registerWithTaints: [{ key: REAL_NODE_LABEL, value: "true", effect: "NoSchedule" }],
     resolvConf: "/etc/resolv.conf",
+    clusterDNS: [REAL_NODE_GATEWAY],
+    clusterDomain: CLUSTER_DOMAIN,
     serializeImagePulls: false,
     staticPodPath: "",
   });
+
+// CoreDNS as a cluster's DNS runs it (kubeadm's Corefile), on the bridge's host address; names outside the cluster
+// go to the host's resolvers.
+const corefile = (o: { kubeconfig: string; readyPort: number }): string => `.:53 {
+    bind ${REAL_NODE_GATEWAY}
+    errors
+    ready 127.0.0.1:${o.readyPort}
+    kubernetes ${CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {
+        kubeconfig ${o.kubeconfig}
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+        ttl 30
+    }
+    forward . /etc/resolv.conf
+    cache 30
+    loadbalance
+}
+`;
+
+/** The pods' bridge, made before any pod so that CoreDNS can listen on its host address (the CNI plugin reuses it). */
+function createBridge(): void {
+  const ip = (...args: string[]) => spawnSync("ip", args, { encoding: "utf8" });
+  if (ip("link", "show", BRIDGE).status !== 0) ip("link", "add", BRIDGE, "type", "bridge");
+  const addr = ip("addr", "add", `${REAL_NODE_GATEWAY}/24`, "dev", BRIDGE);
+  if (addr.status !== 0 && !addr.stderr.includes("exists")) throw new Error(`${BRIDGE}: ${addr.stderr}`);
+  ip("link", "set", BRIDGE, "up");
+}
 
 /** The pause image as an OCI archive: Kubernetes' pause binary alone, built with the container engine given. */
 async function pauseArchive(
@@ -144,8 +179,15 @@ export async function startRealNode(
     fs.writeFileSync(path.join(dir, "containerd.toml"), containerdConfig(dir, socket));
     fs.writeFileSync(path.join(dir, "cni", "10-gantry.conflist"), cniConfig(dir));
     startRecorded(cp.dir, "containerd", "containerd", ["--config", path.join(dir, "containerd.toml")]);
+    createBridge();
+    const readyPort = await freePort();
+    fs.writeFileSync(path.join(dir, "Corefile"), corefile({ kubeconfig: cp.kubeconfig, readyPort }));
+    fs.writeFileSync(path.join(dir, "coredns-ready-port"), String(readyPort));
+    startRecorded(cp.dir, "coredns", path.join(bin, "coredns"), ["-conf", path.join(dir, "Corefile")]);
   }
   await waitFor("containerd", async () => fs.existsSync(socket) && (await ctr(["version"])).length > 0, 30_000, cp.dir);
+  const readyPort = fs.readFileSync(path.join(dir, "coredns-ready-port"), "utf8");
+  await waitFor("CoreDNS /ready", async () => (await fetch(`http://127.0.0.1:${readyPort}/ready`)).ok, 60_000, cp.dir);
 
   const node: RealNode = {
     name: REAL_NODE,
@@ -177,6 +219,9 @@ export async function startRealNode(
     `--kubeconfig=${cp.kubeconfig}`,
     `--root-dir=${path.join(dir, "kubelet")}`,
     `--hostname-override=${REAL_NODE}`,
+    // The address the apiserver dials for logs and exec, where the kubelet listens: the bridge's host address (a
+    // kubelet refuses a loopback node IP; the host's own address would open it to the host's network).
+    `--node-ip=${REAL_NODE_GATEWAY}`,
     `--node-labels=${REAL_NODE_LABEL}=true`,
     "--v=1",
   ]);
@@ -209,5 +254,5 @@ export async function stopRealNode(clusterDir: string, stopProcesses: () => Prom
     .sort()
     .reverse();
   for (const m of mounts) spawnSync("umount", ["-l", m]);
-  spawnSync("ip", ["link", "del", "gantry-rn0"]);
+  spawnSync("ip", ["link", "del", BRIDGE]);
 }

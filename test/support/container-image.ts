@@ -4,7 +4,9 @@
 import { execFile, spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
+import os from "node:os";
 import { promisify } from "node:util";
+import type { RealNode } from "../cluster/real-node.ts";
 import { REPO } from "./server.ts";
 
 const run = promisify(execFile);
@@ -69,4 +71,22 @@ export function engineCleanup(img: ContainerImage, containers: string[], volumes
   // One at a time: a name that does not exist fails the whole command.
   for (const c of containers) spawnSync(img.engine, ["rm", "-f", c], { env: img.env });
   for (const v of volumes) spawnSync(img.engine, ["volume", "rm", "-f", v], { env: img.env });
+}
+
+/**
+ * Imports `image` (default: the built image) into the real node's containerd unless this very image (by id) is there
+ * already: `save --format oci-archive`, then `ctr images import`.
+ */
+export async function importIntoNode(img: ContainerImage, node: RealNode, image = img.image): Promise<void> {
+  const id = (await engineRun(img, ["image", "inspect", "-f", "{{.Id}}", image])).trim();
+  const stamp = path.join(node.dir, `imported-${image.replaceAll(/[^a-zA-Z0-9.-]/g, "_")}`);
+  if (fs.existsSync(stamp) && fs.readFileSync(stamp, "utf8") === id) return;
+  const archive = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "gantry-oci-")), "image.tar");
+  try {
+    await engineRun(img, ["save", "--format", "oci-archive", "-o", archive, image]);
+    await node.importImage(archive, image);
+    fs.writeFileSync(stamp, id);
+  } finally {
+    fs.rmSync(path.dirname(archive), { recursive: true, force: true });
+  }
 }

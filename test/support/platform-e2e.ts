@@ -31,6 +31,15 @@ export interface PlatformTarget {
   gantry: string[];
   /** How long the app may take to become Ready (a cold model pull on kind takes longer). */
   readyTimeout: string;
+  /**
+   * The operator reconciles (and the gateway serves) only the org's namespace, made before the install: for a shared
+   * cluster where another release's operator reconciles every namespace.
+   */
+  watchOrg?: boolean;
+  /** More checks once the release is installed and ready (e.g. where its pods run). */
+  afterInstall?(): Promise<void>;
+  /** More checks once the app answers through the gateway (at `gateway`, with an admin key of the org). */
+  afterAnswer?(o: { gateway: string; key: string; app: string; model: string }): Promise<void>;
 }
 
 const tool = (t: PlatformTarget, name: string) => (t.binDir ? `${t.binDir}/${name}` : name);
@@ -69,6 +78,7 @@ const installValues = (t: PlatformTarget): string[] => [
   `tests.app=${t.org}/${APP}`,
   "--set",
   `tests.keySecret.name=${TEST_KEY_SECRET}`,
+  ...(t.watchOrg ? ["--set", `operator.config.watchNamespace=${t.org}`] : []),
   ...t.installArgs,
 ];
 
@@ -151,6 +161,7 @@ export async function platformChecks(t: PlatformTarget, log: (line: string) => v
   await step("helm install: the operator and the gateway run and become ready", async () => {
     await adoptCrd(t);
     await kubectl(["create", "namespace", t.releaseNs]);
+    if (t.watchOrg) await kubectl(["create", "namespace", t.org]);
     const out = await helm([
       "install",
       t.release,
@@ -180,12 +191,13 @@ export async function platformChecks(t: PlatformTarget, log: (line: string) => v
     assert.equal(ready.status, 200, "the gateway Service answers");
     const metrics = await fetch(`${gateway}/metrics`);
     assert.equal(metrics.status, 404, "the port users reach does not publish the gateway's metrics (orgs, apps, keys)");
+    await t.afterInstall?.();
   });
 
   await step(
     "gantry keys create --scope admin makes a key; a ModelApp applied with kubectl becomes Ready",
     async () => {
-      await kubectl(["create", "namespace", t.org]);
+      if (!t.watchOrg) await kubectl(["create", "namespace", t.org]);
       const { stdout } = await run(
         t.gantry[0]!,
         [
@@ -244,6 +256,7 @@ spec:
     const body = (await r.json()) as { choices: Array<{ message: { content: string } }> };
     assert.ok(body.choices[0]?.message.content.length, "an answer");
     assert.ok((await chat(gateway, t, key, model)).length > 0, "the openai client gets an answer");
+    await t.afterAnswer?.({ gateway, key, app: APP, model });
   });
 
   await step("helm test passes: the gateway's health and the app through its Service", async () => {

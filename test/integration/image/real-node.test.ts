@@ -20,7 +20,7 @@ import {
   type RealNode,
 } from "../../cluster/real-node.ts";
 import { createTestNamespace } from "../../cluster/test-cluster.ts";
-import { containerImage, engineRun, type ContainerImage } from "../../support/container-image.ts";
+import { containerImage, importIntoNode, type ContainerImage } from "../../support/container-image.ts";
 import { startTestGateway, type TestGateway } from "../../support/gateway.ts";
 import { startHubServer, type HubServer } from "../../support/hub-server.ts";
 import { smollm2Path } from "../../support/models.ts";
@@ -48,26 +48,11 @@ const realProfile = {
 let c: OperatorCluster, img: ContainerImage, node: RealNode, hub: HubServer, op: TestOperator, gw: TestGateway;
 let ns: string, key: string, core: CoreV1Api;
 
-/** Imports the image into the node's containerd unless this very image (by id) is there already. */
-async function importImage(): Promise<void> {
-  const id = (await engineRun(img, ["image", "inspect", "-f", "{{.Id}}", img.image])).trim();
-  const stamp = path.join(node.dir, "imported-image-id");
-  if (fs.existsSync(stamp) && fs.readFileSync(stamp, "utf8") === id) return;
-  const archive = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "gantry-oci-")), "image.tar");
-  try {
-    await engineRun(img, ["save", "--format", "oci-archive", "-o", archive, img.image]);
-    await node.importImage(archive, img.image);
-    fs.writeFileSync(stamp, id);
-  } finally {
-    fs.rmSync(path.dirname(archive), { recursive: true, force: true });
-  }
-}
-
 before(async () => {
   [c, img, hub] = await Promise.all([operatorCluster(), containerImage(), startHubServer({ host: "0.0.0.0" })]);
   core = c.kc.makeApiClient(CoreV1Api);
   node = await startRealNode(c.cp, { cmd: img.engine, env: img.env });
-  await importImage();
+  await importIntoNode(img, node);
   await hub.register({
     org: "bartowski",
     repo: "SmolLM2-135M-Instruct-GGUF",
