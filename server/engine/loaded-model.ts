@@ -8,7 +8,6 @@ import {
   type LlamaContext,
   type LlamaEmbeddingContext,
   type LlamaModel,
-  type LlamaRankingContext,
 } from "node-llama-cpp";
 import { setLongTimeout, type LongTimeout } from "../common/long-timeout.ts";
 import { decodeTurnsFor } from "./decode-turns.ts";
@@ -22,6 +21,7 @@ import type { ModelSpec } from "./types.ts";
 import { ggmlTypeName, kvCacheBytes, kvShape, DEFAULT_KV } from "./kv-cache.ts";
 import { runnableKvCacheTypes, type FlashAttention, type KvCacheType } from "../common/kv-cache-settings.ts";
 import { loadDraftModel, type DraftModel } from "./draft-model.ts";
+import { createRanker, type Ranker } from "./ranker.ts";
 
 export interface LoadOptions {
   llama: Llama;
@@ -80,7 +80,7 @@ export class LoadedModel {
   draft: DraftModel | undefined;
   private readonly threads: number;
   private embeddingContext: Promise<LlamaEmbeddingContext> | undefined;
-  private rankingContext: Promise<LlamaRankingContext> | undefined;
+  private rankingContext: Promise<Ranker> | undefined;
   /** Requests (and loads) holding this model: it is idle, and may be evicted, at 0. */
   users = 0;
   lastUsed = Date.now();
@@ -263,9 +263,9 @@ export class LoadedModel {
     return [...this.names].at(-1) ?? this.spec.name;
   }
 
-  /** Lazily created ranking context (same weights, rank pooling, its own KV): models with a rank head only. */
-  ranking(): Promise<LlamaRankingContext> {
-    this.rankingContext ??= this.model.createRankingContext({ contextSize: this.contextLength, threads: this.threads });
+  /** Lazily created ranking contexts (same weights, rank pooling, their own KV): models with a rank head only. */
+  ranking(): Promise<Ranker> {
+    this.rankingContext ??= createRanker(this.model, { contextSize: this.contextLength, threads: this.threads });
     return this.rankingContext;
   }
 

@@ -1,7 +1,7 @@
 // Reranking like llama-server's /v1/rerank: each (query, document) pair goes through the model's rank pooling head and
-// its score is the head's first output (a probability in [0, 1]: node-llama-cpp's LlamaRankingContext applies the
-// sigmoid where the architecture's head does not normalise itself). Results are the documents in input order; the
-// HTTP layer sorts them and cuts top_n.
+// its score is the head's first output (a probability in [0, 1]: a sigmoid where the architecture's head does not
+// normalise itself, as node-llama-cpp's LlamaRankingContext). Pairs share decodes, one sequence each (ranker.ts).
+// Results are the documents in input order; the HTTP layer sorts them and cuts top_n.
 import { AppError } from "../common/errors.ts";
 import { contextOverflow } from "./fit-prompt.ts";
 import type { LoadedModel } from "./loaded-model.ts";
@@ -22,7 +22,7 @@ export async function rankDocuments(
   // Each pair must fit the context with a free cell after it, as node-llama-cpp requires.
   let promptTokens = 0;
   for (const doc of documents) {
-    const length = ctx.calculateInputLength(query, doc);
+    const length = ctx.inputLength(query, doc);
     if (length >= loaded.contextLength) throw contextOverflow(length, loaded.contextLength);
     promptTokens += length;
   }

@@ -226,7 +226,8 @@ async function compile(
 }
 
 /**
- * What the built addon lacks of the patch, by the names it registers with Node: the settings binding, and image input
+ * What the built addon lacks of the patch, by the names it registers with Node: the settings binding, sequence state,
+ * pooled outputs per sequence, and image input
  * when the build has NLC_MTMD on (whichever way llama.cpp was built: a build that silently lost mtmd must not be
  * cached as the patched engine).
  */
@@ -235,6 +236,7 @@ export function addonLacks(addonFile: string, cmakeOptions: Readonly<Record<stri
   const wanted: Array<[string, string]> = [
     ["setGantrySettings", "the settings binding (setGantrySettings)"],
     ["setSequenceState", "sequence state in host memory (setSequenceState)"],
+    ["getSequenceEmbedding", "pooled outputs per sequence (getSequenceEmbedding)"],
   ];
   if (cmakeOptions.NLC_MTMD === "ON") wanted.push(["AddonMtmdContext", "image input (AddonMtmdContext)"]);
   return wanted.filter(([name]) => !binary.includes(name)).map(([, what]) => what);

@@ -10,7 +10,8 @@
 // 128); `image` the container image (build times, size, cold start to first token, real pod against process pod:
 // test/bench/image.ts, GANTRY_BENCH_IMAGE_PARTS picks parts); `queue` fal's
 // queue API on the broker: submit → COMPLETED against a synchronous call, submissions/s accepted, a 10,000-request
-// drain (GANTRY_BENCH_QUEUE_DRAIN sets the count).
+// drain (GANTRY_BENCH_QUEUE_DRAIN sets the count); `rerank` documents/s of a 32-document rerank, one pair per decode
+// against pairs sharing decodes (test/bench/rerank.ts).
 // GANTRY_BENCH_ROUNDS (default 9 for serving: its paired ratios need that many to settle on 2 noisy cores; 3 for llama,
 // causes and builds) sets the interleaved rounds, GANTRY_BENCH_MODELS (default 250m,1b) the generated models,
 // GANTRY_BENCH_LLAMA_SLOTS (lru, default, or pinned) how llama-server assigns slots to concurrent requests;
@@ -42,6 +43,7 @@ const all = [
   "routing",
   "image",
   "queue",
+  "rerank",
 ] as const;
 type Section = (typeof all)[number];
 const wanted = new Set<Section>(
@@ -350,5 +352,15 @@ if (run("queue")) {
         r.drain.seconds,
       ],
     ],
+  );
+}
+
+if (run("rerank")) {
+  const { benchRerank } = await import("./rerank.ts");
+  const rows = await benchRerank(Number(process.env.GANTRY_BENCH_ROUNDS ?? 9), (line) => console.log(line));
+  printTable(
+    `Rerank: a 32-document request on the tiny reranker (4-12 words each), medians of interleaved rounds; ${(await import("node:os")).cpus().length} CPUs, load average ${(await import("node:os")).loadavg()[0]!.toFixed(2)} at the end`,
+    ["path", "documents/s", "ms per request"],
+    rows.map((r) => [r.path, r.docsPerSecond, r.msPerRequest]),
   );
 }

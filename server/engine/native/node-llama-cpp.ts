@@ -3,7 +3,14 @@
 // a grammar's native state in LlamaGrammarEvaluationState._state) and the methods and settings only Gantry's patched
 // addon has (node-llama-cpp-addon.patch). These are the calls node-llama-cpp's own JS layer makes, without its
 // sequence objects and batch dispatcher: the slot loop (../slot-loop.ts) schedules the decode steps itself.
-import type { Llama, LlamaContext, LlamaGrammarEvaluationState, LlamaModel } from "node-llama-cpp";
+import type {
+  Llama,
+  LlamaContext,
+  LlamaGrammarEvaluationState,
+  LlamaModel,
+  LlamaRankingContext,
+  Token,
+} from "node-llama-cpp";
 import type { NativeContext, NativeSampler, RowLogits, SamplerConfig } from "./port.ts";
 
 /** node-llama-cpp's internal AddonSampler. */
@@ -31,6 +38,8 @@ export interface AddonContext {
     logitIndexes: Uint32Array,
   ): Uint32Array;
   decodeBatch(): Promise<void>;
+  init(): Promise<boolean>;
+  dispose(): Promise<void>;
   sampleToken(
     batchLogitIndex: number,
     sampler: AddonSampler,
@@ -54,6 +63,9 @@ interface ModelInternals {
       /** Patched addon: a sequence's state in host memory (node-llama-cpp-addon.patch, item 8). */
       getSequenceState?(context: AddonContext, sequenceId: number): Uint8Array;
       setSequenceState?(context: AddonContext, sequenceId: number, state: Uint8Array): number;
+      /** Patched addon: a sequence's pooled output of the last decode (node-llama-cpp-addon.patch, item 9). */
+      getSequenceEmbedding?(context: AddonContext, sequenceId: number): Float64Array;
+      AddonContext: new (model: unknown, options: Record<string, unknown>) => AddonContext;
       /** Patched addon with image input (node-llama-cpp-addon.patch, item 6). */
       AddonMtmdContext?: { pauseThreadpool?(context: AddonContext): boolean };
     };
@@ -170,4 +182,69 @@ export function applyAddonSettings(llama: Llama, s: AddonSettings): boolean {
   if (typeof bindings.setGantrySettings !== "function") return false;
   bindings.setGantrySettings({ threadpoolPoll: Math.max(0, Math.min(100, Math.round(s.threadpoolPoll))) });
   return true;
+}
+
+/** LlamaRankingContext internals: how it lays a pair out (template, or BOS/EOS/SEP), whether the head soft-maxes. */
+interface RankingInternals {
+  _getEvaluationInput(query: Token[], document: Token[]): Token[];
+  readonly _currentArchRankingAlreadyNormalized: boolean;
+}
+
+/** A (query, document) pair's tokens exactly as node-llama-cpp's LlamaRankingContext evaluates them. */
+export function rankingInput(ctx: LlamaRankingContext, query: string, document: string): Token[] {
+  const tokens = (text: string) => ctx.model.tokenize(text, false, "trimLeadingSpace");
+  return (ctx as unknown as RankingInternals)._getEvaluationInput(tokens(query), tokens(document));
+}
+
+/** Scores pairs laid out by rankingInput, many per decode: one sequence each, read by the patched addon. */
+export interface PairScorer {
+  /** Tokens one decode holds (the context's cells and batch); a longer pair cannot be scored here. */
+  readonly maxTokens: number;
+  /** Pairs one decode holds (the context's sequences). */
+  readonly maxPairs: number;
+  /** Scores in [0, 1], one per pair; the pairs must fit one decode. One call at a time. */
+  score(pairs: readonly Token[][]): Promise<number[]>;
+  dispose(): Promise<void>;
+}
+
+/**
+ * A rank-pooling context on the patched addon with `pairs` sequences over one shared (unified) KV cache of `tokens`
+ * cells, so pairs of any lengths that add up to `tokens` share a decode; undefined on an addon without
+ * getSequenceEmbedding (the prebuilt one).
+ */
+export async function createPairScorer(
+  ranking: LlamaRankingContext,
+  opts: { tokens: number; pairs: number; threads: number },
+): Promise<PairScorer | undefined> {
+  const internals = ranking.model as unknown as ModelInternals;
+  const { getSequenceEmbedding, AddonContext: Context } = internals._llama._bindings;
+  if (typeof getSequenceEmbedding !== "function") return undefined;
+  const addon = new Context(internals._model, {
+    contextSize: opts.tokens,
+    batchSize: opts.tokens,
+    sequences: opts.pairs,
+    threads: opts.threads,
+    embeddings: true,
+    ranking: true,
+    kvUnified: true,
+  });
+  if (!(await addon.init())) throw new Error("failed to create the batched ranking context");
+  // As LlamaRankingContext.rank: the head's first output, through a sigmoid unless the architecture soft-maxes it.
+  const normalized = (ranking as unknown as RankingInternals)._currentArchRankingAlreadyNormalized;
+  const probability = (x: number) => (normalized ? x : 1 / (1 + Math.exp(-x)));
+  return {
+    maxTokens: opts.tokens,
+    maxPairs: opts.pairs,
+    async score(pairs) {
+      addon.initBatch(pairs.reduce((n, p) => n + p.length, 0));
+      pairs.forEach((p, i) => addon.addToBatch(i, 0, Uint32Array.from(p), Uint32Array.of(p.length - 1)));
+      try {
+        await addon.decodeBatch();
+        return pairs.map((_, i) => probability(getSequenceEmbedding(addon, i)[0] ?? 0));
+      } finally {
+        for (let i = 0; i < pairs.length; i++) addon.disposeSequence(i);
+      }
+    },
+    dispose: () => addon.dispose(),
+  };
 }

@@ -85,14 +85,14 @@ describe("expectedBuildTime", () => {
 });
 
 describe("addonLacks", () => {
-  it("names what a built addon lacks of the patch: the settings binding, sequence state, and image input when mtmd is on", () => {
+  it("names what a built addon lacks of the patch: the settings binding, sequence state, pooled outputs per sequence, and image input when mtmd is on", () => {
     const file = (name: string, text: string) => {
       const p = path.join(tmp, name);
       fs.writeFileSync(p, Buffer.concat([Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0]), Buffer.from(text)]));
       return p;
     };
-    const full = file("full.node", "\0setGantrySettings\0setSequenceState\0AddonMtmdContext\0");
-    const textOnly = file("text-only.node", "\0setGantrySettings\0setSequenceState\0");
+    const full = file("full.node", "\0setGantrySettings\0setSequenceState\0getSequenceEmbedding\0AddonMtmdContext\0");
+    const textOnly = file("text-only.node", "\0setGantrySettings\0setSequenceState\0getSequenceEmbedding\0");
     const unpatched = file("unpatched.node", "\0AddonContext\0");
     assert.deepEqual(addonLacks(full, { NLC_MTMD: "ON" }), []);
     assert.deepEqual(addonLacks(textOnly, { NLC_MTMD: "ON" }), ["image input (AddonMtmdContext)"]);
@@ -100,6 +100,7 @@ describe("addonLacks", () => {
     assert.deepEqual(addonLacks(unpatched, { NLC_MTMD: "ON" }), [
       "the settings binding (setGantrySettings)",
       "sequence state in host memory (setSequenceState)",
+      "pooled outputs per sequence (getSequenceEmbedding)",
       "image input (AddonMtmdContext)",
     ]);
   });
