@@ -79,7 +79,17 @@ export const ChartValuesSchema = z.strictObject({
     enabled: z.boolean().describe("Install the ModelApp CRD with the chart."),
     keep: z.boolean().describe("Keep the CRD (and so every ModelApp) when the chart is uninstalled."),
   }),
-  operator: z.strictObject({ ...workload("operator"), config: OperatorValuesConfig }),
+  operator: z.strictObject({
+    ...workload("operator"),
+    config: OperatorValuesConfig,
+    nodeOptions: z
+      .string()
+      .regex(/^(--[a-z-]+(=\S+)?( |$))*$/, "must be Node.js flags (--name or --name=value), space-separated")
+      .describe(
+        "NODE_OPTIONS of the operator: V8's heap sized for the pod, not the node (keep --max-old-space-size " +
+          "under resources.limits.memory). Empty: Node's defaults.",
+      ),
+  }),
   gateway: z.strictObject({
     ...workload("gateway"),
     config: GatewayValuesConfig,

@@ -22,6 +22,14 @@ import { pooledApiClients } from "./api-clients.ts";
 
 export type Cache<T> = ObjectCache<T>;
 
+/**
+ * A pod as the operator caches it: metadata and status whole, of its spec only the node (the status reads nothing
+ * else; containers, env and volumes are most of a pod's size and are what the app's Deployment already says).
+ */
+export function trimPod(pod: V1Pod): void {
+  if (pod.spec) pod.spec = { containers: [], ...(pod.spec.nodeName ? { nodeName: pod.spec.nodeName } : {}) };
+}
+
 export interface Caches {
   apps: Cache<ModelApp>;
   deployments: Cache<V1Deployment>;
@@ -50,7 +58,13 @@ export class ClusterCaches {
       custom = client(CustomObjectsApi);
     const ns = opts.namespace;
     const path = (prefix: string, plural: string) => resourcePath(prefix, plural, ns);
-    const watch = (kind: CacheName, p: string, list: () => Promise<unknown>, selector?: string): void => {
+    const watch = (
+      kind: CacheName,
+      p: string,
+      list: () => Promise<unknown>,
+      selector?: string,
+      trim?: (obj: KubernetesObject) => void,
+    ): void => {
       this.watched.push({
         kind,
         watch: new KubeWatch<KubernetesObject>(kc, {
@@ -58,6 +72,7 @@ export class ClusterCaches {
           path: p,
           list,
           ...(selector ? { labelSelector: selector } : {}),
+          ...(trim ? { trim } : {}),
           logger: opts.logger,
         }),
       });
@@ -107,6 +122,7 @@ export class ClusterCaches {
           ? core.listNamespacedPod({ namespace: ns, labelSelector: APP_LABEL })
           : core.listPodForAllNamespaces({ labelSelector: APP_LABEL }),
       APP_LABEL,
+      trimPod,
     );
     watch(
       "jobs",

@@ -39,7 +39,15 @@ export class KubeWatch<T extends KubernetesObject> {
 
   constructor(
     kc: KubeConfig,
-    o: { name: string; path: string; list: () => Promise<unknown>; labelSelector?: string; logger: Logger },
+    o: {
+      name: string;
+      path: string;
+      list: () => Promise<unknown>;
+      labelSelector?: string;
+      logger: Logger;
+      /** Drops more of each object before it is cached (fields no reader of this cache reads). */
+      trim?: (obj: T) => void;
+    },
   ) {
     this.name = o.name;
     this.logger = o.logger;
@@ -62,6 +70,7 @@ export class KubeWatch<T extends KubernetesObject> {
     // by no one here) saves memory on every cached object, as client-go informers' transforms do.
     const strip = (obj: T) => {
       if (obj.metadata) delete obj.metadata.managedFields;
+      o.trim?.(obj);
     };
     this.informer.on("add", strip);
     this.informer.on("update", strip);

@@ -4,7 +4,7 @@ import { execFileSync, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { stringify } from "yaml";
+import { parse, stringify } from "yaml";
 import { GPU_TOLERATION } from "../../operator/config.ts";
 import type { ControlPlane } from "../cluster/control-plane.ts";
 import { PROCESS_RUNTIME_LABEL } from "../cluster/kwok-config.ts";
@@ -25,6 +25,13 @@ export interface TestOperator {
 }
 
 export const CRD_FILE = path.join(REPO, "crds", "modelapps.gantry.dev.yaml");
+
+/** The Node flags the chart gives the operator (operator.nodeOptions): tests and benches run what ships. */
+export const CHART_OPERATOR_NODE_OPTIONS: string = (
+  parse(fs.readFileSync(path.join(REPO, "charts", "gantry", "values.yaml"), "utf8")) as {
+    operator: { nodeOptions: string };
+  }
+).operator.nodeOptions;
 
 export function kubectl(
   cp: Pick<ControlPlane, "binDir" | "kubeconfig">,
@@ -92,7 +99,14 @@ export async function startTestOperator(
   const url = `http://127.0.0.1:${port}`;
   const p = await spawnGantry(
     ["operator", "--config", configFile, "--kubeconfig", cp.kubeconfig],
-    { GANTRY_LOG_LEVEL: "debug", ...opts.env },
+    {
+      GANTRY_LOG_LEVEL: "debug",
+      ...opts.env,
+      // The caller's flags (a CPU profile, say) come after the chart's, so they add to them or override them.
+      NODE_OPTIONS: [process.env.NODE_OPTIONS, CHART_OPERATOR_NODE_OPTIONS, opts.env?.NODE_OPTIONS]
+        .filter(Boolean)
+        .join(" "),
+    },
     `${url}/readyz`,
     (status) => status === 200 || (opts.waitReady === false && status === 503),
   );

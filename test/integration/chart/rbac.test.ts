@@ -10,7 +10,14 @@ import { AppsV1Api, CoreV1Api } from "@kubernetes/client-node";
 import { parse, parseAllDocuments, stringify } from "yaml";
 import { parseOperatorConfig } from "../../../operator/config.ts";
 import { createTestNamespace } from "../../cluster/test-cluster.ts";
-import { kubectl, loadReportToken, postLoad, startTestOperator, type TestOperator } from "../../support/operator.ts";
+import {
+  CHART_OPERATOR_NODE_OPTIONS,
+  kubectl,
+  loadReportToken,
+  postLoad,
+  startTestOperator,
+  type TestOperator,
+} from "../../support/operator.ts";
 import { REPO } from "../../support/server.ts";
 import { parseGatewayConfig } from "../../../server/gateway/config.ts";
 import { startTestGateway } from "../../support/gateway.ts";
@@ -96,6 +103,14 @@ test("helm lint passes and every rendered object is accepted by the API server (
     .map((d) => d.toJS() as { kind?: string; metadata?: { name?: string }; spec?: Record<string, unknown> } | null)
     .find((o) => o?.kind === "Deployment" && o.metadata?.name === "gantry-gateway")!;
   const pod = (gateway.spec!.template as { spec: Record<string, unknown> }).spec;
+  // The operator runs with the heap flags the bench measures (test/support/operator.ts reads the same value).
+  const operator = parseAllDocuments(rendered)
+    .map((d) => d.toJS() as { kind?: string; metadata?: { name?: string }; spec?: Record<string, unknown> } | null)
+    .find((o) => o?.kind === "Deployment" && o.metadata?.name === "gantry-operator")!;
+  const env = (
+    operator.spec!.template as { spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> } }
+  ).spec.containers[0]!.env;
+  assert.equal(env.find((e) => e.name === "NODE_OPTIONS")?.value, CHART_OPERATOR_NODE_OPTIONS);
   const container = (pod.containers as Array<{ lifecycle?: { preStop?: { sleep?: { seconds: number } } } }>)[0]!;
   const drain = container.lifecycle?.preStop?.sleep?.seconds ?? 0;
   assert.ok(drain >= 1, "a preStop wait before SIGTERM");

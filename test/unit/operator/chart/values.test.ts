@@ -69,3 +69,19 @@ test("a namespace or host name that Kubernetes would refuse is refused by the va
     "gateway.httpRoute.host",
   ]);
 });
+
+test("the operator's Node flags cap V8's young generation and keep its old generation under the pod's memory limit", () => {
+  const { operator } = ChartValuesSchema.parse(parse(fs.readFileSync(valuesFile, "utf8")));
+  const flag = (name: string) => Number(new RegExp(`--${name}=(\\d+)`).exec(operator.nodeOptions)?.[1]);
+  const limitMiB = Number(/^(\d+)Gi$/.exec(String(operator.resources.limits?.memory))?.[1]) * 1024;
+  assert.ok(flag("max-semi-space-size") <= 8, "young generation capped (V8 sizes it from the node's memory otherwise)");
+  assert.ok(flag("max-old-space-size") <= limitMiB * 0.8, "old generation + young + native fit the limit");
+  const refused = ChartValuesSchema.safeParse({
+    ...parse(fs.readFileSync(valuesFile, "utf8")),
+    operator: { ...operator, nodeOptions: "--x; rm -rf /" },
+  });
+  assert.deepEqual(
+    refused.error?.issues.map((i) => i.path.join(".")),
+    ["operator.nodeOptions"],
+  );
+});

@@ -7,6 +7,7 @@ import {
   type ModelAppStatus,
 } from "../../../../operator/api/v1alpha1/modelapp.ts";
 import { computeStatus, type Observed } from "../../../../operator/controller/status.ts";
+import { trimPod } from "../../../../operator/kube/caches.ts";
 import type { ResolvedApp } from "../../../../operator/render/resolve.ts";
 import { MODEL, modelApp, resolved } from "../fixtures.ts";
 
@@ -554,4 +555,22 @@ test("a server pod whose image cannot be pulled (init container first): Ready Fa
     assert.match(cond(s, "Ready").message, /^(ImagePullBackOff|ErrImagePull): the node cannot pull image "gantry:1"/);
     assert.match(cond(s, "Ready").message, /set the chart's image\.repository$/);
   }
+});
+
+test("the operator's pod cache keeps all the status reads: the same status from trimmed pods (spec: the node only)", () => {
+  const full = (p: V1Pod): V1Pod => ({
+    ...p,
+    spec: {
+      ...p.spec!,
+      containers: [{ name: "server", image: "gantry:1", args: ["serve"] }],
+      volumes: [{ name: "m" }],
+    },
+  });
+  const pods = [full(serving("node-1")), full(pod({ unschedulable: "0/3 nodes: Insufficient nvidia.com/gpu" }, "b"))];
+  const trimmed = pods.map((p) => structuredClone(p));
+  trimmed.forEach(trimPod);
+  assert.deepEqual(trimmed[0]!.spec, { containers: [], nodeName: "node-1" });
+  assert.deepEqual(trimmed[0]!.status, pods[0]!.status);
+  const observed = { deployment: deployment(2, 1) };
+  assert.deepEqual(status({ observed: { ...observed, pods: trimmed } }), status({ observed: { ...observed, pods } }));
 });
