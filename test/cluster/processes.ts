@@ -36,9 +36,11 @@ export function startRecorded(dir: string, name: string, bin: string, args: stri
 export async function restartRecorded(dir: string, name: string, signal: NodeJS.Signals = "SIGKILL"): Promise<void> {
   const proc = readRecorded(dir).find((p) => p.name === name);
   if (!proc) throw new Error(`no recorded process ${name} in ${dir}`);
-  if (isOurs(proc.pid, dir)) process.kill(proc.pid, signal);
+  const started = isOurs(proc.pid, dir) ? startTime(proc.pid) : undefined;
+  if (started !== undefined) process.kill(proc.pid, signal);
   const deadline = Date.now() + 30_000;
-  while (isOurs(proc.pid, dir)) {
+  // Not isOurs: a dying process's cmdline reads empty once its memory is gone, before its sockets close.
+  while (started !== undefined && running(proc.pid, started)) {
     if (Date.now() > deadline) throw new Error(`${name} (pid ${proc.pid}) did not exit after ${signal}`);
     await sleep(50);
   }
@@ -65,6 +67,25 @@ export function readRecorded(dir: string): RecordedProcess[] {
 }
 
 /** True when the pid is alive AND still the process we started: its command line names the cluster dir. */
+/** The process's state letter and start time (in clock ticks since boot), from /proc/<pid>/stat. */
+function procStat(pid: number): { state: string; start: string } | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return { state: fields[0] ?? "", start: fields[19] ?? "" };
+  } catch {
+    return undefined;
+  }
+}
+
+const startTime = (pid: number): string | undefined => procStat(pid)?.start;
+
+/** Until the kernel has released everything of it (a zombie holds no sockets), and not a later process on that pid. */
+function running(pid: number, started: string): boolean {
+  const stat = procStat(pid);
+  return stat !== undefined && stat.start === started && stat.state !== "Z" && stat.state !== "X";
+}
+
 export function isOurs(pid: number, dir: string): boolean {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
@@ -93,7 +114,47 @@ export async function stopRecorded(dir: string, graceMs = 8000): Promise<string[
   return killed;
 }
 
-export function freePort(): Promise<number> {
+/** The kernel's ephemeral port range (outgoing connections' local ports); Linux's default when unreadable. */
+export function ephemeralPortRange(): [number, number] {
+  try {
+    const [low, high] = fs
+      .readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8")
+      .trim()
+      .split(/\s+/)
+      .map(Number);
+    if (low && high) return [low, high];
+  } catch {
+    // not Linux
+  }
+  return [32768, 60999];
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.once("error", () => resolve(false));
+    srv.listen(port, "127.0.0.1", () => srv.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A free port below the ephemeral range. A control plane's ports must stay free while its process restarts: inside the
+ * range, an outgoing connection (or a client retrying against the dead port, by TCP self-connect) can take the port in
+ * that gap, and the restarted API server then fails with "address already in use" (seen in a fleet fault test).
+ */
+export async function freePort(): Promise<number> {
+  const [ephemeralLow] = ephemeralPortRange();
+  const low = 10_000;
+  const high = Math.min(ephemeralLow, 65_536) - 1;
+  if (high - low < 1_000) return anyPort();
+  for (let i = 0; i < 200; i++) {
+    const port = low + Math.floor(Math.random() * (high - low + 1));
+    if (await canListen(port)) return port;
+  }
+  return anyPort();
+}
+
+function anyPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.once("error", reject);

@@ -2,23 +2,15 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { freePort } from "../cluster/processes.ts";
 
 export const REPO = path.resolve(import.meta.dirname, "..", "..");
 export const GANTRY = path.join(REPO, "server", "cli", "gantry.ts");
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
+// Below the ephemeral range, so a port freed for a restart (a broker, a webhook receiver) is not taken meanwhile.
+export { freePort };
 
 export interface TestServer {
   url: string;
