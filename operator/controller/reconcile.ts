@@ -200,7 +200,9 @@ class Reconciler {
         after.reason === REASON.Starting ||
         after.reason === REASON.Pulling ||
         after.reason === REASON.Pending;
-      this.event(normal ? "Normal" : "Warning", after.reason, after.message);
+      // A new app's first not-ready state is what its Created event says: announced, it was one more Event per app.
+      const first = !before && this.created.length > 0 && normal && after.status !== "True";
+      if (!first) this.event(normal ? "Normal" : "Warning", after.reason, after.message);
     }
     return status;
   }

@@ -160,7 +160,11 @@ test("a new app at zero replicas: its volume, Deployment, Service and model cach
     ["False", "Pending"],
     "ready to be woken only once its model is in the volume",
   );
-  assert.ok(events(actions).includes("Normal Created"), events(actions).join(", "));
+  assert.deepEqual(
+    events(actions),
+    ["Normal Created"],
+    "its first state, Pending, is what Created says: no Event of its own",
+  );
 });
 
 test("the model cache Job: Pulling while it runs, then cached, Ready at zero, deleted", async () => {
