@@ -213,7 +213,17 @@ class Reconciler {
     return true;
   }
 
-  async flushEvents(): Promise<void> {
+  /**
+   * Writes the status (when it changed) and sends the events, at once: they do not depend on each other, and in
+   * sequence they were one more API round trip per reconcile for a worker to wait on. True when the status was written.
+   */
+  async report(resolved: ResolvedApp | { invalid: string }, cacheJob?: CacheJob): Promise<boolean> {
+    const status = this.observeAndReport(resolved, cacheJob);
+    const [written] = await Promise.all([this.writeStatus(status), this.flushEvents()]);
+    return written;
+  }
+
+  private async flushEvents(): Promise<void> {
     if (this.created.length) this.event("Normal", "Created", `created ${this.created.join(", ")}`);
     const now = this.d.now();
     await Promise.all(this.events.map((e) => this.d.writer.event(e, now)));
@@ -231,8 +241,7 @@ export async function reconcile(key: string, d: ReconcileDeps): Promise<Reconcil
   } catch (e) {
     if (!(e instanceof InvalidSpecError)) throw e;
     d.logger.info({ namespace, name, generation: app.metadata.generation, reason: e.message }, "invalid spec");
-    await r.writeStatus(r.observeAndReport({ invalid: e.message }));
-    await r.flushEvents();
+    await r.report({ invalid: e.message });
     return "invalid";
   }
   const cacheJob = renderModelCacheJob(resolved, d.config);
@@ -251,8 +260,7 @@ export async function reconcile(key: string, d: ReconcileDeps): Promise<Reconcil
     await r.syncCacheJob(resolved, cacheJob, jobs, cached);
   }
   if (r.conflict) d.logger.warn({ namespace, name, conflict: r.conflict }, "not adopting an existing object");
-  if (await r.writeStatus(r.observeAndReport(resolved, job)))
+  if (await r.report(resolved, job))
     d.logger.debug({ namespace, name, generation: app.metadata.generation }, "status written");
-  await r.flushEvents();
   return r.conflict ? "conflict" : "success";
 }
