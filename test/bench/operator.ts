@@ -9,7 +9,8 @@
 // `npm run bench operator`; or `node test/bench/operator.ts [sizes, e.g. 100,500,2000] [quietSeconds]`.
 // GANTRY_BENCH_FLEET_SIZES (e.g. 100,500) and GANTRY_BENCH_QUIET_SECONDS (default 60) change the runs;
 // GANTRY_BENCH_FLEET_EXTRA_ROWS=0 leaves out the restart, handover and gateway rows (one size per run on a busy host);
-// GANTRY_BENCH_CPU_PROF=<dir> writes the operator's CPU profiles there (node --cpu-prof).
+// GANTRY_BENCH_CPU_PROF=<dir> writes the operator's CPU profiles there (node --cpu-prof);
+// GANTRY_BENCH_OPERATOR_WORKERS sets the operator's `workers` (default: the operator's own).
 import fs from "node:fs";
 import os from "node:os";
 import { startControlPlane, type ControlPlane } from "../cluster/control-plane.ts";
@@ -172,7 +173,13 @@ async function caughtUp(op: TestOperator, who: string, n: number, timeoutMs: num
 const startOperator = (cp: ControlPlane, ns: string, profDir: string | undefined, lease?: string) =>
   startTestOperator(
     cp,
-    { watchNamespace: ns, leaderElection: lease ? { enabled: true, namespace: ns, name: lease } : { enabled: false } },
+    {
+      watchNamespace: ns,
+      leaderElection: lease ? { enabled: true, namespace: ns, name: lease } : { enabled: false },
+      ...(process.env.GANTRY_BENCH_OPERATOR_WORKERS
+        ? { workers: Number(process.env.GANTRY_BENCH_OPERATOR_WORKERS) }
+        : {}),
+    },
     {
       env: {
         GANTRY_LOG_LEVEL: "warn",
