@@ -4,7 +4,14 @@
 // a request wakes the app first (its replica's init container takes over; pulls into one volume take turns).
 // Objects are garbage collected through owner references, so deletion needs no finalizer. Objects that exist but are
 // not the app's are never adopted: the app reports ResourceExists and a Warning event names them.
-import type { KubernetesObject, V1Deployment, V1Job, V1OwnerReference, V1Pod } from "@kubernetes/client-node";
+import type {
+  KubernetesObject,
+  V1Deployment,
+  V1Job,
+  V1OwnerReference,
+  V1Pod,
+  V1Service,
+} from "@kubernetes/client-node";
 import type { Logger } from "../../server/common/logger.ts";
 import { CONDITION, REASON, findCondition } from "../api/v1alpha1/conditions.ts";
 import { API_VERSION, KIND, type ModelApp, type ModelAppStatus } from "../api/v1alpha1/modelapp.ts";
@@ -14,6 +21,7 @@ import { renderApp, type RenderedObject } from "../render/index.ts";
 import { renderModelCacheJob } from "../render/model-cache-job.ts";
 import { MANAGED_BY, SPEC_HASH_ANNOTATION } from "../render/labels.ts";
 import type { VolumeUser } from "../render/pvc.ts";
+import { keepAllocatedClusterIp } from "../render/service.ts";
 import { InvalidSpecError, resolveApp, type ResolvedApp } from "../render/resolve.ts";
 import type { Caches, Cache } from "../kube/caches.ts";
 import type { FleetIndex } from "../kube/fleet-index.ts";
@@ -136,8 +144,12 @@ class Reconciler {
     if (!live) this.created.push(`model volume ${claim.metadata.name}`);
   }
 
-  async applyOwned(obj: RenderedObject): Promise<void> {
-    const live = await this.live(obj);
+  async applyOwned(rendered: RenderedObject): Promise<void> {
+    const live = await this.live(rendered);
+    const obj =
+      rendered.kind === "Service"
+        ? keepAllocatedClusterIp(rendered as RenderedObject & { spec: { clusterIP?: string } }, live as V1Service)
+        : rendered;
     if (live && !isControlledBy(live, this.app.metadata.uid)) {
       this.conflict = `${obj.kind} ${obj.metadata.name} already exists and is not managed by this ModelApp; delete or rename it`;
       return;

@@ -266,6 +266,26 @@ test("at steady state (everything applied, status current) a reconcile writes no
   assert.deepEqual(actions, []);
 });
 
+test("a Service made before Services were headless keeps its ClusterIP: no write, and none that would fail", async () => {
+  const first = fixture({ ...modelApp(), status: cachedStatus() });
+  await reconcile("acme/chat", first.deps);
+  const live = first.actions.flatMap((a) => (a.verb === "apply" ? [a.object] : []));
+  const service = live.find((o) => o.kind === "Service") as KubernetesObject & { spec: Record<string, unknown> };
+  assert.equal(service.spec.clusterIP, "None", "a new Service is headless");
+  service.spec = { ...service.spec, clusterIP: "10.96.0.10", ports: [{ ...(service.spec.ports as object[])[0] }] };
+  const app = { ...modelApp(), status: statuses(first.actions)[0] };
+  const steady = fixture(app, live);
+  assert.equal(await reconcile("acme/chat", steady.deps), "success");
+  assert.deepEqual(steady.actions, []);
+  // A change that must be applied leaves the allocated ClusterIP out of the apply.
+  service.spec = { ...service.spec, selector: { stale: "selector" } };
+  const changed = fixture(app, live);
+  assert.equal(await reconcile("acme/chat", changed.deps), "success");
+  const applied = changed.actions.flatMap((a) => (a.verb === "apply" && a.object.kind === "Service" ? [a.object] : []));
+  assert.equal(applied.length, 1);
+  assert.equal((applied[0] as KubernetesObject & { spec: Record<string, unknown> }).spec.clusterIP, undefined);
+});
+
 test("an invalid spec: no object applied, Ready=False InvalidSpec in the status and a Warning event", async () => {
   const { deps, actions } = fixture(modelApp({ resources: { profile: "no-such-profile" } }));
   assert.equal(await reconcile("acme/chat", deps), "invalid");
