@@ -30,6 +30,12 @@ export interface Readiness {
   reason?: string;
 }
 
+/**
+ * Whether the app's status describes its current spec: the operator has acted on it. Apps that it has not (new, or
+ * changed) are reconciled before status refreshes, so a busy fleet's backlog of pod progress does not delay them.
+ */
+const actedOn = (app: ModelApp): boolean => app.status?.observedGeneration === app.metadata.generation;
+
 export class Controller {
   readonly metrics: OperatorMetrics;
   private readonly cachesHolder: ClusterCaches;
@@ -86,7 +92,8 @@ export class Controller {
     this.cachesHolder.onChange((kind, obj, event) => {
       this.metrics.watchEvents.inc({ kind, event });
       const keys = this.keysFor(kind, obj);
-      for (const key of keys) this.queue.add(key);
+      const urgent = kind === "apps" && !actedOn(obj as ModelApp);
+      for (const key of keys) this.queue.add(key, urgent);
       if (keys.length) this.metrics.queueAdds.inc({ kind }, keys.length);
       this.metrics.queueDepth.set(this.queue.length);
     });
@@ -140,7 +147,7 @@ export class Controller {
     this.leading = true;
     this.metrics.leader.set(1);
     const apps = this.caches.apps.list();
-    for (const a of apps) this.queue.add(appKey(a.metadata.namespace ?? "default", a.metadata.name));
+    for (const a of apps) this.queue.add(appKey(a.metadata.namespace ?? "default", a.metadata.name), !actedOn(a));
     this.metrics.queueAdds.inc({ kind: "leader" }, apps.length);
     this.workers = Array.from({ length: this.o.config.workers }, () => this.work());
     const every = this.o.config.autoscaler.intervalSeconds * 1000;
@@ -170,7 +177,9 @@ export class Controller {
         this.queue.forget(key);
       } catch (err) {
         result = "error";
-        const retryMs = this.queue.addRateLimited(key);
+        const { namespace, name } = parseKey(key);
+        const app = this.caches.apps.get(name, namespace);
+        const retryMs = this.queue.addRateLimited(key, app !== undefined && !actedOn(app));
         this.metrics.retries.inc();
         this.o.logger.warn({ app: key, err: String(err), retryMs }, "reconcile failed; retrying");
       } finally {

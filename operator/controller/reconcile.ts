@@ -4,7 +4,14 @@
 // a request wakes the app first (its replica's init container takes over; pulls into one volume take turns).
 // Objects are garbage collected through owner references, so deletion needs no finalizer. Objects that exist but are
 // not the app's are never adopted: the app reports ResourceExists and a Warning event names them.
-import type { KubernetesObject, V1Deployment, V1Job, V1OwnerReference, V1Pod } from "@kubernetes/client-node";
+import type {
+  KubernetesObject,
+  V1Deployment,
+  V1Job,
+  V1OwnerReference,
+  V1Pod,
+  V1Service,
+} from "@kubernetes/client-node";
 import type { Logger } from "../../server/common/logger.ts";
 import { CONDITION, REASON, findCondition } from "../api/v1alpha1/conditions.ts";
 import { API_VERSION, KIND, type ModelApp, type ModelAppStatus } from "../api/v1alpha1/modelapp.ts";
@@ -14,6 +21,7 @@ import { renderApp, type RenderedObject } from "../render/index.ts";
 import { renderModelCacheJob } from "../render/model-cache-job.ts";
 import { MANAGED_BY, SPEC_HASH_ANNOTATION } from "../render/labels.ts";
 import type { VolumeUser } from "../render/pvc.ts";
+import { keepAllocatedClusterIp } from "../render/service.ts";
 import { InvalidSpecError, resolveApp, type ResolvedApp } from "../render/resolve.ts";
 import type { Caches, Cache } from "../kube/caches.ts";
 import type { FleetIndex } from "../kube/fleet-index.ts";
@@ -136,8 +144,12 @@ class Reconciler {
     if (!live) this.created.push(`model volume ${claim.metadata.name}`);
   }
 
-  async applyOwned(obj: RenderedObject): Promise<void> {
-    const live = await this.live(obj);
+  async applyOwned(rendered: RenderedObject): Promise<void> {
+    const live = await this.live(rendered);
+    const obj =
+      rendered.kind === "Service"
+        ? keepAllocatedClusterIp(rendered as RenderedObject & { spec: { clusterIP?: string } }, live as V1Service)
+        : rendered;
     if (live && !isControlledBy(live, this.app.metadata.uid)) {
       this.conflict = `${obj.kind} ${obj.metadata.name} already exists and is not managed by this ModelApp; delete or rename it`;
       return;
@@ -200,7 +212,9 @@ class Reconciler {
         after.reason === REASON.Starting ||
         after.reason === REASON.Pulling ||
         after.reason === REASON.Pending;
-      this.event(normal ? "Normal" : "Warning", after.reason, after.message);
+      // A new app's first not-ready state is what its Created event says: announced, it was one more Event per app.
+      const first = !before && this.created.length > 0 && normal && after.status !== "True";
+      if (!first) this.event(normal ? "Normal" : "Warning", after.reason, after.message);
     }
     return status;
   }
@@ -211,7 +225,17 @@ class Reconciler {
     return true;
   }
 
-  async flushEvents(): Promise<void> {
+  /**
+   * Writes the status (when it changed) and sends the events, at once: they do not depend on each other, and in
+   * sequence they were one more API round trip per reconcile for a worker to wait on. True when the status was written.
+   */
+  async report(resolved: ResolvedApp | { invalid: string }, cacheJob?: CacheJob): Promise<boolean> {
+    const status = this.observeAndReport(resolved, cacheJob);
+    const [written] = await Promise.all([this.writeStatus(status), this.flushEvents()]);
+    return written;
+  }
+
+  private async flushEvents(): Promise<void> {
     if (this.created.length) this.event("Normal", "Created", `created ${this.created.join(", ")}`);
     const now = this.d.now();
     await Promise.all(this.events.map((e) => this.d.writer.event(e, now)));
@@ -229,8 +253,7 @@ export async function reconcile(key: string, d: ReconcileDeps): Promise<Reconcil
   } catch (e) {
     if (!(e instanceof InvalidSpecError)) throw e;
     d.logger.info({ namespace, name, generation: app.metadata.generation, reason: e.message }, "invalid spec");
-    await r.writeStatus(r.observeAndReport({ invalid: e.message }));
-    await r.flushEvents();
+    await r.report({ invalid: e.message });
     return "invalid";
   }
   const cacheJob = renderModelCacheJob(resolved, d.config);
@@ -249,8 +272,7 @@ export async function reconcile(key: string, d: ReconcileDeps): Promise<Reconcil
     await r.syncCacheJob(resolved, cacheJob, jobs, cached);
   }
   if (r.conflict) d.logger.warn({ namespace, name, conflict: r.conflict }, "not adopting an existing object");
-  if (await r.writeStatus(r.observeAndReport(resolved, job)))
+  if (await r.report(resolved, job))
     d.logger.debug({ namespace, name, generation: app.metadata.generation }, "status written");
-  await r.flushEvents();
   return r.conflict ? "conflict" : "success";
 }

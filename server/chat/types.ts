@@ -16,6 +16,8 @@ export interface ChatMessage {
   content: string;
   /** Raw image bytes (vision models only). */
   images?: Uint8Array[];
+  /** Each image's field in the caller's request, for errors (absent: Ollama's `messages.<i>.images.<j>`). */
+  imageFields?: string[];
   /** An assistant message's tool calls. */
   toolCalls?: ToolCall[];
   /** A tool message: the tool that answered (Ollama's `tool_name`), the call it answers (OpenAI's `tool_call_id`). */

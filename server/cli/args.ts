@@ -1,7 +1,10 @@
 // Command-line arguments: a thin, strict wrapper over node:util parseArgs whose errors read as one line.
 import { parseArgs as nodeParseArgs } from "node:util";
 
+/** A command line the command cannot take (an unknown flag, a missing argument, a value not allowed): exit code 2, as
+ * for getopt-style tools, told apart from 1, a command that ran and failed. */
 export class UsageError extends Error {
+  readonly exitCode = 2;
   constructor(message: string) {
     super(message);
     this.name = "UsageError";
@@ -64,6 +67,6 @@ export const boolFlag = (v: ParsedArgs["flags"][string]): boolean => v === true;
 export function oneOf<T extends string>(flag: string, value: string | undefined, allowed: readonly T[]): T | undefined {
   if (value === undefined) return undefined;
   if (!(allowed as readonly string[]).includes(value))
-    throw new UsageError(`--${flag} must be ${allowed.join(", ")}; not "${value}"`);
+    throw new UsageError(`--${flag} must be one of ${allowed.join(", ")} (not "${value}")`);
   return value as T;
 }

@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // The `gantry` command: one binary, every process is a subcommand. Model commands are clients of the HTTP API at
-// GANTRY_HOST; failures print one line `Error: <message>` on stderr and exit 1, never a stack trace.
+// GANTRY_HOST; failures print one line `Error: <message>` on stderr and exit 1 (2 for a usage error or a bad app file),
+// never a stack trace.
 import { GantryClient } from "../api/client.ts";
 import { ConfigError, parseEnv, processEnvironment } from "../common/config.ts";
 import { VERSION } from "../common/version.ts";
+import { UsageError } from "./args.ts";
 import { CliEnvSchema } from "./config.ts";
 import type { CliContext, Command } from "./context.ts";
 import { appsCommand } from "./commands/apps.ts";
@@ -103,7 +105,7 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   const command = findCommand(name);
-  if (!command) throw new Error(`unknown command "${name}" (see gantry --help)`);
+  if (!command) throw new UsageError(`unknown command "${name}" (see gantry --help)`);
   if (rest.includes("--help") || rest.includes("-h")) {
     process.stdout.write(
       `Usage: ${command.usage}\n  ${command.summary}\n${command.details ? `\n${command.details()}` : ""}`,
@@ -132,7 +134,7 @@ process.stdout.on("error", (e: NodeJS.ErrnoException) => {
 
 main(process.argv.slice(2)).catch((e: unknown) => {
   process.stderr.write(`Error: ${errorLine(e)}\n`);
-  // An error may say which exit code it means (a bad app file: 2); everything else is 1.
+  // An error may say which exit code it means (a usage error, a bad app file: 2); everything else is 1.
   const code = (e as { exitCode?: unknown } | null)?.exitCode;
   process.exitCode = typeof code === "number" ? code : 1;
 });

@@ -59,12 +59,13 @@ export interface PromptContext {
 export function buildPrompt(ctx: PromptContext, input: PromptInput, chat: ChatOptions = {}): BuiltPrompt {
   const images = requestImages(input);
   if (images.length === 0) return buildText(ctx, input, chat);
-  // Silently dropping images would make the model answer about nothing.
+  // Silently dropping images would make the model answer about nothing. The error names Ollama's images list (its
+  // index dropped) or the first image's own field (an OpenAI content part's image_url).
   if (ctx.imageMarker === undefined)
     throw new AppError(
       "BAD_REQUEST",
       `model "${ctx.spec.name}" does not support images: it has no vision projector (mmproj); send images to a vision model`,
-      { param: images[0]!.param.replace(/\.\d+$/, "") },
+      { param: images[0]!.param.replace(/(^|\.)images\.\d+$/, "$1images") },
     );
   // Each image goes in as the projector's marker, the images of a message before its text (as Ollama does); markers
   // written in the text itself are dropped, so that markers and images always pair up.
@@ -94,7 +95,7 @@ export function buildPrompt(ctx: PromptContext, input: PromptInput, chat: ChatOp
 function requestImages(input: PromptInput): RequestImage[] {
   if (input.kind === "prompt") return (input.images ?? []).map((bytes, j) => ({ bytes, param: `images.${j}` }));
   return input.messages.flatMap((m, i) =>
-    (m.images ?? []).map((bytes, j) => ({ bytes, param: `messages.${i}.images.${j}` })),
+    (m.images ?? []).map((bytes, j) => ({ bytes, param: m.imageFields?.[j] ?? `messages.${i}.images.${j}` })),
   );
 }
 

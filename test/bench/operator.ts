@@ -9,14 +9,17 @@
 // `npm run bench operator`; or `node test/bench/operator.ts [sizes, e.g. 100,500,2000] [quietSeconds]`.
 // GANTRY_BENCH_FLEET_SIZES (e.g. 100,500) and GANTRY_BENCH_QUIET_SECONDS (default 60) change the runs;
 // GANTRY_BENCH_FLEET_EXTRA_ROWS=0 leaves out the restart, handover and gateway rows (one size per run on a busy host);
-// GANTRY_BENCH_CPU_PROF=<dir> writes the operator's CPU profiles there (node --cpu-prof).
+// GANTRY_BENCH_CPU_PROF=<dir> writes the operator's CPU profiles there (node --cpu-prof);
+// GANTRY_BENCH_OPERATOR_WORKERS sets the operator's `workers` (default: the operator's own).
 import fs from "node:fs";
 import os from "node:os";
 import { startControlPlane, type ControlPlane } from "../cluster/control-plane.ts";
+import { readRecorded } from "../cluster/processes.ts";
 import { createTestNamespace, kubeConfigFor } from "../cluster/test-cluster.ts";
 import { addFleetNodes, auditFleet, createFleet, fleetAppName, FleetWatch } from "../support/fleet.ts";
 import { GatewayProbe, type ProbeLatency } from "./gateway/fleet.ts";
 import { installCrd, startTestOperator, sumMetricWhere, type TestOperator } from "../support/operator.ts";
+import { processCpuMs } from "./process-cpu.ts";
 import { printTable } from "./table.ts";
 
 export interface OperatorBenchRow {
@@ -35,7 +38,34 @@ export interface OperatorBenchRow {
   /** V8's used heap: what of the RSS is JavaScript objects (the rest: code, native buffers, freed pages kept). */
   heapMb: number;
   load: string;
+  /** CPU seconds by process from the first create until all were reconciled: where the 2 cores went. */
+  cpu?: string;
   problems: string[];
+}
+
+/** CPU milliseconds so far of the control plane's processes, the operator and this bench, by name. */
+function cpuNow(cp: ControlPlane, op: TestOperator): Map<string, number> {
+  const out = new Map<string, number>();
+  const read = (name: string, pid: number | undefined) => {
+    try {
+      if (pid) out.set(name, processCpuMs(pid));
+    } catch {
+      /* exited */
+    }
+  };
+  for (const p of readRecorded(cp.dir)) read(p.name, p.pid);
+  read("operator", op.proc.pid);
+  const self = process.cpuUsage();
+  out.set("bench", (self.user + self.system) / 1000);
+  return out;
+}
+
+/** "kube-apiserver 120.3, … (total 230.1 CPU s)": the CPU each process spent between two readings, most first. */
+function cpuSpent(before: Map<string, number>, after: Map<string, number>): string {
+  const spent = [...after].map(([name, ms]) => [name, (ms - (before.get(name) ?? 0)) / 1000] as const);
+  spent.sort((a, b) => b[1] - a[1]);
+  const total = spent.reduce((sum, [, s]) => sum + s, 0);
+  return `${spent.map(([name, s]) => `${name} ${s.toFixed(1)}`).join(", ")} (total ${total.toFixed(1)} CPU s)`;
 }
 
 /** histogram_quantile over a prom-client histogram's text exposition. */
@@ -143,7 +173,13 @@ async function caughtUp(op: TestOperator, who: string, n: number, timeoutMs: num
 const startOperator = (cp: ControlPlane, ns: string, profDir: string | undefined, lease?: string) =>
   startTestOperator(
     cp,
-    { watchNamespace: ns, leaderElection: lease ? { enabled: true, namespace: ns, name: lease } : { enabled: false } },
+    {
+      watchNamespace: ns,
+      leaderElection: lease ? { enabled: true, namespace: ns, name: lease } : { enabled: false },
+      ...(process.env.GANTRY_BENCH_OPERATOR_WORKERS
+        ? { workers: Number(process.env.GANTRY_BENCH_OPERATOR_WORKERS) }
+        : {}),
+    },
     {
       env: {
         GANTRY_LOG_LEVEL: "warn",
@@ -152,7 +188,14 @@ const startOperator = (cp: ControlPlane, ns: string, profDir: string | undefined
     },
   );
 
-function row(label: string, apps: number, seconds: number, settled: string, end: string, quietSeconds: number) {
+function row(
+  label: string,
+  apps: number,
+  seconds: number,
+  settled: string,
+  end: string,
+  quietSeconds: number,
+): OperatorBenchRow {
   const h = "gantry_operator_reconcile_duration_seconds";
   return {
     label,
@@ -215,6 +258,7 @@ export async function benchFleet(
       probe = await GatewayProbe.start(cp, kc);
       o.gateway!.one = await probe.measure(1);
     });
+    const cpu0 = cpuNow(cp, op);
     const t0 = Date.now();
     log(`${n} apps: creating them (${nodes} extra nodes)`);
     await createFleet(kc, ns, 0, n);
@@ -223,9 +267,11 @@ export async function benchFleet(
     const progress = (line: string) => log(`${line} (load ${loadavg()})`);
     await watch.until(`${n} apps`, (c) => c.reconciled === n, { timeoutMs: o.timeoutMs, progress });
     const seconds = (Date.now() - t0) / 1000;
+    const cpu = cpuSpent(cpu0, cpuNow(cp, op));
     log(
       `${n} apps reconciled in ${seconds.toFixed(1)} s from the first create, ` +
-        `${(seconds - created).toFixed(1)} s after the last; waiting for their pods to be Ready`,
+        `${(seconds - created).toFixed(1)} s after the last; CPU seconds meanwhile: ${cpu}; ` +
+        "waiting for their pods to be Ready",
     );
     await watch.until(`${n} apps Ready`, (c) => c.ready === n, { timeoutMs: o.timeoutMs, progress });
     const settled = await settle(op, o.timeoutMs);
@@ -233,6 +279,7 @@ export async function benchFleet(
     await sleep(o.quietSeconds * 1000);
     const rows = [row(`${n} apps`, n, seconds, settled, await op.metrics(), o.quietSeconds)];
     rows[0]!.problems = (await auditFleet(kc, ns, n)).problems;
+    rows[0]!.cpu = cpu;
     await gatewayStep(async (p) => {
       o.gateway!.known = await p.known(
         ns,
@@ -328,6 +375,8 @@ export function printOperatorTable({ rows, gateway }: { rows: OperatorBenchRow[]
       r.problems.join("; ") || "none",
     ]),
   );
+  for (const r of rows)
+    if (r.cpu) console.log(`CPU seconds from the first create until all reconciled, ${r.label}: ${r.cpu}`);
   const g = [gateway.one, gateway.fleet].filter((x): x is ProbeLatency => x !== undefined);
   printTable(
     `Gateway beside the fleet: GET /api/version of a probe app (a stand-in pod on this host) through a kube-mode gateway watching every namespace, one request at a time, medians of 3 interleaved rounds of 2,000; fleet apps it knew (401 without a key, not 404): ${gateway.known ?? "-"} of ${gateway.apps}${gateway.problem ? `; failed: ${gateway.problem}` : ""}`,

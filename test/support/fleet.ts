@@ -11,6 +11,7 @@ import {
   type V1OwnerReference,
 } from "@kubernetes/client-node";
 import { GROUP, PLURAL, VERSION, type ModelApp } from "../../operator/api/v1alpha1/modelapp.ts";
+import { pooledApiClients } from "../../operator/kube/api-clients.ts";
 import { nodeManifest } from "../cluster/fake-nodes.ts";
 
 /** Volumes the fleet's apps share (each names models-<i % VOLUMES>), so claims have many owners, as in a real org. */
@@ -43,9 +44,12 @@ export async function addFleetNodes(kc: KubeConfig, pods: number): Promise<numbe
   return count;
 }
 
-/** Creates apps [from, to) with `concurrency` requests in flight (one kubectl apply of thousands is minutes). */
+/**
+ * Creates apps [from, to) with `concurrency` requests in flight (one kubectl apply of thousands is minutes), on one
+ * connection pool: a client per request was a TLS handshake per create, on both sides, beside the operator's work.
+ */
 export async function createFleet(kc: KubeConfig, namespace: string, from: number, to: number, concurrency = 8) {
-  const custom = kc.makeApiClient(CustomObjectsApi);
+  const custom = pooledApiClients(kc)(CustomObjectsApi);
   let next = from;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {

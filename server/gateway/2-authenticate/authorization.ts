@@ -13,10 +13,13 @@ import { parseApiKey } from "./api-keys.ts";
 export type AuthFailure =
   "missing" | "malformed" | "unknown" | "revoked" | "expired" | "wrong_secret" | "other_org" | "scope";
 
-export type ParsedAuth = { ok: true; keyId: string; secret: string } | { ok: false; reason: "missing" | "malformed" };
+export type ParsedAuth =
+  { ok: true; keyId: string; secret: string } | { ok: false; reason: "missing" | "malformed" | "unknown" };
 
 /** The scheme, the whitespace after it (spaces or tabs), and the credentials. */
 const CREDENTIALS = /^([^ \t]+)[ \t]+(.*)$/;
+/** Credentials of the form `<key_id>:<key_secret>`, whatever the two parts hold. */
+const KEY_PAIR = /^[^\s:]+:\S+$/;
 
 export function parseAuthorization(header: string | undefined): ParsedAuth {
   if (header === undefined || header === "") return { ok: false, reason: "missing" };
@@ -24,8 +27,12 @@ export function parseAuthorization(header: string | undefined): ParsedAuth {
   if (!m) return { ok: false, reason: "malformed" };
   const scheme = m[1]!.toLowerCase();
   if (scheme !== "key" && scheme !== "bearer") return { ok: false, reason: "malformed" };
-  const key = parseApiKey(m[2]!.trim());
-  return key ? { ok: true, keyId: key.id, secret: key.secret } : { ok: false, reason: "malformed" };
+  const credentials = m[2]!.trim();
+  const key = parseApiKey(credentials);
+  if (key) return { ok: true, keyId: key.id, secret: key.secret };
+  // An id:secret pair that is not of our key format is no key of ours: invalid, as a made-up key of our format is.
+  // Only a header without such a pair is malformed (its message says what the header must look like).
+  return { ok: false, reason: KEY_PAIR.test(credentials) ? "unknown" : "malformed" };
 }
 
 /** A header's values from a raw header list (name, value, ...), joined (`a, b`) when it is there several times. */

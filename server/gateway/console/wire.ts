@@ -5,11 +5,11 @@ import type { ClientOf } from "../1-dispatch/client.ts";
 import path from "node:path";
 import type { Logger } from "../../common/logger.ts";
 import { packageRoot } from "../../common/package-files.ts";
-import type { KeyCheck, VerifiedKey } from "../2-authenticate/authorization.ts";
+import type { KeyCheck } from "../2-authenticate/authorization.ts";
 import type { AppAdmin } from "../management/app-admin.ts";
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingMessage } from "node:http";
 import { appInfo, type ManagementDeps } from "../management/management-api.ts";
-import { createAppRoutes } from "../management/app-api.ts";
+import { createAppRoutes, type ForwardToApp } from "../management/app-api.ts";
 import type { AppSource, KeyStore } from "../ports.ts";
 import type { ConsoleConfig } from "./console-config.ts";
 import { ConsoleSessions, SESSION_PATH } from "./console.ts";
@@ -29,14 +29,7 @@ export interface ConsoleWiring {
   checkHeader(req: IncomingMessage): KeyCheck;
   checkKey(key: string): KeyCheck;
   clientOf: ClientOf;
-  forwardToApp(
-    req: IncomingMessage,
-    res: ServerResponse,
-    org: string,
-    app: string,
-    rest: string,
-    key: VerifiedKey,
-  ): void;
+  forwardToApp: ForwardToApp;
   maxBodyBytes: number;
   publicUrl?: string;
   /** fal's queue API is on (app objects carry their queueUrl). */

@@ -30,18 +30,21 @@ export interface AppRouteContext {
   allow(methods: string[]): void;
 }
 
+/** Sends a request into the pipeline of an org's app, at `rest` under it, as made with `key` (the playground). */
+export type ForwardToApp = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  org: string,
+  app: string,
+  rest: string,
+  key: VerifiedKey,
+) => void;
+
 export interface AppRoutesDeps {
   apps: Pick<AppSource, "get">;
   admin?: AppAdmin;
   /** Sends the request into the app pipeline as `key` (the playground). */
-  forwardToApp?: (
-    req: IncomingMessage,
-    res: ServerResponse,
-    org: string,
-    app: string,
-    rest: string,
-    key: VerifiedKey,
-  ) => void;
+  forwardToApp?: ForwardToApp;
   maxBodyBytes: number;
   logger: Logger;
   /** The app as the API shows it. */

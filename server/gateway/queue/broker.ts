@@ -14,6 +14,12 @@ export class BrokerUnavailable extends Error {}
 
 export const queueName = (org: string, app: string): string => `${org}/${app}`;
 
+/** The org and app of a queue name (queueName's inverse). */
+export const splitQueueName = (name: string): { org: string; app: string } => {
+  const i = name.indexOf("/");
+  return { org: name.slice(0, i), app: name.slice(i + 1) };
+};
+
 /** BullMQ's priority of a low request (any one above 0 puts the job in the prioritized set, after the wait list). */
 const LOW_PRIORITY = 1;
 

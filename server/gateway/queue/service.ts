@@ -1,35 +1,27 @@
 // fal's queue API on the gateway, under /_queue (an app's queue URL is <gateway>/_queue/<org>/<app>): submit, status
 // (and its SSE stream), result and cancel, with the app's auth mode and keys, and the JWKS of webhook signatures.
 // A submission is acknowledged only once the broker holds it; everything after is read from the broker, so any
-// gateway replica answers for any request. See docs/gateway.md (Queue) and wire.ts for the shapes.
-import { randomUUID } from "node:crypto";
-import { EventEmitter } from "node:events";
+// gateway replica answers for any request. See docs/gateway.md (Queue) and wire.ts for the shapes. Here: the routes,
+// access, cancel and result, and the parts' lifecycle; submission.ts checks and stores a submission, status-feed.ts
+// answers status, runner.ts runs requests, deliveries.ts sends webhooks, waiting-counts.ts counts waiting requests.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Registry } from "prom-client";
 import type { Logger } from "../../common/logger.ts";
-import { decideAccess, type KeyCheck, type VerifiedKey } from "../2-authenticate/authorization.ts";
-import { readRequestBody } from "../3-route/request-body.ts";
-import { limitRefusal, type LimitResult } from "../2-authenticate/limiter.ts";
+import { decideAccess, type KeyCheck } from "../2-authenticate/authorization.ts";
+import type { LimitResult } from "../2-authenticate/limiter.ts";
 import type { AppSource } from "../ports.ts";
 import { route } from "../1-dispatch/target.ts";
-import { Broker, BrokerUnavailable, queueName, type QueueJob } from "./broker.ts";
+import { Broker, BrokerUnavailable, queueName, splitQueueName, type QueueJob } from "./broker.ts";
 import type { QueueConfig } from "./config.ts";
 import { Deliveries } from "./deliveries.ts";
 import { QueueMetrics } from "./metrics.ts";
 import { errorResult, Runner } from "./runner.ts";
-import { requestRow, statusOf, type RequestRow, type StatusView } from "./status.ts";
-import { webhookUrlProblem, WebhookSigner } from "./webhooks.ts";
-import {
-  falError,
-  QUEUE_PREFIX,
-  queuePriority,
-  queueRoute,
-  requestUrls,
-  splitQuery,
-  startTimeoutMs,
-  type JobData,
-  type JobResult,
-} from "./wire.ts";
+import { requestRow, type RequestRow } from "./status.ts";
+import { StatusFeed } from "./status-feed.ts";
+import { submit, type Send, type SubmitDeps } from "./submission.ts";
+import { WaitingCounts } from "./waiting-counts.ts";
+import { WebhookSigner } from "./webhooks.ts";
+import { falError, QUEUE_PREFIX, queueRoute, requestUrls, type JobResult } from "./wire.ts";
 
 export interface QueueDeps {
   config: QueueConfig;
@@ -47,28 +39,26 @@ export interface QueueDeps {
   publicUrl?: string;
 }
 
-type Send = (status: number, body: string | Buffer, headers?: Record<string, string>) => void;
-
 export class QueueService {
   private readonly d: QueueDeps;
   private readonly broker: Broker;
   private readonly runner: Runner;
   private readonly deliveries: Deliveries;
   private readonly metrics: QueueMetrics;
-  private readonly changes = new EventEmitter();
-  private readonly waitingCounts = new Map<string, number>();
-  /** Submissions this replica stored since the last count. */
-  private readonly submittedSince = new Map<string, number>();
+  private readonly status: StatusFeed;
+  private readonly waitingCounts: WaitingCounts;
+  private readonly submitDeps: SubmitDeps;
   private signer: WebhookSigner | undefined;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(d: QueueDeps) {
     this.d = d;
     const c = d.config;
-    this.changes.setMaxListeners(0);
     this.broker = new Broker(c, (queue, id) => this.runner.cancel(queue, id));
+    this.waitingCounts = new WaitingCounts(this.broker);
+    this.status = new StatusFeed({ broker: this.broker, config: c, now: d.now });
     this.metrics = new QueueMetrics(d.registry, {
-      waiting: async () => [...this.waitingCounts].map(([k, n]) => ({ ...splitName(k), n })),
+      waiting: async () => this.waitingCounts.all(),
       running: () => this.runner.runningCount(),
     });
     this.deliveries = new Deliveries({
@@ -89,8 +79,22 @@ export class QueueService {
       },
       metrics: this.metrics,
       finished: (job, r) => this.finished(job, r),
-      changed: (id) => this.changes.emit(id),
+      changed: (id) => this.status.changed(id),
     });
+    this.submitDeps = {
+      config: c,
+      maxBodyBytes: d.maxBodyBytes,
+      acquireLimit: (key) => d.acquireLimit(key),
+      broker: this.broker,
+      metrics: this.metrics,
+      waiting: this.waitingCounts,
+      stored: async (org, app) => {
+        if (this.runner.apps().includes(queueName(org, app))) return;
+        this.runner.ensure(org, app);
+        await this.refreshWaiting();
+      },
+      now: d.now,
+    };
   }
 
   /** Connects to the broker, loads the signing key and starts the workers of every app that has a queue. */
@@ -107,7 +111,7 @@ export class QueueService {
     );
     this.deliveries.start(this.signer);
     for (const name of await this.broker.apps()) {
-      const { org, app } = splitName(name);
+      const { org, app } = splitQueueName(name);
       if (this.d.apps.get(org, app)) this.runner.ensure(org, app);
     }
     this.timer = setInterval(() => void this.refreshWaiting(), 1000).unref();
@@ -116,7 +120,7 @@ export class QueueService {
 
   /** Requests waiting for an app (refreshed each second), for the autoscaler's load. */
   waiting(org: string, app: string): number {
-    return this.waitingCounts.get(queueName(org, app)) ?? 0;
+    return this.waitingCounts.get(org, app);
   }
 
   /** An app's latest requests (running, waiting, finished: up to `limit` of each), newest first, for the console. */
@@ -196,7 +200,8 @@ export class QueueService {
           return send(sync.status, falError(sync.message), sync.allow ? { allow: sync.allow } : {});
         return send(405, falError(`${req.method ?? "POST"} ${r.rest} cannot be queued`));
       }
-      return this.submit(req, r.org, r.app, r.rest, query, decision.key, base, send);
+      const submission = { org: r.org, app: r.app, rest: r.rest, rawQuery: query, key: decision.key, base };
+      return submit(this.submitDeps, req, submission, send);
     }
     const job = await this.broker.find(r.org, r.app, r.id);
     // Another org's request is as unknown as a made-up id: its status is never shown.
@@ -211,177 +216,12 @@ export class QueueService {
     const headers = { "x-fal-request-id": r.id };
     if (r.kind === "status") {
       const logs = /(?:^|[?&])logs=(?:1|true)(?:&|$)/i.test(query);
-      if (r.stream) return this.stream(req, res, job, urls, logs);
-      const v = await this.view(job, logs);
+      if (r.stream) return this.status.stream(req, res, job, urls, logs);
+      const v = await this.status.view(job, logs);
       return send(v.http, JSON.stringify({ ...v.body, ...urls }), headers);
     }
     if (r.kind === "cancel") return this.cancel(job, send, headers);
     return this.result(job, send, headers);
-  }
-
-  private async submit(
-    req: IncomingMessage,
-    org: string,
-    app: string,
-    rest: string,
-    rawQuery: string,
-    key: VerifiedKey | undefined,
-    base: string,
-    send: Send,
-  ): Promise<void> {
-    const count = (outcome: string) => this.metrics.submitted.inc({ org, app, outcome });
-    const { query, webhook } = splitQuery(rawQuery);
-    if (webhook !== undefined) {
-      const problem = webhookUrlProblem(webhook, this.d.config.webhooks.allowPrivateAddresses);
-      if (problem) {
-        req.resume();
-        count("bad_request");
-        return send(400, falError(problem, "invalid_webhook"), { "x-fal-error-type": "invalid_webhook" });
-      }
-    }
-    if (key) {
-      const l = this.d.acquireLimit(key);
-      if (!l.ok) {
-        req.resume();
-        count("rate_limited");
-        const refusal = limitRefusal(l);
-        return send(429, falError(refusal.message, "rate_limited"), refusal.headers);
-      }
-      l.release();
-    }
-    const body = await readRequestBody(req, this.d.maxBodyBytes);
-    if (body === "aborted") return;
-    if (body === "too-large") {
-      count("too_large");
-      return send(413, falError(`request body is larger than ${this.d.maxBodyBytes} bytes`, "payload_too_large"), {
-        connection: "close",
-      });
-    }
-    const c = this.d.config;
-    // The count read each second plus what this replica stored since: no broker round trip per submission, except
-    // near the limit, where the exact count decides.
-    const name = queueName(org, app);
-    if (
-      this.waiting(org, app) + (this.submittedSince.get(name) ?? 0) >= c.maxQueuedPerApp &&
-      (await this.exactWaiting(org, app)) >= c.maxQueuedPerApp
-    ) {
-      count("full");
-      return send(429, falError(`the app's queue is full (${c.maxQueuedPerApp} waiting)`, "queue_full"), {
-        "retry-after": "5",
-        "x-fal-error-type": "queue_full",
-      });
-    }
-    const priority = queuePriority(headerOf(req, "x-fal-queue-priority"));
-    if (priority === undefined) {
-      count("bad_request");
-      return send(400, falError("X-Fal-Queue-Priority must be normal or low", "invalid_priority"), {
-        "x-fal-error-type": "invalid_priority",
-      });
-    }
-    const id = randomUUID();
-    const now = this.d.now();
-    const timeout = startTimeoutMs(headerOf(req, "x-fal-request-timeout"));
-    const data: JobData = {
-      org,
-      app,
-      rest,
-      query,
-      method: req.method ?? "POST",
-      ...(req.headers["content-type"] ? { contentType: req.headers["content-type"] } : {}),
-      body: (body ?? Buffer.alloc(0)).toString("base64"),
-      ...(key ? { key: { id: key.id, org: key.org, scope: key.scope } } : {}),
-      owner: key?.org ?? org,
-      ...(webhook !== undefined ? { webhook } : {}),
-      ...(timeout !== undefined ? { startBy: now + timeout } : {}),
-      noRetry: /^(1|true|yes)$/i.test(headerOf(req, "x-fal-no-retry") ?? ""),
-      ...(priority === "low" ? { priority } : {}),
-      submittedAt: now,
-    };
-    await this.broker.add(id, data);
-    this.submittedSince.set(name, (this.submittedSince.get(name) ?? 0) + 1);
-    if (!this.runner.apps().includes(name)) {
-      this.runner.ensure(org, app);
-      await this.refreshWaiting();
-    }
-    count("accepted");
-    const position = this.waiting(org, app);
-    send(
-      200,
-      JSON.stringify({
-        status: "IN_QUEUE",
-        ...requestUrls(base, org, app, id),
-        gateway_request_id: id,
-        queue_position: position,
-      }),
-      {
-        "x-fal-request-id": id,
-      },
-    );
-  }
-
-  private async view(job: QueueJob, logs: boolean): Promise<StatusView> {
-    const state = await this.broker.timely(job.getState());
-    const waiting = state === "waiting" || state === "delayed" || state === "prioritized";
-    const position = waiting && !job.data.cancelled ? await this.broker.position(job) : 0;
-    return statusOf(job, state, position, logs, this.d.config.maxRetries);
-  }
-
-  /** The status as SSE: each change, keep-alives meanwhile, closed after COMPLETED. */
-  private async stream(
-    req: IncomingMessage,
-    res: ServerResponse,
-    job: QueueJob,
-    urls: object,
-    logs: boolean,
-  ): Promise<void> {
-    res.writeHead(200, {
-      "content-type": "text/event-stream",
-      "cache-control": "no-cache",
-      "x-fal-request-id": job.id!,
-    });
-    let last = "";
-    let closed = false;
-    res.once("close", () => (closed = true));
-    let lastWrite = this.d.now();
-    const keepAliveMs = this.d.config.keepAliveSeconds * 1000;
-    for (;;) {
-      // Armed before the read: a start or end on this replica between the read and the wait is not missed.
-      const next = this.changed(job.id!, Math.min(500, keepAliveMs));
-      const fresh = await this.broker.find(job.data.org, job.data.app, job.id!);
-      const v = fresh ? await this.view(fresh, logs) : undefined;
-      const text = v ? JSON.stringify({ ...v.body, ...urls }) : "";
-      if (v && text !== last) {
-        res.write(`data: ${text}\n\n`);
-        last = text;
-        lastWrite = this.d.now();
-      }
-      if (!v || v.body.status === "COMPLETED" || closed) {
-        next.cancel();
-        break;
-      }
-      await next.done;
-      if (closed) break;
-      if (this.d.now() - lastWrite >= keepAliveMs) {
-        res.write(": keep-alive\n\n");
-        lastWrite = this.d.now();
-      }
-    }
-    if (!req.destroyed) res.end();
-  }
-
-  /** Settles when this replica starts or ends the request, or after ms (other replicas are polled). */
-  private changed(id: string, ms: number): { done: Promise<void>; cancel(): void } {
-    let settle: () => void = () => undefined;
-    const done = new Promise<void>((resolve) => {
-      settle = () => {
-        clearTimeout(t);
-        this.changes.off(id, settle);
-        resolve();
-      };
-    });
-    const t = setTimeout(settle, ms);
-    this.changes.on(id, settle);
-    return { done, cancel: settle };
   }
 
   private async cancel(job: QueueJob, send: Send, headers: Record<string, string>): Promise<void> {
@@ -415,34 +255,9 @@ export class QueueService {
     if (job.data.webhook) await this.deliveries.add(job.data.webhook, job.id!, job.data.owner, r);
   }
 
-  private async exactWaiting(org: string, app: string): Promise<number> {
-    const name = queueName(org, app);
-    const n = await this.broker.waiting(org, app);
-    this.waitingCounts.set(name, n);
-    this.submittedSince.set(name, 0);
-    return n;
-  }
-
-  private async refreshWaiting(): Promise<void> {
-    for (const name of this.runner.apps()) {
-      const { org, app } = splitName(name);
-      const before = this.submittedSince.get(name) ?? 0;
-      const n = await this.broker.waiting(org, app).catch(() => undefined);
-      if (n === undefined) continue;
-      this.waitingCounts.set(name, n);
-      this.submittedSince.set(name, (this.submittedSince.get(name) ?? 0) - before);
-    }
+  private refreshWaiting(): Promise<void> {
+    return this.waitingCounts.refresh(this.runner.apps());
   }
 }
-
-const splitName = (name: string): { org: string; app: string } => {
-  const i = name.indexOf("/");
-  return { org: name.slice(0, i), app: name.slice(i + 1) };
-};
-
-const headerOf = (req: IncomingMessage, name: string): string | undefined => {
-  const v = req.headers[name];
-  return Array.isArray(v) ? v[0] : v;
-};
 
 const redacted = (url: string): string => url.replace(/\/\/[^@/]*@/, "//***@");

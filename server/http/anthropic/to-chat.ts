@@ -102,7 +102,7 @@ function chatMessages(req: CountTokensRequest, names: FieldNames): ChatMessage[]
         );
       const k = `messages.${out.length}`;
       const rest = parts(blocks, `${at}.content`, k, names);
-      names.set(k, at).set(`${k}.images`, `${at}.content`);
+      names.set(k, at);
       if (rest.length > 0 || blocks.length === 0) out.push({ role: "user", content: compact(rest) });
       continue;
     }

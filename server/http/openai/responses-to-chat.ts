@@ -40,7 +40,7 @@ function reasoningText(item: Extract<ResponsesItem, { type: "reasoning" }>): str
 function chatMessages(req: ResponsesRequest, names: FieldNames): ChatMessage[] {
   const out: ChatMessage[] = [];
   const push = (m: ChatMessage, at: string) => {
-    names.set(`messages.${out.length}`, at).set(`messages.${out.length}.images`, `${at}.content`);
+    names.set(`messages.${out.length}`, at);
     out.push(m);
   };
   if (req.instructions) push({ role: "system", content: req.instructions }, "instructions");

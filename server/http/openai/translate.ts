@@ -98,19 +98,20 @@ export async function toChatMessages(messages: OpenAIMessage[], images: ImageInp
       if (typeof m.content === "string" || m.content == null) return { role, content: m.content ?? "", ...extras };
       const texts: string[] = [];
       const urls: Array<Promise<Uint8Array>> = [];
+      const imageFields: string[] = [];
       m.content.forEach((p, j) => {
-        if (p.type === "text") texts.push(p.text);
-        else
-          urls.push(
-            imageFromUrl(
-              typeof p.image_url === "string" ? p.image_url : p.image_url.url,
-              `messages.${i}.content.${j}.image_url`,
-              images,
-            ),
-          );
+        if (p.type === "text") {
+          texts.push(p.text);
+          return;
+        }
+        const field = `messages.${i}.content.${j}.image_url`;
+        imageFields.push(field);
+        urls.push(imageFromUrl(typeof p.image_url === "string" ? p.image_url : p.image_url.url, field, images));
       });
       const content = texts.join("\n");
-      return urls.length ? { role, content, images: await Promise.all(urls), ...extras } : { role, content, ...extras };
+      if (urls.length === 0) return { role, content, ...extras };
+      // The engine's errors about an image (no vision projector, undecodable) name its content part.
+      return { role, content, images: await Promise.all(urls), imageFields, ...extras };
     }),
   );
 }

@@ -54,8 +54,12 @@ const running = async () =>
   ((await (await fetch(`${server.url}/api/ps`)).json()) as { models: { name: string }[] }).models;
 
 /** The one line a failing command prints. */
-function assertOneLineError(r: { code: number | null; stdout: string; stderr: string }, pattern: RegExp): void {
-  assert.equal(r.code, 1, `exit code (stderr: ${r.stderr})`);
+function assertOneLineError(
+  r: { code: number | null; stdout: string; stderr: string },
+  pattern: RegExp,
+  code = 1,
+): void {
+  assert.equal(r.code, code, `exit code (stderr: ${r.stderr})`);
   const lines = r.stderr.split("\n").filter((l) => l !== "");
   assert.equal(lines.length, 1, `exactly one stderr line: ${JSON.stringify(r.stderr)}`);
   assert.match(lines[0]!, /^Error: /);
@@ -183,20 +187,20 @@ test("cp copies a model; rm removes one or several", async () => {
   );
 });
 
-test("failures exit 1 with one line: the server's message", async () => {
+test("failures exit 1 with one line: the server's message; usage errors exit 2", async () => {
   assertOneLineError(await runCli(["run", "no-such-model", "hi"], cli), /model "no-such-model" not found/);
   assertOneLineError(await runCli(["show", "no-such-model"], cli), /not found/);
   assertOneLineError(await runCli(["rm", "no-such-model"], cli), /not found/);
   assertOneLineError(await runCli(["cp", "no-such-model", "x"], cli), /not found/);
-  assertOneLineError(await runCli(["frobnicate"], cli), /unknown command "frobnicate"/);
-  assertOneLineError(await runCli(["cp", "only-one"], cli), /missing destination/);
-  assertOneLineError(await runCli(["show", "seedy", "--bogus"], cli), /Unknown option '--bogus'/);
+  assertOneLineError(await runCli(["frobnicate"], cli), /unknown command "frobnicate"/, 2);
+  assertOneLineError(await runCli(["cp", "only-one"], cli), /missing destination/, 2);
+  assertOneLineError(await runCli(["show", "seedy", "--bogus"], cli), /Unknown option '--bogus'/, 2);
   fs.writeFileSync(
     path.join(work, "Broken"),
     "FROM ./model.gguf\nPARAMETER temperature 0.5\nPARAMETER temperature hot\n",
   );
   assertOneLineError(await runCli(["create", "broken", "-f", "Broken"], cli), /line 3/);
-  assertOneLineError(await runCli(["create", "broken", "-f", "Missing"], cli), /no Modelfile at .*Missing/);
+  assertOneLineError(await runCli(["create", "broken", "-f", "Missing"], cli), /no Modelfile at .*Missing/, 2);
   // list does not start a server: with none at the address it says so.
   assertOneLineError(
     await runCli(["list"], { ...cli, env: { ...cli.env!, GANTRY_HOST: "127.0.0.1:1" } }),

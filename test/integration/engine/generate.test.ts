@@ -218,10 +218,21 @@ test("images and broken templates are refused before streaming", async () => {
     }),
   );
   const img = imgStream[Symbol.asyncIterator]();
+  // The error names Ollama's images list, or the image's own field where the caller's API gave one (an OpenAI part).
   await assert.rejects(
     img.next(),
-    (e) => isAppError(e) && e.code === "BAD_REQUEST" && /does not support images/.test(e.message),
+    (e) =>
+      isAppError(e) &&
+      e.code === "BAD_REQUEST" &&
+      /does not support images/.test(e.message) &&
+      e.param === "messages.0.images",
   );
+  const part = "messages.0.content.1.image_url";
+  const images = [new Uint8Array([1, 2])];
+  const fromPart = engine.generate(
+    request(endless, { kind: "chat", messages: [{ role: "user", content: "see", images, imageFields: [part] }] }),
+  );
+  await assert.rejects(fromPart[Symbol.asyncIterator]().next(), (e) => isAppError(e) && e.param === part);
   const broken = specFor(endless.modelPath, "broken-template", { template: "{{ .Nope" });
   const failing = await makeEngine({
     renderTemplate: () => {

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, test } from "node:test";
+import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import { silentLogger } from "../../../server/common/logger.ts";
 import { parseGatewayConfig } from "../../../server/gateway/config.ts";
@@ -182,6 +183,33 @@ test("headers: Authorization and hop-by-hop headers stay at the gateway; X-Reque
   assert.equal(got.headers.te, undefined);
   assert.equal(got.headers["x-request-id"], "abc-1");
   assert.equal(got.headers["x-forwarded-for"], "127.0.0.1");
+});
+
+test("a key id:secret pair that does not exist is an invalid key (401); only a header without such a pair is malformed", async () => {
+  const openaiError = async (apiKey: string) => {
+    const openai = new OpenAI({ baseURL: `${base}/local/chat/v1`, apiKey, maxRetries: 0 });
+    const e = await openai.models.list().catch((x: unknown) => x);
+    assert.ok(e instanceof OpenAI.AuthenticationError, String(e));
+    return e;
+  };
+  const wrongSecret = `${key.split(":")[0]!}:${"A".repeat(43)}`;
+  for (const apiKey of ["wrong:key", wrongSecret]) {
+    const e = await openaiError(apiKey);
+    assert.equal(e.message, "401 invalid API key", apiKey);
+    assert.equal(e.type, "authentication_error");
+  }
+  assert.match((await openaiError("not-a-key")).message, /malformed Authorization header: use Authorization: Key/);
+  // The Anthropic SDK sends its key as x-api-key; the answer is in Anthropic's shape.
+  const anthropic = new Anthropic({ baseURL: `${base}/local/chat`, apiKey: "wrong:key", maxRetries: 0 });
+  const e = await anthropic.messages
+    .create({ model: "tiny", max_tokens: 4, messages: [{ role: "user", content: "hi" }] })
+    .catch((x: unknown) => x);
+  assert.ok(e instanceof Anthropic.AuthenticationError, String(e));
+  assert.deepEqual(e.error, { type: "error", error: { type: "authentication_error", message: "invalid API key" } });
+  const text = await gateway.metrics.registry.metrics();
+  assert.ok(sumMetric(text, "gantry_gateway_auth_failures_total", { reason: "unknown" }) >= 2);
+  assert.ok(sumMetric(text, "gantry_gateway_auth_failures_total", { reason: "wrong_secret" }) >= 1);
+  assert.ok(sumMetric(text, "gantry_gateway_auth_failures_total", { reason: "malformed" }) >= 1);
 });
 
 test("headers named in Connection are hop-by-hop too (RFC 9110 §7.6.1): the pod never sees them", async () => {

@@ -296,7 +296,7 @@ test("apps list, get, scale and logs on the org's apps, with JSON for scripts", 
   assert.equal(scaled.stdout, `${ns}/live scales between 1 and 3 replicas\n`);
   assert.equal((await readApp(c, ns, "live")).spec.scaling.maxReplicas, 3);
   const inverted = await gantryCli(["apps", "scale", "live", "--min", "4", "--org", ns]);
-  assert.equal(inverted.code, 1);
+  assert.equal(inverted.code, 2, "a usage error");
   assert.equal(inverted.stderr, "Error: --min 4 exceeds --max 3\n");
 
   const logs = await gantryOk(["apps", "logs", "live", "--tail", "50", "--org", ns]);

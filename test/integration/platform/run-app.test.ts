@@ -345,8 +345,8 @@ export const overrides = defineApp({ model: "hf.co/org/repo-GGUF", modelfile: "F
     assert.equal(r.stdout, "");
   }
   const badAuth = await runCli(["run", "bad.ts::chat", "--auth", "secret"], { bin: gantry.bin, cwd: work, env: env() });
-  assert.equal(badAuth.code, 1, "a usage error, as for every command");
-  assert.equal(badAuth.stderr, 'Error: --auth must be private, shared, public; not "secret"\n');
+  assert.equal(badAuth.code, 2, "a usage error, as for every command");
+  assert.equal(badAuth.stderr, 'Error: --auth must be one of private, shared, public (not "secret")\n');
 
   const taken = await startRun(["examples/chat.ts::chat", "--port", "0", "-o", "json"], REPO);
   const port = new URL((JSON.parse(taken.stdout().split("\n")[0]!) as { url: string }).url).port;

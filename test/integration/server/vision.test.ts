@@ -9,6 +9,7 @@ import { createHash } from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import Anthropic from "@anthropic-ai/sdk";
 import { Ollama } from "ollama";
 import OpenAI from "openai";
 import { imageTokens } from "../../support/gguf/vision.ts";
@@ -31,6 +32,7 @@ import { createModel, startTestServer, type TestServer } from "../../support/ser
 let srv: TestServer;
 let ollama: Ollama;
 let openai: OpenAI;
+let anthropic: Anthropic;
 let remote: http.Server;
 let hub: HubServer;
 let remoteUrl: string;
@@ -110,6 +112,7 @@ before(async () => {
   });
   ollama = new Ollama({ host: srv.url });
   openai = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: "placeholder" });
+  anthropic = new Anthropic({ baseURL: srv.url, apiKey: "placeholder", maxRetries: 0 });
   const pair = await visionPairPaths();
   // As `gantry create` with two FROM lines sends it: both files uploaded as blobs; the server tells the projector by
   // its GGUF architecture ("clip"), whatever the file is called.
@@ -327,12 +330,25 @@ describe("bad images answer 400 in each API's shape, and the server goes on", ()
     ],
   });
   const png = encodePng(patternImage(32, 32, 4));
+  const inputImage = (bytes: Buffer) => ({
+    type: "input_image" as const,
+    image_url: dataUrl(bytes),
+    detail: "auto" as const,
+  });
+  /** The message of an Anthropic error body, as the SDK holds it. */
+  const anthropicMessage = (e: InstanceType<typeof Anthropic.APIError>) =>
+    (e.error as { error: { message: string } }).error.message;
+  const textBlock = { type: "text" as const, text: "What is this?" };
+  const imageBlock = (bytes: Buffer) => ({
+    type: "image" as const,
+    source: { type: "base64" as const, media_type: "image/png" as const, data: bytes.toString("base64") },
+  });
   const cases: Array<[string, string, RegExp]> = [
     ["not an image", dataUrl(Buffer.from("hello, this is text")), /content\.1\.image_url: not an image/],
     [
       "a truncated image",
       dataUrl(png.subarray(0, png.length - 40)),
-      /invalid image in messages\.0\.images\.0: .*(truncated|corrupt)/i,
+      /invalid image in messages\.0\.content\.1\.image_url: .*(truncated|corrupt)/i,
     ],
     [
       "over the size limit",
@@ -358,6 +374,7 @@ describe("bad images answer 400 in each API's shape, and the server goes on", ()
       assert.equal(r.status, 400, JSON.stringify(r.body));
       assert.match(r.body.error.message, message);
       assert.equal(r.body.error.type, "invalid_request_error");
+      assert.equal(r.body.error.param, "messages.0.content.1.image_url");
     });
   }
 
@@ -378,17 +395,52 @@ describe("bad images answer 400 in each API's shape, and the server goes on", ()
     assert.match(r.body.error, /^invalid images\.0: not an image/);
   });
 
-  test("images to a model without a projector: 400 naming the model, in both shapes", async () => {
-    const r = await post("/v1/chat/completions", openaiImage(dataUrl(png), "tiny"));
-    assert.equal(r.status, 400);
-    assert.match(r.body.error.message, /model "tiny:latest" does not support images: it has no vision projector/);
-    const o = await post("/api/chat", {
-      model: "tiny",
-      stream: false,
-      messages: [{ role: "user", content: "hi", images: [png.toString("base64")] }],
-    });
-    assert.equal(o.status, 400);
-    assert.match(o.body.error, /model "tiny:latest" does not support images/);
+  test("images to a model without a projector: 400 naming the model and the caller's field, in each API's shape", async () => {
+    const refused = /model "tiny:latest" does not support images: it has no vision projector/;
+    const chat = await openai.chat.completions
+      .create({ model: "tiny", max_tokens: 4, messages: [imageMessage("What is this?", [dataUrl(png)])] })
+      .catch((e: unknown) => e);
+    assert.ok(chat instanceof OpenAI.BadRequestError, String(chat));
+    assert.match(chat.message, refused);
+    // The OpenAI APIs name the content part that holds the image, not Ollama's `messages.0.images`.
+    assert.equal(chat.param, "messages.0.content.1.image_url");
+    const input = [
+      { role: "user" as const, content: [{ type: "input_text" as const, text: "What is this?" }, inputImage(png)] },
+    ];
+    const resp = await openai.responses.create({ model: "tiny", input }).catch((e: unknown) => e);
+    assert.ok(resp instanceof OpenAI.BadRequestError, String(resp));
+    assert.match(resp.message, refused);
+    assert.equal(resp.param, "input.0.content.1.image_url");
+    const msg = await anthropic.messages
+      .create({ model: "tiny", max_tokens: 4, messages: [{ role: "user", content: [textBlock, imageBlock(png)] }] })
+      .catch((e: unknown) => e);
+    assert.ok(msg instanceof Anthropic.BadRequestError, String(msg));
+    assert.match(anthropicMessage(msg), refused);
+    const images = [png.toString("base64")];
+    await assert.rejects(
+      ollama.chat({ model: "tiny", messages: [{ role: "user", content: "hi", images }] }),
+      (e: Error & { status_code?: number }) => e.status_code === 400 && refused.test(e.message),
+    );
+  });
+
+  test("an image the engine cannot decode is named in the caller's field on /v1/responses and /v1/messages", async () => {
+    const truncated = png.subarray(0, png.length - 40);
+    const input = [
+      { role: "user" as const, content: [{ type: "input_text" as const, text: "hi" }, inputImage(truncated)] },
+    ];
+    const resp = await openai.responses.create({ model: "vis", input }).catch((e: unknown) => e);
+    assert.ok(resp instanceof OpenAI.BadRequestError, String(resp));
+    assert.match(resp.message, /invalid image in input\.0\.content\.1\.image_url: .*(truncated|corrupt)/i);
+    assert.equal(resp.param, "input.0.content.1.image_url");
+    const msg = await anthropic.messages
+      .create({
+        model: "vis",
+        max_tokens: 4,
+        messages: [{ role: "user", content: [textBlock, imageBlock(truncated)] }],
+      })
+      .catch((e: unknown) => e);
+    assert.ok(msg instanceof Anthropic.BadRequestError, String(msg));
+    assert.match(anthropicMessage(msg), /invalid image in messages\.0\.content\.1\.source: .*(truncated|corrupt)/i);
   });
 
   test("after all of them, the same image gets the same answer as before", async () => {

@@ -22,12 +22,20 @@ test("Authorization: Key or Bearer, scheme case-insensitive, key id and secret",
     `Basic ${ID}:${SECRET}`,
     `Key ${ID}`,
     `Key ${ID}:`,
-    `Key ${ID}:short`,
-    `Key ${ID.toUpperCase()}:${SECRET}`,
-    `Key ${ID}:${SECRET}x`,
+    `Key :${SECRET}`,
+    `Key ${ID}: ${SECRET}`,
     "Bearer sk-openai-style",
   ])
     assert.deepEqual(parseAuthorization(h), { ok: false, reason: "malformed" }, h);
+  // An id:secret pair that cannot be one of our keys is an invalid key, not a malformed header.
+  for (const h of [
+    "Key wrong:key",
+    `Key ${ID}:short`,
+    `Key ${ID.toUpperCase()}:${SECRET}`,
+    `Key ${ID}:${SECRET}x`,
+    `Bearer ${ID}:${SECRET}:${SECRET}`,
+  ])
+    assert.deepEqual(parseAuthorization(h), { ok: false, reason: "unknown" }, h);
 });
 
 const key = (org: string, scope: "api" | "admin" = "api"): KeyCheck => ({ ok: true, key: { id: ID, org, scope } });

@@ -95,7 +95,7 @@ test("keys create with a --name over 253 characters or with a line break is refu
     ["ci\nsecond line", /^Error: keys create: --name may not hold control characters/],
   ] as const) {
     const r = await keys(["create", "--org", "acme", "--name", name, "--kubeconfig", file]);
-    assert.equal(r.code, 1);
+    assert.equal(r.code, 2, "a usage error");
     assert.match(r.stderr, message);
   }
   api.off("request", count);

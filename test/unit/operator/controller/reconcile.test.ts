@@ -160,7 +160,11 @@ test("a new app at zero replicas: its volume, Deployment, Service and model cach
     ["False", "Pending"],
     "ready to be woken only once its model is in the volume",
   );
-  assert.ok(events(actions).includes("Normal Created"), events(actions).join(", "));
+  assert.deepEqual(
+    events(actions),
+    ["Normal Created"],
+    "its first state, Pending, is what Created says: no Event of its own",
+  );
 });
 
 test("the model cache Job: Pulling while it runs, then cached, Ready at zero, deleted", async () => {
@@ -260,6 +264,26 @@ test("at steady state (everything applied, status current) a reconcile writes no
   const { deps, actions } = fixture(app, live);
   assert.equal(await reconcile("acme/chat", deps), "success");
   assert.deepEqual(actions, []);
+});
+
+test("a Service made before Services were headless keeps its ClusterIP: no write, and none that would fail", async () => {
+  const first = fixture({ ...modelApp(), status: cachedStatus() });
+  await reconcile("acme/chat", first.deps);
+  const live = first.actions.flatMap((a) => (a.verb === "apply" ? [a.object] : []));
+  const service = live.find((o) => o.kind === "Service") as KubernetesObject & { spec: Record<string, unknown> };
+  assert.equal(service.spec.clusterIP, "None", "a new Service is headless");
+  service.spec = { ...service.spec, clusterIP: "10.96.0.10", ports: [{ ...(service.spec.ports as object[])[0] }] };
+  const app = { ...modelApp(), status: statuses(first.actions)[0] };
+  const steady = fixture(app, live);
+  assert.equal(await reconcile("acme/chat", steady.deps), "success");
+  assert.deepEqual(steady.actions, []);
+  // A change that must be applied leaves the allocated ClusterIP out of the apply.
+  service.spec = { ...service.spec, selector: { stale: "selector" } };
+  const changed = fixture(app, live);
+  assert.equal(await reconcile("acme/chat", changed.deps), "success");
+  const applied = changed.actions.flatMap((a) => (a.verb === "apply" && a.object.kind === "Service" ? [a.object] : []));
+  assert.equal(applied.length, 1);
+  assert.equal((applied[0] as KubernetesObject & { spec: Record<string, unknown> }).spec.clusterIP, undefined);
 });
 
 test("an invalid spec: no object applied, Ready=False InvalidSpec in the status and a Warning event", async () => {

@@ -122,3 +122,37 @@ test("shutDown resolves waiting workers with undefined and stops handing out key
   await sleep(50);
   assert.equal(q.length, 0, "pending timers were cancelled");
 });
+
+test("urgent keys are handed out before the others; a waiting key added as urgent moves ahead, once", async (t) => {
+  const q = queue(t);
+  for (const k of ["a", "b", "c"]) q.add(k);
+  q.add("new", true);
+  q.add("c", true);
+  q.add("c", true);
+  q.add("a"); // already waiting: stays where it is
+  assert.equal(q.length, 4);
+  const order = [];
+  for (let i = 0; i < 4; i++) order.push(await q.get());
+  assert.deepEqual(order, ["new", "c", "a", "b"]);
+  assert.equal(q.length, 0);
+  assert.equal(await within(q.get(), 50), PENDING, "c's entry left in the normal lane is not handed out again");
+});
+
+test("a key added as urgent while it is processed comes back urgent after done()", async (t) => {
+  const q = queue(t);
+  q.add("a");
+  assert.equal(await q.get(), "a");
+  q.add("b");
+  q.add("a");
+  q.add("a", true);
+  q.done("a");
+  assert.deepEqual([await q.get(), await q.get()], ["a", "b"]);
+});
+
+test("a rate-limited urgent key comes back urgent", async (t) => {
+  const q = queue(t);
+  q.add("b");
+  q.addRateLimited("a", true);
+  await sleep(30);
+  assert.deepEqual([await q.get(), await q.get()], ["a", "b"]);
+});

@@ -4,13 +4,14 @@ import { renderDeployment } from "../../../../operator/render/deployment.ts";
 import { renderService } from "../../../../operator/render/service.ts";
 import { config, resolved } from "../fixtures.ts";
 
-test("the Service is a ClusterIP named after the app, controlled by it", () => {
+test("the Service is headless (no ClusterIP: the gateway goes to the pods), named after the app, controlled by it", () => {
   const s = renderService(resolved(), config());
   assert.equal(s.apiVersion, "v1");
   assert.equal(s.kind, "Service");
   assert.equal(s.metadata.name, "chat");
   assert.equal(s.metadata.namespace, "acme");
   assert.equal(s.spec.type, "ClusterIP");
+  assert.equal(s.spec.clusterIP, "None");
   assert.deepEqual(
     s.metadata.ownerReferences.map((r) => [r.uid, r.controller]),
     [["u1", true]],
