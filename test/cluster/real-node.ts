@@ -9,6 +9,7 @@
 // never pulled (no registry): importImage takes an OCI archive (`podman save --format oci-archive`).
 import { execFile, spawnSync } from "node:child_process";
 import fs from "node:fs";
+import net from "node:net";
 import path from "node:path";
 import { promisify } from "node:util";
 import { ensureBinaries } from "./binaries.ts";
@@ -134,9 +135,22 @@ function createBridge(): void {
   const ip = (...args: string[]) => spawnSync("ip", args, { encoding: "utf8" });
   if (ip("link", "show", BRIDGE).status !== 0) ip("link", "add", BRIDGE, "type", "bridge");
   const addr = ip("addr", "add", `${REAL_NODE_GATEWAY}/24`, "dev", BRIDGE);
-  if (addr.status !== 0 && !addr.stderr.includes("exists")) throw new Error(`${BRIDGE}: ${addr.stderr}`);
+  if (addr.status !== 0 && !/exists|already assigned/.test(addr.stderr)) throw new Error(`${BRIDGE}: ${addr.stderr}`);
   ip("link", "set", BRIDGE, "up");
 }
+
+/** Whether something accepts TCP connections on host:port (a refused or unreachable address: no). */
+const listening = (host: string, port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const socket = net.connect({ host, port, timeout: 2_000 });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.once("connect", () => done(true));
+    socket.once("error", () => done(false));
+    socket.once("timeout", () => done(false));
+  });
 
 /** The pause image as an OCI archive: Kubernetes' pause binary alone, built with the container engine given. */
 async function pauseArchive(
@@ -175,6 +189,12 @@ export async function startRealNode(
     ).stdout.trim() === "True";
   const started = fs.existsSync(path.join(dir, "kubelet.json"));
   if (!started) {
+    // One real node per host: the bridge, its address and CoreDNS's port are the host's.
+    if (await listening(REAL_NODE_GATEWAY, 53))
+      throw new Error(
+        `another test cluster's real node runs on this host (CoreDNS answers on ${REAL_NODE_GATEWAY}:53): stop that ` +
+          "cluster first (npm run cluster:down in its checkout, with its GANTRY_TEST_CLUSTER_DIR)",
+      );
     fs.mkdirSync(path.join(dir, "cni"), { recursive: true });
     fs.writeFileSync(path.join(dir, "containerd.toml"), containerdConfig(dir, socket));
     fs.writeFileSync(path.join(dir, "cni", "10-gantry.conflist"), cniConfig(dir));
