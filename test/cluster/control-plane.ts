@@ -201,7 +201,14 @@ export async function startControlPlane(opts: StartOptions = {}): Promise<Contro
       `--cluster-signing-cert-file=${pki.caCrt}`,
       `--cluster-signing-key-file=${pki.caKey}`,
     ]);
-    startRecorded(dir, "kube-scheduler", bin("kube-scheduler"), [...kubeArgs, `--secure-port=${schedPort}`]);
+    startRecorded(dir, "kube-scheduler", bin("kube-scheduler"), [
+      ...kubeArgs,
+      `--secure-port=${schedPort}`,
+      // A pod found unschedulable on a claim the scheduler had not yet seen may miss the claim's events across an API
+      // server restart (fleet-faults.test.ts kills it mid-reconcile); the scheduler retries it only after this, 5 min
+      // by default, longer than a test waits.
+      "--pod-max-in-unschedulable-pods-duration=20s",
+    ]);
     await waitFor(
       "kube-controller-manager /healthz",
       () => httpsOk(`https://127.0.0.1:${kcmPort}/healthz`),

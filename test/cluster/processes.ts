@@ -49,6 +49,12 @@ export async function restartRecorded(dir: string, name: string, signal: NodeJS.
     args: string[];
     env?: NodeJS.ProcessEnv;
   };
+  // And the port it listens on is free again, whatever still held it: the new process must not fail to bind it.
+  for (const port of cmd.args.flatMap((a) => /^--(?:secure-)?port=(\d+)$/.exec(a)?.[1] ?? []).map(Number))
+    while (!(await canListen(port))) {
+      if (Date.now() > deadline) throw new Error(`${name}'s port ${port} still taken after ${signal}`);
+      await sleep(50);
+    }
   const others = readRecorded(dir).filter((p) => p.name !== name);
   fs.writeFileSync(pidsFile(dir), others.map((p) => `${p.pid} ${p.name}\n`).join(""));
   startRecorded(dir, name, cmd.bin, cmd.args, cmd.env);
@@ -66,11 +72,10 @@ export function readRecorded(dir: string): RecordedProcess[] {
     });
 }
 
-/** True when the pid is alive AND still the process we started: its command line names the cluster dir. */
-/** The process's state letter and start time (in clock ticks since boot), from /proc/<pid>/stat. */
-function procStat(pid: number): { state: string; start: string } | undefined {
+/** A process's (or with `tid`, one of its threads') state letter and start time (clock ticks since boot). */
+function procStat(pid: number, tid?: number): { state: string; start: string } | undefined {
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    const stat = fs.readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, "utf8");
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     return { state: fields[0] ?? "", start: fields[19] ?? "" };
   } catch {
@@ -80,12 +85,27 @@ function procStat(pid: number): { state: string; start: string } | undefined {
 
 const startTime = (pid: number): string | undefined => procStat(pid)?.start;
 
-/** Until the kernel has released everything of it (a zombie holds no sockets), and not a later process on that pid. */
+/**
+ * Until the kernel has released everything of it, and not a later process on that pid. A killed Go program's main
+ * thread turns zombie while its other threads are still exiting, and they hold its sockets: every thread must be gone
+ * or a zombie (the restarted API server failed "address already in use" when only the main thread was checked).
+ */
 function running(pid: number, started: string): boolean {
   const stat = procStat(pid);
-  return stat !== undefined && stat.start === started && stat.state !== "Z" && stat.state !== "X";
+  if (stat === undefined || stat.start !== started) return false;
+  let tids: number[];
+  try {
+    tids = fs.readdirSync(`/proc/${pid}/task`).map(Number);
+  } catch {
+    return false;
+  }
+  return tids.some((tid) => {
+    const t = procStat(pid, tid);
+    return t !== undefined && t.state !== "Z" && t.state !== "X";
+  });
 }
 
+/** True when the pid is alive AND still the process we started: its command line names the cluster dir. */
 export function isOurs(pid: number, dir: string): boolean {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");

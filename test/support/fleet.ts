@@ -75,7 +75,11 @@ const readyReplicas = (a: ModelApp): boolean =>
 /** A watch of the namespace's ModelApps: how many are reconciled (status of the current generation) and Ready. */
 export class FleetWatch {
   private readonly informer;
+  private readonly kc: KubeConfig;
+  private readonly namespace: string;
   constructor(kc: KubeConfig, namespace: string) {
+    this.kc = kc;
+    this.namespace = namespace;
     const custom = kc.makeApiClient(CustomObjectsApi);
     this.informer = makeInformer<ModelApp & KubernetesObject>(
       kc,
@@ -100,6 +104,44 @@ export class FleetWatch {
   }
 
   /**
+   * Up to `max` apps not Ready, each with its Ready condition, its Deployment's status and its pods' phases: what a
+   * timed-out wait says, so a failure names the layer that stalled (operator, controllers, scheduler or kwok).
+   */
+  async describeNotReady(max: number): Promise<string> {
+    const apps = (this.informer.list() as ModelApp[]).filter((a) => !readyReplicas(a)).slice(0, max);
+    if (apps.length === 0) return "every app in the watch's cache is Ready";
+    const appsApi = this.kc.makeApiClient(AppsV1Api),
+      core = this.kc.makeApiClient(CoreV1Api);
+    const [deployments, pods] = await Promise.all([
+      appsApi.listNamespacedDeployment({ namespace: this.namespace }),
+      core.listNamespacedPod({ namespace: this.namespace }),
+    ]).catch((err: unknown) => [undefined, String(err)] as const);
+    if (!deployments || typeof pods === "string") return `(could not list the namespace: ${String(pods)})`;
+    return apps
+      .map((a) => {
+        const name = a.metadata.name;
+        const ready = a.status?.conditions?.find((c) => c.type === "Ready");
+        const d = deployments.items.find((x) => x.metadata?.ownerReferences?.some((r) => r.uid === a.metadata.uid));
+        const ds = d?.status;
+        const its = pods.items.filter((p) => d && p.metadata?.name?.startsWith(`${d.metadata?.name}-`));
+        const podText = its.map(
+          (p) =>
+            `${p.metadata?.name} ${p.status?.phase} node=${p.spec?.nodeName ?? "-"} ready=${p.status?.conditions?.find((c) => c.type === "Ready")?.status ?? "-"}`,
+        );
+        return (
+          `  ${name} gen ${a.metadata.generation} observed ${a.status?.observedGeneration}: ` +
+          `Ready=${ready?.status} ${ready?.reason ?? ""} "${ready?.message ?? ""}"; ` +
+          (d
+            ? `Deployment ${d.metadata?.name} gen ${d.metadata?.generation} observed ${ds?.observedGeneration} ` +
+              `replicas ${ds?.replicas ?? 0} updated ${ds?.updatedReplicas ?? 0} ready ${ds?.readyReplicas ?? 0}; ` +
+              `pods: ${podText.join(", ") || "none"}`
+            : "no Deployment")
+        );
+      })
+      .join("\n");
+  }
+
+  /**
    * Resolves once `done(counts)` holds; rejects after timeoutMs with the counts at the cut. `progress` hears the
    * counts every progressMs, so a slow run is never silent.
    */
@@ -114,7 +156,7 @@ export class FleetWatch {
       const c = this.counts();
       if (done(c)) return;
       const line = `${what}: ${c.reconciled}/${c.apps} reconciled, ${c.ready} ready after ${((Date.now() - t0) / 1000).toFixed(0)} s`;
-      if (Date.now() - t0 > o.timeoutMs) throw new Error(`timed out: ${line}`);
+      if (Date.now() - t0 > o.timeoutMs) throw new Error(`timed out: ${line}\n${await this.describeNotReady(5)}`);
       if (o.progress && Date.now() - lastProgress >= (o.progressMs ?? 10_000)) {
         lastProgress = Date.now();
         o.progress(line);

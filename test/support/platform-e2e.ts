@@ -261,7 +261,18 @@ spec:
 
   await step("helm test passes: the gateway's health and the app through its Service", async () => {
     await kubectl(["create", "secret", "generic", TEST_KEY_SECRET, "-n", t.releaseNs, `--from-literal=key=${key}`]);
-    const out = await helm(["test", t.release, "-n", t.releaseNs, "--logs", "--timeout", "5m"]);
+    const out = await helm(["test", t.release, "-n", t.releaseNs, "--logs", "--timeout", "5m"]).catch(
+      async (err: unknown) => {
+        // What the test pod could not reach, in the failure: the release's pods, the gateway's endpoints, events.
+        const show = (args: string[]) => kubectl(["-n", t.releaseNs, ...args]).catch((e: unknown) => String(e));
+        const state = await Promise.all([
+          show(["get", "pods", "-o", "wide"]),
+          show(["get", "endpointslices", "-o", "wide"]),
+          show(["get", "events", "--sort-by=.lastTimestamp"]),
+        ]);
+        throw new Error(`${String(err)}\n${state.join("\n")}`, { cause: err });
+      },
+    );
     assert.match(out, /Phase:\s+Succeeded/);
     assert.match(out, /GET \/readyz: 200/);
     assert.match(out, new RegExp(`GET /${t.org}/${APP}/v1/models: 200`));

@@ -1,5 +1,10 @@
-// Drives an interactive program in a real pseudo-terminal through tmux (send-keys, capture-pane).
+// Drives an interactive program in a real pseudo-terminal through tmux (send-keys, capture-pane). Each session has a
+// tmux server of its own (-L): a new session started while the last one's server is exiting fails "server exited
+// unexpectedly" (seen when one test's session ended just before the next began).
 import { execFileSync } from "node:child_process";
+
+const tmux = (name: string, args: string[], opts: { encoding?: "utf8"; stdio?: "ignore" } = {}) =>
+  execFileSync("tmux", ["-L", `gantry-${name}`, ...args], opts);
 
 export class TmuxSession {
   readonly name: string;
@@ -10,23 +15,25 @@ export class TmuxSession {
 
   /** Starts `command` (a shell command line) in a detached 200x50 session. */
   static start(name: string, command: string): TmuxSession {
-    execFileSync("tmux", ["new-session", "-d", "-s", name, "-x", "200", "-y", "50", command]);
+    tmux(name, ["new-session", "-d", "-s", name, "-x", "200", "-y", "50", command]);
     return new TmuxSession(name);
   }
 
   /** Types text literally, then presses Enter unless told not to. */
   type(text: string, enter = true): void {
-    execFileSync("tmux", ["send-keys", "-t", this.name, "-l", text]);
+    tmux(this.name, ["send-keys", "-t", this.name, "-l", text]);
     if (enter) this.key("Enter");
   }
 
   key(key: string): void {
-    execFileSync("tmux", ["send-keys", "-t", this.name, key]);
+    tmux(this.name, ["send-keys", "-t", this.name, key]);
   }
 
   /** Everything on the screen and in the scrollback, wrapped lines joined. */
   screen(): string {
-    return execFileSync("tmux", ["capture-pane", "-p", "-J", "-t", this.name, "-S", "-5000"], { encoding: "utf8" });
+    return tmux(this.name, ["capture-pane", "-p", "-J", "-t", this.name, "-S", "-5000"], {
+      encoding: "utf8",
+    }) as string;
   }
 
   /** Waits until `check(screen)` holds; fails with the screen after `timeoutMs`. */
@@ -42,7 +49,7 @@ export class TmuxSession {
 
   kill(): void {
     try {
-      execFileSync("tmux", ["kill-session", "-t", this.name], { stdio: "ignore" });
+      tmux(this.name, ["kill-server"], { stdio: "ignore" });
     } catch {
       /* already gone */
     }
