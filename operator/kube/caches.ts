@@ -13,7 +13,7 @@ import type {
   V1Service,
 } from "@kubernetes/client-node";
 import { AppsV1Api, BatchV1Api, CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
-import { KubeWatch, resourcePath } from "../../server/common/kube-watch.ts";
+import { KubeWatch, resourcePath, type ListPage } from "../../server/common/kube-watch.ts";
 import type { Logger } from "../../server/common/logger.ts";
 import { GROUP, PLURAL, VERSION, type ModelApp } from "../api/v1alpha1/modelapp.ts";
 import { APP_LABEL, MANAGED_SELECTOR as MANAGED } from "../api/v1alpha1/labels.ts";
@@ -61,7 +61,7 @@ export class ClusterCaches {
     const watch = (
       kind: CacheName,
       p: string,
-      list: () => Promise<unknown>,
+      list: (page: ListPage) => Promise<unknown>,
       selector?: string,
       trim?: (obj: KubernetesObject) => void,
     ): void => {
@@ -77,60 +77,60 @@ export class ClusterCaches {
         }),
       });
     };
-    watch("apps", path(`/apis/${GROUP}/${VERSION}`, PLURAL), () =>
+    watch("apps", path(`/apis/${GROUP}/${VERSION}`, PLURAL), (page) =>
       ns
-        ? custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: PLURAL })
-        : custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL }),
+        ? custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: PLURAL, ...page })
+        : custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, ...page }),
     );
     watch(
       "deployments",
       path("/apis/apps/v1", "deployments"),
-      () =>
+      (page) =>
         ns
-          ? apps.listNamespacedDeployment({ namespace: ns, labelSelector: MANAGED })
-          : apps.listDeploymentForAllNamespaces({ labelSelector: MANAGED }),
+          ? apps.listNamespacedDeployment({ namespace: ns, labelSelector: MANAGED, ...page })
+          : apps.listDeploymentForAllNamespaces({ labelSelector: MANAGED, ...page }),
       MANAGED,
     );
     watch(
       "services",
       path("/api/v1", "services"),
-      () =>
+      (page) =>
         ns
-          ? core.listNamespacedService({ namespace: ns, labelSelector: MANAGED })
-          : core.listServiceForAllNamespaces({ labelSelector: MANAGED }),
+          ? core.listNamespacedService({ namespace: ns, labelSelector: MANAGED, ...page })
+          : core.listServiceForAllNamespaces({ labelSelector: MANAGED, ...page }),
       MANAGED,
     );
     watch(
       "configMaps",
       path("/api/v1", "configmaps"),
-      () =>
+      (page) =>
         ns
-          ? core.listNamespacedConfigMap({ namespace: ns, labelSelector: MANAGED })
-          : core.listConfigMapForAllNamespaces({ labelSelector: MANAGED }),
+          ? core.listNamespacedConfigMap({ namespace: ns, labelSelector: MANAGED, ...page })
+          : core.listConfigMapForAllNamespaces({ labelSelector: MANAGED, ...page }),
       MANAGED,
     );
-    watch("claims", path("/api/v1", "persistentvolumeclaims"), () =>
+    watch("claims", path("/api/v1", "persistentvolumeclaims"), (page) =>
       ns
-        ? core.listNamespacedPersistentVolumeClaim({ namespace: ns })
-        : core.listPersistentVolumeClaimForAllNamespaces(),
+        ? core.listNamespacedPersistentVolumeClaim({ namespace: ns, ...page })
+        : core.listPersistentVolumeClaimForAllNamespaces(page),
     );
     watch(
       "pods",
       path("/api/v1", "pods"),
-      () =>
+      (page) =>
         ns
-          ? core.listNamespacedPod({ namespace: ns, labelSelector: APP_LABEL })
-          : core.listPodForAllNamespaces({ labelSelector: APP_LABEL }),
+          ? core.listNamespacedPod({ namespace: ns, labelSelector: APP_LABEL, ...page })
+          : core.listPodForAllNamespaces({ labelSelector: APP_LABEL, ...page }),
       APP_LABEL,
       trimPod,
     );
     watch(
       "jobs",
       path("/apis/batch/v1", "jobs"),
-      () =>
+      (page) =>
         ns
-          ? batch.listNamespacedJob({ namespace: ns, labelSelector: MANAGED })
-          : batch.listJobForAllNamespaces({ labelSelector: MANAGED }),
+          ? batch.listNamespacedJob({ namespace: ns, labelSelector: MANAGED, ...page })
+          : batch.listJobForAllNamespaces({ labelSelector: MANAGED, ...page }),
       MANAGED,
     );
     this.caches = Object.fromEntries(this.watched.map((w) => [w.kind, w.watch.informer])) as unknown as Caches;

@@ -21,6 +21,20 @@ const MAX_BACKOFF_MS = 2_000;
 /** Failures in a row logged as warnings; later ones at debug, with a warning every this many. */
 const WARN_FAILURES = 3;
 
+/**
+ * Objects per page of a watch's list, as client-go's reflector pages. A fresh operator lists 2,000 apps' pods,
+ * Deployments and Services at once: whole, each list's JSON, its parsed objects and their typed copies are alive
+ * together before any is trimmed, and V8 keeps the old space it grew to (docs/decisions/0017). A page is trimmed
+ * before the next is asked for.
+ */
+export const LIST_PAGE_SIZE = 500;
+
+/** One page of a list: the list call passes these on (`limit`, `_continue`: client-node's names for them). */
+export interface ListPage {
+  limit: number;
+  _continue?: string;
+}
+
 export type WatchEvent = "add" | "update" | "delete";
 
 export class KubeWatch<T extends KubernetesObject> {
@@ -42,11 +56,14 @@ export class KubeWatch<T extends KubernetesObject> {
     o: {
       name: string;
       path: string;
-      list: () => Promise<unknown>;
+      /** Lists one page; a list that ignores `page` returns everything at once (no continue token). */
+      list: (page: ListPage) => Promise<unknown>;
       labelSelector?: string;
       logger: Logger;
       /** Drops more of each object before it is cached (fields no reader of this cache reads). */
       trim?: (obj: T) => void;
+      /** Objects per list page (default LIST_PAGE_SIZE). */
+      pageSize?: number;
     },
   ) {
     this.name = o.name;
@@ -55,23 +72,23 @@ export class KubeWatch<T extends KubernetesObject> {
     this.listed = new Promise<void>((r) => {
       listed = r;
     });
-    const listFn = async () => {
-      const l = await o.list();
-      this.synced = true;
-      this.lastError = undefined;
-      listed();
-      this.backoffMs = MIN_BACKOFF_MS; // healthy again: the next failure retries quickly
-      if (this.failures > 0) this.logger.info({ kind: this.name, failures: this.failures }, "watch recovered");
-      this.failures = 0;
-      return l as KubernetesListObject<T>;
-    };
-    this.informer = makeInformer<T>(kc, o.path, listFn, o.labelSelector);
     // The cache keeps the very objects its handlers get: dropping managedFields (server-side apply's bookkeeping, read
     // by no one here) saves memory on every cached object, as client-go informers' transforms do.
     const strip = (obj: T) => {
       if (obj.metadata) delete obj.metadata.managedFields;
       o.trim?.(obj);
     };
+    const listFn = async () => {
+      const l = await listPaged<T>(o.list, strip, o.pageSize ?? LIST_PAGE_SIZE);
+      this.synced = true;
+      this.lastError = undefined;
+      listed();
+      this.backoffMs = MIN_BACKOFF_MS; // healthy again: the next failure retries quickly
+      if (this.failures > 0) this.logger.info({ kind: this.name, failures: this.failures }, "watch recovered");
+      this.failures = 0;
+      return l;
+    };
+    this.informer = makeInformer<T>(kc, o.path, listFn, o.labelSelector);
     this.informer.on("add", strip);
     this.informer.on("update", strip);
   }
@@ -107,6 +124,31 @@ export class KubeWatch<T extends KubernetesObject> {
   async stop(): Promise<void> {
     this.stopped = true;
     await this.informer.stop();
+  }
+}
+
+/**
+ * A whole list, page by page, each page's objects trimmed as it arrives. The pages are one snapshot (the API server
+ * serves a continue token from the first page's resourceVersion), so the last page's resourceVersion starts the watch;
+ * a token that expired fails the list (410) and the watch lists again from the start.
+ */
+export async function listPaged<T extends KubernetesObject>(
+  list: (page: ListPage) => Promise<unknown>,
+  trim: (obj: T) => void,
+  pageSize: number,
+): Promise<KubernetesListObject<T>> {
+  const items: T[] = [];
+  let _continue: string | undefined;
+  for (;;) {
+    const page = (await list({ limit: pageSize, ...(_continue ? { _continue } : {}) })) as KubernetesListObject<T>;
+    for (const obj of page.items ?? []) {
+      trim(obj);
+      items.push(obj);
+    }
+    // Typed lists carry the token as `_continue`; custom objects' plain JSON as `continue`.
+    const meta = page.metadata as { _continue?: string; continue?: string } | undefined;
+    _continue = meta?._continue || meta?.continue || undefined;
+    if (!_continue) return { ...page, items };
   }
 }
 

@@ -11,8 +11,10 @@
 // GANTRY_BENCH_FLEET_EXTRA_ROWS=0 leaves out the restart, handover and gateway rows (one size per run on a busy host);
 // GANTRY_BENCH_CPU_PROF=<dir> writes the operator's CPU profiles there (node --cpu-prof);
 // GANTRY_BENCH_OPERATOR_WORKERS sets the operator's `workers` (default: the operator's own).
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
+import path from "node:path";
 import { startControlPlane, type ControlPlane } from "../cluster/control-plane.ts";
 import { readRecorded } from "../cluster/processes.ts";
 import { createTestNamespace, kubeConfigFor } from "../cluster/test-cluster.ts";
@@ -41,6 +43,37 @@ export interface OperatorBenchRow {
   /** CPU seconds by process from the first create until all were reconciled: where the 2 cores went. */
   cpu?: string;
   problems: string[];
+}
+
+/**
+ * The API server's slowest kinds of request so far, by total time ("APPLY services 2000 × 441 ms, …"): a kind the API
+ * server serves one at a time shows here first (ClusterIP allocation did: docs/decisions/0017).
+ */
+function slowestRequests(cp: ControlPlane, top = 4): string {
+  let text: string;
+  try {
+    text = execFileSync(path.join(cp.binDir, "kubectl"), ["--kubeconfig", cp.kubeconfig, "get", "--raw", "/metrics"], {
+      encoding: "utf8",
+      maxBuffer: 256 * 2 ** 20, // a few MB at 2,000 apps
+    });
+  } catch (err) {
+    return `unknown (${String(err).split("\n")[0]})`;
+  }
+  const rows = new Map<string, { sum: number; count: number }>();
+  for (const m of text.matchAll(/^apiserver_request_duration_seconds_(sum|count)\{([^}]*)\} (\S+)$/gm)) {
+    const label = (k: string) => new RegExp(`(?:^|,)${k}="([^"]*)"`).exec(m[2]!)?.[1] ?? "";
+    if (label("verb") === "WATCH") continue;
+    const sub = label("subresource");
+    const key = `${label("verb")} ${label("resource")}${sub ? `/${sub}` : ""}`;
+    const row = rows.get(key) ?? { sum: 0, count: 0 };
+    row[m[1] as "sum" | "count"] += Number(m[3]);
+    rows.set(key, row);
+  }
+  return [...rows]
+    .sort((a, b) => b[1].sum - a[1].sum)
+    .slice(0, top)
+    .map(([k, r]) => `${k} ${r.count} × ${((r.sum / Math.max(1, r.count)) * 1000).toFixed(0)} ms`)
+    .join(", ");
 }
 
 /** CPU milliseconds so far of the control plane's processes, the operator and this bench, by name. */
@@ -271,7 +304,7 @@ export async function benchFleet(
     log(
       `${n} apps reconciled in ${seconds.toFixed(1)} s from the first create, ` +
         `${(seconds - created).toFixed(1)} s after the last; CPU seconds meanwhile: ${cpu}; ` +
-        "waiting for their pods to be Ready",
+        `the API server's slowest requests: ${slowestRequests(cp)}; waiting for their pods to be Ready`,
     );
     await watch.until(`${n} apps Ready`, (c) => c.ready === n, { timeoutMs: o.timeoutMs, progress });
     const settled = await settle(op, o.timeoutMs);

@@ -116,19 +116,25 @@ export class KubeApps implements AppSource {
     this.apps = new KubeWatch<KubernetesObject>(kc, {
       name: "modelapps",
       path: resourcePath(`/apis/${GROUP}/${VERSION}`, PLURAL, ns),
-      list: () =>
+      list: (page) =>
         ns
-          ? custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: PLURAL })
-          : custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL }),
+          ? custom.listNamespacedCustomObject({
+              group: GROUP,
+              version: VERSION,
+              namespace: ns,
+              plural: PLURAL,
+              ...page,
+            })
+          : custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, ...page }),
       logger: o.logger,
     });
     this.slices = new KubeWatch<V1EndpointSlice>(kc, {
       name: "endpointslices",
       path: resourcePath("/apis/discovery.k8s.io/v1", "endpointslices", ns),
-      list: () =>
+      list: (page) =>
         ns
-          ? discovery.listNamespacedEndpointSlice({ namespace: ns, labelSelector: MANAGED_SELECTOR })
-          : discovery.listEndpointSliceForAllNamespaces({ labelSelector: MANAGED_SELECTOR }),
+          ? discovery.listNamespacedEndpointSlice({ namespace: ns, labelSelector: MANAGED_SELECTOR, ...page })
+          : discovery.listEndpointSliceForAllNamespaces({ labelSelector: MANAGED_SELECTOR, ...page }),
       labelSelector: MANAGED_SELECTOR,
       logger: o.logger,
     });

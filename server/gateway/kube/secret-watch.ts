@@ -12,10 +12,10 @@ export function labelledSecrets(
   return new KubeWatch<V1Secret>(kc, {
     name: o.name,
     path: resourcePath("/api/v1", "secrets", ns),
-    list: () =>
+    list: (page) =>
       ns
-        ? core.listNamespacedSecret({ namespace: ns, labelSelector: o.label })
-        : core.listSecretForAllNamespaces({ labelSelector: o.label }),
+        ? core.listNamespacedSecret({ namespace: ns, labelSelector: o.label, ...page })
+        : core.listSecretForAllNamespaces({ labelSelector: o.label, ...page }),
     labelSelector: o.label,
     logger: o.logger,
   });

@@ -78,10 +78,10 @@ export class KubeUsage implements UsageStore {
     this.watch = new KubeWatch<V1ConfigMap>(kc, {
       name: "usage configmaps",
       path: resourcePath("/api/v1", "configmaps", ns),
-      list: () =>
+      list: (page) =>
         ns
-          ? this.core.listNamespacedConfigMap({ namespace: ns, labelSelector: USAGE_LABEL })
-          : this.core.listConfigMapForAllNamespaces({ labelSelector: USAGE_LABEL }),
+          ? this.core.listNamespacedConfigMap({ namespace: ns, labelSelector: USAGE_LABEL, ...page })
+          : this.core.listConfigMapForAllNamespaces({ labelSelector: USAGE_LABEL, ...page }),
       labelSelector: USAGE_LABEL,
       logger: o.logger,
     });

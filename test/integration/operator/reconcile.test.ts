@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { AppsV1Api, CoreV1Api, type V1Pod } from "@kubernetes/client-node";
+import { renderService } from "../../../operator/render/service.ts";
 import { createTestNamespace } from "../../cluster/test-cluster.ts";
 import {
   kubectl,
@@ -122,6 +123,7 @@ test("a GPU ModelApp becomes a model volume, a Deployment and a Service; its pod
 
   const svc = await core.readNamespacedService({ name: "chat", namespace: ns });
   assert.deepEqual(svc.spec?.selector, deployment.spec?.selector?.matchLabels);
+  assert.equal(svc.spec?.clusterIP, "None", "headless: the gateway goes to the pods");
 
   const nodes = (await podsOf("chat")).map((p) => p.spec?.nodeName ?? "");
   assert.equal(nodes.length, 2);
@@ -313,6 +315,36 @@ test("an object with the app's name that the operator does not own is never adop
   const svc = await core.readNamespacedService({ name: "taken", namespace: ns });
   assert.deepEqual(svc.spec?.selector, { app: "mine" }, "the user's Service is untouched");
   assert.equal(svc.metadata?.ownerReferences, undefined);
+});
+
+test("a Service an earlier version made with a ClusterIP keeps it; new ones are headless", async () => {
+  // An invalid spec first, so the operator makes nothing; then the Service as an earlier version rendered it (a
+  // ClusterIP, owned by the app); then a valid spec. An apply of the headless Service over it would fail (immutable).
+  await createApp(
+    c,
+    modelApp(ns, "legacy", { model: MODEL, resources: { profile: "no-such-profile" }, scaling: { minReplicas: 1 } }),
+  );
+  const app = await waitForCondition(c, ns, "legacy", "Ready", "False", "InvalidSpec");
+  const rendered = renderService(
+    { name: "legacy", namespace: ns, uid: app.metadata.uid! } as Parameters<typeof renderService>[0],
+    { serverPort: 11434 },
+  );
+  const { clusterIP: _none, ...spec } = rendered.spec;
+  const earlier = await core.createNamespacedService({ namespace: ns, body: { ...rendered, spec } });
+  assert.match(earlier.spec?.clusterIP ?? "", /^\d+\.\d+\.\d+\.\d+$/);
+  kubectl(c.cp, [
+    "patch",
+    "modelapp",
+    "legacy",
+    "-n",
+    ns,
+    "--type=json",
+    "-p",
+    '[{"op":"remove","path":"/spec/resources"}]',
+  ]);
+  await waitForCondition(c, ns, "legacy", "Ready", "True", "Serving");
+  const svc = await core.readNamespacedService({ name: "legacy", namespace: ns });
+  assert.equal(svc.spec?.clusterIP, earlier.spec?.clusterIP, "kept");
 });
 
 test("deleting an app garbage-collects its objects but keeps a model volume another app still uses", async () => {
