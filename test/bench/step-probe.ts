@@ -1,6 +1,7 @@
 // Loaded into the `gantry serve` that `npm run bench step` measures (node --import): counts the JS thread's CPU time
-// and wall time inside the slot loop's decode calls (an inline decode runs on this thread and is a compute thread of
-// the step), its CPU time inside the samplers' calls (plain sampling runs on this thread), and its CPU time in all.
+// inside the slot loop's decode calls (an inline decode runs on this thread and is a compute thread of the step) and
+// the wall time while a decode is in flight (inline, or on a worker until its result is back), its CPU time inside the
+// samplers' calls (plain sampling runs on this thread), and its CPU time in all.
 // SIGUSR2 starts a measured window, a second SIGUSR2 ends it and writes the figures as JSON to GANTRY_STEP_PROBE_OUT.
 // Benchmarks only: it wraps methods of the engine's classes from outside.
 import fs from "node:fs";
@@ -11,6 +12,7 @@ export interface ProbeWindow {
   /** The JS thread's CPU time over the window, and the part of it inside decode calls, µs. */
   threadCpuUs: number;
   decodeCpuUs: number;
+  /** Wall time with a decode in flight (from the call until its result is back), µs. */
   decodeWallUs: number;
   /** CPU time inside TokenSampler.sample (its synchronous part: all of an inline sampling call), and the calls. */
   sampleCpuUs: number;
@@ -40,7 +42,11 @@ proto.decode = function (this: SlotLoop, tokens: number): Promise<void> {
   // The synchronous part: all of an inline decode, the hand-off of a worker's.
   const done = decode.call(this, tokens);
   decodeCpuUs += cpuUs() - c0;
-  decodeWallUs += nowUs() - w0;
+  // A worker's decode is in flight until its result is back (with the step pipeline the JS thread works meanwhile).
+  const back = () => {
+    decodeWallUs += nowUs() - w0;
+  };
+  done.then(back, back);
   return done;
 };
 
