@@ -160,7 +160,7 @@ export const ServerConfigSchema = z.object({
     .enum(STEP_PIPELINE_SETTINGS)
     .default("auto")
     .describe(
-      "Pipelined decode steps: each stream's next token decodes on a worker thread while the server streams the last one (auto = on where the model's layers are on a GPU; on the CPU, where every core computes, generation steps decode on the request thread instead); on = always (to measure it on a CPU); off = never",
+      "Pipelined decode steps: each stream's next token decodes on a worker thread while the server streams the last one (auto = on where all of a model's layers are on a GPU; where the CPU computes, on every core, generation steps decode on the request thread instead); on = always (to measure it on a CPU); off = never",
     ),
   GANTRY_GPU: z
     .enum(GPU_SETTINGS)

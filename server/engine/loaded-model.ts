@@ -179,7 +179,7 @@ export class LoadedModel {
         maxQueue: o.maxQueue,
         turns: decodeTurnsFor(o.llama),
         inline: INLINE_DECODE,
-        pipeline: pipelinesSteps(o.stepPipeline ?? "auto", model.gpuLayers),
+        pipeline: pipelinesSteps(o.stepPipeline ?? "auto", model.gpuLayers, model.fileInsights.totalLayers),
         onPipeline: (event) => o.metrics.onPipeline?.(name, event),
         moveSlots: o.moveSlots ?? true,
         onPoolChange: (busy, queued) => {

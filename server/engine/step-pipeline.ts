@@ -10,17 +10,17 @@
 // past its token budget or context, no draft, not while its client holds text).
 import type { Token } from "node-llama-cpp";
 
-/** GANTRY_STEP_PIPELINE: auto = on where the model's layers are on a GPU; on = always (a CPU measurement); off. */
+/** GANTRY_STEP_PIPELINE: auto = on where all the model's layers are on a GPU; on = always (a CPU measurement); off. */
 export const STEP_PIPELINE_SETTINGS = ["auto", "on", "off"] as const;
 export type StepPipelineSetting = (typeof STEP_PIPELINE_SETTINGS)[number];
 
 /**
- * Whether a model's steps are pipelined. On a GPU the decode computes there and the JS thread is free meanwhile; on the
- * CPU every core computes, and JS work overlapping a decode preempts a compute thread (inline decode is faster there:
- * docs/engine.md). Pure.
+ * Whether a model's steps are pipelined. With every layer on a GPU the decode computes there and the JS thread is free
+ * meanwhile; where the CPU computes (all layers or some), every core does, and JS work overlapping a decode preempts a
+ * compute thread (inline decode is faster there: docs/engine.md). Pure.
  */
-export const pipelinesSteps = (setting: StepPipelineSetting, gpuLayers: number): boolean =>
-  setting === "on" || (setting === "auto" && gpuLayers > 0);
+export const pipelinesSteps = (setting: StepPipelineSetting, gpuLayers: number, totalLayers: number): boolean =>
+  setting === "on" || (setting === "auto" && totalLayers > 0 && gpuLayers >= totalLayers);
 
 /** Whether the token just sampled for a slot may be decoded before its generation loop has it. */
 export type ContinueFn = (token: Token) => boolean;

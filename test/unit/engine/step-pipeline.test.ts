@@ -21,11 +21,12 @@ function counted() {
   return { calls, sample: () => (calls.n++, Promise.resolve(7)) };
 }
 
-test("policy: pipelined on a GPU (auto) or when asked (on), never with off or on the CPU under auto", () => {
-  assert.equal(pipelinesSteps("auto", 33), true);
-  assert.equal(pipelinesSteps("auto", 0), false);
-  assert.equal(pipelinesSteps("on", 0), true);
-  assert.equal(pipelinesSteps("off", 33), false);
+test("policy: pipelined with every layer on a GPU (auto) or when asked (on); not with off, nor where the CPU computes", () => {
+  assert.equal(pipelinesSteps("auto", 33, 33), true);
+  assert.equal(pipelinesSteps("auto", 20, 33), false, "a partial offload computes on every core too");
+  assert.equal(pipelinesSteps("auto", 0, 33), false);
+  assert.equal(pipelinesSteps("on", 0, 33), true);
+  assert.equal(pipelinesSteps("off", 33, 33), false);
 });
 
 test("the next decode starts before the sampled token is handed over; evaluating that token takes its result", async () => {
