@@ -1,4 +1,4 @@
-// The step pipeline (docs/decisions/0021): where decodes run on a worker thread while the JS thread is free (a GPU
+// The step pipeline (docs/decisions/0022): where decodes run on a worker thread while the JS thread is free (a GPU
 // runtime), the slot loop queues a generating slot's next decode with the token just sampled for it before its
 // generation loop has that token (a continuation), and starts that step before handing the tokens over: the loops' JS
 // work for a token (detokenizing, stop strings, parsing, streaming) then overlaps the next decode instead of the

@@ -189,7 +189,7 @@ if (run("step-pipeline")) {
           pipeline,
           onRow: (r) =>
             console.log(
-              `step-pipeline ${pipeline} ${streams}: host wall ${r.hostWallUsPerStep.toFixed(0)} µs/step, decode ${r.decodeMsPerStep.toFixed(2)} ms/step, ${r.steps} steps (${r.pipelinedSteps} pipelined)`,
+              `step-pipeline ${pipeline} ${streams}: host wall ${r.hostWallUsPerStep.toFixed(0)} µs/step (${r.gapWallUsPerStep.toFixed(0)} between decodes), decode ${r.decodeMsPerStep.toFixed(2)} ms/step, ${r.steps} steps (${r.pipelinedSteps} pipelined)`,
             ),
         })),
       );

@@ -14,6 +14,9 @@ export interface ProbeWindow {
   decodeCpuUs: number;
   /** Wall time with a decode in flight (from the call until its result is back), µs. */
   decodeWallUs: number;
+  /** Wall time from a decode's result to the next decode's call (no decode in flight between two), µs, and the gaps. */
+  gapWallUs: number;
+  gaps: number;
   /** CPU time inside TokenSampler.sample (its synchronous part: all of an inline sampling call), and the calls. */
   sampleCpuUs: number;
   samples: number;
@@ -35,16 +38,24 @@ const proto = SlotLoop.prototype as unknown as { decode?: (tokens: number) => Pr
 const decode = proto.decode;
 if (typeof decode !== "function") throw new Error("step-probe: SlotLoop has no decode method to measure");
 let decodeCpuUs = 0,
-  decodeWallUs = 0;
+  decodeWallUs = 0,
+  gapWallUs = 0,
+  gaps = 0;
+let lastBack: number | undefined;
 proto.decode = function (this: SlotLoop, tokens: number): Promise<void> {
   const c0 = cpuUs(),
     w0 = nowUs();
+  if (lastBack !== undefined) {
+    gapWallUs += w0 - lastBack;
+    gaps++;
+  }
   // The synchronous part: all of an inline decode, the hand-off of a worker's.
   const done = decode.call(this, tokens);
   decodeCpuUs += cpuUs() - c0;
   // A worker's decode is in flight until its result is back (with the step pipeline the JS thread works meanwhile).
   const back = () => {
-    decodeWallUs += nowUs() - w0;
+    lastBack = nowUs();
+    decodeWallUs += lastBack - w0;
   };
   done.then(back, back);
   return done;
@@ -64,14 +75,28 @@ sampler.sample = function (this: TokenSampler, ...args: unknown[]): Promise<numb
 };
 
 let start:
-  { cpu: number; wall: number; decodeCpu: number; decodeWall: number; sampleCpu: number; samples: number } | undefined;
+  | {
+      cpu: number;
+      wall: number;
+      decodeCpu: number;
+      decodeWall: number;
+      gapWall: number;
+      gaps: number;
+      sampleCpu: number;
+      samples: number;
+    }
+  | undefined;
 process.on("SIGUSR2", () => {
   if (!start) {
+    // Gaps within the window only: not the one since the warm-up's last decode.
+    lastBack = undefined;
     start = {
       cpu: cpuUs(),
       wall: nowUs(),
       decodeCpu: decodeCpuUs,
       decodeWall: decodeWallUs,
+      gapWall: gapWallUs,
+      gaps,
       sampleCpu: sampleCpuUs,
       samples,
     };
@@ -82,6 +107,8 @@ process.on("SIGUSR2", () => {
     threadCpuUs: cpuUs() - start.cpu,
     decodeCpuUs: decodeCpuUs - start.decodeCpu,
     decodeWallUs: decodeWallUs - start.decodeWall,
+    gapWallUs: gapWallUs - start.gapWall,
+    gaps: gaps - start.gaps,
     sampleCpuUs: sampleCpuUs - start.sampleCpu,
     samples: samples - start.samples,
     wallUs: to - start.wall,

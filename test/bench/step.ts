@@ -128,6 +128,8 @@ export interface StepRow {
   decodeMsPerStep: number;
   /** Wall time per step with no decode in flight (what a GPU would wait), µs. */
   hostWallUsPerStep: number;
+  /** The same between one decode's result and the next decode's call only (no arrivals or endings), µs per gap. */
+  gapWallUsPerStep: number;
   /** The JS thread's CPU time per step outside the decode calls, µs, and per sequence per step. */
   hostCpuUsPerStep: number;
   hostCpuUsPerSeqStep: number;
@@ -245,6 +247,7 @@ export async function benchStep(o: {
       wallMs: w.wallUs / 1000,
       decodeMsPerStep: w.decodeWallUs / 1000 / steps,
       hostWallUsPerStep: (w.wallUs - w.decodeWallUs) / steps,
+      gapWallUsPerStep: w.gapWallUs / Math.max(1, w.gaps),
       hostCpuUsPerStep,
       hostCpuUsPerSeqStep: hostCpuUsPerStep / n,
       parts: new Map([
@@ -279,6 +282,7 @@ export function stepPipelineTable(rows: StepRow[], o: { tokens: number; threads:
       "decode ms/step (in flight)",
       "host wall µs/step",
       "JS CPU µs/step",
+      "between decodes µs",
       "sampling µs/step",
     ],
     rows: rows.map((r) => [
@@ -287,6 +291,7 @@ export function stepPipelineTable(rows: StepRow[], o: { tokens: number; threads:
       String(r.steps),
       String(r.pipelinedSteps),
       ...stepFigures(r),
+      r.gapWallUsPerStep.toFixed(0),
       (r.parts.get("sampling")! * r.streams).toFixed(0),
     ]),
   };
