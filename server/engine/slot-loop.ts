@@ -11,6 +11,7 @@ import type { Token } from "node-llama-cpp";
 import { DecodeTurns } from "./decode-turns.ts";
 import type { NativeContext, NativeSampler, RowLogits } from "./native/port.ts";
 import type { ModelPromptCache } from "./prompt-cache.ts";
+import { SampleBatch } from "./sample-batch.ts";
 import { SlotPool, type SlotMove } from "./slot-pool.ts";
 import { movesStates, Slot, SlotStates, type Reuse } from "./slot-states.ts";
 
@@ -93,6 +94,8 @@ export class SlotLoop {
   private readonly onMove: ((ok: boolean) => void) | undefined;
   /** The slots' KV-state edits (cut, save, restore, move). */
   private readonly states: SlotStates;
+  /** A step's sampling calls, made as one. */
+  private readonly sampling: SampleBatch;
   /** Busy slots move down into gaps (release): unless switched off, until a move fails. */
   private moveSlots: boolean;
   private queue: Pending[] = [];
@@ -117,6 +120,7 @@ export class SlotLoop {
     this.moveSlots = o.moveSlots ?? true;
     this.onMove = o.onMove;
     this.states = new SlotStates(native, o.promptCache);
+    this.sampling = new SampleBatch(native);
     const slots = Array.from({ length: o.parallel }, (_, id) => new Slot(id));
     this.pool = new SlotPool(slots, o.maxQueue, () => o.onPoolChange?.(this.pool.busy, this.pool.queued));
   }
@@ -254,9 +258,12 @@ export class SlotLoop {
     return result;
   }
 
-  /** The native sampling call, for the slots' samplers (inside their SampleFn, after a step's decode). */
+  /**
+   * The native sampling call, for the slots' samplers (inside their SampleFn, after a step's decode): the calls the
+   * step's rows make as it hands them over are made as one (SampleBatch).
+   */
   readonly sampleToken = (batchLogitIndex: number, sampler: NativeSampler): Promise<number> =>
-    this.native.sampleToken(batchLogitIndex, sampler);
+    this.sampling.sampleToken(batchLogitIndex, sampler);
 
   /** NativeContext.tokenLogits, like sampleToken only inside a SampleFn. */
   readonly tokenLogits = (
@@ -489,9 +496,11 @@ export class SlotLoop {
       this.queue = this.queue.filter((q) => !plan.some((p) => p.item === q));
       return false;
     }
-    // Sampling reads the decode's logits: all of it before the next call.
+    // Sampling reads the decode's logits: all of it before the next call. The rows' plain sampling calls are one.
     const sampled = await Promise.allSettled(
-      finished.map(({ item, logits }) => (item.verify ? item.verify.fn(logits) : item.sample(logits[0]!))),
+      this.sampling.collect(() =>
+        finished.map(({ item, logits }) => (item.verify ? item.verify.fn(logits) : item.sample(logits[0]!))),
+      ),
     );
     finished.forEach(({ item }, i) => {
       const r = sampled[i]!;
