@@ -1,10 +1,10 @@
 // A decode step's rows sampled in one native call, spread over the context's threadpool (NativeContext.sampleTokens,
 // through the slot loop's SampleBatch), draw exactly the tokens that one sampleToken call per row draws: each row has
-// its own sampler (random state, penalty window), whichever thread samples it. Checked on the same logits against
-// identically configured samplers, and end to end: seeded requests give the same text run together as alone.
+// its own sampler (random state, penalty window, grammar), whichever thread samples it. Checked on the same logits
+// against identically configured samplers, and end to end: seeded requests give the same text run together as alone.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import type { LlamaContext, Token } from "node-llama-cpp";
+import { LlamaGrammarEvaluationState, type LlamaContext, type Token } from "node-llama-cpp";
 import { silentLogger } from "../../../server/common/logger.ts";
 import { llamaRuntime } from "../../../server/engine/llama-runtime.ts";
 import { nativeContextOf } from "../../../server/engine/native/node-llama-cpp.ts";
@@ -40,7 +40,14 @@ function addStep(native: NativeContext, runs: Token[][], positions: number[]): n
   );
 }
 
-async function withContext(fn: (native: NativeContext, tokenize: (text: string) => Token[]) => Promise<void>) {
+interface Setup {
+  native: NativeContext;
+  tokenize(text: string): Token[];
+  /** A new evaluation state of a grammar (JSON), for a sampler of its own. */
+  grammarState(): LlamaGrammarEvaluationState;
+}
+
+async function withContext(fn: (setup: Setup) => Promise<void>) {
   const { llama } = await llamaRuntime(2, silentLogger, testEngineBuild());
   const model = await llama.loadModel({ modelPath: await tinyModelPath({ controlLogit: -8 }) });
   const context: LlamaContext = await model.createContext({ contextSize: 2048, sequences: SEQUENCES, threads: 2 });
@@ -48,7 +55,12 @@ async function withContext(fn: (native: NativeContext, tokenize: (text: string) 
     const native = nativeContextOf(context, model);
     assert.equal(typeof native.sampleTokens, "function", "the patched addon samples a step's rows in one call");
     assert.ok(native.threadpoolThreads >= 2, "the rows are spread over a threadpool");
-    await fn(native, (text) => model.tokenize(text) as Token[]);
+    const grammar = await llama.createGrammarForJsonSchema({ type: "object", properties: { a: { type: "string" } } });
+    await fn({
+      native,
+      tokenize: (text) => model.tokenize(text) as Token[],
+      grammarState: () => new LlamaGrammarEvaluationState({ model, grammar }),
+    });
   } finally {
     await context.dispose();
     await model.dispose();
@@ -56,11 +68,13 @@ async function withContext(fn: (native: NativeContext, tokenize: (text: string) 
 }
 
 test("a step's rows sampled in one call draw the tokens of one sampleToken call per row", async () => {
-  await withContext(async (native, tokenize) => {
+  await withContext(async ({ native, tokenize, grammarState }) => {
+    // The last two rows under a grammar (tool calls, JSON formats): checked on the top k, on every candidate when
+    // those fail.
     const make = () =>
-      OPTIONS.map((o) => {
+      OPTIONS.map((o, i) => {
         const s = resolveSampling({}, { repeat_last_n: WINDOW, ...o });
-        return new TokenSampler(native, s, s.seed ?? 0, WINDOW, undefined);
+        return new TokenSampler(native, s, s.seed ?? 0, WINDOW, i >= OPTIONS.length - 2 ? grammarState() : undefined);
       });
     const batched = make();
     const oneByOne = make();
@@ -99,7 +113,7 @@ test("a step's rows sampled in one call draw the tokens of one sampleToken call 
 });
 
 test("a failed row fails alone, and a sampler given twice samples its rows in order", async () => {
-  await withContext(async (native, tokenize) => {
+  await withContext(async ({ native, tokenize }) => {
     const prompts = [0, 1, 2].map((i) => tokenize(`the sky is blue (${i})`));
     const rows = addStep(
       native,
