@@ -12,6 +12,7 @@ import type { Token } from "node-llama-cpp";
 import { DecodeTurns } from "./decode-turns.ts";
 import type { NativeContext, NativeSampler, RowLogits } from "./native/port.ts";
 import type { ModelPromptCache } from "./prompt-cache.ts";
+import { SampleBatch } from "./sample-batch.ts";
 import { SlotPool, type SlotMove } from "./slot-pool.ts";
 import { movesStates, Slot, SlotStates, type Reuse } from "./slot-states.ts";
 
@@ -87,6 +88,8 @@ interface Pending {
   continues?: ContinueFn | undefined;
   /** A continuation's item: resolves true once its generation loop takes it, false when that left without it. */
   taken?: Promise<boolean>;
+  /** The same, known now (undefined while neither happened). */
+  took?: boolean;
 }
 
 /** What a finished item's row gave: its sampled token, the tokens a draft gave, or nothing (a dropped continuation). */
@@ -112,6 +115,8 @@ export class SlotLoop {
   private readonly onMove: ((ok: boolean) => void) | undefined;
   /** The slots' KV-state edits (cut, save, restore, move). */
   private readonly states: SlotStates;
+  /** A step's sampling calls, made as one. */
+  private readonly sampling: SampleBatch;
   /** Busy slots move down into gaps (release): unless switched off, until a move fails. */
   private moveSlots: boolean;
   private queue: Pending[] = [];
@@ -143,6 +148,7 @@ export class SlotLoop {
     this.moveSlots = o.moveSlots ?? true;
     this.onMove = o.onMove;
     this.states = new SlotStates(native, o.promptCache);
+    this.sampling = new SampleBatch(native);
     const slots = Array.from({ length: o.parallel }, (_, id) => new Slot(id));
     this.pool = new SlotPool(slots, o.maxQueue, () => o.onPoolChange?.(this.pool.busy, this.pool.queued));
   }
@@ -237,6 +243,7 @@ export class SlotLoop {
   leave(slot?: Slot): void {
     const dropped = slot && this.pipeline?.drop(slot);
     if (dropped) {
+      dropped.took = false;
       this.onPipeline?.("dropped");
       if (dropped.tokens.length > 0) {
         this.queue = this.queue.filter((q) => q !== dropped);
@@ -275,6 +282,7 @@ export class SlotLoop {
     const taken = this.pipeline?.take(slot, tokens, (item) => {
       item.sample = sample;
       item.continues = continues;
+      item.took = true;
     });
     if (taken) return taken;
     this.fill.beforeDecode();
@@ -311,9 +319,12 @@ export class SlotLoop {
     return result;
   }
 
-  /** The native sampling call, for the slots' samplers (inside their SampleFn, after a step's decode). */
+  /**
+   * The native sampling call, for the slots' samplers (inside their SampleFn, after a step's decode): the calls the
+   * step's rows make as it hands them over are made as one (SampleBatch).
+   */
   readonly sampleToken = (batchLogitIndex: number, sampler: NativeSampler): Promise<number> =>
-    this.native.sampleToken(batchLogitIndex, sampler);
+    this.sampling.sampleToken(batchLogitIndex, sampler);
 
   /** NativeContext.tokenLogits, like sampleToken only inside a SampleFn. */
   readonly tokenLogits = (
@@ -607,11 +618,20 @@ export class SlotLoop {
       this.queue = this.queue.filter((q) => !plan.some((p) => p.item === q));
       return undefined;
     }
-    // Sampling reads the decode's logits: all of it before the next call.
+    // Sampling reads the decode's logits: all of it before the next call. The rows' plain sampling calls are one; a
+    // continuation's loop that has not taken it yet has its row sampled when it does, in a call of its own.
     const sample = ({ item, logits }: (typeof finished)[number]): Promise<SampleResult> =>
       item.verify ? item.verify.fn(logits) : item.sample(logits[0]!);
     const results = await Promise.allSettled(
-      finished.map((f) => (f.item.taken ? f.item.taken.then((taken) => (taken ? sample(f) : DROPPED)) : sample(f))),
+      this.sampling.collect(() =>
+        finished.map((f) =>
+          f.item.took === false
+            ? DROPPED
+            : f.item.taken && f.item.took === undefined
+              ? f.item.taken.then((taken) => (taken ? sample(f) : DROPPED))
+              : sample(f),
+        ),
+      ),
     );
     return finished.map(({ item }, i) => ({ item, result: results[i]! }));
   }

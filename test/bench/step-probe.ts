@@ -1,10 +1,12 @@
 // Loaded into the `gantry serve` that `npm run bench step` measures (node --import): counts the JS thread's CPU time
 // inside the slot loop's decode calls (an inline decode runs on this thread and is a compute thread of the step) and
 // the wall time while a decode is in flight (inline, or on a worker until its result is back), its CPU time inside the
-// samplers' calls (plain sampling runs on this thread), and its CPU time in all.
+// samplers' calls and the step's batched sampling call (plain sampling runs on this thread, and in the batched call on
+// the threadpool's other threads too: their time is not this thread's), and its CPU time in all.
 // SIGUSR2 starts a measured window, a second SIGUSR2 ends it and writes the figures as JSON to GANTRY_STEP_PROBE_OUT.
 // Benchmarks only: it wraps methods of the engine's classes from outside.
 import fs from "node:fs";
+import { SampleBatch } from "../../server/engine/sample-batch.ts";
 import { SlotLoop } from "../../server/engine/slot-loop.ts";
 import { TokenSampler } from "../../server/engine/token-sampler.ts";
 
@@ -17,7 +19,10 @@ export interface ProbeWindow {
   /** Wall time from a decode's result to the next decode's call (no decode in flight between two), µs, and the gaps. */
   gapWallUs: number;
   gaps: number;
-  /** CPU time inside TokenSampler.sample (its synchronous part: all of an inline sampling call), and the calls. */
+  /**
+   * CPU time inside TokenSampler.sample (its synchronous part: all of an inline sampling call) and SampleBatch's
+   * batched call (this thread's share of it), and the sample calls.
+   */
   sampleCpuUs: number;
   samples: number;
   wallUs: number;
@@ -72,6 +77,15 @@ sampler.sample = function (this: TokenSampler, ...args: unknown[]): Promise<numb
   sampleCpuUs += cpuUs() - c0;
   samples++;
   return token;
+};
+
+const batch = SampleBatch.prototype as unknown as { sampleRows?: (...args: unknown[]) => void };
+const sampleRows = batch.sampleRows;
+if (typeof sampleRows !== "function") throw new Error("step-probe: SampleBatch has no sampleRows method to measure");
+batch.sampleRows = function (this: SampleBatch, ...args: unknown[]): void {
+  const c0 = cpuUs();
+  sampleRows.apply(this, args);
+  sampleCpuUs += cpuUs() - c0;
 };
 
 let start:

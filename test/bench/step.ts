@@ -60,7 +60,8 @@ function partOf(f: CallFrame): Part | undefined {
   if (file === "slot-loop.ts" && fn === "decode") return "decode";
   if (fn === "(garbage collector)") return "GC";
   if (fn === "(idle)") return "idle (waiting)";
-  if (fn === "sampleToken" || fn === "tokenLogits" || file === "token-sampler.ts") return "sampling";
+  if (fn === "sampleToken" || fn === "tokenLogits" || file === "token-sampler.ts" || file === "sample-batch.ts")
+    return "sampling";
   if (/^(stop-matcher|output-plan|tool-grammar|grammars)\.ts$/.test(file) || fn === "acceptGrammarTokens")
     return "grammar and stops";
   if (fn === "detokenize" || file === "token-text-stream.ts") return "detokenize";
@@ -134,8 +135,9 @@ export interface StepRow {
   hostCpuUsPerStep: number;
   hostCpuUsPerSeqStep: number;
   /**
-   * hostCpuUsPerSeqStep split by part: sampling as the probe measured it (CPU time inside the samplers' calls), the
-   * others in proportion to the profile's samples outside decode, sampling and idle.
+   * hostCpuUsPerSeqStep split by part: sampling as the probe measured it (the JS thread's CPU time inside the samplers'
+   * calls and the step's batched sampling call), the others in proportion to the profile's samples outside decode,
+   * sampling and idle.
    */
   parts: Map<Part, number>;
 }
@@ -300,7 +302,7 @@ export function stepPipelineTable(rows: StepRow[], o: { tokens: number; threads:
 export function stepTable(rows: StepRow[], o: { tokens: number; threads: number }, loadBefore: number): Table {
   const load = `${loadBefore.toFixed(2)} before, ${os.loadavg()[0]!.toFixed(2)} after`;
   return {
-    title: `Step host time: a decode step's time outside the decode call, at 1, 8 and 32 streams; BENCH_SHAPES.step (1 layer × 128, 128256-token vocabulary, Q8_0), Ollama's default sampling (top_k 40, top_p 0.9, temperature 0.8, repeat_penalty 1.1 over 64), ${o.tokens} tokens per stream, /api/generate streamed to ${o.threads === 1 ? "a" : "the"} bench's client, ${o.threads} threads. Host wall: what a GPU would wait per step. JS CPU: the server's JS thread's CPU time outside the decode calls (process.threadCpuUsage), per step and per sequence per step; sampling: the CPU time inside the samplers' calls; the other parts split the rest in proportion to V8 profiler samples (every 100 µs) outside decode, sampling and idle; load average ${load}. Aim: ≤ 1000 µs per step at 32 streams`,
+    title: `Step host time: a decode step's time outside the decode call, at 1, 8 and 32 streams; BENCH_SHAPES.step (1 layer × 128, 128256-token vocabulary, Q8_0), Ollama's default sampling (top_k 40, top_p 0.9, temperature 0.8, repeat_penalty 1.1 over 64), ${o.tokens} tokens per stream, /api/generate streamed to ${o.threads === 1 ? "a" : "the"} bench's client, ${o.threads} threads. Host wall: what a GPU would wait per step. JS CPU: the server's JS thread's CPU time outside the decode calls (process.threadCpuUsage), per step and per sequence per step; sampling: its CPU time inside the samplers' calls and the step's batched sampling call (whose rows the threadpool's other threads share); the other parts split the rest in proportion to V8 profiler samples (every 100 µs) outside decode, sampling and idle; load average ${load}. Aim: ≤ 1000 µs per step at 32 streams`,
     header: [
       "streams",
       "steps",

@@ -16,6 +16,14 @@ export class RecordingSampler implements NativeSampler {
   }
 }
 
+interface FakeOptions {
+  inline?: boolean;
+  batchSize?: number;
+  threadpool?: boolean;
+  states?: boolean;
+  batchSampling?: boolean;
+}
+
 export class RecordingNativeContext implements NativeContext {
   readonly batchSize: number;
   readonly threadpoolThreads = 0;
@@ -40,11 +48,14 @@ export class RecordingNativeContext implements NativeContext {
   readonly decodeBatchInline: (() => void) | undefined;
   /** With `threadpool`: logs "pause", or "pause during a decode" when a worker decode is in flight (a bug). */
   readonly pauseThreadpool: (() => boolean) | undefined;
+  /** With `batchSampling`: logs "sample rows 0,1" and returns sampledToken per row (failing the rows in failRows). */
+  readonly sampleTokens: ((rows: Uint32Array, samplers: readonly NativeSampler[]) => Array<number | Error>) | undefined;
+  readonly failRows = new Set<number>();
   private decodeStarted: (() => void) | undefined;
   private batch = 0;
   private decoding = 0;
 
-  constructor(opts: { inline?: boolean; batchSize?: number; threadpool?: boolean; states?: boolean } = {}) {
+  constructor(opts: FakeOptions = {}) {
     this.batchSize = opts.batchSize ?? 512;
     this.saveSequence = opts.states ? (seq) => this.saveState(seq) : undefined;
     this.restoreSequence = opts.states ? (seq, state) => this.restoreState(seq, state) : undefined;
@@ -55,6 +66,7 @@ export class RecordingNativeContext implements NativeContext {
           return true;
         }
       : undefined;
+    this.sampleTokens = opts.batchSampling ? (rows) => this.sampleRows(rows) : undefined;
   }
 
   initBatch(size: number): void {
@@ -95,8 +107,14 @@ export class RecordingNativeContext implements NativeContext {
     }
   }
 
-  sampleToken(): Promise<number> {
+  sampleToken(row: number): Promise<number> {
+    this.log.push(`sample row ${row}`);
     return Promise.resolve(this.sampledToken);
+  }
+
+  private sampleRows(rows: Uint32Array): Array<number | Error> {
+    this.log.push(`sample rows ${rows.join(",")}`);
+    return Array.from(rows, (row) => (this.failRows.has(row) ? new Error(`row ${row} failed`) : this.sampledToken));
   }
 
   tokenLogits(_row: number, _sampler: NativeSampler, tokens: number[]): Promise<RowLogits> {

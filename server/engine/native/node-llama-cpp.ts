@@ -51,6 +51,12 @@ export interface AddonContext {
   shiftSequenceTokenCells(sequenceId: number, start: number, end: number, delta: number): void;
   /** Patched addon only. */
   decodeBatchInline?(): void;
+  /** Writes row i's token to tokens[i]; returns undefined, or each row's failure message when one failed. */
+  sampleTokens?(
+    batchLogitIndexes: Uint32Array,
+    samplers: AddonSampler[],
+    tokens: Int32Array,
+  ): Array<string | undefined> | undefined;
   getThreadpoolThreads?(): number;
 }
 
@@ -117,6 +123,7 @@ export function nativeContextOf(context: LlamaContext, model: LlamaModel): Nativ
   const mtmd = (model as unknown as ModelInternals)._llama._bindings.AddonMtmdContext;
   const pause = typeof mtmd?.pauseThreadpool === "function" ? () => mtmd.pauseThreadpool!(addon) : undefined;
   const states = sequenceStatesOf(model, addon);
+  const batched = batchSamplingOf(addon);
   return {
     batchSize: context.batchSize,
     threadpoolThreads: typeof addon.getThreadpoolThreads === "function" ? addon.getThreadpoolThreads() : 0,
@@ -128,6 +135,7 @@ export function nativeContextOf(context: LlamaContext, model: LlamaModel): Nativ
     ...(inline ? { decodeBatchInline: inline } : {}),
     ...(pause ? { pauseThreadpool: pause } : {}),
     ...states,
+    ...batched,
     sampleToken: (batchLogitIndex, sampler) => addon.sampleToken(batchLogitIndex, addonOf(sampler)) as Promise<number>,
     async tokenLogits(batchLogitIndex, sampler, tokens, top): Promise<RowLogits> {
       const [, , , pairs, weight] = (await addon.sampleToken(
@@ -149,6 +157,21 @@ export function nativeContextOf(context: LlamaContext, model: LlamaModel): Nativ
     },
     removeTokens: (sequenceId, start, end) => addon.removeTokenCellsFromSequence(sequenceId, start, end),
     shiftTokens: (sequenceId, start, end, delta) => addon.shiftSequenceTokenCells(sequenceId, start, end, delta),
+  };
+}
+
+/** The patched addon's batched sampling (port.ts sampleTokens, the patch's item 10); none on the prebuilt addon. */
+function batchSamplingOf(addon: AddonContext): Pick<NativeContext, "sampleTokens"> {
+  if (typeof addon.sampleTokens !== "function") return {};
+  return {
+    sampleTokens(batchLogitIndexes, samplers) {
+      const tokens = new Int32Array(batchLogitIndexes.length);
+      const failures = addon.sampleTokens!(batchLogitIndexes, samplers.map(addonOf), tokens);
+      return Array.from(tokens, (token, i) => {
+        const failure = failures?.[i];
+        return failure === undefined ? token : new Error(failure);
+      });
+    },
   };
 }
 

@@ -71,6 +71,12 @@ export interface NativeContext {
   /** Samples from a logit row of the last decode; -1 = no token. Settled at once for plain sampling (patched addon). */
   sampleToken(batchLogitIndex: number, sampler: NativeSampler): Promise<number>;
   /**
+   * Samples row i of the last decode with samplers[i], in one call, as one plain sampleToken call per row would (the
+   * same tokens): the rows are spread over the threadpool's threads (patched addon). Each result is the row's token
+   * (-1 = none) or its failure. Between decodes only.
+   */
+  sampleTokens?(batchLogitIndexes: Uint32Array, samplers: readonly NativeSampler[]): Array<number | Error>;
+  /**
    * The raw logits of `tokens` and of the `top` most likely tokens in a logit row of the last decode, with the row's
    * log-sum-exp (for log probabilities). Read through `sampler`, whose chain must leave the logits as they are
    * (a greedy one).

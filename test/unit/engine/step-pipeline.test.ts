@@ -133,3 +133,21 @@ test("a failed pipelined decode fails the continuation when its loop takes it, a
   loop.leave(slot);
   await loop.drained();
 });
+
+test("with batched sampling, a pipelined step samples the rows of continuations taken during its decode in one call", async () => {
+  const native = new RecordingNativeContext({ batchSampling: true });
+  const loop = pipelined(native);
+  const slots = [new Slot(0), new Slot(1)];
+  const sampler = native.createSampler();
+  const sample = (row: number) => loop.sampleToken(row, sampler);
+  for (const _ of slots) loop.enter();
+  const first = await Promise.all(slots.map((s) => loop.evaluate(s, prompt(2), sample, always)));
+  // Both loops take their continuation while it decodes.
+  await Promise.all(slots.map((s, i) => loop.evaluate(s, [first[i]!], sample, never)));
+  assert.deepEqual(
+    native.log.filter((l) => l.startsWith("sample")),
+    ["sample rows 1,1", "sample rows 0,0"],
+  );
+  for (const s of slots) loop.leave(s);
+  await loop.drained();
+});
