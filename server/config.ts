@@ -6,6 +6,7 @@ import { ConfigError, SharedSettings } from "./common/config.ts";
 import { HostPortSchema } from "./common/host-port.ts";
 import { parseKeepAlive } from "./common/duration.ts";
 import { GPU_SETTINGS } from "./engine/gpu.ts";
+import { STEP_PIPELINE_SETTINGS } from "./engine/step-pipeline.ts";
 import { FLASH_ATTENTION, KV_CACHE_TYPES } from "./common/kv-cache-settings.ts";
 
 const intFrom = (min: number) => z.coerce.number().int().min(min);
@@ -154,6 +155,12 @@ export const ServerConfigSchema = z.object({
     .default(50)
     .describe(
       "Busy-wait level of the persistent threadpool's idle threads between decode steps (ggml poll, 0-100, llama-server's default 50; 0 = sleep at once, for cores shared with other work)",
+    ),
+  GANTRY_STEP_PIPELINE: z
+    .enum(STEP_PIPELINE_SETTINGS)
+    .default("auto")
+    .describe(
+      "Pipelined decode steps: each stream's next token decodes on a worker thread while the server streams the last one (auto = on where all of a model's layers are on a GPU; where the CPU computes, on every core, generation steps decode on the request thread instead); on = always (to measure it on a CPU); off = never",
     ),
   GANTRY_GPU: z
     .enum(GPU_SETTINGS)

@@ -61,6 +61,7 @@ export async function startServer(
     engineBuild: engineBuildSettings(config),
     gpu: config.GANTRY_GPU,
     threadpoolPoll: config.GANTRY_THREADPOOL_POLL,
+    stepPipeline: config.GANTRY_STEP_PIPELINE,
     numParallel: config.GANTRY_NUM_PARALLEL,
     maxQueue: config.GANTRY_MAX_QUEUE,
     maxLoadedModels: config.GANTRY_MAX_LOADED_MODELS,

@@ -13,6 +13,11 @@ export class DecodeTurns {
     return new Promise<void>((resolve) => this.waiting.push(resolve));
   }
 
+  /** Whether another context waits for a turn (a pipelined step loop then gives its turn up between steps). */
+  get contended(): boolean {
+    return this.waiting.length > 0;
+  }
+
   give(): void {
     const next = this.waiting.shift();
     if (next) next();

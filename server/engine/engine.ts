@@ -24,6 +24,7 @@ import { ToolGrammars } from "./tool-grammar.ts";
 import { OutputParser } from "../chat/output-parser.ts";
 import { resolveSampling } from "./sampling.ts";
 import { resolveThreads } from "./threads.ts";
+import type { StepPipelineSetting } from "./step-pipeline.ts";
 import { contextLengthForMemory } from "./kv-cache.ts";
 import { kvCacheProblem, type FlashAttention, type KvCacheType } from "../common/kv-cache-settings.ts";
 import type {
@@ -71,6 +72,8 @@ export interface EngineOptions {
    * decode steps).
    */
   threadpoolPoll?: number;
+  /** GANTRY_STEP_PIPELINE (step-pipeline.ts); default auto: pipelined steps where the model's layers are on a GPU. */
+  stepPipeline?: StepPipelineSetting;
   /** Limits on request images (vision models): encoded bytes and decoded pixels. */
   imageLimits?: Partial<ImageLimits>;
   /** Bytes of KV state the RAM prompt cache may hold, all models together (GANTRY_PROMPT_CACHE_RAM); 0 = none. */
@@ -116,6 +119,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
     contextLength,
     kv,
     promptCache,
+    stepPipeline: opts.stepPipeline ?? "auto",
   });
   const grammars = new GrammarCache(llama);
   const toolGrammars = new ToolGrammars(llama);
@@ -349,6 +353,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
         threadpoolThreads: m.threadpoolThreads,
         inlineSampling: m.inlineSampling,
         inlineDecode: m.slots.inlineDecode,
+        stepPipeline: m.slots.pipelined,
         decodeSteps: { ...m.slots.steps },
       }));
     },

@@ -158,6 +158,23 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
   // holds the text is "suspended": the others' decode steps do not wait for it.
   let consuming = false;
   let suspended = false;
+  /** Set when the loop ends: no token of this stream is decoded ahead any more (step-pipeline.ts). */
+  let leaving = false;
+  /**
+   * Whether the token just sampled may be decoded before this loop has it (the step pipeline): not one that ends the
+   * generation (end of generation, the token budget), needs a context shift or a draft first, nor while the client
+   * holds text (its decode would wait for this loop). A stop string, an abort or an error may still end it: the token
+   * then stays in the sequence's cache, unsampled after.
+   */
+  const continues = (token: Token): boolean =>
+    !leaving &&
+    !consuming &&
+    !job.drafter &&
+    !job.signal.aborted &&
+    !model.isEogToken(token) &&
+    (sampling.maxTokens === undefined || evalCount + 1 < sampling.maxTokens) &&
+    // The token and the one after it fit: the check before queueing (below) sees the same as without the pipeline.
+    slot.tokens.length + 2 <= loaded.contextLength;
   const suspend = () => {
     if (!suspended) {
       suspended = true;
@@ -207,7 +224,7 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
               },
             ),
           )
-        : slots.evaluate(slot, tokens, sample);
+        : slots.evaluate(slot, tokens, sample, continues);
     pendingNext = next;
     const arrived = () => {
       if (consuming && pendingNext === next) suspend();
@@ -222,7 +239,7 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
   slots.enter();
   try {
     // Join the next decode step with the others rather than queueing the prompt while one is in flight.
-    await slots.gate();
+    await slots.gate(slot);
     await queueNext(toEvaluate);
     for (;;) {
       let token: Token;
@@ -268,7 +285,7 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
       const events = piece.emit && end !== "abort" ? outputEvents(piece.emit, false) : [];
       // A token a draft gave with more after it is in the KV cache already: the next one is ready.
       if (end === undefined && ready.length === 0) {
-        await slots.gate();
+        await slots.gate(slot);
         const drafting = queueNext([token]);
         if (drafting) await drafting;
       }
@@ -298,7 +315,8 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
       for (const ev of outputEvents(tail, true)) yield ev;
     }
   } finally {
-    slots.leave();
+    leaving = true;
+    slots.leave(slot);
     // A decode already queued for this sequence finishes within one step; wait for it before the sequence is reused.
     if (pendingNext) await pendingNext.catch(() => undefined);
     sampler.dispose();

@@ -14,6 +14,7 @@ import { decodeTurnsFor } from "./decode-turns.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { nativeContextOf } from "./native/node-llama-cpp.ts";
 import { INLINE_DECODE, SlotLoop } from "./slot-loop.ts";
+import { pipelinesSteps, type StepPipelineSetting } from "./step-pipeline.ts";
 import type { PromptCache } from "./prompt-cache.ts";
 import { ImageEncodes } from "./image-encodes.ts";
 import { loadProjector, mtmdAvailable, type Projector } from "./native/mtmd.ts";
@@ -43,6 +44,8 @@ export interface LoadOptions {
    * them all at the end turn it off.
    */
   moveSlots?: boolean;
+  /** GANTRY_STEP_PIPELINE (step-pipeline.ts); default auto. */
+  stepPipeline?: StepPipelineSetting;
 }
 
 export class LoadedModel {
@@ -176,6 +179,8 @@ export class LoadedModel {
         maxQueue: o.maxQueue,
         turns: decodeTurnsFor(o.llama),
         inline: INLINE_DECODE,
+        pipeline: pipelinesSteps(o.stepPipeline ?? "auto", model.gpuLayers, model.fileInsights.totalLayers),
+        onPipeline: (event) => o.metrics.onPipeline?.(name, event),
         moveSlots: o.moveSlots ?? true,
         onPoolChange: (busy, queued) => {
           o.metrics.onQueueDepth?.(name, queued);

@@ -16,6 +16,11 @@ export interface EngineMetricsSink {
    * `continued`: a further call of the current decode step (a burst of prompts larger than the batch), not a new step.
    */
   onDecode?(model: string, batchTokens: number, sequences: number, activeSequences: number, continued: boolean): void;
+  /**
+   * The step pipeline (step-pipeline.ts): `step` = a decode step started with tokens its streams did not have yet;
+   * `dropped` = such a token whose stream ended without it (a stop string, an abort), left decoded in its sequence.
+   */
+  onPipeline?(model: string, event: "step" | "dropped"): void;
   /** Requests waiting for a free sequence of the model. */
   onQueueDepth?(model: string, depth: number): void;
   /** Sequences of the model busy with a request. */

@@ -10,6 +10,7 @@ import type { FlashAttention, KvCacheType } from "../common/kv-cache-settings.ts
 import type { PromptCache } from "./prompt-cache.ts";
 import type { ModelSpec } from "./types.ts";
 import { mapWeights } from "./weights-mapping.ts";
+import type { StepPipelineSetting } from "./step-pipeline.ts";
 
 /** A request's load options (numCtx undefined: the server's default context, as Ollama; useMmap undefined: whatever
  * the loaded model has, or the default when loading). */
@@ -30,6 +31,7 @@ export interface RegistryOptions {
   kv: { type: KvCacheType; flashAttention: FlashAttention };
   /** The server's RAM prompt cache, shared by the loaded models. */
   promptCache?: PromptCache | undefined;
+  stepPipeline: StepPipelineSetting;
 }
 
 export const shuttingDown = (): AppError => new AppError("SHUTTING_DOWN", "the server is shutting down");
@@ -160,6 +162,7 @@ export class ModelRegistry {
           threads: this.o.threads,
           metrics: this.o.metrics,
           promptCache: this.o.promptCache,
+          stepPipeline: this.o.stepPipeline,
         });
         loaded.usedAs(spec.name);
         this.models.set(weightsKey(spec), loaded);

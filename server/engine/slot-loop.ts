@@ -5,8 +5,9 @@
 // so a burst larger than the batch is one step. When a step starts and what it carries is step-fill.ts's rule, so
 // every step is full. Between steps the loop edits the KV cache: prefix truncation for a new prompt, and compaction
 // (a slot leaving a gap among the busy slot ids has the highest busy slot move into it). Small steps (generation)
-// decode on the JS thread when the runtime allows it (inline decode, below). All native calls go through the port
-// (native/port.ts).
+// decode on the JS thread when the runtime allows it (inline decode, below), or, on a GPU, the steps are pipelined
+// (step-pipeline.ts): a step's continuing slots decode their next token before their generation loops have it. All
+// native calls go through the port (native/port.ts).
 import type { Token } from "node-llama-cpp";
 import { DecodeTurns } from "./decode-turns.ts";
 import type { NativeContext, NativeSampler, RowLogits } from "./native/port.ts";
@@ -17,6 +18,7 @@ import { movesStates, Slot, SlotStates, type Reuse } from "./slot-states.ts";
 
 export { Slot };
 import { StepFill, type DecodeStats, type StepFillOptions } from "./step-fill.ts";
+import { Continuations, DROPPED, type ContinueFn } from "./step-pipeline.ts";
 import type { Planned } from "./step-plan.ts";
 
 /** Samples the token after the decode from the batch logit row given (with the sequence's own sampler). */
@@ -55,8 +57,12 @@ export interface SlotLoopOptions {
   maxQueue: number;
   /** Shared with the other contexts of the runtime. */
   turns?: DecodeTurns;
-  /** Decode small steps on the JS thread (ignored where the native context cannot). */
+  /** Decode small steps on the JS thread (ignored where the native context cannot, and with `pipeline`). */
   inline?: InlineDecodePolicy | undefined;
+  /** Pipeline the steps (step-pipeline.ts; every step decodes on a worker then): for a runtime computing on a GPU. */
+  pipeline?: boolean;
+  /** A step started with continuations, or a continuation dropped (its stream ended without it). */
+  onPipeline?: (event: "step" | "dropped") => void;
   fill?: StepFillOptions;
   /** Move busy slots into gaps among the busy ids (release). */
   moveSlots?: boolean;
@@ -78,6 +84,21 @@ interface Pending {
   /** A token with its draft (evaluateDraft): decoded whole, its last `rows` logit rows verified instead of sampled. */
   whole?: boolean;
   verify?: { rows: number; fn: VerifyFn; resolve(tokens: Token[]): void };
+  /** Whether the token sampled for this item may be decoded before the generation loop has it (pipeline). */
+  continues?: ContinueFn | undefined;
+  /** A continuation's item: resolves true once its generation loop takes it, false when that left without it. */
+  taken?: Promise<boolean>;
+  /** The same, known now (undefined while neither happened). */
+  took?: boolean;
+}
+
+/** What a finished item's row gave: its sampled token, the tokens a draft gave, or nothing (a dropped continuation). */
+type SampleResult = number | Token[] | typeof DROPPED;
+
+/** A finished item of a decode call with its row's result. */
+interface Sampled {
+  item: Pending;
+  result: PromiseSettledResult<SampleResult>;
 }
 
 type Plan = Planned<Pending>[];
@@ -105,16 +126,23 @@ export class SlotLoop {
   private between: Array<() => void | Promise<void>> = [];
   /** The edits running now, if any. */
   private editing: Promise<void> | undefined;
+  /** Settles when the step running now ends (with the pipeline, a decode may run after every request left). */
+  private stepEnd: Promise<void> | undefined;
   private readonly inline: InlineDecodePolicy | undefined;
   /** Moving average of small steps' decode time (inline or not). */
   private smallStepMs = 0;
-  /** Decode steps run inline and on a worker, so far. */
-  readonly steps = { inline: 0, worker: 0 };
+  /** Decode steps run inline and on a worker, so far; `pipelined`: those started with continuations. */
+  readonly steps = { inline: 0, worker: 0, pipelined: 0 };
+  /** The step pipeline, when on: the continuations waiting for their generation loops. */
+  private readonly pipeline: Continuations<Pending> | undefined;
+  private readonly onPipeline: SlotLoopOptions["onPipeline"];
 
   constructor(native: NativeContext, o: SlotLoopOptions) {
     this.native = native;
     this.batchSize = native.batchSize;
-    this.inline = o.inline && typeof native.decodeBatchInline === "function" ? o.inline : undefined;
+    this.pipeline = o.pipeline ? new Continuations<Pending>(() => this.fill.afterDecode()) : undefined;
+    this.onPipeline = o.onPipeline;
+    this.inline = !o.pipeline && o.inline && typeof native.decodeBatchInline === "function" ? o.inline : undefined;
     this.turns = o.turns ?? new DecodeTurns();
     this.fill = new StepFill(o.fill);
     this.moveSlots = o.moveSlots ?? true;
@@ -128,6 +156,11 @@ export class SlotLoop {
   /** Whether small steps decode on the JS thread. */
   get inlineDecode(): boolean {
     return this.inline !== undefined;
+  }
+
+  /** Whether the steps are pipelined (step-pipeline.ts). */
+  get pipelined(): boolean {
+    return this.pipeline !== undefined;
   }
 
   get busy(): number {
@@ -203,12 +236,30 @@ export class SlotLoop {
     this.fill.enter();
   }
 
-  leave(): void {
+  /**
+   * A request's generation loop ends: a continuation of its slot it did not take is dropped (its token stays in the
+   * slot's KV cache if it was decoded, never sampled after; one still queued goes unqueued).
+   */
+  leave(slot?: Slot): void {
+    const dropped = slot && this.pipeline?.drop(slot);
+    if (dropped) {
+      dropped.took = false;
+      this.onPipeline?.("dropped");
+      if (dropped.tokens.length > 0) {
+        this.queue = this.queue.filter((q) => q !== dropped);
+        dropped.reject(DROPPED);
+      }
+    }
     this.fill.leave();
   }
 
-  /** Await before queueing work (StepFill.gate): the slots of a step and newcomers queue the next step together. */
-  gate(): Promise<void> | undefined {
+  /**
+   * Await before queueing work (StepFill.gate): the slots of a step and newcomers queue the next step together. Not
+   * for `slot`'s continuation (its token is queued or decoding already), nor while a pipelined step is in flight: the
+   * next step starts from what is queued when its rows are sampled.
+   */
+  gate(slot?: Slot): Promise<void> | undefined {
+    if (this.pipeline && (this.stepping || (slot && this.pipeline.has(slot)))) return undefined;
     return this.fill.gate();
   }
 
@@ -221,12 +272,22 @@ export class SlotLoop {
     this.fill.resume();
   }
 
-  /** Queues `tokens` after what the slot holds; resolves with the token sampled after the last of them. */
-  evaluate(slot: Slot, tokens: Token[], sample: SampleFn): Promise<Token> {
+  /**
+   * Queues `tokens` after what the slot holds; resolves with the token sampled after the last of them. With the
+   * pipeline, `continues` says whether that token may be decoded before the caller has it; evaluating a token so
+   * continued takes its continuation (already queued or decoding) instead of queueing it again.
+   */
+  evaluate(slot: Slot, tokens: Token[], sample: SampleFn, continues?: ContinueFn): Promise<Token> {
     if (tokens.length === 0) return Promise.reject(new Error("nothing to evaluate"));
+    const taken = this.pipeline?.take(slot, tokens, (item) => {
+      item.sample = sample;
+      item.continues = continues;
+      item.took = true;
+    });
+    if (taken) return taken;
     this.fill.beforeDecode();
     const result = new Promise<Token>((resolve, reject) => {
-      this.queue.push({ slot, tokens: [...tokens], sample, resolve, reject });
+      this.queue.push({ slot, tokens: [...tokens], sample, resolve, reject, continues });
       this.schedule();
     });
     const arrived = () => this.fill.afterDecode();
@@ -335,12 +396,9 @@ export class SlotLoop {
     });
   }
 
-  /**
-   * Resolves when no edit is running (with no step in flight: none is queued either). The context waits before it is
-   * freed.
-   */
+  /** Resolves when no edit and no step is running. The context waits before it is freed. */
   async drained(): Promise<void> {
-    while (this.editing) await this.editing;
+    for (let busy = this.editing ?? this.stepEnd; busy; busy = this.editing ?? this.stepEnd) await busy;
   }
 
   /**
@@ -425,19 +483,34 @@ export class SlotLoop {
   private async step(): Promise<void> {
     if (this.stepping || this.queue.length === 0) return;
     this.stepping = true;
+    let ended!: () => void;
+    this.stepEnd = new Promise((resolve) => (ended = resolve));
     const turn = this.turns.take();
     if (turn) await turn;
     try {
       // One step: a decode call of what StepFill plans, and, when that call carried no generating slot, further calls
-      // for the prompts left over. A generation step takes no more promise hops than its one call.
-      const first = this.fill.planStep(this.queue, this.batchSize, slotIdOf);
-      if (await this.decodeCall(first)) {
-        const firstTokens = tokensOf(first);
-        const more = this.nextCall(firstTokens);
-        if (more.length > 0) await this.continueStep(firstTokens, more);
+      // for the prompts left over. A generation step takes no more promise hops than its one call. With the pipeline,
+      // a step whose continuations start the next one at once goes on with that one.
+      let plan = this.fill.planStep(this.queue, this.batchSize, slotIdOf);
+      let call = this.decodeCall(plan);
+      for (;;) {
+        const sampled = await call;
+        if (!sampled) break;
+        const stepTokens = tokensOf(plan);
+        const more = this.nextCall(stepTokens);
+        if (more.length > 0) {
+          this.settle(sampled);
+          await this.continueStep(stepTokens, more);
+          break;
+        }
+        const next = this.continueOrSettle(sampled);
+        if (!next) break;
+        ({ plan, call } = next);
       }
     } finally {
       this.turns.give();
+      this.stepEnd = undefined;
+      ended();
     }
     this.endStep();
   }
@@ -450,7 +523,9 @@ export class SlotLoop {
     for (let plan = more; plan.length > 0; plan = this.nextCall(stepTokens)) {
       // The next call may block the JS thread (inline decode).
       await new Promise((r) => setImmediate(r));
-      if (!(await this.decodeCall(plan))) return;
+      const sampled = await this.decodeCall(plan);
+      if (!sampled) return;
+      this.settle(sampled);
       stepTokens += tokensOf(plan);
     }
   }
@@ -460,8 +535,55 @@ export class SlotLoop {
     return this.fill.planContinuation(this.queue, this.batchSize, stepTokens, MAX_STEP_TOKENS, slotIdOf);
   }
 
-  /** Decodes the plan and samples each finished item's next token; false when the decode failed. */
-  private async decodeCall(plan: Plan): Promise<boolean> {
+  /**
+   * With the pipeline: the sampled tokens that may continue are queued at once (continuations), and when that makes
+   * the next step full (StepFill.full: every other active sequence has queued), the next step's decode starts before
+   * the sampled tokens are handed over, so the generation loops' work for them overlaps it. Never with KV-cache edits
+   * waiting (they run between steps), a draft verified (its rejected tokens leave the KV cache first) or another
+   * context waiting for its decode turn. Settles the sampled items in every case; returns the next step if it started.
+   */
+  private continueOrSettle(sampled: Sampled[]): { plan: Plan; call: Promise<Sampled[] | undefined> } | undefined {
+    const pipeline = this.pipeline;
+    if (!pipeline || this.between.length > 0 || this.turns.contended || sampled.some((s) => s.item.verify)) {
+      this.settle(sampled);
+      return undefined;
+    }
+    let continued = 0;
+    for (const { item, result } of sampled) {
+      const token = result.status === "fulfilled" ? result.value : DROPPED;
+      if (typeof token !== "number" || token < 0 || !item.continues?.(token as Token)) continue;
+      this.fill.beforeDecode();
+      this.queue.push(pipeline.add(item.slot, token as Token, (parts) => ({ ...parts, sample: item.sample })));
+      continued++;
+    }
+    let next: { plan: Plan; call: Promise<Sampled[] | undefined> } | undefined;
+    if (continued > 0 && this.fill.full(sampled.length)) {
+      this.steps.pipelined++;
+      this.onPipeline?.("step");
+      const plan = this.fill.planStep(this.queue, this.batchSize, slotIdOf);
+      next = { plan, call: this.decodeCall(plan) };
+    }
+    this.settle(sampled);
+    return next;
+  }
+
+  /** Hands each sampled item its token (or the tokens a draft gave, or the error). */
+  private settle(sampled: Sampled[]): void {
+    for (const { item, result } of sampled) {
+      if (result.status === "rejected") item.reject(result.reason);
+      else if (result.value === DROPPED) item.reject(DROPPED);
+      else if (item.verify) this.settleDraft(item, item.verify, result.value as Token[]);
+      else if ((result.value as number) < 0) item.reject(new Error("failed to sample the next token"));
+      else item.resolve(result.value as Token);
+    }
+  }
+
+  /**
+   * Decodes the plan and samples each finished item's next token (a continuation's once its generation loop took it:
+   * it samples with that loop's state; none for one dropped); undefined when the decode failed. The decode starts
+   * before this returns its promise.
+   */
+  private async decodeCall(plan: Plan): Promise<Sampled[] | undefined> {
     const finished: Array<{ item: Pending; logits: Uint32Array }> = [];
     try {
       const total = tokensOf(plan);
@@ -494,22 +616,24 @@ export class SlotLoop {
         item.reject(err);
       }
       this.queue = this.queue.filter((q) => !plan.some((p) => p.item === q));
-      return false;
+      return undefined;
     }
-    // Sampling reads the decode's logits: all of it before the next call. The rows' plain sampling calls are one.
-    const sampled = await Promise.allSettled(
+    // Sampling reads the decode's logits: all of it before the next call. The rows' plain sampling calls are one; a
+    // continuation's loop that has not taken it yet has its row sampled when it does, in a call of its own.
+    const sample = ({ item, logits }: (typeof finished)[number]): Promise<SampleResult> =>
+      item.verify ? item.verify.fn(logits) : item.sample(logits[0]!);
+    const results = await Promise.allSettled(
       this.sampling.collect(() =>
-        finished.map(({ item, logits }) => (item.verify ? item.verify.fn(logits) : item.sample(logits[0]!))),
+        finished.map((f) =>
+          f.item.took === false
+            ? DROPPED
+            : f.item.taken && f.item.took === undefined
+              ? f.item.taken.then((taken) => (taken ? sample(f) : DROPPED))
+              : sample(f),
+        ),
       ),
     );
-    finished.forEach(({ item }, i) => {
-      const r = sampled[i]!;
-      if (r.status === "rejected") item.reject(r.reason);
-      else if (item.verify) this.settleDraft(item, item.verify, r.value as Token[]);
-      else if ((r.value as number) < 0) item.reject(new Error("failed to sample the next token"));
-      else item.resolve(r.value as Token);
-    });
-    return true;
+    return finished.map(({ item }, i) => ({ item, result: results[i]! }));
   }
 
   /** Drops a verified draft's rejected tokens from the slot (before the next call) and hands over the sampled ones. */

@@ -132,6 +132,14 @@ export class StepFill {
     return parked;
   }
 
+  /**
+   * Whether a step started now is full (every active sequence not handing text to its client has queued), once the
+   * results of `settling` queued sequences are handed over (the step pipeline decides before it hands them over).
+   */
+  full(settling: number): boolean {
+    return this.awaiting - settling >= this.active - this.suspended;
+  }
+
   /** Calls `start` (once) when the queued step is full: every ready sequence has queued, or the wait bound passed. */
   whenFull(start: () => void): void {
     if (this.active <= 1) {

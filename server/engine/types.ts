@@ -175,8 +175,10 @@ export interface RunningModel {
   inlineSampling: boolean;
   /** Generation steps decode on the JS thread instead of a libuv worker (the patched build). */
   inlineDecode: boolean;
-  /** Decode steps so far, by where they ran. */
-  decodeSteps: { inline: number; worker: number };
+  /** Steps are pipelined (GANTRY_STEP_PIPELINE): a stream's next token decodes while its last one is streamed. */
+  stepPipeline: boolean;
+  /** Decode steps so far, by where they ran; `pipelined`: those started before their streams had the last tokens. */
+  decodeSteps: { inline: number; worker: number; pipelined: number };
 }
 
 /** Which node-llama-cpp binary runs inference (reported by /api/version). */

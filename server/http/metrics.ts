@@ -92,6 +92,18 @@ export class ServerMetrics {
     labelNames: ["model"],
     registers: [this.registry],
   });
+  readonly pipelinedSteps = new Counter({
+    name: "gantry_decode_steps_pipelined_total",
+    help: "Decode steps started with tokens their streams did not have yet, their text streamed during the step (GANTRY_STEP_PIPELINE)",
+    labelNames: ["model"],
+    registers: [this.registry],
+  });
+  readonly pipelineDropped = new Counter({
+    name: "gantry_pipeline_dropped_tokens_total",
+    help: "Tokens decoded ahead (step pipeline) for a stream that then ended without them (a stop string, an abort); they stay in its sequence's cache",
+    labelNames: ["model"],
+    registers: [this.registry],
+  });
   readonly decodeCalls = new Counter({
     name: "gantry_decode_calls_total",
     help: "llama_decode calls of generation contexts",
@@ -160,6 +172,9 @@ export class ServerMetrics {
         if (continued) return;
         this.decodeSteps.inc({ model });
         if (active > 0) this.batchFill.observe({ model }, Math.min(1, sequences / active));
+      },
+      onPipeline: (model, event) => {
+        (event === "step" ? this.pipelinedSteps : this.pipelineDropped).inc({ model });
       },
       onSequenceMove: (model, ok) => {
         this.sequenceMoves.inc({ model, result: ok ? "ok" : "failed" });

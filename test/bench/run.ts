@@ -7,8 +7,10 @@
 // direct and with nginx, and measures cold starts on the test cluster; `console` the console's first page in a headless
 // browser; `routing` LeastLoad against PrefixHash for multi-turn conversations over an app's replicas; `step` the host
 // time of a decode step at 1, 8 and 32 streams on a 128k-vocabulary model (GANTRY_BENCH_STEP_TOKENS per stream, default
-// 128); `image` the container image (build times, size, cold start to first token, real pod against process pod:
-// test/bench/image.ts, GANTRY_BENCH_IMAGE_PARTS picks parts); `queue` fal's
+// 128); `step-pipeline` the same host time per step with decode on a worker and the step pipeline against inline decode
+// (GANTRY_BENCH_STEP_STREAMS, default 1,8,32; GANTRY_BENCH_THREADS default 1 there: one core decodes, the other is the
+// host, a CPU proxy of a GPU); `image` the container image (build times, size, cold start to first token, real pod
+// against process pod: test/bench/image.ts, GANTRY_BENCH_IMAGE_PARTS picks parts); `queue` fal's
 // queue API on the broker: submit → COMPLETED against a synchronous call, submissions/s accepted, a 10,000-request
 // drain (GANTRY_BENCH_QUEUE_DRAIN sets the count); `rerank` documents/s of a 32-document rerank, one pair per decode
 // against pairs sharing decodes (test/bench/rerank.ts).
@@ -31,6 +33,7 @@ const all = [
   "serving",
   "llama",
   "step",
+  "step-pipeline",
   "causes",
   "builds",
   "pull",
@@ -164,6 +167,33 @@ if (run("step")) {
   };
   const load = (await import("node:os")).loadavg()[0]!;
   const t = stepTable(await benchStep(o), o, load);
+  printTable(t.title, t.header, t.rows);
+}
+
+if (run("step-pipeline")) {
+  const { benchStep, stepPipelineTable } = await import("./step.ts");
+  const o = {
+    tokens: Number(process.env.GANTRY_BENCH_STEP_TOKENS ?? 128),
+    threads: Number(process.env.GANTRY_BENCH_THREADS ?? 1),
+  };
+  const load = (await import("node:os")).loadavg()[0]!;
+  const rows = [];
+  // Interleaved: each stream count without, then with the pipeline, each row printed as it is measured.
+  for (const streams of (process.env.GANTRY_BENCH_STEP_STREAMS ?? "1,8,32").split(",").map(Number))
+    for (const pipeline of ["off", "on"] as const)
+      rows.push(
+        ...(await benchStep({
+          ...o,
+          streamCounts: [streams],
+          parallel: 32,
+          pipeline,
+          onRow: (r) =>
+            console.log(
+              `step-pipeline ${pipeline} ${streams}: host wall ${r.hostWallUsPerStep.toFixed(0)} µs/step (${r.gapWallUsPerStep.toFixed(0)} between decodes), decode ${r.decodeMsPerStep.toFixed(2)} ms/step, ${r.steps} steps (${r.pipelinedSteps} pipelined)`,
+            ),
+        })),
+      );
+  const t = stepPipelineTable(rows, o, load);
   printTable(t.title, t.header, t.rows);
 }
 

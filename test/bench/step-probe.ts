@@ -1,8 +1,8 @@
 // Loaded into the `gantry serve` that `npm run bench step` measures (node --import): counts the JS thread's CPU time
-// and wall time inside the slot loop's decode calls (an inline decode runs on this thread and is a compute thread of
-// the step), its CPU time inside the samplers' calls and the step's batched sampling call (plain sampling runs on this
-// thread, and in the batched call on the threadpool's other threads too: their time is not this thread's), and its
-// CPU time in all.
+// inside the slot loop's decode calls (an inline decode runs on this thread and is a compute thread of the step) and
+// the wall time while a decode is in flight (inline, or on a worker until its result is back), its CPU time inside the
+// samplers' calls and the step's batched sampling call (plain sampling runs on this thread, and in the batched call on
+// the threadpool's other threads too: their time is not this thread's), and its CPU time in all.
 // SIGUSR2 starts a measured window, a second SIGUSR2 ends it and writes the figures as JSON to GANTRY_STEP_PROBE_OUT.
 // Benchmarks only: it wraps methods of the engine's classes from outside.
 import fs from "node:fs";
@@ -14,7 +14,11 @@ export interface ProbeWindow {
   /** The JS thread's CPU time over the window, and the part of it inside decode calls, µs. */
   threadCpuUs: number;
   decodeCpuUs: number;
+  /** Wall time with a decode in flight (from the call until its result is back), µs. */
   decodeWallUs: number;
+  /** Wall time from a decode's result to the next decode's call (no decode in flight between two), µs, and the gaps. */
+  gapWallUs: number;
+  gaps: number;
   /**
    * CPU time inside TokenSampler.sample (its synchronous part: all of an inline sampling call) and SampleBatch's
    * batched call (this thread's share of it), and the sample calls.
@@ -39,14 +43,26 @@ const proto = SlotLoop.prototype as unknown as { decode?: (tokens: number) => Pr
 const decode = proto.decode;
 if (typeof decode !== "function") throw new Error("step-probe: SlotLoop has no decode method to measure");
 let decodeCpuUs = 0,
-  decodeWallUs = 0;
+  decodeWallUs = 0,
+  gapWallUs = 0,
+  gaps = 0;
+let lastBack: number | undefined;
 proto.decode = function (this: SlotLoop, tokens: number): Promise<void> {
   const c0 = cpuUs(),
     w0 = nowUs();
+  if (lastBack !== undefined) {
+    gapWallUs += w0 - lastBack;
+    gaps++;
+  }
   // The synchronous part: all of an inline decode, the hand-off of a worker's.
   const done = decode.call(this, tokens);
   decodeCpuUs += cpuUs() - c0;
-  decodeWallUs += nowUs() - w0;
+  // A worker's decode is in flight until its result is back (with the step pipeline the JS thread works meanwhile).
+  const back = () => {
+    lastBack = nowUs();
+    decodeWallUs += lastBack - w0;
+  };
+  done.then(back, back);
   return done;
 };
 
@@ -73,14 +89,28 @@ batch.sampleRows = function (this: SampleBatch, ...args: unknown[]): void {
 };
 
 let start:
-  { cpu: number; wall: number; decodeCpu: number; decodeWall: number; sampleCpu: number; samples: number } | undefined;
+  | {
+      cpu: number;
+      wall: number;
+      decodeCpu: number;
+      decodeWall: number;
+      gapWall: number;
+      gaps: number;
+      sampleCpu: number;
+      samples: number;
+    }
+  | undefined;
 process.on("SIGUSR2", () => {
   if (!start) {
+    // Gaps within the window only: not the one since the warm-up's last decode.
+    lastBack = undefined;
     start = {
       cpu: cpuUs(),
       wall: nowUs(),
       decodeCpu: decodeCpuUs,
       decodeWall: decodeWallUs,
+      gapWall: gapWallUs,
+      gaps,
       sampleCpu: sampleCpuUs,
       samples,
     };
@@ -91,6 +121,8 @@ process.on("SIGUSR2", () => {
     threadCpuUs: cpuUs() - start.cpu,
     decodeCpuUs: decodeCpuUs - start.decodeCpu,
     decodeWallUs: decodeWallUs - start.decodeWall,
+    gapWallUs: gapWallUs - start.gapWall,
+    gaps: gaps - start.gaps,
     sampleCpuUs: sampleCpuUs - start.sampleCpu,
     samples: samples - start.samples,
     wallUs: to - start.wall,

@@ -17,6 +17,7 @@ import { postStreamingLines } from "./stream-client.ts";
 import { settle } from "./settle.ts";
 import type { Table } from "./llama-cpp/compare.ts";
 import type { ProbeWindow } from "./step-probe.ts";
+import type { StepPipelineSetting } from "../../server/engine/step-pipeline.ts";
 
 const PROBE = path.join(import.meta.dirname, "step-probe.ts");
 
@@ -117,13 +118,19 @@ export function stepParts(profile: CpuProfile, fromUs: number, toUs: number): Ma
 
 export interface StepRow {
   streams: number;
+  /** GANTRY_STEP_PIPELINE the server ran with. */
+  pipeline: StepPipelineSetting;
   steps: number;
+  /** Steps started with tokens their streams did not have yet (gantry_decode_steps_pipelined_total). */
+  pipelinedSteps: number;
   tokens: number;
   wallMs: number;
-  /** Wall time in decode calls per step, ms. */
+  /** Wall time with a decode in flight per step, ms. */
   decodeMsPerStep: number;
-  /** Wall time per step outside the decode calls (what a GPU would wait), µs. */
+  /** Wall time per step with no decode in flight (what a GPU would wait), µs. */
   hostWallUsPerStep: number;
+  /** The same between one decode's result and the next decode's call only (no arrivals or endings), µs per gap. */
+  gapWallUsPerStep: number;
   /** The JS thread's CPU time per step outside the decode calls, µs, and per sequence per step. */
   hostCpuUsPerStep: number;
   hostCpuUsPerSeqStep: number;
@@ -161,8 +168,13 @@ async function streams(url: string, n: number, tokens: number): Promise<number> 
   return counts.reduce((a, b) => a + b, 0);
 }
 
-const decodeSteps = async (url: string): Promise<number> =>
-  counterTotal(await (await fetch(`${url}/metrics`)).text(), "gantry_decode_steps_total");
+const decodeSteps = async (url: string): Promise<{ all: number; pipelined: number }> => {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  return {
+    all: counterTotal(text, "gantry_decode_steps_total"),
+    pipelined: counterTotal(text, "gantry_decode_steps_pipelined_total"),
+  };
+};
 
 /** Sends the probe its signal (step-probe.ts) and, at a window's end, waits for its figures. */
 async function probeWindow(pid: number, file: string, end: boolean): Promise<ProbeWindow | undefined> {
@@ -172,8 +184,19 @@ async function probeWindow(pid: number, file: string, end: boolean): Promise<Pro
   return JSON.parse(fs.readFileSync(file, "utf8")) as ProbeWindow;
 }
 
-/** One server per stream count (its own profile), `tokens` generated per stream after a warm-up run. */
-export async function benchStep(o: { streamCounts: number[]; tokens: number; threads: number }): Promise<StepRow[]> {
+/**
+ * One server per stream count (its own profile), `tokens` generated per stream after a warm-up run; `pipeline` sets
+ * GANTRY_STEP_PIPELINE (default auto: on this CPU, inline decode), `onRow` hears of each row as it is measured.
+ */
+export async function benchStep(o: {
+  streamCounts: number[];
+  tokens: number;
+  threads: number;
+  pipeline?: StepPipelineSetting;
+  /** Sequences of the server (default: the largest stream count). */
+  parallel?: number;
+  onRow?: (row: StepRow) => void;
+}): Promise<StepRow[]> {
   const modelPath = await benchModelPath("step");
   const rows: StepRow[] = [];
   for (const n of o.streamCounts) {
@@ -181,16 +204,17 @@ export async function benchStep(o: { streamCounts: number[]; tokens: number; thr
     const probeFile = path.join(dir, "probe.json");
     const srv = await startTestServer({
       env: {
-        GANTRY_NUM_PARALLEL: String(Math.max(...o.streamCounts)),
+        GANTRY_NUM_PARALLEL: String(o.parallel ?? Math.max(...o.streamCounts)),
         GANTRY_THREADS: String(o.threads),
         GANTRY_CONTEXT_LENGTH: "1024",
         GANTRY_KEEP_ALIVE: "-1",
         GANTRY_LOG_LEVEL: "warn",
         GANTRY_STEP_PROBE_OUT: probeFile,
+        GANTRY_STEP_PIPELINE: o.pipeline ?? "auto",
         NODE_OPTIONS: `--import=${PROBE} --cpu-prof --cpu-prof-dir=${dir} --cpu-prof-interval=100`,
       },
     });
-    let w: ProbeWindow | undefined, tokens: number, steps: number;
+    let w: ProbeWindow | undefined, tokens: number, steps: number, pipelinedSteps: number;
     try {
       await createModel(srv.url, "step", modelPath);
       await streams(srv.url, n, 8);
@@ -199,7 +223,9 @@ export async function benchStep(o: { streamCounts: number[]; tokens: number; thr
       await probeWindow(srv.proc.pid!, probeFile, false);
       tokens = await streams(srv.url, n, o.tokens);
       w = await probeWindow(srv.proc.pid!, probeFile, true);
-      steps = (await decodeSteps(srv.url)) - before;
+      const after = await decodeSteps(srv.url);
+      steps = after.all - before.all;
+      pipelinedSteps = after.pipelined - before.pipelined;
     } finally {
       await srv.stop();
     }
@@ -216,11 +242,14 @@ export async function benchStep(o: { streamCounts: number[]; tokens: number; thr
     const others = hostCpuUsPerStep / n - sampling;
     rows.push({
       streams: n,
+      pipeline: o.pipeline ?? "auto",
       steps,
+      pipelinedSteps,
       tokens,
       wallMs: w.wallUs / 1000,
       decodeMsPerStep: w.decodeWallUs / 1000 / steps,
       hostWallUsPerStep: (w.wallUs - w.decodeWallUs) / steps,
+      gapWallUsPerStep: w.gapWallUs / Math.max(1, w.gaps),
       hostCpuUsPerStep,
       hostCpuUsPerSeqStep: hostCpuUsPerStep / n,
       parts: new Map([
@@ -228,8 +257,46 @@ export async function benchStep(o: { streamCounts: number[]; tokens: number; thr
         ...rest.map((p): [Part, number] => [p, ((ms.get(p) ?? 0) / (sampled || 1)) * others]),
       ]),
     });
+    o.onRow?.(rows.at(-1)!);
   }
   return rows;
+}
+
+/** A row's tok/s, decode ms per step, host wall and JS CPU µs per step. */
+const stepFigures = (r: StepRow): string[] => [
+  ((r.tokens * 1000) / r.wallMs).toFixed(0),
+  r.decodeMsPerStep.toFixed(2),
+  r.hostWallUsPerStep.toFixed(0),
+  r.hostCpuUsPerStep.toFixed(0),
+];
+
+/** The step pipeline's rows (`npm run bench step-pipeline`): the same figures, without and with the pipeline. */
+export function stepPipelineTable(rows: StepRow[], o: { tokens: number; threads: number }, loadBefore: number): Table {
+  const load = `${loadBefore.toFixed(2)} before, ${os.loadavg()[0]!.toFixed(2)} after`;
+  return {
+    title: `Step pipeline, CPU proxy: ${o.threads} decode thread${o.threads === 1 ? " (one core as the accelerator, the other the host)" : "s"}, BENCH_SHAPES.step, Ollama's default sampling, ${o.tokens} tokens per stream over HTTP. off = today's inline decode (the JS thread waits for the decode, the decode for the JS work); on = GANTRY_STEP_PIPELINE on (worker decode, each stream's JS work for a token overlapping the next decode). Host wall: wall time per step with no decode in flight, what a GPU would wait; load average ${load}`,
+    header: [
+      "streams",
+      "pipeline",
+      "steps",
+      "pipelined steps",
+      "tok/s",
+      "decode ms/step (in flight)",
+      "host wall µs/step",
+      "JS CPU µs/step",
+      "between decodes µs",
+      "sampling µs/step",
+    ],
+    rows: rows.map((r) => [
+      String(r.streams),
+      r.pipeline,
+      String(r.steps),
+      String(r.pipelinedSteps),
+      ...stepFigures(r),
+      r.gapWallUsPerStep.toFixed(0),
+      (r.parts.get("sampling")! * r.streams).toFixed(0),
+    ]),
+  };
 }
 
 export function stepTable(rows: StepRow[], o: { tokens: number; threads: number }, loadBefore: number): Table {
@@ -249,10 +316,7 @@ export function stepTable(rows: StepRow[], o: { tokens: number; threads: number 
     rows: rows.map((r) => [
       String(r.streams),
       String(r.steps),
-      ((r.tokens * 1000) / r.wallMs).toFixed(0),
-      r.decodeMsPerStep.toFixed(2),
-      r.hostWallUsPerStep.toFixed(0),
-      r.hostCpuUsPerStep.toFixed(0),
+      ...stepFigures(r),
       r.hostCpuUsPerSeqStep.toFixed(1),
       ...CPU_PARTS.map((p) => r.parts.get(p)!.toFixed(1)),
     ]),

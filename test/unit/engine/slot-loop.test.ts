@@ -27,7 +27,7 @@ test("small steps decode inline, prompt-sized steps on a worker", async () => {
     { mode: "inline", tokens: 1 },
     { mode: "inline", tokens: 3 },
   ]);
-  assert.deepEqual(loop.steps, { inline: 2, worker: 1 });
+  assert.deepEqual(loop.steps, { inline: 2, worker: 1, pipelined: 0 });
   assert.equal(slot.tokens.length, 24);
 });
 
