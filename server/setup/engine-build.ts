@@ -227,7 +227,7 @@ async function compile(
 
 /**
  * What the built addon lacks of the patch, by the names it registers with Node: the settings binding, sequence state,
- * pooled outputs per sequence, and image input
+ * pooled outputs per sequence, batched sampling, and image input
  * when the build has NLC_MTMD on (whichever way llama.cpp was built: a build that silently lost mtmd must not be
  * cached as the patched engine).
  */
@@ -237,6 +237,7 @@ export function addonLacks(addonFile: string, cmakeOptions: Readonly<Record<stri
     ["setGantrySettings", "the settings binding (setGantrySettings)"],
     ["setSequenceState", "sequence state in host memory (setSequenceState)"],
     ["getSequenceEmbedding", "pooled outputs per sequence (getSequenceEmbedding)"],
+    ["sampleTokens", "a step's rows sampled in one call (sampleTokens)"],
   ];
   if (cmakeOptions.NLC_MTMD === "ON") wanted.push(["AddonMtmdContext", "image input (AddonMtmdContext)"]);
   return wanted.filter(([name]) => !binary.includes(name)).map(([, what]) => what);

@@ -85,14 +85,15 @@ describe("expectedBuildTime", () => {
 });
 
 describe("addonLacks", () => {
-  it("names what a built addon lacks of the patch: the settings binding, sequence state, pooled outputs per sequence, and image input when mtmd is on", () => {
+  it("names what a built addon lacks of the patch: the settings binding, sequence state, pooled outputs per sequence, batched sampling, and image input when mtmd is on", () => {
     const file = (name: string, text: string) => {
       const p = path.join(tmp, name);
       fs.writeFileSync(p, Buffer.concat([Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0]), Buffer.from(text)]));
       return p;
     };
-    const full = file("full.node", "\0setGantrySettings\0setSequenceState\0getSequenceEmbedding\0AddonMtmdContext\0");
-    const textOnly = file("text-only.node", "\0setGantrySettings\0setSequenceState\0getSequenceEmbedding\0");
+    const patched = "\0setGantrySettings\0setSequenceState\0getSequenceEmbedding\0sampleTokens\0";
+    const full = file("full.node", `${patched}AddonMtmdContext\0`);
+    const textOnly = file("text-only.node", patched);
     const unpatched = file("unpatched.node", "\0AddonContext\0");
     assert.deepEqual(addonLacks(full, { NLC_MTMD: "ON" }), []);
     assert.deepEqual(addonLacks(textOnly, { NLC_MTMD: "ON" }), ["image input (AddonMtmdContext)"]);
@@ -101,6 +102,7 @@ describe("addonLacks", () => {
       "the settings binding (setGantrySettings)",
       "sequence state in host memory (setSequenceState)",
       "pooled outputs per sequence (getSequenceEmbedding)",
+      "a step's rows sampled in one call (sampleTokens)",
       "image input (AddonMtmdContext)",
     ]);
   });
