@@ -1,11 +1,12 @@
 // The step pipeline (GANTRY_STEP_PIPELINE on: a stream's next token decodes on a worker while its last one is
 // processed) on the real runtime against the same engine without it: the same greedy text and counts for concurrent
 // streams, stop strings and num_predict ending where they do, an abort freeing its sequence for a correct next
-// request, and a follow-up finding its cache after a pipelined generation left a decoded token behind.
+// request, a follow-up finding its cache after a pipelined generation left a decoded token behind, and a tool call's
+// lazy grammar applying from the token after its marker (a continued token's row is sampled once its stream took it).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import type { Engine, GenerateRequest } from "../../../server/engine/types.ts";
-import { smollm2Path, tinyModelPath } from "../../support/models.ts";
+import { familyModelPath, smollm2Path, tinyModelPath } from "../../support/models.ts";
 import { chat, collect, makeEngine, request, specFor } from "./helpers.ts";
 
 let piped: Engine;
@@ -151,4 +152,38 @@ test("a follow-up after a pipelined generation that stopped on a stop string fin
   } finally {
     await one.shutdown();
   }
+});
+
+test("a tool call the model starts by itself (lazy grammar): the same events with the pipeline as without", async () => {
+  const caller = specFor(await familyModelPath("qwen2.5", { "<tool_call>": 2, "<|im_end|>": 1 }), "caller");
+  const tools = {
+    tools: [
+      {
+        name: "get_weather",
+        description: "The weather in a city",
+        parameters: {
+          type: "object",
+          properties: { city: { enum: ["Paris", "Oslo"] }, days: { type: "integer" } },
+          required: ["city", "days"],
+        },
+      },
+    ],
+    choice: "auto" as const,
+    parallel: false,
+  };
+  const run = async (e: Engine) => {
+    const events = [];
+    for await (const ev of e.generate(
+      request(caller, chat("What is the weather in Paris?"), { num_predict: 200, seed: 7 }, { tools }),
+    ))
+      events.push(ev.type === "done" ? { type: "done", evalCount: ev.stats.evalCount } : ev);
+    return events;
+  };
+  const withPipeline = await run(piped);
+  const without = await run(plain);
+  assert.deepEqual(withPipeline, without);
+  assert.ok(
+    without.some((ev) => ev.type === "tool_call"),
+    "the model called a tool",
+  );
 });

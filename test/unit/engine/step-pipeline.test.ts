@@ -151,3 +151,18 @@ test("with batched sampling, a pipelined step samples the rows of continuations 
   for (const s of slots) loop.leave(s);
   await loop.drained();
 });
+
+test("a continuation taken after its decode ended is sampled then, with the sampling its loop gives when it takes it", async () => {
+  const native = new RecordingNativeContext();
+  const loop = pipelined(native);
+  const slot = new Slot(0);
+  loop.enter();
+  const first = await loop.evaluate(slot, prompt(3), () => Promise.resolve(7), always);
+  // The loop is still busy with its token when the continuation's decode ends: the row waits for it.
+  while (native.log.length < 4) await new Promise((r) => setImmediate(r));
+  assert.deepEqual(native.log, ["add 0@0+3", "decoded", "add 0@3+1", "decoded"]);
+  assert.equal(await loop.evaluate(slot, [first], () => Promise.resolve(9), never), 9);
+  assert.equal(native.calls.length, 2);
+  loop.leave(slot);
+  await loop.drained();
+});
