@@ -108,7 +108,7 @@ export class ServerMetrics {
   // per step say how long it waits for the host (issue 39: 16 ms steps on an H200 where llama.cpp takes 9.8).
   readonly decodeSeconds = new Counter({
     name: "gantry_decode_seconds_total",
-    help: "Wall seconds with a decode call of the model in flight (what its accelerator computes)",
+    help: "Wall seconds with a decode call of the model in flight, from the call to its result on the JS thread (what its accelerator computes; a decode on a worker thread also waits there for the JS thread to take its result)",
     labelNames: ["model"],
     registers: [this.registry],
   });
