@@ -2,19 +2,30 @@
 // and the wall time with none in flight while the model has work (a request holding or waiting for one of its
 // sequences): what its GPU waits for, between two decodes and before a request's first. Of the latter, the part spent
 // in the rows' sampling calls. The calls are timed where the slot loop makes them (timedContext wraps the native port):
-// two performance.now() calls per decode call and per sampling call, and three counter increments per decode call.
+// two performance.now() calls per decode call and per sampling call, and up to four counter increments per decode call.
+// A decode on a worker thread (pipelined steps) ends for the JS thread only once that thread takes its result: how
+// busy the JS thread was meanwhile (the event loop's utilization, two more reads) says whether it held the result up.
 import type { NativeContext } from "./native/port.ts";
 
 /**
  * Seconds to add: with a decode call in flight; with none in flight while the model had work (reported with the call
- * that ended the wait, or when the work ended), and of those, the seconds in sampling calls.
+ * that ended the wait, or when the work ended), and of those, the seconds in sampling calls; of the first, for a call
+ * on a worker thread, the seconds the JS thread was busy meanwhile.
  */
-export type DecodeTimeReport = (decodeSeconds: number, idleSeconds: number, samplingSeconds: number) => void;
+export type DecodeTimeReport = (
+  decodeSeconds: number,
+  idleSeconds: number,
+  samplingSeconds: number,
+  jsBusySeconds: number,
+) => void;
 
 export class DecodeClock {
   private readonly report: DecodeTimeReport;
   private readonly now: () => number;
+  private readonly jsActive: () => number;
   private work = false;
+  /** The JS thread's active milliseconds so far when the call in flight started on a worker; undefined: inline. */
+  private activeAtStart: number | undefined;
   /** When the call in flight started; undefined: none is (a context decodes one call at a time). */
   private callStart: number | undefined;
   /** Since when the model waits (no call in flight, work); undefined: it does not. */
@@ -24,10 +35,18 @@ export class DecodeClock {
   /** The wait the call in flight ended, in seconds, reported with the call. */
   private waited: [idle: number, sampling: number] = [0, 0];
 
-  /** `now`: milliseconds (performance.now; a test's own clock). */
-  constructor(report: DecodeTimeReport, now: () => number = () => performance.now()) {
+  /**
+   * `now`: milliseconds (performance.now; a test's own clock); `jsActive`: the JS thread's milliseconds spent outside
+   * its event loop's wait so far (the event loop utilization's `active`).
+   */
+  constructor(
+    report: DecodeTimeReport,
+    now: () => number = () => performance.now(),
+    jsActive: () => number = () => performance.eventLoopUtilization().active,
+  ) {
     this.report = report;
     this.now = now;
+    this.jsActive = jsActive;
   }
 
   /** Whether the model has work: a request holds or waits for one of its sequences. */
@@ -36,23 +55,26 @@ export class DecodeClock {
     this.work = work;
     if (this.callStart !== undefined) return;
     if (work) this.idleSince = this.now();
-    else this.report(0, ...this.endWait(this.now()));
+    else this.report(0, ...this.endWait(this.now()), 0);
   }
 
-  /** A decode call starts. */
-  started(): void {
+  /** A decode call starts: on a worker thread, or inline (blocking the JS thread). */
+  started(worker: boolean): void {
     const now = this.now();
     this.waited = this.endWait(now);
     this.callStart = now;
+    this.activeAtStart = worker ? this.jsActive() : undefined;
   }
 
   /** The decode call in flight ended (done or failed). */
   ended(): void {
     const now = this.now();
     const decodeMs = this.callStart === undefined ? 0 : now - this.callStart;
+    const busyMs = this.activeAtStart === undefined ? 0 : Math.min(decodeMs, this.jsActive() - this.activeAtStart);
     this.callStart = undefined;
+    this.activeAtStart = undefined;
     if (this.work) this.idleSince = now;
-    this.report(decodeMs / 1000, ...this.waited);
+    this.report(decodeMs / 1000, ...this.waited, Math.max(0, busyMs) / 1000);
     this.waited = [0, 0];
   }
 
@@ -87,7 +109,7 @@ export function timedContext(native: NativeContext, clock: DecodeClock): NativeC
   return {
     ...native,
     async decodeBatch() {
-      clock.started();
+      clock.started(true);
       try {
         await native.decodeBatch();
       } finally {
@@ -97,7 +119,7 @@ export function timedContext(native: NativeContext, clock: DecodeClock): NativeC
     ...(inline
       ? {
           decodeBatchInline() {
-            clock.started();
+            clock.started(false);
             try {
               inline.call(native);
             } finally {

@@ -24,9 +24,16 @@ export interface EngineMetricsSink {
   /**
    * Where the model's accelerator time went (decode-clock.ts), reported at each decode call's end: `decodeSeconds` with
    * that call in flight; `idleSeconds` with no call in flight while the model had work, before it (or before the work
-   * ended: decodeSeconds 0), `samplingSeconds` of them in the rows' sampling calls.
+   * ended: decodeSeconds 0), `samplingSeconds` of them in the rows' sampling calls; `jsBusySeconds`: for a call on a
+   * worker thread, the seconds of `decodeSeconds` the JS thread was busy (a result waits for it).
    */
-  onDecodeTime?(model: string, decodeSeconds: number, idleSeconds: number, samplingSeconds: number): void;
+  onDecodeTime?(
+    model: string,
+    decodeSeconds: number,
+    idleSeconds: number,
+    samplingSeconds: number,
+    jsBusySeconds: number,
+  ): void;
   /** Requests waiting for a free sequence of the model. */
   onQueueDepth?(model: string, depth: number): void;
   /** Sequences of the model busy with a request. */

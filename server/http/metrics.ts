@@ -118,6 +118,12 @@ export class ServerMetrics {
     labelNames: ["model", "part"],
     registers: [this.registry],
   });
+  readonly decodeJsBusySeconds = new Counter({
+    name: "gantry_decode_js_busy_seconds_total",
+    help: "Of gantry_decode_seconds_total, decode calls on a worker thread (pipelined steps): the seconds the JS thread was busy meanwhile (the streams' JavaScript, HTTP); near the decode seconds, decodes' results waited for it",
+    labelNames: ["model"],
+    registers: [this.registry],
+  });
   readonly decodeCalls = new Counter({
     name: "gantry_decode_calls_total",
     help: "llama_decode calls of generation contexts",
@@ -190,8 +196,9 @@ export class ServerMetrics {
       onPipeline: (model, event) => {
         (event === "step" ? this.pipelinedSteps : this.pipelineDropped).inc({ model });
       },
-      onDecodeTime: (model, decode, idle, sampling) => {
+      onDecodeTime: (model, decode, idle, sampling, jsBusy) => {
         if (decode > 0) this.decodeSeconds.inc({ model }, decode);
+        if (jsBusy > 0) this.decodeJsBusySeconds.inc({ model }, jsBusy);
         if (sampling > 0) this.decodeIdleSeconds.inc({ model, part: "sampling" }, sampling);
         if (idle > sampling) this.decodeIdleSeconds.inc({ model, part: "other" }, idle - sampling);
       },

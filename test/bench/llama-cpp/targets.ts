@@ -34,10 +34,17 @@ export interface DecodeCounters {
    */
   steps: number;
   /**
-   * Gantry's alone (decode-clock.ts): steps started pipelined, seconds with a decode call in flight, seconds with none
-   * while the model had work (what the accelerator waited for) and those of them in the rows' sampling calls.
+   * Gantry's alone (decode-clock.ts): steps started pipelined, seconds with a decode call in flight (and of those, on a
+   * worker thread, the JS thread's busy seconds), seconds with none while the model had work (what the accelerator
+   * waited for) and those of them in the rows' sampling calls.
    */
-  gantry?: { pipelined: number; decodeSeconds: number; idleSeconds: number; samplingSeconds: number };
+  gantry?: {
+    pipelined: number;
+    decodeSeconds: number;
+    jsBusySeconds: number;
+    idleSeconds: number;
+    samplingSeconds: number;
+  };
 }
 
 /** Gantry's decode counters in its /metrics text. */
@@ -48,6 +55,7 @@ export function gantryCounters(metricsText: string): DecodeCounters {
     gantry: {
       pipelined: total("gantry_decode_steps_pipelined_total"),
       decodeSeconds: total("gantry_decode_seconds_total"),
+      jsBusySeconds: total("gantry_decode_js_busy_seconds_total"),
       idleSeconds: total("gantry_decode_idle_seconds_total"),
       samplingSeconds: total("gantry_decode_idle_seconds_total", 'part="sampling"'),
     },

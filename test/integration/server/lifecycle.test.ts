@@ -150,6 +150,7 @@ test("metrics and CORS", async () => {
       "gantry_decode_steps_total",
       "gantry_decode_seconds_total",
       "gantry_decode_idle_seconds_total",
+      "gantry_decode_js_busy_seconds_total",
       "gantry_batch_fill_ratio",
       "gantry_in_flight_requests",
       // the process's own (prom-client defaults): CPU, memory, event-loop lag
@@ -193,6 +194,7 @@ test("metrics: a streamed generation's decode seconds and the seconds its accele
         steps: counter(text, "gantry_decode_steps_total"),
         pipelined: counter(text, "gantry_decode_steps_pipelined_total"),
         decode: counter(text, "gantry_decode_seconds_total"),
+        jsBusy: counter(text, "gantry_decode_js_busy_seconds_total"),
         sampling: counter(text, "gantry_decode_idle_seconds_total", 'part="sampling"'),
         other: counter(text, "gantry_decode_idle_seconds_total", 'part="other"'),
       };
@@ -216,6 +218,9 @@ test("metrics: a streamed generation's decode seconds and the seconds its accele
     const idle = after.sampling + after.other - before.sampling - before.other;
     assert.ok(steps >= 12 && after.pipelined > before.pipelined, JSON.stringify({ before, after }));
     assert.ok(decode > 0, "decode seconds");
+    // Pipelined steps decode on a worker: the streams' JavaScript runs meanwhile, within the decodes' time.
+    const jsBusy = after.jsBusy - before.jsBusy;
+    assert.ok(jsBusy > 0 && jsBusy <= decode, JSON.stringify({ jsBusy, decode }));
     assert.ok(after.sampling > before.sampling && idle >= 0, "idle seconds, the rows' sampling among them");
     // Both only while the requests had work, never at once: together no more than the requests' wall time.
     assert.ok(decode + idle <= wall, JSON.stringify({ decode, idle, wall, steps }));

@@ -3,13 +3,14 @@ import { test } from "node:test";
 import { stepTimeOf, stepTimeTable } from "../../bench/llama-cpp/step-time.ts";
 import { counterTotal, gantryCounters } from "../../bench/llama-cpp/targets.ts";
 
-const metrics = (steps: number, decode: number, sampling: number, other: number, pipelined: number) =>
+const metrics = (steps: number, decode: number, sampling: number, other: number, pipelined: number, jsBusy = 0) =>
   [
     "# HELP gantry_decode_steps_total Batched decode steps",
     "# TYPE gantry_decode_steps_total counter",
     `gantry_decode_steps_total{model="bench:latest"} ${steps}`,
     `gantry_decode_steps_pipelined_total{model="bench:latest"} ${pipelined}`,
     `gantry_decode_seconds_total{model="bench:latest"} ${decode}`,
+    `gantry_decode_js_busy_seconds_total{model="bench:latest"} ${jsBusy}`,
     `gantry_decode_idle_seconds_total{model="bench:latest",part="sampling"} ${sampling}`,
     `gantry_decode_idle_seconds_total{model="bench:latest",part="other"} ${other}`,
   ].join("\n");
@@ -24,10 +25,11 @@ test("counterTotal: all label sets, or those with one label", () => {
 
 test("a run's time per step: the counters' differences over its steps; none for llama-server's counters", () => {
   const before = gantryCounters(metrics(10, 0.5, 0.25, 0.125, 9));
-  const after = gantryCounters(metrics(138, 1.78, 0.506, 0.637, 136));
+  const after = gantryCounters(metrics(138, 1.78, 0.506, 0.637, 136, 0.384));
   const t = stepTimeOf(before, after)!;
   assert.equal(t.steps, 128);
   assert.equal(t.decodeMs.toFixed(3), "10.000");
+  assert.equal(t.jsBusyMs.toFixed(3), "3.000");
   assert.equal(t.idleMs.toFixed(3), "6.000");
   assert.equal(t.samplingMs.toFixed(3), "2.000");
   assert.equal(t.pipelinedShare.toFixed(4), "0.9922");
@@ -39,6 +41,7 @@ test("the table: medians over the rounds, and the ceiling's step time at the run
   const time = (decodeMs: number, idleMs: number) => ({
     steps: 128,
     decodeMs,
+    jsBusyMs: 3,
     idleMs,
     samplingMs: 2,
     pipelinedShare: 1,
@@ -53,6 +56,7 @@ test("the table: medians over the rounds, and the ceiling's step time at the run
     "32 × 128 tokens",
     "128",
     "11.00",
+    "3.00",
     "7.00",
     "2.00",
     "5.00",
@@ -61,6 +65,6 @@ test("the table: medians over the rounds, and the ceiling's step time at the run
     "10.00",
     "1.10",
   ]);
-  assert.deepEqual(t.rows[1], ["bench-8b", "3 × 128 tokens", "-", "-", "-", "-", "-", "-", "-", "-", "-"]);
-  assert.equal(stepTimeTable(rows, 3).header.length, 9, "no ceiling columns without a ceiling");
+  assert.deepEqual(t.rows[1], ["bench-8b", "3 × 128 tokens", ...Array<string>(10).fill("-")]);
+  assert.equal(stepTimeTable(rows, 3).header.length, 10, "no ceiling columns without a ceiling");
 });

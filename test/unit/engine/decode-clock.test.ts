@@ -3,20 +3,23 @@ import assert from "node:assert/strict";
 import { DecodeClock, timedContext } from "../../../server/engine/decode-clock.ts";
 import type { NativeContext, NativeSampler } from "../../../server/engine/native/port.ts";
 
-/** A clock on a hand-moved time (ms), and the seconds it reported: decode, idle, sampling. */
+type Report = [decode: number, idle: number, sampling: number, jsBusy: number];
+
+/**
+ * A clock on a hand-moved time (ms) and JS thread's active time (`busy` adds to it), and the seconds it reported:
+ * decode, idle, sampling, the JS thread busy during worker decodes.
+ */
 function clocked() {
-  let t = 0;
-  const reports: Array<[number, number, number]> = [];
+  let t = 0,
+    active = 0;
+  const reports: Report[] = [];
   const clock = new DecodeClock(
     (...r) => reports.push(r),
     () => t,
+    () => active,
   );
-  const totals = () =>
-    reports.reduce(
-      ([d, i, s], [rd, ri, rs]) => [round(d + rd), round(i + ri), round(s + rs)] as [number, number, number],
-      [0, 0, 0] as [number, number, number],
-    );
-  return { clock, reports, totals, at: (ms: number) => void (t = ms) };
+  const totals = () => reports.reduce((sum, r) => sum.map((x, i) => round(x + r[i]!)) as Report, [0, 0, 0, 0]);
+  return { clock, reports, totals, at: (ms: number) => void (t = ms), busy: (ms: number) => void (active += ms) };
 }
 const round = (x: number) => Math.round(x * 1e6) / 1e6;
 
@@ -25,17 +28,17 @@ test("decode time is each call's; idle time runs from the work's start or a call
   at(100);
   clock.setWork(true);
   at(103);
-  clock.started();
+  clock.started(false);
   at(113);
   clock.ended();
-  assert.deepEqual(reports, [[0.01, 0.003, 0]], "10 ms decoding after 3 ms waiting");
+  assert.deepEqual(reports, [[0.01, 0.003, 0, 0]], "10 ms decoding after 3 ms waiting");
   at(115);
   clock.sampling(() => at(117));
   at(118);
-  clock.started();
+  clock.started(false);
   at(128);
   clock.ended();
-  assert.deepEqual(totals(), [0.02, 0.008, 0.002], "the second wait: 5 ms, 2 of them sampling");
+  assert.deepEqual(totals(), [0.02, 0.008, 0.002, 0], "the second wait: 5 ms, 2 of them sampling");
 });
 
 test("no idle time without work: neither before the first request nor after the last one left", () => {
@@ -44,25 +47,25 @@ test("no idle time without work: neither before the first request nor after the 
   clock.sampling(() => at(60));
   clock.setWork(true);
   at(70);
-  clock.started();
+  clock.started(false);
   at(80);
   clock.ended();
   at(84);
   clock.setWork(false);
-  assert.deepEqual(reports.at(-1), [0, 0.004, 0], "the wait after the last call, reported when the work ended");
+  assert.deepEqual(reports.at(-1), [0, 0.004, 0, 0], "the wait after the last call, reported when the work ended");
   at(1000);
-  clock.started();
+  clock.started(false);
   at(1010);
   clock.ended();
   at(5000);
   clock.setWork(false);
-  assert.deepEqual(totals(), [0.02, 0.014, 0], "a call without work (a step ending after its streams) decodes only");
+  assert.deepEqual(totals(), [0.02, 0.014, 0, 0], "a call without work (a step ending after its streams) decodes only");
 });
 
 test("work that ends and starts during a call: the wait starts at the call's end; a sampling call overlapping a decode is not idle", () => {
   const { clock, totals, at } = clocked();
   clock.setWork(true);
-  clock.started();
+  clock.started(true);
   at(5);
   clock.setWork(false);
   clock.sampling(() => at(7));
@@ -70,24 +73,41 @@ test("work that ends and starts during a call: the wait starts at the call's end
   at(10);
   clock.ended();
   at(12);
-  clock.started();
+  clock.started(false);
   at(20);
   clock.ended();
-  assert.deepEqual(totals(), [0.018, 0.002, 0]);
+  assert.deepEqual(totals(), [0.018, 0.002, 0, 0]);
+});
+
+test("a decode on a worker: the JS thread's busy time meanwhile, never more than the call's", () => {
+  const { clock, totals, at, busy } = clocked();
+  busy(100);
+  clock.started(true);
+  busy(4);
+  at(10);
+  clock.ended();
+  assert.deepEqual(totals(), [0.01, 0, 0, 0.004]);
+  clock.started(true);
+  busy(30);
+  at(20);
+  clock.ended();
+  assert.deepEqual(totals(), [0.02, 0, 0, 0.014], "busy until after the result came: the call's 10 ms");
 });
 
 test("timedContext: decodes (on a worker, inline, failing) and sampling calls reach the clock; the rest is the port's", async () => {
-  const { clock, totals, at } = clocked();
+  const { clock, totals, at, busy } = clocked();
   const sampler = {} as NativeSampler;
   const calls: string[] = [];
   const native = {
     batchSize: 512,
     decodeBatch: async () => {
       at(10);
+      busy(3);
       calls.push("decode");
     },
     decodeBatchInline: () => {
       at(30);
+      busy(6);
       throw new Error("decode failed");
     },
     sampleToken: (row: number) => {
@@ -109,5 +129,9 @@ test("timedContext: decodes (on a worker, inline, failing) and sampling calls re
   at(24);
   assert.throws(() => timed.decodeBatchInline!(), /decode failed/);
   assert.deepEqual(calls, ["decode"]);
-  assert.deepEqual(totals(), [0.016, 0.014, 0.006], "decodes 0–10 and 24–30; idle 10–24, sampling 10–14 and 20–22");
+  assert.deepEqual(
+    totals(),
+    [0.016, 0.014, 0.006, 0.003],
+    "decodes 0–10 and 24–30; idle 10–24, sampling 10–14 and 20–22; the JS thread busy 3 ms of the worker's decode (an inline decode's: all of it, not counted)",
+  );
 });
