@@ -179,6 +179,14 @@ export class SlotLoop {
   }
 
   /**
+   * A request's generation loop knows it ends (a stop string, its last token): a continuation of its slot is dropped
+   * now, as leave does, so no step waits for the loop while its client takes the last text.
+   */
+  drop(slot: Slot): void {
+    this.runner.drop(slot);
+  }
+
+  /**
    * Await before queueing work (StepFill.gate): the slots of a step and newcomers queue the next step together. Not
    * for `slot`'s continuation (its token is queued or decoding already), nor while a pipelined step is in flight: the
    * next step starts from what is queued when its rows are sampled.

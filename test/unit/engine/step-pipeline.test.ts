@@ -75,6 +75,23 @@ test("a loop that leaves without taking its continuation drops it: the token sta
   loop.leave(slot);
 });
 
+test("a loop that knows it ends drops its continuation at once: the step decoding it ends before the loop leaves", async () => {
+  const native = new RecordingNativeContext();
+  const events: string[] = [];
+  const loop = new SlotLoop(native, { parallel: 2, maxQueue: 8, pipeline: true, onPipeline: (e) => events.push(e) });
+  const slot = new Slot(0);
+  const { calls, sample } = counted();
+  loop.enter();
+  await loop.evaluate(slot, prompt(3), sample, always);
+  // A stop string: the loop's last text goes to its client, which may hold it; no step waits for that.
+  loop.drop(slot);
+  await loop.drained();
+  assert.deepEqual(native.log, ["add 0@0+3", "decoded", "add 0@3+1", "decoded"]);
+  assert.equal(calls.n, 1, "the dropped continuation's row is never sampled");
+  loop.leave(slot);
+  assert.deepEqual(events, ["step", "dropped"], "leave drops nothing more");
+});
+
 test("a step stays full: a continuation waits for a slot that does not continue, and leaves the queue when its loop leaves", async () => {
   const native = new RecordingNativeContext();
   const loop = pipelined(native);
