@@ -10,6 +10,7 @@ import {
   type LlamaModel,
 } from "node-llama-cpp";
 import { setLongTimeout, type LongTimeout } from "../common/long-timeout.ts";
+import { DecodeClock, timedContext } from "./decode-clock.ts";
 import { decodeTurnsFor } from "./decode-turns.ts";
 import type { EngineMetricsSink } from "./metrics.ts";
 import { nativeContextOf } from "./native/node-llama-cpp.ts";
@@ -173,7 +174,9 @@ export class LoadedModel {
         });
       // Decoding bypasses node-llama-cpp's sequence objects: the slot loop drives the native context (the port).
       const name = o.spec.name;
-      const native = nativeContextOf(context, model);
+      // Its decode and sampling calls timed (/metrics: where the accelerator's time goes).
+      const clock = new DecodeClock((decode, idle, sampling) => o.metrics.onDecodeTime?.(name, decode, idle, sampling));
+      const native = timedContext(nativeContextOf(context, model), clock);
       const slots = new SlotLoop(native, {
         parallel: o.parallel,
         maxQueue: o.maxQueue,
@@ -183,6 +186,7 @@ export class LoadedModel {
         onPipeline: (event) => o.metrics.onPipeline?.(name, event),
         moveSlots: o.moveSlots ?? true,
         onPoolChange: (busy, queued) => {
+          clock.setWork(busy + queued > 0);
           o.metrics.onQueueDepth?.(name, queued);
           o.metrics.onBusySequences?.(name, busy);
         },

@@ -21,6 +21,12 @@ export interface EngineMetricsSink {
    * `dropped` = such a token whose stream ended without it (a stop string, an abort), left decoded in its sequence.
    */
   onPipeline?(model: string, event: "step" | "dropped"): void;
+  /**
+   * Where the model's accelerator time went (decode-clock.ts), reported at each decode call's end: `decodeSeconds` with
+   * that call in flight; `idleSeconds` with no call in flight while the model had work, before it (or before the work
+   * ended: decodeSeconds 0), `samplingSeconds` of them in the rows' sampling calls.
+   */
+  onDecodeTime?(model: string, decodeSeconds: number, idleSeconds: number, samplingSeconds: number): void;
   /** Requests waiting for a free sequence of the model. */
   onQueueDepth?(model: string, depth: number): void;
   /** Sequences of the model busy with a request. */

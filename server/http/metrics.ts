@@ -104,6 +104,20 @@ export class ServerMetrics {
     labelNames: ["model"],
     registers: [this.registry],
   });
+  // Decode seconds per step against llama-batched-bench's step time say whether the accelerator is slower; idle seconds
+  // per step say how long it waits for the host (issue 39: 16 ms steps on an H200 where llama.cpp takes 9.8).
+  readonly decodeSeconds = new Counter({
+    name: "gantry_decode_seconds_total",
+    help: "Wall seconds with a decode call of the model in flight, from the call to its result on the JS thread (what its accelerator computes; a decode on a worker thread also waits there for the JS thread to take its result)",
+    labelNames: ["model"],
+    registers: [this.registry],
+  });
+  readonly decodeIdleSeconds = new Counter({
+    name: "gantry_decode_idle_seconds_total",
+    help: "Wall seconds with no decode call of the model in flight while it had work (a request holding or waiting for a sequence): what its accelerator waits for; part=sampling: in the rows' sampling calls, part=other: the rest (the streams' JavaScript, scheduling, HTTP, a request's preparation)",
+    labelNames: ["model", "part"],
+    registers: [this.registry],
+  });
   readonly decodeCalls = new Counter({
     name: "gantry_decode_calls_total",
     help: "llama_decode calls of generation contexts",
@@ -175,6 +189,11 @@ export class ServerMetrics {
       },
       onPipeline: (model, event) => {
         (event === "step" ? this.pipelinedSteps : this.pipelineDropped).inc({ model });
+      },
+      onDecodeTime: (model, decode, idle, sampling) => {
+        if (decode > 0) this.decodeSeconds.inc({ model }, decode);
+        if (sampling > 0) this.decodeIdleSeconds.inc({ model, part: "sampling" }, sampling);
+        if (idle > sampling) this.decodeIdleSeconds.inc({ model, part: "other" }, idle - sampling);
       },
       onSequenceMove: (model, ok) => {
         this.sequenceMoves.inc({ model, result: ok ? "ok" : "failed" });

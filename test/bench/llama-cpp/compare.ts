@@ -3,7 +3,8 @@
 //  - benchLlamaServer: the main table (single-stream prompt/generation speed, aggregate tokens/s at concurrency 1/4/8
 //    with 64 and 256 generated tokens, time to first token under load, decode steps per token position); with
 //    `ceiling`, each aggregate row also against llama-batched-bench at the same stream count (llama.cpp's own batched
-//    decode, no server: the GPU check's ceiling).
+//    decode, no server: the GPU check's ceiling); then where Gantry's steps spent their time in each run (its /metrics:
+//    decode and idle ms per step, step-time.ts), beside the ceiling's step time.
 //  - benchCauses: the prebuilt binary (ggml's threads started per decode, decode and sampling on libuv workers) against
 //    the patched build, whose threadpool polls (50, default) or sleeps at once (0) between steps: the server
 //    configuration each variant runs with. The A/B switches of the steps before (eager steps, threadpool off, decode on
@@ -14,6 +15,7 @@ import { gpuMemoryByPid } from "./gpu-memory.ts";
 import { batchedBench, CEILING_PROMPT_TOKENS, type BatchedBenchRow } from "./batched-bench.ts";
 import { llamaBench } from "./llama-bench.ts";
 import { toolsVariant, type GpuRun } from "./options.ts";
+import { stepTimeTable, type StepTimeRow } from "./step-time.ts";
 import { startGantry, startLlamaServer, type BenchTarget, type LlamaSlots, type ServeShape } from "./targets.ts";
 import { llamaTools } from "./tools.ts";
 
@@ -119,7 +121,9 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
   // llama-bench's generation run no longer than the scenarios' (a short CPU check need not generate 128 per round).
   const refGen = Math.min(128, Math.max(...scenarios.map((x) => x.nPredict)));
   const main: string[][] = [],
-    ref: string[][] = [];
+    ref: string[][] = [],
+    steps: StepTimeRow[] = [];
+  const ceilings = new Map<string, BatchedBenchRow[]>();
   const engines: string[] = [];
   for (const m of models) {
     const targets: BenchTarget[] = [];
@@ -153,6 +157,7 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
             extraArgs: o.gpu?.llamaArgs ?? [],
           })
         : [];
+      ceilings.set(m.label, ceiling);
       const row = (
         measure: string,
         g: number[],
@@ -200,6 +205,10 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
           { g: g.map((r) => median(r.ttftMs)), l: l.map((r) => median(r.ttftMs)), lowerIsBetter: true },
         );
       }
+      for (const s of scenarios.filter((x) => !x.longPrompt)) {
+        const times = runs(res, GANTRY, s.key).flatMap((r) => (r.stepTime ? [r.stepTime] : []));
+        steps.push({ model: m.label, run: `${shapeOf(s)} tokens`, streams: s.concurrency, times });
+      }
       for (const s of scenarios.filter((x) => x.concurrency > 1)) {
         const g = runs(res, GANTRY, s.key).map((r) => r.stepsPerPosition),
           l = runs(res, LLAMA, s.key).map((r) => r.stepsPerPosition);
@@ -240,6 +249,7 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
       ],
       rows: main,
     },
+    stepTimeTable(steps, o.rounds, o.ceiling ? ceilings : undefined),
     {
       title: "Reference: llama-bench (raw llama.cpp, no server) vs Gantry's single-stream server timings, tok/s",
       header: [

@@ -2,6 +2,7 @@
 // round, so neither side always runs first) — and records, per run: aggregate generated tokens/s as the client sees
 // it, time to first token, the server's own prompt and generation speed, and decode steps per token position.
 import { settle } from "../settle.ts";
+import { stepTimeLine, stepTimeOf, type StepTime } from "./step-time.ts";
 import type { BenchTarget, Completion } from "./targets.ts";
 
 export interface Scenario {
@@ -33,6 +34,8 @@ export interface RunResult {
    * streams).
    */
   stepsPerPosition: number;
+  /** Gantry's time per decode step (its /metrics); undefined for llama-server. */
+  stepTime: StepTime | undefined;
   /** Requests that generated fewer tokens than asked (should be 0: the models never emit end-of-generation). */
   short: number;
 }
@@ -49,7 +52,7 @@ export function promptFor(tag: string, long: boolean): string {
 }
 
 export async function runScenario(target: BenchTarget, s: Scenario, round: number): Promise<RunResult> {
-  const before = await target.decodeSteps();
+  const before = await target.decodeCounters();
   const t0 = performance.now();
   const repeat = s.repeat ?? 1;
   const lengths = s.lengths ?? Array.from({ length: s.concurrency }, () => s.nPredict);
@@ -69,7 +72,8 @@ export async function runScenario(target: BenchTarget, s: Scenario, round: numbe
     );
   }
   const seconds = (performance.now() - t0) / 1000;
-  const steps = (await target.decodeSteps()) - before;
+  const after = await target.decodeCounters();
+  const steps = after.steps - before.steps;
   const gen = runs.reduce((n, r) => n + r.genTokens, 0);
   const avg = (f: (r: Completion) => number) => runs.reduce((n, r) => n + f(r), 0) / runs.length;
   return {
@@ -79,6 +83,7 @@ export async function runScenario(target: BenchTarget, s: Scenario, round: numbe
     genTps: avg((r) => (r.genMs > 0 ? r.genTokens / (r.genMs / 1000) : Number.NaN)),
     promptTokens: avg((r) => r.promptTokens),
     stepsPerPosition: steps / (Math.max(...lengths) * repeat),
+    stepTime: stepTimeOf(before, after),
     short: runs.filter((r, i) => r.genTokens < lengths[i % lengths.length]!).length,
   };
 }
@@ -103,7 +108,7 @@ export async function interleave(
         const r = await runScenario(t, s, round);
         results.get(t.label)!.get(s.key)!.push(r);
         process.stderr.write(
-          `${tag} round ${round + 1}/${rounds} ${s.key} ${t.label}: ${r.aggregateTps.toFixed(1)} tok/s, ttft ${Math.max(...r.ttftMs).toFixed(0)} ms max, ${r.stepsPerPosition.toFixed(2)} steps/position${r.short ? `, ${r.short} short` : ""}\n`,
+          `${tag} round ${round + 1}/${rounds} ${s.key} ${t.label}: ${r.aggregateTps.toFixed(1)} tok/s, ttft ${Math.max(...r.ttftMs).toFixed(0)} ms max, ${r.stepsPerPosition.toFixed(2)} steps/position${r.stepTime ? `, ${stepTimeLine(r.stepTime)}` : ""}${r.short ? `, ${r.short} short` : ""}\n`,
         );
       }
     }

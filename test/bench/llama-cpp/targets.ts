@@ -22,13 +22,36 @@ export interface BenchTarget {
   pid: number | undefined;
   /** `stream`: the request's index among the run's concurrent requests (0 …). */
   complete(prompt: string, nPredict: number, seed: number, stream: number): Promise<Completion>;
-  /**
-   * Decode steps so far (from the server's /metrics): llama-server's llama_decode calls (up to 2048 tokens each);
-   * Gantry's
-   * steps (a burst of prompts beyond its 512-token batch is one step of several calls, as it is one llama-server call).
-   */
-  decodeSteps(): Promise<number>;
+  /** The server's decode counters so far (its /metrics). */
+  decodeCounters(): Promise<DecodeCounters>;
   stop(): Promise<void>;
+}
+
+export interface DecodeCounters {
+  /**
+   * Decode steps: llama-server's llama_decode calls (up to 2048 tokens each); Gantry's steps (a burst of prompts beyond
+   * its 512-token batch is one step of several calls, as it is one llama-server call).
+   */
+  steps: number;
+  /**
+   * Gantry's alone (decode-clock.ts): steps started pipelined, seconds with a decode call in flight, seconds with none
+   * while the model had work (what the accelerator waited for) and those of them in the rows' sampling calls.
+   */
+  gantry?: { pipelined: number; decodeSeconds: number; idleSeconds: number; samplingSeconds: number };
+}
+
+/** Gantry's decode counters in its /metrics text. */
+export function gantryCounters(metricsText: string): DecodeCounters {
+  const total = (name: string, labels?: string) => counterTotal(metricsText, name, labels);
+  return {
+    steps: total("gantry_decode_steps_total"),
+    gantry: {
+      pipelined: total("gantry_decode_steps_pipelined_total"),
+      decodeSeconds: total("gantry_decode_seconds_total"),
+      idleSeconds: total("gantry_decode_idle_seconds_total"),
+      samplingSeconds: total("gantry_decode_idle_seconds_total", 'part="sampling"'),
+    },
+  };
 }
 
 export interface ServeShape {
@@ -48,13 +71,15 @@ export const SAMPLING = {
   repeat_last_n: 64,
 } as const;
 
-/** Sum of a Prometheus counter's samples (all label sets) in a /metrics text. */
-export function counterTotal(metricsText: string, name: string): number {
+/** Sum of a Prometheus counter's samples in a /metrics text: all label sets, or those with the label `label`. */
+export function counterTotal(metricsText: string, name: string, label?: string): number {
   let total = 0;
   for (const line of metricsText.split("\n")) {
     if (line.startsWith("#")) continue;
     const m = /^([^\s{]+)(\{[^}]*\})?\s+([0-9.eE+-]+)/.exec(line);
-    if (m && m[1] === name) total += Number(m[3]);
+    if (m?.[1] !== name) continue;
+    // Label values here hold no commas (model names, a part).
+    if (label === undefined || (m[2] ?? "").slice(1, -1).split(",").includes(label)) total += Number(m[3]);
   }
   return total;
 }
@@ -123,8 +148,8 @@ export async function startGantry(
       if (!done) throw new Error(`${label}: stream ended without done`);
       return done;
     },
-    async decodeSteps() {
-      return counterTotal(await (await fetch(`${srv.url}/metrics`)).text(), "gantry_decode_steps_total");
+    async decodeCounters() {
+      return gantryCounters(await (await fetch(`${srv.url}/metrics`)).text());
     },
     async stop() {
       await srv.stop();
@@ -240,8 +265,8 @@ export async function startLlamaServer(
       if (!done) throw new Error(`${label}: stream ended without timings`);
       return done;
     },
-    async decodeSteps() {
-      return counterTotal(await (await fetch(`${url}/metrics`)).text(), "llamacpp:n_decode_total");
+    async decodeCounters() {
+      return { steps: counterTotal(await (await fetch(`${url}/metrics`)).text(), "llamacpp:n_decode_total") };
     },
     async stop() {
       if (proc.exitCode === null) proc.kill("SIGTERM");

@@ -119,6 +119,14 @@ test("SIGTERM answers requests still generating at the shutdown deadline (503 or
   assert.equal(await srv.stop(), 0);
 });
 
+/** Sum of a counter's samples (all label sets, or those whose labels include `labels`) in a /metrics text. */
+function counter(text: string, name: string, labels = ""): number {
+  return text
+    .split("\n")
+    .filter((l) => l.startsWith(`${name}{`) && l.includes(labels))
+    .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
+}
+
 test("metrics and CORS", async () => {
   const srv = await startTestServer();
   try {
@@ -140,6 +148,8 @@ test("metrics and CORS", async () => {
       "gantry_loaded_models",
       "gantry_model_load_seconds",
       "gantry_decode_steps_total",
+      "gantry_decode_seconds_total",
+      "gantry_decode_idle_seconds_total",
       "gantry_batch_fill_ratio",
       "gantry_in_flight_requests",
       // the process's own (prom-client defaults): CPU, memory, event-loop lag
@@ -155,6 +165,8 @@ test("metrics and CORS", async () => {
     assert.match(metrics, /^gantry_batch_fill_ratio_count\{model="tiny:latest"\} 5$/m);
     assert.match(metrics, /^gantry_batch_fill_ratio_sum\{model="tiny:latest"\} 5$/m);
     assert.match(metrics, /^gantry_http_requests_total\{route="\/api\/generate",method="POST",status="200"\} 1$/m);
+    // Inline decode (the CPU's default): its calls are timed too.
+    assert.ok(counter(metrics, "gantry_decode_seconds_total") > 0, "decode seconds");
     const local = await fetch(`${srv.url}/api/tags`, { headers: { Origin: "http://localhost:3000" } });
     assert.equal(local.headers.get("access-control-allow-origin"), "http://localhost:3000");
     const evil = await fetch(`${srv.url}/api/tags`, { headers: { Origin: "https://evil.example" } });
@@ -164,6 +176,49 @@ test("metrics and CORS", async () => {
       headers: { Origin: "http://127.0.0.1:5173", "Access-Control-Request-Method": "POST" },
     });
     assert.equal(preflight.status, 204);
+  } finally {
+    await srv.stop();
+  }
+});
+
+test("metrics: a streamed generation's decode seconds and the seconds its accelerator waited, pipelined steps", async () => {
+  // The GPU's path on the CPU: steps decode on a worker, the next one started before the streams have their tokens.
+  const srv = await startTestServer({ env: { GANTRY_STEP_PIPELINE: "on", GANTRY_NUM_PARALLEL: "2" } });
+  try {
+    // Never ends early: each stream generates all its tokens.
+    await createModel(srv.url, "endless", await tinyModelPath({ controlLogit: -8 }));
+    const scrape = async () => {
+      const text = await (await fetch(`${srv.url}/metrics`)).text();
+      return {
+        steps: counter(text, "gantry_decode_steps_total"),
+        pipelined: counter(text, "gantry_decode_steps_pipelined_total"),
+        decode: counter(text, "gantry_decode_seconds_total"),
+        sampling: counter(text, "gantry_decode_idle_seconds_total", 'part="sampling"'),
+        other: counter(text, "gantry_decode_idle_seconds_total", 'part="other"'),
+      };
+    };
+    const before = await scrape();
+    const started = performance.now();
+    await Promise.all(
+      ["a", "b"].map(async (prompt) => {
+        const r = await fetch(`${srv.url}/api/generate`, {
+          method: "POST",
+          body: JSON.stringify({ model: "endless", prompt, raw: true, stream: true, options: { num_predict: 12 } }),
+        });
+        const lines = (await r.text()).trim().split("\n");
+        assert.equal((JSON.parse(lines.at(-1)!) as { eval_count: number }).eval_count, 12);
+      }),
+    );
+    const after = await scrape();
+    const wall = (performance.now() - started) / 1000;
+    const steps = after.steps - before.steps;
+    const decode = after.decode - before.decode;
+    const idle = after.sampling + after.other - before.sampling - before.other;
+    assert.ok(steps >= 12 && after.pipelined > before.pipelined, JSON.stringify({ before, after }));
+    assert.ok(decode > 0, "decode seconds");
+    assert.ok(after.sampling > before.sampling && idle >= 0, "idle seconds, the rows' sampling among them");
+    // Both only while the requests had work, never at once: together no more than the requests' wall time.
+    assert.ok(decode + idle <= wall, JSON.stringify({ decode, idle, wall, steps }));
   } finally {
     await srv.stop();
   }
