@@ -130,5 +130,7 @@ process.on("SIGUSR2", () => {
     toUs: to,
   };
   start = undefined;
-  fs.writeFileSync(out, JSON.stringify(w));
+  // Whole or not at all: the bench reads the file as soon as it exists.
+  fs.writeFileSync(`${out}.tmp`, JSON.stringify(w));
+  fs.renameSync(`${out}.tmp`, out);
 });
