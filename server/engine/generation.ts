@@ -281,6 +281,9 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
         const shifted = keep !== undefined && (await slots.shift(slot, keep, shiftDiscard(slot.tokens.length, keep)));
         if (!shifted) end = "length";
       }
+      // Ending: a token decoded ahead for this stream goes before the last text does, so the step decoding it never
+      // waits for this stream's consumer (which may hold that text for as long as it likes).
+      if (end !== undefined) slots.drop(slot);
       // Parsed before the next token is queued: a tool call's marker applies the grammar to that token already.
       const events = piece.emit && end !== "abort" ? outputEvents(piece.emit, false) : [];
       // A token a draft gave with more after it is in the KV cache already: the next one is ready.

@@ -5,6 +5,7 @@
 import type { Token } from "node-llama-cpp";
 import type { NativeContext } from "./native/port.ts";
 import { commonPrefixLength, MIN_CACHED_TOKENS, type ModelPromptCache } from "./prompt-cache.ts";
+import type { SlotMove } from "./slot-pool.ts";
 
 /** One sequence's KV cache: the tokens it holds, in position order. */
 export class Slot {
@@ -98,6 +99,23 @@ export class SlotStates {
     }
     to.tokens.length = 0;
     to.tokens.push(...from.tokens);
+  }
+
+  /**
+   * SlotLoop.relocate, between steps: `busy`'s state goes into `free`'s place and the two trade ids; what `free` held
+   * is kept (swapped, or first copied into `spare`).
+   */
+  async move({ busy, free, spare, swap }: SlotMove<Slot>): Promise<void> {
+    if (swap) return this.swap(busy, free);
+    // Without a spare, `free` is the one overwritten (it holds nothing).
+    const target = spare ?? free;
+    if (spare) {
+      await this.copyInto(spare, free);
+      // `free` keeps its history under the spare's old id; the spare takes the place to overwrite.
+      [free.id, spare.id] = [spare.id, free.id];
+    }
+    await this.copyInto(target, busy);
+    [busy.id, target.id] = [target.id, busy.id];
   }
 
   /** `busy` and `free` trade states and ids: each keeps its own tokens. A refused state empties the free slot. */

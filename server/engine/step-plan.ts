@@ -1,5 +1,5 @@
 // What a decode step takes of the queued work: pure functions over the queue (one item per sequence that waits for a
-// decode, its tokens not yet decoded). The slot loop (slot-loop.ts) lays every plan out in sequence id order.
+// decode, its tokens not yet decoded). The slot loop (step-runner.ts) lays every plan out in sequence id order.
 
 /** A sequence's queued work: the tokens it still has to decode (one for a generating sequence). */
 export interface StepItem {

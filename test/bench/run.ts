@@ -161,7 +161,7 @@ if (run("llama") || run("causes") || run("builds")) {
 if (run("step")) {
   const { benchStep, stepTable } = await import("./step.ts");
   const o = {
-    streamCounts: [1, 8, 32],
+    streamCounts: (process.env.GANTRY_BENCH_STEP_STREAMS ?? "1,8,32").split(",").map(Number),
     tokens: Number(process.env.GANTRY_BENCH_STEP_TOKENS ?? 128),
     threads: Number(process.env.GANTRY_BENCH_THREADS ?? 2),
   };

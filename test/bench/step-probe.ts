@@ -1,13 +1,13 @@
 // Loaded into the `gantry serve` that `npm run bench step` measures (node --import): counts the JS thread's CPU time
-// inside the slot loop's decode calls (an inline decode runs on this thread and is a compute thread of the step) and
-// the wall time while a decode is in flight (inline, or on a worker until its result is back), its CPU time inside the
-// samplers' calls and the step's batched sampling call (plain sampling runs on this thread, and in the batched call on
-// the threadpool's other threads too: their time is not this thread's), and its CPU time in all.
+// inside the slot loop's decodes (StepCalls.decode, step-call.ts; an inline decode runs on this thread and is a compute
+// thread of the step) and the wall time while a decode is in flight (inline, or on a worker until its result is back),
+// its CPU time inside the samplers' calls and the step's batched sampling call (plain sampling runs on this thread, and
+// in the batched call on the threadpool's other threads too: their time is not this thread's), and its CPU time in all.
 // SIGUSR2 starts a measured window, a second SIGUSR2 ends it and writes the figures as JSON to GANTRY_STEP_PROBE_OUT.
 // Benchmarks only: it wraps methods of the engine's classes from outside.
 import fs from "node:fs";
 import { SampleBatch } from "../../server/engine/sample-batch.ts";
-import { SlotLoop } from "../../server/engine/slot-loop.ts";
+import { StepCalls } from "../../server/engine/step-call.ts";
 import { TokenSampler } from "../../server/engine/token-sampler.ts";
 
 export interface ProbeWindow {
@@ -39,15 +39,15 @@ const cpuUs = (): number => {
 };
 const nowUs = (): number => Number(process.hrtime.bigint() / 1000n);
 
-const proto = SlotLoop.prototype as unknown as { decode?: (tokens: number) => Promise<void> };
+const proto = StepCalls.prototype as unknown as { decode?: (tokens: number) => Promise<void> };
 const decode = proto.decode;
-if (typeof decode !== "function") throw new Error("step-probe: SlotLoop has no decode method to measure");
+if (typeof decode !== "function") throw new Error("step-probe: StepCalls has no decode method to measure");
 let decodeCpuUs = 0,
   decodeWallUs = 0,
   gapWallUs = 0,
   gaps = 0;
 let lastBack: number | undefined;
-proto.decode = function (this: SlotLoop, tokens: number): Promise<void> {
+proto.decode = function (this: StepCalls, tokens: number): Promise<void> {
   const c0 = cpuUs(),
     w0 = nowUs();
   if (lastBack !== undefined) {
@@ -130,5 +130,7 @@ process.on("SIGUSR2", () => {
     toUs: to,
   };
   start = undefined;
-  fs.writeFileSync(out, JSON.stringify(w));
+  // Whole or not at all: the bench reads the file as soon as it exists.
+  fs.writeFileSync(`${out}.tmp`, JSON.stringify(w));
+  fs.renameSync(`${out}.tmp`, out);
 });

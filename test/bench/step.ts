@@ -56,8 +56,8 @@ export interface CpuProfile {
 function partOf(f: CallFrame): Part | undefined {
   const fn = f.functionName;
   const file = f.url.slice(f.url.lastIndexOf("/") + 1);
-  // A native call's time is its JS caller's: the slot loop's decode (step-probe.ts measures the same function).
-  if (file === "slot-loop.ts" && fn === "decode") return "decode";
+  // A native call's time is its JS caller's: a step call's decode (step-probe.ts measures the same function).
+  if (file === "step-call.ts" && fn === "decode") return "decode";
   if (fn === "(garbage collector)") return "GC";
   if (fn === "(idle)") return "idle (waiting)";
   if (fn === "sampleToken" || fn === "tokenLogits" || file === "token-sampler.ts" || file === "sample-batch.ts")
@@ -65,7 +65,8 @@ function partOf(f: CallFrame): Part | undefined {
   if (/^(stop-matcher|output-plan|tool-grammar|grammars)\.ts$/.test(file) || fn === "acceptGrammarTokens")
     return "grammar and stops";
   if (fn === "detokenize" || file === "token-text-stream.ts") return "detokenize";
-  if (/^(slot-loop|step-fill|step-plan|slot-pool|decode-turns|arrivals)\.ts$/.test(file)) return "scheduling";
+  if (/^(slot-loop|step-runner|step-call|step-fill|step-plan|slot-pool|decode-turns|arrivals)\.ts$/.test(file))
+    return "scheduling";
   if (file === "generation.ts" || file === "engine.ts") return "generation loop";
   if (
     f.url.includes("/server/http/") ||

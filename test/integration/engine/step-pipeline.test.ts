@@ -91,6 +91,34 @@ test("stop strings and num_predict end where they do without the pipeline: same 
   assert.ok(events.dropped > dropped, "a stop string dropped a continuation");
 });
 
+test("a stream stopped by a stop string drops its continuation before its last text goes out: a consumer holding that text holds no other stream", async () => {
+  const held = request(smol, chat("Write about the sea."), { ...greedy, num_predict: 40 });
+  const full = await outcome(plain, held);
+  // A stop string inside a word a few tokens in: the stopping token's own text before it is the last text out.
+  const word = /[a-z]{4,}/.exec(full.text.slice(12));
+  assert.ok(word, `need a word of four letters in ${JSON.stringify(full.text)}`);
+  const stop = word[0].slice(1, 3);
+  const withStop = { ...held, options: { ...held.options, stop: [stop] } };
+  const last = await outcome(plain, withStop);
+  assert.equal(last.reason, "stop");
+  const dropped = events.dropped;
+  const other = outcome(piped, request(smol, chat("Write about a mountain."), { ...greedy, num_predict: 40 }));
+  const it = piped.generate(withStop)[Symbol.asyncIterator]();
+  let text = "";
+  while (text !== last.text) {
+    const r = await it.next();
+    assert.ok(!r.done && r.value.type !== "done", `the stream ended at ${JSON.stringify(text)}`);
+    if (r.value.type === "text") text += r.value.text;
+  }
+  // The stream's last text is out and its consumer stops reading (a client that went quiet): its continuation was
+  // dropped before, so the step decoding it does not wait for this consumer, and the other stream ends.
+  assert.ok(events.dropped > dropped, "the stopped stream's continuation was dropped before its last text went out");
+  const ended = await other;
+  assert.equal(ended.evalCount, 40);
+  await it.return?.(undefined);
+  assert.equal(piped.running().find((r) => r.name === "smollm2")!.busySequences, 0);
+});
+
 test("an aborted stream frees its sequence, and the next request on it generates what a fresh sequence does", async () => {
   const one = await makeEngine({ numParallel: 1, contextLength: 1024, stepPipeline: "on" });
   try {

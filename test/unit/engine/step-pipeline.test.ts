@@ -21,6 +21,18 @@ function counted() {
   return { calls, sample: () => (calls.n++, Promise.resolve(7)) };
 }
 
+/** A pipelined loop whose slot 0 has its prompt decoded and its first token continued (decoding now). */
+async function oneContinued() {
+  const native = new RecordingNativeContext();
+  const events: string[] = [];
+  const loop = new SlotLoop(native, { parallel: 2, maxQueue: 8, pipeline: true, onPipeline: (e) => events.push(e) });
+  const slot = new Slot(0);
+  const { calls, sample } = counted();
+  loop.enter();
+  await loop.evaluate(slot, prompt(3), sample, always);
+  return { native, events, loop, slot, calls, sample };
+}
+
 test("policy: pipelined with every layer on a GPU (auto) or when asked (on); not with off, nor where the CPU computes", () => {
   assert.equal(pipelinesSteps("auto", 33, 33), true);
   assert.equal(pipelinesSteps("auto", 20, 33), false, "a partial offload computes on every core too");
@@ -55,13 +67,7 @@ test("the next decode starts before the sampled token is handed over; evaluating
 });
 
 test("a loop that leaves without taking its continuation drops it: the token stays decoded in the slot, nothing is sampled after it", async () => {
-  const native = new RecordingNativeContext();
-  const dropped: string[] = [];
-  const loop = new SlotLoop(native, { parallel: 2, maxQueue: 8, pipeline: true, onPipeline: (e) => dropped.push(e) });
-  const slot = new Slot(0);
-  const { calls, sample } = counted();
-  loop.enter();
-  await loop.evaluate(slot, prompt(3), sample, always);
+  const { native, events: dropped, loop, slot, calls, sample } = await oneContinued();
   loop.leave(slot);
   await loop.drained();
   assert.deepEqual(native.log, ["add 0@0+3", "decoded", "add 0@3+1", "decoded"]);
@@ -73,6 +79,17 @@ test("a loop that leaves without taking its continuation drops it: the token sta
   assert.equal(await loop.evaluate(slot, [9 as Token], sample, never), 7);
   assert.equal(native.log.at(-2), "add 0@4+1");
   loop.leave(slot);
+});
+
+test("a loop that knows it ends drops its continuation at once: the step decoding it ends before the loop leaves", async () => {
+  const { native, events, loop, slot, calls } = await oneContinued();
+  // A stop string: the loop's last text goes to its client, which may hold it; no step waits for that.
+  loop.drop(slot);
+  await loop.drained();
+  assert.deepEqual(native.log, ["add 0@0+3", "decoded", "add 0@3+1", "decoded"]);
+  assert.equal(calls.n, 1, "the dropped continuation's row is never sampled");
+  loop.leave(slot);
+  assert.deepEqual(events, ["step", "dropped"], "leave drops nothing more");
 });
 
 test("a step stays full: a continuation waits for a slot that does not continue, and leaves the queue when its loop leaves", async () => {
