@@ -7,17 +7,24 @@
 // busy the JS thread was meanwhile (the event loop's utilization, two more reads) says whether it held the result up.
 import type { NativeContext } from "./native/port.ts";
 
-/**
- * Seconds to add: with a decode call in flight; with none in flight while the model had work (reported with the call
- * that ended the wait, or when the work ended), and of those, the seconds in sampling calls; of the first, for a call
- * on a worker thread, the seconds the JS thread was busy meanwhile.
- */
-export type DecodeTimeReport = (
-  decodeSeconds: number,
-  idleSeconds: number,
-  samplingSeconds: number,
-  jsBusySeconds: number,
-) => void;
+/** Seconds to add, reported at each decode call's end, or when the model's work ended (no call then: decode 0). */
+export interface DecodeTime {
+  /** With the call in flight. */
+  decode: number;
+  /**
+   * Whether the call was a generation step's: one token for each of its sequences (else it carried prompt tokens or a
+   * draft), the calls llama-batched-bench's generation phase times.
+   */
+  generation: boolean;
+  /** Of `decode`, for a call on a worker thread: the JS thread busy meanwhile. */
+  jsBusy: number;
+  /** Before it, with no call in flight while the model had work. */
+  idle: number;
+  /** Of `idle`, in sampling calls. */
+  sampling: number;
+}
+
+export type DecodeTimeReport = (time: DecodeTime) => void;
 
 export class DecodeClock {
   private readonly report: DecodeTimeReport;
@@ -32,6 +39,8 @@ export class DecodeClock {
   private idleSince: number | undefined;
   /** Milliseconds of the current wait spent in sampling calls. */
   private samplingMs = 0;
+  /** Whether the call in flight is a generation step's. */
+  private generation = false;
   /** The wait the call in flight ended, in seconds, reported with the call. */
   private waited: [idle: number, sampling: number] = [0, 0];
 
@@ -55,14 +64,21 @@ export class DecodeClock {
     this.work = work;
     if (this.callStart !== undefined) return;
     if (work) this.idleSince = this.now();
-    else this.report(0, ...this.endWait(this.now()), 0);
+    else {
+      const [idle, sampling] = this.endWait(this.now());
+      this.report({ decode: 0, generation: false, jsBusy: 0, idle, sampling });
+    }
   }
 
-  /** A decode call starts: on a worker thread, or inline (blocking the JS thread). */
-  started(worker: boolean): void {
+  /**
+   * A decode call starts: on a worker thread or inline (blocking the JS thread); `generation`: a generation step's
+   * (one token for each sequence).
+   */
+  started(worker: boolean, generation: boolean): void {
     const now = this.now();
     this.waited = this.endWait(now);
     this.callStart = now;
+    this.generation = generation;
     this.activeAtStart = worker ? this.jsActive() : undefined;
   }
 
@@ -74,8 +90,15 @@ export class DecodeClock {
     this.callStart = undefined;
     this.activeAtStart = undefined;
     if (this.work) this.idleSince = now;
-    this.report(decodeMs / 1000, ...this.waited, Math.max(0, busyMs) / 1000);
+    const [idle, sampling] = this.waited;
     this.waited = [0, 0];
+    this.report({
+      decode: decodeMs / 1000,
+      generation: this.generation,
+      jsBusy: Math.max(0, busyMs) / 1000,
+      idle,
+      sampling,
+    });
   }
 
   /** Runs a sampling call, its time counted as the wait's sampling part while the model waits. */
@@ -106,10 +129,22 @@ export class DecodeClock {
  */
 export function timedContext(native: NativeContext, clock: DecodeClock): NativeContext {
   const { decodeBatchInline: inline, sampleTokens: sampleRows } = native;
+  // The batch being built: a generation step's has one token per sequence (one addToBatch call each).
+  let tokens = 0,
+    sequences = 0;
   return {
     ...native,
+    initBatch(size) {
+      tokens = size;
+      sequences = 0;
+      native.initBatch(size);
+    },
+    addToBatch(...args) {
+      sequences++;
+      return native.addToBatch(...args);
+    },
     async decodeBatch() {
-      clock.started(true);
+      clock.started(true, tokens === sequences);
       try {
         await native.decodeBatch();
       } finally {
@@ -119,7 +154,7 @@ export function timedContext(native: NativeContext, clock: DecodeClock): NativeC
     ...(inline
       ? {
           decodeBatchInline() {
-            clock.started(false);
+            clock.started(false, tokens === sequences);
             try {
               inline.call(native);
             } finally {

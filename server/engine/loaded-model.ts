@@ -175,7 +175,7 @@ export class LoadedModel {
       // Decoding bypasses node-llama-cpp's sequence objects: the slot loop drives the native context (the port).
       const name = o.spec.name;
       // Its decode and sampling calls timed (/metrics: where the accelerator's time goes).
-      const clock = new DecodeClock((...time) => o.metrics.onDecodeTime?.(name, ...time));
+      const clock = new DecodeClock((time) => o.metrics.onDecodeTime?.(name, time));
       const native = timedContext(nativeContextOf(context, model), clock);
       const slots = new SlotLoop(native, {
         parallel: o.parallel,

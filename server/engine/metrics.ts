@@ -1,5 +1,6 @@
 // What the engine reports for monitoring. The HTTP layer implements this sink with prom-client; every callback is
 // optional so tests and the CLI can pass nothing. The model name comes first so it can become a label.
+import type { DecodeTime } from "./decode-clock.ts";
 
 export interface EngineMetricsSink {
   /** A model finished loading. */
@@ -21,19 +22,8 @@ export interface EngineMetricsSink {
    * `dropped` = such a token whose stream ended without it (a stop string, an abort), left decoded in its sequence.
    */
   onPipeline?(model: string, event: "step" | "dropped"): void;
-  /**
-   * Where the model's accelerator time went (decode-clock.ts), reported at each decode call's end: `decodeSeconds` with
-   * that call in flight; `idleSeconds` with no call in flight while the model had work, before it (or before the work
-   * ended: decodeSeconds 0), `samplingSeconds` of them in the rows' sampling calls; `jsBusySeconds`: for a call on a
-   * worker thread, the seconds of `decodeSeconds` the JS thread was busy (a result waits for it).
-   */
-  onDecodeTime?(
-    model: string,
-    decodeSeconds: number,
-    idleSeconds: number,
-    samplingSeconds: number,
-    jsBusySeconds: number,
-  ): void;
+  /** Where the model's accelerator time went (decode-clock.ts), at each decode call's end or when its work ended. */
+  onDecodeTime?(model: string, time: DecodeTime): void;
   /** Requests waiting for a free sequence of the model. */
   onQueueDepth?(model: string, depth: number): void;
   /** Sequences of the model busy with a request. */

@@ -108,8 +108,8 @@ export class ServerMetrics {
   // per step say how long it waits for the host (issue 39: 16 ms steps on an H200 where llama.cpp takes 9.8).
   readonly decodeSeconds = new Counter({
     name: "gantry_decode_seconds_total",
-    help: "Wall seconds with a decode call of the model in flight, from the call to its result on the JS thread (what its accelerator computes; a decode on a worker thread also waits there for the JS thread to take its result)",
-    labelNames: ["model"],
+    help: "Wall seconds with a decode call of the model in flight, from the call to its result on the JS thread (what its accelerator computes; a decode on a worker thread also waits there for the JS thread to take its result); call=generation: one token for each of its sequences (a generation step), call=prompt: prompt tokens or a draft",
+    labelNames: ["model", "call"],
     registers: [this.registry],
   });
   readonly decodeIdleSeconds = new Counter({
@@ -126,8 +126,8 @@ export class ServerMetrics {
   });
   readonly decodeCalls = new Counter({
     name: "gantry_decode_calls_total",
-    help: "llama_decode calls of generation contexts",
-    labelNames: ["model"],
+    help: "llama_decode calls of generation contexts; call=generation: one token for each of its sequences (a generation step), call=prompt: prompt tokens or a draft",
+    labelNames: ["model", "call"],
     registers: [this.registry],
   });
   readonly sequenceMoves = new Counter({
@@ -187,8 +187,8 @@ export class ServerMetrics {
       onUnload: () => {
         this.loadedModels.set((loaded = Math.max(0, loaded - 1)));
       },
-      onDecode: (model, _batchTokens, sequences, active, continued) => {
-        this.decodeCalls.inc({ model });
+      onDecode: (model, batchTokens, sequences, active, continued) => {
+        this.decodeCalls.inc({ model, call: batchTokens === sequences ? "generation" : "prompt" });
         if (continued) return;
         this.decodeSteps.inc({ model });
         if (active > 0) this.batchFill.observe({ model }, Math.min(1, sequences / active));
@@ -196,8 +196,8 @@ export class ServerMetrics {
       onPipeline: (model, event) => {
         (event === "step" ? this.pipelinedSteps : this.pipelineDropped).inc({ model });
       },
-      onDecodeTime: (model, decode, idle, sampling, jsBusy) => {
-        if (decode > 0) this.decodeSeconds.inc({ model }, decode);
+      onDecodeTime: (model, { decode, generation, jsBusy, idle, sampling }) => {
+        if (decode > 0) this.decodeSeconds.inc({ model, call: generation ? "generation" : "prompt" }, decode);
         if (jsBusy > 0) this.decodeJsBusySeconds.inc({ model }, jsBusy);
         if (sampling > 0) this.decodeIdleSeconds.inc({ model, part: "sampling" }, sampling);
         if (idle > sampling) this.decodeIdleSeconds.inc({ model, part: "other" }, idle - sampling);

@@ -34,13 +34,16 @@ export interface DecodeCounters {
    */
   steps: number;
   /**
-   * Gantry's alone (decode-clock.ts): steps started pipelined, seconds with a decode call in flight (and of those, on a
-   * worker thread, the JS thread's busy seconds), seconds with none while the model had work (what the accelerator
-   * waited for) and those of them in the rows' sampling calls.
+   * Gantry's alone (decode-clock.ts): steps started pipelined, seconds with a decode call in flight (those of
+   * generation steps' calls, one token per sequence, and their count; of all, on a worker thread, the JS thread's busy
+   * seconds), seconds with none while the model had work (what the accelerator waited for) and those in the rows'
+   * sampling calls.
    */
   gantry?: {
     pipelined: number;
     decodeSeconds: number;
+    generationSeconds: number;
+    generationCalls: number;
     jsBusySeconds: number;
     idleSeconds: number;
     samplingSeconds: number;
@@ -55,6 +58,8 @@ export function gantryCounters(metricsText: string): DecodeCounters {
     gantry: {
       pipelined: total("gantry_decode_steps_pipelined_total"),
       decodeSeconds: total("gantry_decode_seconds_total"),
+      generationSeconds: total("gantry_decode_seconds_total", 'call="generation"'),
+      generationCalls: total("gantry_decode_calls_total", 'call="generation"'),
       jsBusySeconds: total("gantry_decode_js_busy_seconds_total"),
       idleSeconds: total("gantry_decode_idle_seconds_total"),
       samplingSeconds: total("gantry_decode_idle_seconds_total", 'part="sampling"'),

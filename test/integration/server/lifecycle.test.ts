@@ -194,6 +194,8 @@ test("metrics: a streamed generation's decode seconds and the seconds its accele
         steps: counter(text, "gantry_decode_steps_total"),
         pipelined: counter(text, "gantry_decode_steps_pipelined_total"),
         decode: counter(text, "gantry_decode_seconds_total"),
+        generation: counter(text, "gantry_decode_seconds_total", 'call="generation"'),
+        generationCalls: counter(text, "gantry_decode_calls_total", 'call="generation"'),
         jsBusy: counter(text, "gantry_decode_js_busy_seconds_total"),
         sampling: counter(text, "gantry_decode_idle_seconds_total", 'part="sampling"'),
         other: counter(text, "gantry_decode_idle_seconds_total", 'part="other"'),
@@ -218,6 +220,10 @@ test("metrics: a streamed generation's decode seconds and the seconds its accele
     const idle = after.sampling + after.other - before.sampling - before.other;
     assert.ok(steps >= 12 && after.pipelined > before.pipelined, JSON.stringify({ before, after }));
     assert.ok(decode > 0, "decode seconds");
+    // Every step a generation step's call but the prompts' (one step, or two if the requests came apart).
+    const generationCalls = after.generationCalls - before.generationCalls;
+    assert.ok(generationCalls >= steps - 2 && generationCalls < steps, JSON.stringify({ generationCalls, steps }));
+    assert.ok(after.generation - before.generation > 0 && after.generation - before.generation < decode);
     // Pipelined steps decode on a worker: the streams' JavaScript runs meanwhile, within the decodes' time.
     const jsBusy = after.jsBusy - before.jsBusy;
     assert.ok(jsBusy > 0 && jsBusy <= decode, JSON.stringify({ jsBusy, decode }));

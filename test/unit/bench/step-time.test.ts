@@ -9,7 +9,10 @@ const metrics = (steps: number, decode: number, sampling: number, other: number,
     "# TYPE gantry_decode_steps_total counter",
     `gantry_decode_steps_total{model="bench:latest"} ${steps}`,
     `gantry_decode_steps_pipelined_total{model="bench:latest"} ${pipelined}`,
-    `gantry_decode_seconds_total{model="bench:latest"} ${decode}`,
+    `gantry_decode_seconds_total{model="bench:latest",call="prompt"} 0.25`,
+    `gantry_decode_seconds_total{model="bench:latest",call="generation"} ${decode - 0.25}`,
+    `gantry_decode_calls_total{model="bench:latest",call="prompt"} 1`,
+    `gantry_decode_calls_total{model="bench:latest",call="generation"} ${steps - 1}`,
     `gantry_decode_js_busy_seconds_total{model="bench:latest"} ${jsBusy}`,
     `gantry_decode_idle_seconds_total{model="bench:latest",part="sampling"} ${sampling}`,
     `gantry_decode_idle_seconds_total{model="bench:latest",part="other"} ${other}`,
@@ -29,6 +32,7 @@ test("a run's time per step: the counters' differences over its steps; none for 
   const t = stepTimeOf(before, after)!;
   assert.equal(t.steps, 128);
   assert.equal(t.decodeMs.toFixed(3), "10.000");
+  assert.equal(t.generationDecodeMs.toFixed(3), "10.000", "the prompts' calls left out (the same before and after)");
   assert.equal(t.jsBusyMs.toFixed(3), "3.000");
   assert.equal(t.idleMs.toFixed(3), "6.000");
   assert.equal(t.samplingMs.toFixed(3), "2.000");
@@ -41,6 +45,7 @@ test("the table: medians over the rounds, and the ceiling's step time at the run
   const time = (decodeMs: number, idleMs: number) => ({
     steps: 128,
     decodeMs,
+    generationDecodeMs: decodeMs - 1,
     jsBusyMs: 3,
     idleMs,
     samplingMs: 2,
@@ -56,6 +61,7 @@ test("the table: medians over the rounds, and the ceiling's step time at the run
     "32 × 128 tokens",
     "128",
     "11.00",
+    "10.00",
     "3.00",
     "7.00",
     "2.00",
@@ -63,8 +69,8 @@ test("the table: medians over the rounds, and the ceiling's step time at the run
     "18.00",
     "100%",
     "10.00",
-    "1.10",
+    "1.00",
   ]);
-  assert.deepEqual(t.rows[1], ["bench-8b", "3 × 128 tokens", ...Array<string>(10).fill("-")]);
-  assert.equal(stepTimeTable(rows, 3).header.length, 10, "no ceiling columns without a ceiling");
+  assert.deepEqual(t.rows[1], ["bench-8b", "3 × 128 tokens", ...Array<string>(11).fill("-")]);
+  assert.equal(stepTimeTable(rows, 3).header.length, 11, "no ceiling columns without a ceiling");
 });
