@@ -54,7 +54,7 @@ RUN apt-get update && apt-get install -y --no-install-recommends cmake g++ make 
  && rm -rf /var/lib/apt/lists/*
 COPY server/config.ts ./server/
 COPY server/common/config.ts server/common/dir-lock.ts server/common/duration.ts server/common/host-port.ts \
-     server/common/kv-cache-settings.ts ./server/common/
+     server/common/kv-cache-settings.ts server/common/step-pipeline-settings.ts ./server/common/
 COPY server/engine/gpu.ts ./server/engine/
 COPY server/engine/native/patched-build.ts server/engine/native/node-llama-cpp-addon.patch ./server/engine/native/
 COPY server/setup/config.ts server/setup/engine-build.ts server/setup/llama-source.ts server/setup/prebuilt-llama-cpp.cmake \

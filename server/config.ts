@@ -6,7 +6,7 @@ import { ConfigError, SharedSettings } from "./common/config.ts";
 import { HostPortSchema } from "./common/host-port.ts";
 import { parseKeepAlive } from "./common/duration.ts";
 import { GPU_SETTINGS } from "./engine/gpu.ts";
-import { STEP_PIPELINE_SETTINGS } from "./engine/step-pipeline.ts";
+import { STEP_PIPELINE_SETTINGS } from "./common/step-pipeline-settings.ts";
 import { FLASH_ATTENTION, KV_CACHE_TYPES } from "./common/kv-cache-settings.ts";
 
 const intFrom = (min: number) => z.coerce.number().int().min(min);

@@ -24,7 +24,7 @@ import { ToolGrammars } from "./tool-grammar.ts";
 import { OutputParser } from "../chat/output-parser.ts";
 import { resolveSampling } from "./sampling.ts";
 import { resolveThreads } from "./threads.ts";
-import type { StepPipelineSetting } from "./step-pipeline.ts";
+import type { StepPipelineSetting } from "../common/step-pipeline-settings.ts";
 import { contextLengthForMemory } from "./kv-cache.ts";
 import { kvCacheProblem, type FlashAttention, type KvCacheType } from "../common/kv-cache-settings.ts";
 import type {

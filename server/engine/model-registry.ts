@@ -10,7 +10,7 @@ import type { FlashAttention, KvCacheType } from "../common/kv-cache-settings.ts
 import type { PromptCache } from "./prompt-cache.ts";
 import type { ModelSpec } from "./types.ts";
 import { mapWeights } from "./weights-mapping.ts";
-import type { StepPipelineSetting } from "./step-pipeline.ts";
+import type { StepPipelineSetting } from "../common/step-pipeline-settings.ts";
 
 /** A request's load options (numCtx undefined: the server's default context, as Ollama; useMmap undefined: whatever
  * the loaded model has, or the default when loading). */

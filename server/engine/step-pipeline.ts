@@ -9,10 +9,7 @@
 // after it. Whether a token may continue is the generation loop's own rule (ContinueFn: not an end of generation, not
 // past its token budget or context, no draft, not while its client holds text).
 import type { Token } from "node-llama-cpp";
-
-/** GANTRY_STEP_PIPELINE: auto = on where all the model's layers are on a GPU; on = always (a CPU measurement); off. */
-export const STEP_PIPELINE_SETTINGS = ["auto", "on", "off"] as const;
-export type StepPipelineSetting = (typeof STEP_PIPELINE_SETTINGS)[number];
+import type { StepPipelineSetting } from "../common/step-pipeline-settings.ts";
 
 /**
  * Whether a model's steps are pipelined. With every layer on a GPU the decode computes there and the JS thread is free

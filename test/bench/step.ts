@@ -17,7 +17,7 @@ import { postStreamingLines } from "./stream-client.ts";
 import { settle } from "./settle.ts";
 import type { Table } from "./llama-cpp/compare.ts";
 import type { ProbeWindow } from "./step-probe.ts";
-import type { StepPipelineSetting } from "../../server/engine/step-pipeline.ts";
+import type { StepPipelineSetting } from "../../server/common/step-pipeline-settings.ts";
 
 const PROBE = path.join(import.meta.dirname, "step-probe.ts");
 

@@ -34,7 +34,9 @@ function readmeBlock(heading: string): string {
 }
 
 before(async () => {
-  [cp, hub] = await Promise.all([startControlPlane(), startHubServer({ host: "0.0.0.0" })]);
+  // The hub first (milliseconds): once it listens, after() closes it even when the control plane fails to start.
+  hub = await startHubServer({ host: "0.0.0.0" });
+  cp = await startControlPlane();
   const model = await tinyModelPath();
   for (const org of ["bartowski", "HuggingFaceTB"])
     await hub.register({

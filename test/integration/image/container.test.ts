@@ -61,7 +61,9 @@ const health = (url: string) =>
   eventually(`${url} answers 200`, async () => ((await fetch(url)).status === 200 ? true : undefined), 180_000, 200);
 
 before(async () => {
-  [img, hub] = await Promise.all([containerImage(), startHubServer({ host: "0.0.0.0" })]);
+  // The hub first (milliseconds): once it listens, after() closes it even when the image build fails.
+  hub = await startHubServer({ host: "0.0.0.0" });
+  img = await containerImage();
   await hub.register({
     org: "bartowski",
     repo: "SmolLM2-135M-Instruct-GGUF",

@@ -29,7 +29,9 @@ const onRealNode = {
 
 before(async () => {
   let img;
-  [cp, img, hub] = await Promise.all([ensureTestCluster(), containerImage(), startHubServer({ host: "0.0.0.0" })]);
+  // The hub first (milliseconds): once it listens, after() closes it even when the rest fails.
+  hub = await startHubServer({ host: "0.0.0.0" });
+  [cp, img] = await Promise.all([ensureTestCluster(), containerImage()]);
   const node = await startRealNode(cp, { cmd: img.engine, env: img.env });
   await importIntoNode(img, node);
   await importIntoNode(img, node, await brokerImage(img));

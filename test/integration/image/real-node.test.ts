@@ -49,7 +49,9 @@ let c: OperatorCluster, img: ContainerImage, node: RealNode, hub: HubServer, op:
 let ns: string, key: string, core: CoreV1Api;
 
 before(async () => {
-  [c, img, hub] = await Promise.all([operatorCluster(), containerImage(), startHubServer({ host: "0.0.0.0" })]);
+  // The hub first (milliseconds): once it listens, after() closes it even when the rest fails.
+  hub = await startHubServer({ host: "0.0.0.0" });
+  [c, img] = await Promise.all([operatorCluster(), containerImage()]);
   core = c.kc.makeApiClient(CoreV1Api);
   node = await startRealNode(c.cp, { cmd: img.engine, env: img.env });
   await importIntoNode(img, node);

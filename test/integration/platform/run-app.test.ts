@@ -27,7 +27,9 @@ let gantry: InstalledGantry, hub: HubServer, work: string, models: string;
 const running: ChildProcess[] = [];
 
 before(async () => {
-  [gantry, hub] = await Promise.all([installedGantry(), startHubServer()]);
+  // The hub first (milliseconds): once it listens, after() closes it even when the install fails.
+  hub = await startHubServer();
+  gantry = await installedGantry();
   await hub.register({
     org: "HuggingFaceTB",
     repo: "SmolLM2-135M-Instruct-GGUF",

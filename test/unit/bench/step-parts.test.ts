@@ -12,13 +12,13 @@ const frame = (functionName: string, url: string) => ({
 });
 
 test("stepParts puts each sample in the part its innermost naming frame says, within the window only", () => {
-  // root → generation loop → slot loop's decode (a native call's time is its caller's); root → idle; root → http
+  // root → generation loop → the step call's decode (a native call's time is its caller's); root → idle; root → http
   // write → a sampler call inside; root → an unnamed helper.
   const profile: CpuProfile = {
     nodes: [
       { id: 1, callFrame: frame("(root)", ""), children: [2, 4, 5, 7] },
       { id: 2, callFrame: frame("next", "file:///x/server/engine/generation.ts"), children: [3] },
-      { id: 3, callFrame: frame("decode", "file:///x/server/engine/slot-loop.ts") },
+      { id: 3, callFrame: frame("decode", "file:///x/server/engine/step-call.ts") },
       { id: 4, callFrame: frame("(idle)", "") },
       { id: 5, callFrame: frame("write", "node:_http_outgoing"), children: [6] },
       { id: 6, callFrame: frame("sample", "file:///x/server/engine/token-sampler.ts") },
