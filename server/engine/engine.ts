@@ -190,11 +190,17 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
           const shifting = req.shift !== false && !images;
           // Waiting for a sequence to free up can take a whole generation: nobody should wait for this one meanwhile.
           if (loaded.slots.busy >= loaded.parallel) req.arrival?.settle();
+          const onMoveFailed = (err: unknown) =>
+            opts.logger.warn(
+              { model: loaded.spec.name, err: err instanceof Error ? err.message : String(err) },
+              "could not move a busy sequence next to the other busy ones; this model's steps may take extra passes",
+            );
           const slot = await loaded.slots.acquire(
             signal,
             (s) => commonPrefixLength(s.tokens, promptTokens),
             (s) => s.tokens.length,
             loaded.slots.restorable(promptTokens),
+            onMoveFailed,
           );
           try {
             yield* runGeneration({
@@ -243,12 +249,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
                 : {}),
             });
           } finally {
-            loaded.slots.release(slot, (err) =>
-              opts.logger.warn(
-                { model: loaded.spec.name, err: err instanceof Error ? err.message : String(err) },
-                "could not move a busy sequence into a gap among the busy ones; this model's steps may take extra passes",
-              ),
-            );
+            loaded.slots.release(slot, onMoveFailed);
           }
         } finally {
           await images?.dispose();

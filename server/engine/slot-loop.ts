@@ -46,6 +46,8 @@ export interface SlotLoopOptions {
   promptCache?: ModelPromptCache | undefined;
 }
 
+const heldTokens = (s: Slot): number => s.tokens.length;
+
 export class SlotLoop {
   readonly native: NativeContext;
   private readonly pool: SlotPool<Slot>;
@@ -116,16 +118,21 @@ export class SlotLoop {
   // ---- slots ----
 
   /**
-   * A free slot for a request, preferring the one whose cache holds most of the prompt (`prefer`), else the one that
-   * keeps the busy slots compact; waits in FIFO order when none is free (SlotPool.acquire).
+   * A free slot for a request, the one whose cache holds most of the prompt (`prefer`) and loses least (`held`); waits
+   * in FIFO order when none is free (SlotPool.acquire). Where it adds a gap among the busy slot ids, it moves next to
+   * them (the history in that place kept), as release's compaction does: `onMoveFailed` hears of a failed move.
    */
   acquire(
     signal: AbortSignal | undefined,
     prefer?: (slot: Slot) => number,
     held?: (slot: Slot) => number,
     restorable = 0,
+    onMoveFailed: (err: unknown) => void = () => {},
   ): Promise<Slot> {
-    return this.pool.acquire(signal, prefer, held, restorable);
+    const place = this.moveSlots
+      ? { canSwap: movesStates(this.native), held: heldTokens, move: (m: SlotMove<Slot>) => this.move(m, onMoveFailed) }
+      : undefined;
+    return this.pool.acquire(signal, prefer, held, restorable, place);
   }
 
   /** Tokens of `prompt` the RAM prompt cache could restore into any slot (0 without a cache). */
@@ -143,18 +150,21 @@ export class SlotLoop {
     // Idle: the threadpool's threads would poll for a next decode on a core (NativeContext.pauseThreadpool).
     if (this.pool.busy === 0 && this.native.pauseThreadpool) this.pauseThreadpool();
     if (!this.moveSlots) return;
-    const held = (s: Slot) => s.tokens.length;
     const canSwap = movesStates(this.native);
-    for (let move = this.pool.compact(held, canSwap); move; move = this.pool.compact(held, canSwap)) {
-      this.relocate(move).then(
-        () => this.onMove?.(true),
-        (err: unknown) => {
-          this.onMove?.(false);
-          if (this.moveSlots) onMoveFailed(err);
-          this.moveSlots = false;
-        },
-      );
-    }
+    for (let move = this.pool.compact(heldTokens, canSwap); move; move = this.pool.compact(heldTokens, canSwap))
+      this.move(move, onMoveFailed);
+  }
+
+  /** A move between steps; the first failure stops moves for good (what the sequences hold is unknown then). */
+  private move(move: SlotMove<Slot>, onMoveFailed: (err: unknown) => void): void {
+    this.relocate(move).then(
+      () => this.onMove?.(true),
+      (err: unknown) => {
+        this.onMove?.(false);
+        if (this.moveSlots) onMoveFailed(err);
+        this.moveSlots = false;
+      },
+    );
   }
 
   /** Fails every request waiting for a slot (shutdown, unload). */

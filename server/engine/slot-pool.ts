@@ -24,6 +24,17 @@ export interface SlotMove<S> {
   swap?: boolean;
 }
 
+/**
+ * How a newly taken sequence may move (acquire): where it adds a run of busy sequences that a free place would not, it
+ * takes that place, the history there kept (`canSwap`: the two trade states; else through an empty spare).
+ */
+export interface Placement<S> {
+  canSwap: boolean;
+  /** Tokens a sequence holds. */
+  held(seq: S): number;
+  move(move: SlotMove<S>): void;
+}
+
 export const serverBusy = (): AppError =>
   new AppError("SERVER_BUSY", "server busy, please try again. maximum pending requests exceeded", {
     headers: { "Retry-After": "1" },
@@ -61,18 +72,21 @@ export class SlotPool<S> {
   /**
    * A free sequence: the one with the most of the prompt cached (`prefer`'s score), where it beats the others by more
    * than PREFER_SLACK or by more than the cache it overwrites (`held`: the tokens it holds), else the one that keeps
-   * the busy sequences most compact (takeFree's cost); waits in FIFO order when none is free. Throws SERVER_BUSY when
-   * the queue is full, CLIENT_CLOSED when `signal` aborts while waiting.
+   * the busy sequences most compact (takeFree's cost); waits in FIFO order when none is free. With `place`, the
+   * sequence is chosen by the prompt and the cache alone, then moved next to the busy ones (placeTaken). Throws
+   * SERVER_BUSY when the queue is full, CLIENT_CLOSED when `signal` aborts while waiting.
    */
   acquire(
     signal: AbortSignal | undefined,
     prefer?: (seq: S) => number,
     held?: (seq: S) => number,
     restorable = 0,
+    place?: Placement<S>,
   ): Promise<S> {
     if (signal?.aborted) return Promise.reject(clientClosed());
     if (this.free.length > 0) {
-      const seq = this.takeFree(prefer, held, restorable);
+      const seq = this.takeFree(prefer, held, restorable, place !== undefined);
+      if (place) this.placeTaken(seq, place);
       this.onChange();
       return Promise.resolve(seq);
     }
@@ -139,12 +153,14 @@ export class SlotPool<S> {
    * The free sequence that costs least, in tokens: the prompt tokens it lacks against the best cached one (any sequence
    * can have `restorable` tokens of it restored from the RAM prompt cache), the cached tokens it overwrites (another
    * conversation's history, worth keeping for its next turn), and PREFER_SLACK per run of consecutive busy sequences it
-   * adds; ties to the fewest runs, then the best scored, then the first created.
+   * adds (none where the sequence is placed after: `placed`); ties to the fewest runs, then the best scored, then the
+   * first created.
    */
   private takeFree(
     prefer: ((seq: S) => number) | undefined,
     held: ((seq: S) => number) | undefined,
     restorable: number,
+    placed = false,
   ): S {
     const own = this.free.map((s) => (prefer ? prefer(s) : 0));
     const scores = own.map((n) => Math.max(n, restorable));
@@ -153,7 +169,10 @@ export class SlotPool<S> {
       fewestRuns = Math.min(...runs);
     const cost = this.free.map(
       (s, i) =>
-        bestScore - scores[i]! + (held ? Math.max(0, held(s) - own[i]!) : 0) + PREFER_SLACK * (runs[i]! - fewestRuns),
+        bestScore -
+        scores[i]! +
+        (held ? Math.max(0, held(s) - own[i]!) : 0) +
+        (placed ? 0 : PREFER_SLACK * (runs[i]! - fewestRuns)),
     );
     let best = 0;
     for (let i = 1; i < this.free.length; i++) {
@@ -175,6 +194,39 @@ export class SlotPool<S> {
     const top = busyAt.lastIndexOf(true),
       hole = busyAt.indexOf(false, busyAt.indexOf(true));
     if (top < 0 || hole < 0 || hole > top) return undefined;
+    return this.moveInto(top, hole, held, canSwap);
+  }
+
+  /**
+   * Where the sequence just taken (`seq`, busy) adds a run of busy sequences that a free place would not: it takes the
+   * place that leaves the fewest runs (an empty one first, then the one holding least), whose history it keeps (a step
+   * spanning a gap costs an extra pass over the weights every token; a move copies two histories once).
+   */
+  private placeTaken(seq: S, place: Placement<S>): void {
+    const at = this.all.indexOf(seq);
+    const flags = this.busyFlags();
+    const runsNow = runsOf(flags);
+    const runsAt = (j: number): number => {
+      const moved = [...flags];
+      [moved[at], moved[j]] = [false, true];
+      return runsOf(moved);
+    };
+    const places = this.free
+      .map((s) => this.all.indexOf(s))
+      .map((j) => ({ j, runs: runsAt(j), held: place.held(this.all[j]!) }))
+      .filter((p) => p.runs < runsNow)
+      .sort((a, b) => a.runs - b.runs || a.held - b.held || a.j - b.j);
+    for (const p of places) {
+      const move = this.moveInto(at, p.j, place.held, place.canSwap);
+      if (move) return place.move(move);
+    }
+  }
+
+  /**
+   * `busy` (at place `top`) takes the free sequence's place `hole`; a live history there is swapped (`canSwap`) or
+   * first moved into an empty spare, else there is no move.
+   */
+  private moveInto(top: number, hole: number, held: (seq: S) => number, canSwap: boolean): SlotMove<S> | undefined {
     const busy = this.all[top]!,
       free = this.all[hole]!;
     const live = held(free) > 0;
@@ -197,10 +249,13 @@ export class SlotPool<S> {
 
   /** Runs of consecutive busy sequences if `seq` were busy too. */
   private busyRunsWith(seq: S): number {
-    return this.busyFlags(seq).filter((busy, i, flags) => busy && !flags[i - 1]).length;
+    return runsOf(this.busyFlags(seq));
   }
 
   private sortFree(): void {
     this.free.sort((a, b) => this.all.indexOf(a) - this.all.indexOf(b));
   }
 }
+
+/** Runs of consecutive busy places. */
+const runsOf = (busy: boolean[]): number => busy.filter((b, i) => b && !busy[i - 1]).length;

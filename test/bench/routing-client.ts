@@ -4,6 +4,7 @@ import { randomUUID } from "node:crypto";
 import OpenAI from "openai";
 import type { TestGateway } from "../support/gateway.ts";
 import type { Strategy, Turn } from "./routing-tables.ts";
+import { thinkPauses, type Think } from "./routing-think.ts";
 
 export const MODEL = "hf.co/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF:Q4_K_M";
 const ANSWER_TOKENS = 32;
@@ -139,9 +140,12 @@ export async function conversation(
     agent?: { system: string; text: (seed: number) => string } | undefined;
     onTurn?: (t: Turn) => void;
     stop?: AbortController;
+    /** A pause before each turn after `from` (routing-think.ts). */
+    think?: Think;
   } = {},
 ): Promise<Turn[]> {
   const seed = [...id].reduce((h, ch) => (h * 31 + ch.charCodeAt(0)) % 100_003, 7);
+  const pauses = o.think ? thinkPauses(o.think, seed, to) : [];
   const history: Message[] = o.agent ? [{ role: "system", content: o.agent.system }] : [];
   const out: Turn[] = [];
   for (let t = 1; t <= to; t++) {
@@ -150,6 +154,7 @@ export async function conversation(
       history.push({ role: "assistant", content: historyOf.get(`${id}#${t}`) ?? "" });
       continue;
     }
+    if (t > from && pauses[t - 1]) await new Promise((r) => setTimeout(r, pauses[t - 1]));
     const r = await client.turn(app, history, id, t, o.stop?.signal);
     historyOf.set(`${id}#${t}`, r.text);
     history.push({ role: "assistant", content: r.text });

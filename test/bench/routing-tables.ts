@@ -1,6 +1,7 @@
 // The routing bench's tables (test/bench/routing.ts), one set per workload, printed as soon as the workload is done.
 import os from "node:os";
 import { median } from "./table.ts";
+import { thinkNote, type Think } from "./routing-think.ts";
 
 export const STRATEGIES = ["LeastLoad", "PrefixHash"] as const;
 export type Strategy = (typeof STRATEGIES)[number];
@@ -26,7 +27,29 @@ export interface PodCounts {
   misses: number;
   failed: number;
   restored: number;
+  /** The pods' own time to first token (from a request's arrival), summed, and its count. */
+  ttftSeconds: number;
+  ttftCount: number;
+  /** Wall seconds with a decode call in flight: generation steps, and prompt calls; with none while work waited. */
+  generationSeconds: number;
+  promptSeconds: number;
+  idleSeconds: number;
+  generationCalls: number;
+  promptCalls: number;
 }
+export const NO_COUNTS: PodCounts = {
+  hits: 0,
+  misses: 0,
+  failed: 0,
+  restored: 0,
+  ttftSeconds: 0,
+  ttftCount: 0,
+  generationSeconds: 0,
+  promptSeconds: 0,
+  idleSeconds: 0,
+  generationCalls: 0,
+  promptCalls: 0,
+};
 
 /** One workload's measurements: its turns, each round's wall seconds per strategy, the pods' counts. */
 export interface WorkloadResult {
@@ -38,6 +61,7 @@ export interface WorkloadResult {
   pods: Record<Strategy, PodCounts>;
   /** Load average (1 min) at the workload's start and end. */
   load: [number, number];
+  think: Think;
 }
 
 export interface Table {
@@ -51,8 +75,8 @@ const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const f = (n: number) => (Number.isFinite(n) ? n.toFixed(0) : "-");
 const share = (ts: Turn[]) => (ts.reduce((a, t) => a + t.cached, 0) / ts.reduce((a, t) => a + t.prompt, 0)).toFixed(2);
 
-export const loadNote = (w: Pick<WorkloadResult, "load">): string =>
-  `load average ${w.load[0].toFixed(1)} at start, ${w.load[1].toFixed(1)} at end, on ${os.cpus().length} CPUs`;
+export const loadNote = (w: Pick<WorkloadResult, "load" | "think">): string =>
+  `${thinkNote(w.think)}, load average ${w.load[0].toFixed(1)} at start, ${w.load[1].toFixed(1)} at end, on ${os.cpus().length} CPUs`;
 
 /** Per turn: TTFT mean and p95 and the cached share of each strategy, and the ratio of the medians. */
 function perTurn(w: WorkloadResult, what: string): Table {
@@ -138,10 +162,45 @@ function targets(w: WorkloadResult, what: string): Table {
   return { title: `Routing, ${what}: issue 38's targets`, header: ["measure", "figure", "target"], rows };
 }
 
+/**
+ * Per strategy, turns 3–6 split by whether their pod found at least half the prompt cached (a median mixes the two:
+ * decision 0019), and where a turn's time went: the pods' own TTFT against the client's (the gap is the gateway and the
+ * connections), the pods' decode calls' share of the wall time, a generation step's and a prompt call's mean.
+ */
+function timeParts(w: WorkloadResult, what: string): Table {
+  const pct = (n: number, all: number) => `${((n / all) * 100).toFixed(0)}%`;
+  return {
+    title: `Routing, ${what}: turns 3–6 cached or not, and the pods' time (their /metrics; ${loadNote(w)})`,
+    header: [
+      "strategy",
+      "turns 3–6 ≥ half cached: share, median TTFT ms",
+      "the rest: median TTFT ms",
+      "mean TTFT ms: client / pods",
+      "pods' decode busy: generation / prompt / idle with work",
+      "ms per generation step / prompt call",
+    ],
+    rows: STRATEGIES.map((s) => {
+      const late = w.rows.filter((t) => t.strategy === s && t.turn >= 3);
+      const hit = late.filter((t) => t.cached * 2 >= t.prompt);
+      const miss = late.filter((t) => t.cached * 2 < t.prompt);
+      const p = w.pods[s];
+      const podSeconds = w.seconds[s].reduce((a, b) => a + b, 0) * 3;
+      return [
+        s,
+        `${pct(hit.length, late.length)}, ${f(median(hit.map((t) => t.ttftMs)))}`,
+        f(median(miss.map((t) => t.ttftMs))),
+        `${f(mean(w.rows.filter((t) => t.strategy === s).map((t) => t.ttftMs)))} / ${f((p.ttftSeconds / p.ttftCount) * 1000)}`,
+        [p.generationSeconds, p.promptSeconds, p.idleSeconds].map((x) => pct(x, podSeconds)).join(" / "),
+        `${f((p.generationSeconds / p.generationCalls) * 1000)} / ${f((p.promptSeconds / p.promptCalls) * 1000)}`,
+      ];
+    }),
+  };
+}
+
 export function workloadTables(w: WorkloadResult): Table[] {
   const what =
     w.workload === "chat" ? "chat" : "agents (a shared 2k-token system prompt and tool list, 60 tokens a turn)";
-  return [perTurn(w, what), summary(w, what), targets(w, what)];
+  return [perTurn(w, what), summary(w, what), timeParts(w, what), targets(w, what)];
 }
 
 /** The fourth replica's effect (bench routing's `grow`): conversations under way that changed pods, and those kept. */

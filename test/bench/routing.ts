@@ -12,7 +12,9 @@
 // GANTRY_BENCH_ROUTING=chat,agents,grow picks the workloads (default all; each one's tables print when it is done),
 // GANTRY_BENCH_ROUNDS the rounds (default 3), GANTRY_BENCH_REQUEST_SECONDS a request's deadline to its last token
 // (default 300: a request past it ends the run with its conversation, turn and what it was waiting for),
-// GANTRY_BENCH_MEAN_LOAD_FACTOR PrefixHash's bound. Also runnable: `node test/bench/routing.ts`.
+// GANTRY_BENCH_MEAN_LOAD_FACTOR PrefixHash's bound, GANTRY_BENCH_THINK_MS a pause between a conversation's turns (mean,
+// default 0; GANTRY_BENCH_THINK=exponential|fixed, seeded per conversation: routing-think.ts). Also runnable:
+// `node test/bench/routing.ts`.
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -30,6 +32,7 @@ import {
   extraTable,
   STRATEGIES,
   workloadTables,
+  NO_COUNTS,
   type Grown,
   type PodCounts,
   type Strategy,
@@ -49,6 +52,8 @@ import {
   type Message,
 } from "./routing-client.ts";
 import { median } from "./table.ts";
+import { BenchRoutingThinkSchema, type Think } from "./routing-think.ts";
+import { parseEnv } from "../../server/common/config.ts";
 
 const GROWN = 36;
 const CONVERSATIONS = 12,
@@ -61,6 +66,8 @@ export interface RoutingOptions {
   workloads?: ReadonlyArray<Workload | "grow">;
   /** A request's deadline to its last token. */
   requestSeconds?: number;
+  /** A pause between a conversation's turns (chat and agents); default none. */
+  think?: Think;
   /** Each table, as soon as its workload is done. */
   onTable?: (t: Table) => void;
 }
@@ -107,7 +114,7 @@ export async function benchRouting(opts: RoutingOptions = {}): Promise<{ results
       for (let i = 0; i < 6; i++) await client.turn(APPS[s], [{ role: "user", content: `warm ${i}` }], `warm${i}`, 1);
     for (const workload of workloads) {
       if (workload === "grow") continue;
-      const w = await runWorkload(client, apps, workload, rounds);
+      const w = await runWorkload(client, apps, workload, rounds, opts.think ?? parseEnv(BenchRoutingThinkSchema, {}));
       results.push(w);
       // Every turn (pod, choice, cached tokens), for a closer look than the tables give.
       const file = path.join(os.tmpdir(), `bench-routing-${workload}-${Date.now()}.json`);
@@ -127,7 +134,13 @@ export async function benchRouting(opts: RoutingOptions = {}): Promise<{ results
 }
 
 /** One workload's rounds: every conversation at once, the strategies interleaved (A B, then B A). */
-async function runWorkload(client: Client, apps: Apps, workload: Workload, rounds: number): Promise<WorkloadResult> {
+async function runWorkload(
+  client: Client,
+  apps: Apps,
+  workload: Workload,
+  rounds: number,
+  think: Think,
+): Promise<WorkloadResult> {
   const n = workload === "chat" ? CONVERSATIONS : AGENTS;
   const agent = workload === "agents" ? { system: AGENT_SYSTEM, text: agentText } : undefined;
   const w: WorkloadResult = {
@@ -136,11 +149,9 @@ async function runWorkload(client: Client, apps: Apps, workload: Workload, round
     turns: TURNS,
     rows: [],
     seconds: { LeastLoad: [], PrefixHash: [] },
-    pods: Object.fromEntries(STRATEGIES.map((s) => [s, { hits: 0, misses: 0, failed: 0, restored: 0 }])) as Record<
-      Strategy,
-      PodCounts
-    >,
+    pods: Object.fromEntries(STRATEGIES.map((s) => [s, { ...NO_COUNTS }])) as Record<Strategy, PodCounts>,
     load: [os.loadavg()[0]!, 0],
+    think,
   };
   for (let r = 0; r < rounds; r++) {
     for (const s of r % 2 ? [...STRATEGIES].reverse() : STRATEGIES) {
@@ -162,7 +173,7 @@ async function runWorkload(client: Client, apps: Apps, workload: Workload, round
       const stop = new AbortController();
       const all = await Promise.all(
         Array.from({ length: n }, (_, c) =>
-          conversation(client, APPS[s], s, `${workload[0]}${r}c${c}`, 1, TURNS, { agent, onTurn, stop }).catch(
+          conversation(client, APPS[s], s, `${workload[0]}${r}c${c}`, 1, TURNS, { agent, onTurn, stop, think }).catch(
             (err: unknown) => {
               // One failure ends the phase: the others stop at their next request instead of running on unmeasured.
               stop.abort(err);
@@ -174,7 +185,7 @@ async function runWorkload(client: Client, apps: Apps, workload: Workload, round
       w.seconds[s].push((performance.now() - t0) / 1000);
       w.rows.push(...all.flat());
       const after = await apps.podCounts(APPS[s]);
-      for (const k of ["hits", "misses", "failed", "restored"] as const) w.pods[s][k] += after[k] - before[k];
+      for (const k of Object.keys(NO_COUNTS) as Array<keyof PodCounts>) w.pods[s][k] += after[k] - before[k];
     }
   }
   w.load[1] = os.loadavg()[0]!;
@@ -290,6 +301,13 @@ class Apps {
       misses: sum("gantry_prompt_cache_requests_total", { result: "miss" }),
       failed: sum("gantry_prompt_cache_requests_total", { result: "failed" }),
       restored: sum("gantry_prompt_cache_restored_tokens_total"),
+      ttftSeconds: sum("gantry_time_to_first_token_seconds_sum"),
+      ttftCount: sum("gantry_time_to_first_token_seconds_count"),
+      generationSeconds: sum("gantry_decode_seconds_total", { call: "generation" }),
+      promptSeconds: sum("gantry_decode_seconds_total", { call: "prompt" }),
+      idleSeconds: sum("gantry_decode_idle_seconds_total"),
+      generationCalls: sum("gantry_decode_calls_total", { call: "generation" }),
+      promptCalls: sum("gantry_decode_calls_total", { call: "prompt" }),
     };
   }
 }
@@ -336,6 +354,7 @@ export async function runRoutingBench(): Promise<void> {
       rounds: Number(process.env.GANTRY_BENCH_ROUNDS ?? 3),
       workloads: routingWorkloads(),
       requestSeconds: Number(process.env.GANTRY_BENCH_REQUEST_SECONDS ?? 300),
+      think: parseEnv(BenchRoutingThinkSchema),
       onTable: (t) => printTable(t.title, t.header, t.rows),
     });
   } catch (err) {

@@ -375,6 +375,43 @@ test("a stream ending between two others leaves a gap: the last one moves into i
   assert.equal(gap.texts.get("first"), noGap.texts.get("first"));
 });
 
+test("a request taking a sequence apart from the busy one moves next to it; the history there is kept", async () => {
+  let moves = 0;
+  const engine = await makeEngine({
+    numParallel: 3,
+    maxQueue: 3,
+    metrics: { onSequenceMove: (_m, ok) => void (ok ? moves++ : assert.fail("a move failed")) },
+  });
+  try {
+    const model = await endless();
+    await engine.load(model, {});
+    // Prompts sharing only the template's opening: each of the first three takes an empty sequence.
+    const run = (topic: string, n: number, words = 12) =>
+      collect(
+        engine.generate(
+          request(model, chat(`tell me about ${`${topic} `.repeat(words)}`), { num_predict: n, temperature: 0 }),
+        ),
+      );
+    // Histories: sequence 0 short, 1 long, 2 short.
+    await run("a", 4);
+    const long = await run("b", 4, 40);
+    await run("c", 4);
+    // Two requests together lose least on 0 and 2; the second moves into place 1 (the two trade states).
+    const [d, e] = await Promise.all([run("d", 20), run("e", 20)]);
+    assert.equal(moves, 1);
+    const again = await run("b", 4, 40);
+    assert.ok(
+      again.stats.promptCachedCount >= long.stats.promptEvalCount - 1,
+      `the long history was kept: ${again.stats.promptCachedCount} of ${long.stats.promptEvalCount} prompt tokens cached`,
+    );
+    assert.equal(again.text, long.text);
+    assert.equal((await run("e", 20)).text, e.text, "the moved request generated what it generates alone");
+    assert.equal((await run("d", 20)).text, d.text);
+  } finally {
+    await engine.shutdown();
+  }
+});
+
 /**
  * Four requests announced together that reach the engine ~5 ms apart (as HTTP requests sent together do); returns the
  * decode steps' fills.

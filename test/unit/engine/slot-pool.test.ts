@@ -216,3 +216,49 @@ test("a prompt the RAM cache can restore takes an empty sequence rather than ove
   pool.release(0);
   assert.equal(await pool.acquire(undefined, own, held, 260), 1, "the cache restores 260 into either: 1 loses none");
 });
+
+test("placed: the sequence that loses least is taken, then moved next to the busy ones, the history there kept", async () => {
+  // The bench's 4 × 64 case: every sequence holds a history; 0 and 2 hold the shortest, 1 the longest.
+  const tokens = new Map([
+    [0, 20],
+    [1, 300],
+    [2, 30],
+    [3, 200],
+  ]);
+  const held = (s: number) => tokens.get(s)!;
+  const moves: unknown[] = [];
+  const place = (canSwap: boolean) => ({ canSwap, held, move: (m: unknown) => void moves.push(m) });
+  const pool = new SlotPool([0, 1, 2, 3], 0);
+  assert.equal(await pool.acquire(undefined, () => 0, held, 0, place(true)), 0, "the fewest tokens lost");
+  assert.deepEqual(moves, [], "one run: nothing to move");
+  assert.equal(await pool.acquire(undefined, () => 0, held, 0, place(true)), 2, "30 lost, not 300 (no run penalty)");
+  assert.deepEqual(moves, [{ busy: 2, free: 1, swap: true }], "2 moves into place 1; 1's history goes to place 2");
+  assert.equal(
+    await pool.acquire(undefined, () => 0, held, 0, place(true)),
+    3,
+    "200 lost, not 300: place 2 is 1's now",
+  );
+  assert.deepEqual(moves.slice(1), [{ busy: 3, free: 1, swap: true }], "3 then trades with 1 (place 2)");
+
+  // A conversation's next turn (3 holds 100 tokens of its prompt) moves to the empty place next to the busy one: a
+  // copy, its history also stays where it was.
+  const copied = new SlotPool([0, 1, 2, 3], 0);
+  for (const [s, n] of [0, 0, 300, 100].entries()) tokens.set(s, n);
+  moves.length = 0;
+  assert.equal(await copied.acquire(undefined, () => 0, held, 0, place(false)), 0);
+  assert.equal(await copied.acquire(undefined, (s) => (s === 3 ? 100 : 0), held, 0, place(false)), 3);
+  assert.deepEqual(moves, [{ busy: 3, free: 1 }]);
+  // Without swaps and without an empty spare, a live history in the only place next to the busy ones stays: no move.
+  const stuck = new SlotPool([0, 1, 2], 0);
+  for (const [s, n] of [20, 300, 0].entries()) tokens.set(s, n);
+  moves.length = 0;
+  assert.equal(await stuck.acquire(undefined, () => 0, held, 0, place(false)), 2);
+  assert.equal(await stuck.acquire(undefined, () => 0, held, 0, place(false)), 0);
+  assert.deepEqual(moves, []);
+
+  // Without a placement (a runtime that cannot move sequences) compactness still weighs PREFER_SLACK per run.
+  const unplaced = new SlotPool([0, 1, 2, 3], 0);
+  for (const [s, n] of [20, 300, 30, 200].entries()) tokens.set(s, n);
+  await unplaced.acquire(undefined, () => 0, held);
+  assert.equal(await unplaced.acquire(undefined, () => 0, held), 2, "30 + PREFER_SLACK lost is still less than 300");
+});
