@@ -7,11 +7,11 @@ import type { LlamaContext, Token } from "node-llama-cpp";
 import { silentLogger } from "../../../server/common/logger.ts";
 import { llamaRuntime } from "../../../server/engine/llama-runtime.ts";
 import { nativeContextOf } from "../../../server/engine/native/node-llama-cpp.ts";
-import type { NativeContext } from "../../../server/engine/native/port.ts";
+import type { NativeContext, SamplerConfig } from "../../../server/engine/native/port.ts";
 import { resolveSampling } from "../../../server/engine/sampling.ts";
 import { samplerConfig, TokenSampler } from "../../../server/engine/token-sampler.ts";
 import { testEngineBuild } from "../../support/engine-build.ts";
-import { tinyModelPath } from "../../support/models.ts";
+import { benchModelPath, tinyModelPath } from "../../support/models.ts";
 
 const WINDOW = 16;
 
@@ -64,6 +64,57 @@ test("sampling with the config applied once draws what applying it before every 
   } finally {
     await context.dispose();
     await model.dispose();
+  }
+});
+
+test("the top k taken straight from the logits draws what the top k over every candidate draws", async () => {
+  // A chain that starts with a top k gets it from the patch's scan over the logits (block maxima, then the blocks that
+  // can hold the top k); a logit bias, here of 0 (no change), sends a chain over the whole-vocabulary candidate array
+  // instead. With one seed, the same candidates in the same order draw the same tokens. On Llama-3's 128k vocabulary
+  // (2004 blocks of 64 logits) and the tiny model's byte-level one (fewer blocks than k: every logit a candidate).
+  const { llama } = await llamaRuntime(2, silentLogger, testEngineBuild());
+  for (const modelPath of [await benchModelPath("step"), await tinyModelPath({ controlLogit: -8 })]) {
+    const model = await llama.loadModel({ modelPath });
+    const context: LlamaContext = await model.createContext({ contextSize: 256, sequences: 1, threads: 2 });
+    try {
+      const native = nativeContextOf(context, model);
+      const prompt = model.tokenize("once upon a time, there was a ship") as Token[];
+      for (const options of [
+        { temperature: 0.8, top_k: 40, top_p: 0.9, repeat_penalty: 1.1, seed: 3 },
+        { temperature: 0 },
+        { temperature: 1.5, top_k: 300, top_p: 1, repeat_penalty: 1, seed: 4 },
+      ]) {
+        const sampling = resolveSampling({}, { repeat_last_n: WINDOW, ...options });
+        const config = samplerConfig(sampling, sampling.seed ?? 1, WINDOW, undefined);
+        const direct = native.createSampler();
+        const whole = native.createSampler();
+        const unbiased = { tokenBiasKeys: Uint32Array.of(0), tokenBiasValues: Float32Array.of(0) };
+        const history = [...prompt];
+        const drawn: number[] = [];
+        try {
+          native.disposeSequence(0);
+          let tokens = prompt;
+          for (let step = 0; step < 16; step++) {
+            const row = await decode(native, tokens, history.length - tokens.length);
+            const window = { repeatPenaltyTokens: Uint32Array.from(history.slice(-WINDOW)) };
+            direct.applyConfig({ ...config, ...window });
+            whole.applyConfig({ ...config, ...window, ...unbiased } as SamplerConfig);
+            const mine = await native.sampleToken(row, direct);
+            assert.equal(mine, await native.sampleToken(row, whole), `step ${step} of ${JSON.stringify(options)}`);
+            drawn.push(mine);
+            history.push(mine as Token);
+            tokens = [mine as Token];
+          }
+        } finally {
+          direct.dispose();
+          whole.dispose();
+        }
+        if (options.temperature > 0) assert.ok(new Set(drawn).size > 1, `${JSON.stringify(options)} drew one token`);
+      }
+    } finally {
+      await context.dispose();
+      await model.dispose();
+    }
   }
 });
 
