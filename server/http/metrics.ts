@@ -132,7 +132,7 @@ export class ServerMetrics {
   });
   readonly sequenceMoves = new Counter({
     name: "gantry_sequence_moves_total",
-    help: "Busy sequences moved down to close a gap in the busy sequence ids (result: ok, failed)",
+    help: "Sequences moved to keep the busy sequence ids adjacent: a busy one down into a gap, or a request's new sequence next to the busy ones (result: ok, failed)",
     labelNames: ["model", "result"],
     registers: [this.registry],
   });

@@ -23,6 +23,32 @@ async function decode(native: NativeContext, tokens: Token[], position: number):
   return row!;
 }
 
+/**
+ * Generates `steps` tokens from `prompt` on sequence 0, each drawn two ways from the same row (`draw` gives both, from
+ * the row and the penalty window's history), asserting they agree; returns the tokens drawn.
+ */
+async function drawBothWays(
+  native: NativeContext,
+  prompt: Token[],
+  steps: number,
+  label: string,
+  draw: (row: number, history: Token[]) => Promise<[number, number]>,
+): Promise<number[]> {
+  const history = [...prompt];
+  const drawn: number[] = [];
+  native.disposeSequence(0);
+  let tokens = prompt;
+  for (let step = 0; step < steps; step++) {
+    const row = await decode(native, tokens, history.length - tokens.length);
+    const [mine, theirs] = await draw(row, history);
+    assert.equal(mine, theirs, `step ${step} of ${label}: ${drawn.join(" ")}`);
+    drawn.push(mine);
+    history.push(mine as Token);
+    tokens = [mine as Token];
+  }
+  return drawn;
+}
+
 test("sampling with the config applied once draws what applying it before every token draws", async () => {
   const { llama } = await llamaRuntime(2, silentLogger, testEngineBuild());
   const model = await llama.loadModel({ modelPath: await tinyModelPath({ controlLogit: -8 }) });
@@ -40,21 +66,13 @@ test("sampling with the config applied once draws what applying it before every 
       const ours = new TokenSampler(native, sampling, seed, WINDOW, undefined);
       const reference = native.createSampler();
       const referenceConfig = samplerConfig(sampling, seed, WINDOW, undefined);
-      const history = [...prompt];
-      const drawn: number[] = [];
+      let drawn: number[];
       try {
-        native.disposeSequence(0);
-        let tokens = prompt;
-        for (let step = 0; step < 40; step++) {
-          const row = await decode(native, tokens, history.length - tokens.length);
+        drawn = await drawBothWays(native, prompt, 40, JSON.stringify(options), async (row, history) => {
           const mine = await ours.sample((i, s) => native.sampleToken(i, s), row, history);
           reference.applyConfig({ ...referenceConfig, repeatPenaltyTokens: Uint32Array.from(history.slice(-WINDOW)) });
-          const theirs = await native.sampleToken(row, reference);
-          assert.equal(mine, theirs, `step ${step} of ${JSON.stringify(options)}: ${drawn.join(" ")}`);
-          drawn.push(mine);
-          history.push(mine as Token);
-          tokens = [mine as Token];
-        }
+          return [mine, await native.sampleToken(row, reference)];
+        });
       } finally {
         ours.dispose();
         reference.dispose();
@@ -89,22 +107,14 @@ test("the top k taken straight from the logits draws what the top k over every c
         const direct = native.createSampler();
         const whole = native.createSampler();
         const unbiased = { tokenBiasKeys: Uint32Array.of(0), tokenBiasValues: Float32Array.of(0) };
-        const history = [...prompt];
-        const drawn: number[] = [];
+        let drawn: number[];
         try {
-          native.disposeSequence(0);
-          let tokens = prompt;
-          for (let step = 0; step < 16; step++) {
-            const row = await decode(native, tokens, history.length - tokens.length);
+          drawn = await drawBothWays(native, prompt, 16, JSON.stringify(options), async (row, history) => {
             const window = { repeatPenaltyTokens: Uint32Array.from(history.slice(-WINDOW)) };
             direct.applyConfig({ ...config, ...window });
             whole.applyConfig({ ...config, ...window, ...unbiased } as SamplerConfig);
-            const mine = await native.sampleToken(row, direct);
-            assert.equal(mine, await native.sampleToken(row, whole), `step ${step} of ${JSON.stringify(options)}`);
-            drawn.push(mine);
-            history.push(mine as Token);
-            tokens = [mine as Token];
-          }
+            return [await native.sampleToken(row, direct), await native.sampleToken(row, whole)];
+          });
         } finally {
           direct.dispose();
           whole.dispose();
