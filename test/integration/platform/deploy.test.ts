@@ -22,6 +22,7 @@ import { tinyModelPath } from "../../support/models.ts";
 import { curl, printedCurl } from "../../support/printed-example.ts";
 import {
   kubectl,
+  kubectlResult,
   loadReportToken,
   podsOperatorConfig,
   startTestOperator,
@@ -82,10 +83,22 @@ const gantryCli = (args: string[], opts: { cwd?: string; env?: Record<string, st
   });
 
 async function gantryOk(args: string[], opts: { cwd?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
-  const r = await gantryCli(args, opts);
+  const r = await gantryCli(args, opts).catch((err: unknown) => {
+    throw new Error(`${err instanceof Error ? err.message : String(err)}\n${clusterState()}`);
+  });
   if (r.code !== 0)
-    throw new Error(`gantry ${args.join(" ")} exited ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
+    throw new Error(
+      `gantry ${args.join(" ")} exited ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}\n${clusterState()}`,
+    );
   return r;
+}
+
+/** The namespace's jobs and pods and the process runtime's last lines: where a deploy that never got Ready stopped. */
+function clusterState(): string {
+  const jobsAndPods = kubectlResult(c.cp, ["get", "jobs,pods", "-n", ns, "-o", "wide"]);
+  const runtimeLog = path.join(c.cp.dir, "logs", "process-runtime.log");
+  const runtime = fs.existsSync(runtimeLog) ? fs.readFileSync(runtimeLog, "utf8").split("\n").slice(-40) : [];
+  return `kubectl get jobs,pods:\n${jobsAndPods.out}\nprocess runtime:\n${runtime.join("\n")}`;
 }
 
 /** An app file in the work directory, importing defineApp from "gantry" like a user's. */
