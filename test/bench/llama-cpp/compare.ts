@@ -10,7 +10,7 @@
 //    configuration each variant runs with. The A/B switches of the steps before (eager steps, threadpool off, decode on
 //    workers) are gone; their measurements are in docs/decisions/0012.
 import { median, minMedMax, pairedRatio, spread } from "../table.ts";
-import { interleave, warm, type Results, type RunResult, type Scenario } from "./interleave.ts";
+import { interleave, promptFor, warm, type Results, type RunResult, type Scenario } from "./interleave.ts";
 import { gpuMemoryByPid } from "./gpu-memory.ts";
 import { batchedBench, CEILING_PROMPT_TOKENS, type BatchedBenchRow } from "./batched-bench.ts";
 import { llamaBench } from "./llama-bench.ts";
@@ -134,7 +134,10 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
       await warm(targets);
       if (o.gpu) engines.push(`${m.label}: ${await placement(targets)}`);
       const pp: number[] = [],
-        tg: number[] = [];
+        tg: number[] = [],
+        sameTg: number[] = [];
+      // The single-stream run's prompt length (a tag of the same shape as its own), for llama-bench's same work.
+      const depth = gen ? (await targets[0]!.complete(promptFor(`r9-9-${gen.key}-9`, false), 1, 1, 0)).promptTokens : 0;
       const res = await interleave(targets, scenarios, o.rounds, m.label, async () => {
         const b = await llamaBench(tools.bench, m.path, {
           threads: o.shape.threads,
@@ -142,9 +145,11 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
           gen: refGen,
           reps: 2,
           extraArgs: o.gpu?.llamaArgs ?? [],
+          same: gen && depth > 0 ? { gen: gen.nPredict, depth } : undefined,
         });
         pp.push(b.ppTps);
         tg.push(b.tgTps);
+        if (b.sameTgTps !== undefined) sameTg.push(b.sameTgTps);
       });
       // Per-run values pair up by round; `perRound` gives them when the spread is over something else (every request's
       // TTFT).
@@ -226,6 +231,8 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
         `tg${refGen} ${spread(tg)}`,
         spread(gGen),
         ratio(gGen, tg),
+        gen && sameTg.length > 0 ? `tg${gen.nPredict} @ d${depth} ${spread(sameTg)}` : "-",
+        sameTg.length > 0 ? ratio(gGen, sameTg) : "-",
       ]);
     } finally {
       await stopAll(targets);
@@ -251,7 +258,7 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
     },
     stepTimeTable(steps, o.rounds, o.ceiling ? ceilings : undefined),
     {
-      title: "Reference: llama-bench (raw llama.cpp, no server) vs Gantry's single-stream server timings, tok/s",
+      title: `Reference: llama-bench (raw llama.cpp, no server) vs Gantry's single-stream server timings, tok/s. tg${refGen} generates from an empty context without sampling; Gantry's run${gen ? ` (${gen.nPredict} tokens after its prompt, Ollama's default sampling, streamed)` : ""} does more per token, so the last two columns give llama-bench the same length and depth (-d: the prompt's tokens)`,
       header: [
         "model",
         "llama-bench prompt",
@@ -260,6 +267,8 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
         "llama-bench generation",
         "gantry generation",
         "ratio",
+        "llama-bench, same length and depth",
+        "ratio (same work)",
       ],
       rows: ref,
     },
