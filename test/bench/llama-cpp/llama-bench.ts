@@ -22,9 +22,8 @@ async function rowsOf(binary: string, modelPath: string, args: string[]): Promis
 }
 
 /**
- * pp`prompt` and tg`gen` from an empty context; with `same`, also a generation of `same.gen` tokens after `same.depth`
- * (`-d`: the servers' single stream generates after its prompt, and attention over a longer context costs more per
- * token, about 13% at 256 tokens on the 250M model here), so the servers' generation speed has a ceiling of the same work.
+ * pp`prompt` and tg`gen` from an empty context; with `same`, also `same.gen` tokens after `same.depth` (`-d`): the
+ * servers' single stream generates after its prompt, and a token costs more the longer the context (decision 0026).
  */
 export async function llamaBench(
   binary: string,
