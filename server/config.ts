@@ -112,6 +112,12 @@ export const ServerConfigSchema = z.object({
   GANTRY_MAX_QUEUE: intFrom(0)
     .default(512)
     .describe("Requests that may wait for a free sequence per model before the server answers 503"),
+  GANTRY_ARRIVAL_WAIT_MS: intFrom(0)
+    .max(10_000)
+    .default(50)
+    .describe(
+      "Burst admission: how long a request about to be prefilled waits for the requests that arrived with it, so a burst is prefilled in one decode step, and how long a connection just accepted counts as one arriving (milliseconds; 0 = no waiting)",
+    ),
   GANTRY_MAX_LOADED_MODELS: intFrom(1)
     .default(3)
     .describe("Models loaded at once; the least recently used idle one is evicted for another"),

@@ -64,6 +64,7 @@ export async function startServer(
     stepPipeline: config.GANTRY_STEP_PIPELINE,
     numParallel: config.GANTRY_NUM_PARALLEL,
     maxQueue: config.GANTRY_MAX_QUEUE,
+    arrivalWaitMs: config.GANTRY_ARRIVAL_WAIT_MS,
     maxLoadedModels: config.GANTRY_MAX_LOADED_MODELS,
     contextLength: config.GANTRY_CONTEXT_LENGTH,
     kvCacheType: config.GANTRY_KV_CACHE_TYPE,
@@ -107,7 +108,7 @@ export async function startServer(
     const s = app.listen(port, host, () => resolve(s));
     s.once("error", reject);
   });
-  announceConnections(engine, server);
+  announceConnections(engine, server, config.GANTRY_ARRIVAL_WAIT_MS);
   // Generation streams can be long: no request timeout; idle keep-alive sockets are closed on shutdown.
   server.requestTimeout = 0;
   // Responses not yet sent: shutdown waits for them before it closes the connections.

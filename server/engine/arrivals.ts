@@ -6,6 +6,12 @@
 // A request alone announces nothing else, so it never waits. The HTTP server also announces each connection it has just
 // accepted, until that connection's request arrives (http/generation.ts, announceConnections).
 
+/**
+ * Default longest wait for announced requests before a prompt is queued (GANTRY_ARRIVAL_WAIT_MS), and how long a
+ * connection just accepted counts as one arriving: a few ms is typical; the bound covers slow bodies.
+ */
+export const ARRIVAL_WAIT_MS = 50;
+
 export interface Arrival {
   /** The request reached its decode gate, failed, or went away. Idempotent. */
   settle(): void;
@@ -35,10 +41,10 @@ export class Arrivals {
 
   /**
    * Resolves once no announced request is on its way, or after `maxMs` (a request may be slow to arrive: a large body,
-   * a model load); undefined (no wait at all) when none is pending.
+   * a model load); undefined (no wait at all) when none is pending or `maxMs` is 0.
    */
   quiet(maxMs: number): Promise<void> | undefined {
-    if (this.pendingCount === 0) return undefined;
+    if (this.pendingCount === 0 || maxMs <= 0) return undefined;
     return new Promise<void>((resolve) => {
       const done = () => {
         clearTimeout(timer);

@@ -3,7 +3,7 @@
 import os from "node:os";
 import type { Logger } from "../common/logger.ts";
 import { AppError } from "../common/errors.ts";
-import { Arrivals } from "./arrivals.ts";
+import { ARRIVAL_WAIT_MS, Arrivals } from "./arrivals.ts";
 import { embedTexts } from "./embedding.ts";
 import { rankDocuments } from "./ranking.ts";
 import { openDrafter } from "./drafters.ts";
@@ -74,6 +74,8 @@ export interface EngineOptions {
   threadpoolPoll?: number;
   /** GANTRY_STEP_PIPELINE (step-pipeline.ts); default auto: pipelined steps where the model's layers are on a GPU. */
   stepPipeline?: StepPipelineSetting;
+  /** GANTRY_ARRIVAL_WAIT_MS: how long a prompt waits for the requests announced with it (default ARRIVAL_WAIT_MS). */
+  arrivalWaitMs?: number;
   /** Limits on request images (vision models): encoded bytes and decoded pixels. */
   imageLimits?: Partial<ImageLimits>;
   /** Bytes of KV state the RAM prompt cache may hold, all models together (GANTRY_PROMPT_CACHE_RAM); 0 = none. */
@@ -217,7 +219,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
               logger: opts.logger,
               startedNs,
               loadDurationNs,
-              admission: { arrival: req.arrival, arrivals },
+              admission: { arrival: req.arrival, arrivals, waitMs: opts.arrivalWaitMs ?? ARRIVAL_WAIT_MS },
               ...(req.logprobs ? { logprobs: req.logprobs } : {}),
               ...(req.returnTokens ? { returnTokens: true } : {}),
               ...(shifting ? { shiftKeep: keptTokens(sampling.numKeep, promptTokens, bos, loaded.contextLength) } : {}),

@@ -34,7 +34,7 @@ export interface GenerationJob {
   startedNs: bigint;
   loadDurationNs: number;
   /** Burst admission (arrivals.ts): this request's own announcement and the engine's board; absent = no waiting. */
-  admission?: { arrival: Arrival | undefined; arrivals: Arrivals };
+  admission?: { arrival: Arrival | undefined; arrivals: Arrivals; waitMs: number };
   /** Report each output token's log probability and `top` alternatives. */
   logprobs?: { top: number };
   /** Put the exchange's token ids in the final stats. */
@@ -51,9 +51,6 @@ export interface GenerationJob {
   /** Speculative decoding (speculation.ts): drafts to verify with each generated token. */
   drafter?: Drafter;
 }
-
-/** Longest wait for announced requests before a prompt is queued: a few ms is typical; the bound covers slow bodies. */
-export const ADMISSION_WAIT_MS = 50;
 
 export { commonPrefixLength };
 
@@ -234,7 +231,7 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
   // Requests received together are prefilled together. The wait comes before this sequence counts as active, so the
   // running streams' decode steps never wait for a newcomer that is itself waiting for a late arrival.
   job.admission?.arrival?.settle();
-  await job.admission?.arrivals.quiet(ADMISSION_WAIT_MS);
+  await job.admission?.arrivals.quiet(job.admission.waitMs);
   if (job.images) toEvaluate = await job.images.prefill(slot, job.signal);
   slots.enter();
   try {

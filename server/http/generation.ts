@@ -5,7 +5,7 @@ import type { IncomingMessage, Server } from "node:http";
 import type { Socket } from "node:net";
 import type { RequestHandler, Response } from "express";
 import { AppError } from "../common/errors.ts";
-import type { Arrival } from "../engine/arrivals.ts";
+import { ARRIVAL_WAIT_MS, type Arrival } from "../engine/arrivals.ts";
 import { parseKeepAlive } from "../common/duration.ts";
 import type {
   Engine,
@@ -147,22 +147,17 @@ export function announceGenerations(engine: Engine): RequestHandler {
 }
 
 /**
- * How long a freshly accepted connection counts as a request on its way (clients send theirs right after connecting).
- */
-export const CONNECTION_ARRIVAL_MS = 50;
-
-/**
  * A connection just accepted almost always carries a request a moment later: it counts as an arrival until its first
- * request is received (announced by then, see announceGenerations), it closes, or CONNECTION_ARRIVAL_MS pass. So a
- * burst
- * of requests on new connections is prefilled together too, instead of the first one parsed going alone while the
- * others finish their TCP handshakes.
+ * request is received (announced by then, see announceGenerations), it closes, or `waitMs` pass
+ * (GANTRY_ARRIVAL_WAIT_MS; 0: connections are not announced). So a burst of requests on new connections is prefilled
+ * together too, instead of the first one parsed going alone while the others finish their TCP handshakes.
  */
-export function announceConnections(engine: Pick<Engine, "announce">, server: Server): void {
+export function announceConnections(engine: Pick<Engine, "announce">, server: Server, waitMs = ARRIVAL_WAIT_MS): void {
+  if (waitMs <= 0) return;
   const pending = new WeakMap<Socket, () => void>();
   server.on("connection", (socket: Socket) => {
     const arrival = engine.announce();
-    const timer = setTimeout(() => settle(), CONNECTION_ARRIVAL_MS).unref();
+    const timer = setTimeout(() => settle(), waitMs).unref();
     const settle = (): void => {
       clearTimeout(timer);
       pending.delete(socket);

@@ -8,7 +8,8 @@ import { tinyModelPath } from "../../support/models.ts";
 
 let srv: TestServer;
 before(async () => {
-  srv = await startTestServer({ env: { GANTRY_NUM_PARALLEL: "2" } });
+  // A wait longer than any machine needs (the 50 ms default bounds it): the test waits for events, not for time.
+  srv = await startTestServer({ env: { GANTRY_NUM_PARALLEL: "2", GANTRY_ARRIVAL_WAIT_MS: "10000" } });
   await createModel(srv.url, "burst", await tinyModelPath({ controlLogit: -8 }));
   // Loaded before the burst, so the two requests only wait for each other.
   await fetch(`${srv.url}/api/generate`, {
@@ -51,7 +52,7 @@ test("a request on a connection accepted a moment earlier is prefilled with the 
     options: { num_predict: 3, temperature: 0 },
   });
   const first = fetch(`${srv.url}/api/generate`, { method: "POST", body: JSON.stringify(body("the first one")) });
-  // Long enough for the first request to reach its prompt step on its own; well within the connection's arrival window.
+  // Long enough for the first request to reach its prompt step on its own, most likely; the wait above holds it there.
   await new Promise((r) => setTimeout(r, 15));
   const second = sendOn(late, body("the second one"));
   const [a, b] = await Promise.all([first.then((r) => r.json() as Promise<{ eval_count: number }>), second]);

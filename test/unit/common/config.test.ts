@@ -13,6 +13,7 @@ test("defaults apply and empty strings count as unset", () => {
   assert.equal(c.GANTRY_KV_CACHE_TYPE, "f16");
   assert.equal(c.GANTRY_FLASH_ATTENTION, "auto");
   assert.equal(c.GANTRY_STEP_PIPELINE, "auto");
+  assert.equal(c.GANTRY_ARRIVAL_WAIT_MS, 50);
 });
 
 test("every invalid variable is reported at once", () => {
@@ -24,11 +25,13 @@ test("every invalid variable is reported at once", () => {
         GANTRY_LOG_LEVEL: "loud",
         GANTRY_HOST: "0.0.0.0:99999",
         GANTRY_STEP_PIPELINE: "sometimes",
+        GANTRY_ARRIVAL_WAIT_MS: "60000",
       }),
     (e: ConfigError) => {
       assert.ok(e instanceof ConfigError);
-      assert.equal(e.issues.length, 5);
+      assert.equal(e.issues.length, 6);
       assert.match(e.message, /GANTRY_STEP_PIPELINE/);
+      assert.match(e.message, /GANTRY_ARRIVAL_WAIT_MS/);
       assert.match(e.message, /GANTRY_HOST: "0\.0\.0\.0:99999" has a port over 65535/);
       assert.match(e.message, /GANTRY_NUM_PARALLEL/);
       assert.match(e.message, /GANTRY_KEEP_ALIVE/);

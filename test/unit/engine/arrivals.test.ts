@@ -11,6 +11,12 @@ test("nothing announced: no wait at all", () => {
   assert.equal(new Arrivals().quiet(1000), undefined);
 });
 
+test("a bound of 0 (GANTRY_ARRIVAL_WAIT_MS=0): no wait, even with requests announced", () => {
+  const arrivals = new Arrivals();
+  arrivals.announce();
+  assert.equal(arrivals.quiet(0), undefined);
+});
+
 test("waits until every announced request settled; settling twice counts once", async () => {
   const arrivals = new Arrivals();
   const a = arrivals.announce(),
