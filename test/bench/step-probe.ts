@@ -1,8 +1,10 @@
-// Loaded into the `gantry serve` that `npm run bench step` measures (node --import): counts the JS thread's CPU time
-// inside the slot loop's decodes (StepCalls.decode, step-call.ts; an inline decode runs on this thread and is a compute
-// thread of the step) and the wall time while a decode is in flight (inline, or on a worker until its result is back),
-// its CPU time inside the samplers' calls and the step's batched sampling call (plain sampling runs on this thread, and
-// in the batched call on the threadpool's other threads too: their time is not this thread's), and its CPU time in all.
+// Loaded into the `gantry serve` that `npm run bench step` measures (node --import): counts the JS thread's time
+// inside the slot loop's decode calls (StepCalls.decode, step-call.ts; an inline decode runs on this thread and is a
+// compute thread of the step) and the wall time while a decode is in flight (inline, or on a worker until its result is
+// back), its time inside the samplers' calls and the step's batched sampling call (plain sampling runs on this thread,
+// and in the batched call on the threadpool's other threads too), and its CPU time in all. The calls are synchronous on
+// this thread, so their time is read off the wall clock: the thread's CPU clock (getrusage) moves in scheduler ticks,
+// and a 1.5 ms call right after the thread woke read 0 to 1.3 ms on it (0.6 on average; decision 0026).
 // SIGUSR2 starts a measured window, a second SIGUSR2 ends it and writes the figures as JSON to GANTRY_STEP_PROBE_OUT.
 // Benchmarks only: it wraps methods of the engine's classes from outside.
 import fs from "node:fs";
@@ -11,7 +13,7 @@ import { StepCalls } from "../../server/engine/step-call.ts";
 import { TokenSampler } from "../../server/engine/token-sampler.ts";
 
 export interface ProbeWindow {
-  /** The JS thread's CPU time over the window, and the part of it inside decode calls, µs. */
+  /** The JS thread's CPU time over the window, µs, and its time inside the decode calls (their synchronous part). */
   threadCpuUs: number;
   decodeCpuUs: number;
   /** Wall time with a decode in flight (from the call until its result is back), µs. */
@@ -20,8 +22,8 @@ export interface ProbeWindow {
   gapWallUs: number;
   gaps: number;
   /**
-   * CPU time inside TokenSampler.sample (its synchronous part: all of an inline sampling call) and SampleBatch's
-   * batched call (this thread's share of it), and the sample calls.
+   * Time inside TokenSampler.sample (its synchronous part: all of an inline sampling call) and SampleBatch's batched
+   * call (this thread's share of it), and the sample calls.
    */
   sampleCpuUs: number;
   samples: number;
@@ -48,15 +50,14 @@ let decodeCpuUs = 0,
   gaps = 0;
 let lastBack: number | undefined;
 proto.decode = function (this: StepCalls, tokens: number): Promise<void> {
-  const c0 = cpuUs(),
-    w0 = nowUs();
+  const w0 = nowUs();
   if (lastBack !== undefined) {
     gapWallUs += w0 - lastBack;
     gaps++;
   }
   // The synchronous part: all of an inline decode, the hand-off of a worker's.
   const done = decode.call(this, tokens);
-  decodeCpuUs += cpuUs() - c0;
+  decodeCpuUs += nowUs() - w0;
   // A worker's decode is in flight until its result is back (with the step pipeline the JS thread works meanwhile).
   const back = () => {
     lastBack = nowUs();
@@ -72,9 +73,9 @@ if (typeof sample !== "function") throw new Error("step-probe: TokenSampler has 
 let sampleCpuUs = 0,
   samples = 0;
 sampler.sample = function (this: TokenSampler, ...args: unknown[]): Promise<number> {
-  const c0 = cpuUs();
+  const t0 = nowUs();
   const token = sample.apply(this, args);
-  sampleCpuUs += cpuUs() - c0;
+  sampleCpuUs += nowUs() - t0;
   samples++;
   return token;
 };
@@ -83,9 +84,9 @@ const batch = SampleBatch.prototype as unknown as { sampleRows?: (...args: unkno
 const sampleRows = batch.sampleRows;
 if (typeof sampleRows !== "function") throw new Error("step-probe: SampleBatch has no sampleRows method to measure");
 batch.sampleRows = function (this: SampleBatch, ...args: unknown[]): void {
-  const c0 = cpuUs();
+  const t0 = nowUs();
   sampleRows.apply(this, args);
-  sampleCpuUs += cpuUs() - c0;
+  sampleCpuUs += nowUs() - t0;
 };
 
 let start:

@@ -136,7 +136,7 @@ export interface StepRow {
   hostCpuUsPerStep: number;
   hostCpuUsPerSeqStep: number;
   /**
-   * hostCpuUsPerSeqStep split by part: sampling as the probe measured it (the JS thread's CPU time inside the samplers'
+   * hostCpuUsPerSeqStep split by part: sampling as the probe measured it (the JS thread's time inside the samplers'
    * calls and the step's batched sampling call), the others in proportion to the profile's samples outside decode,
    * sampling and idle.
    */
@@ -303,7 +303,7 @@ export function stepPipelineTable(rows: StepRow[], o: { tokens: number; threads:
 export function stepTable(rows: StepRow[], o: { tokens: number; threads: number }, loadBefore: number): Table {
   const load = `${loadBefore.toFixed(2)} before, ${os.loadavg()[0]!.toFixed(2)} after`;
   return {
-    title: `Step host time: a decode step's time outside the decode call, at 1, 8 and 32 streams; BENCH_SHAPES.step (1 layer × 128, 128256-token vocabulary, Q8_0), Ollama's default sampling (top_k 40, top_p 0.9, temperature 0.8, repeat_penalty 1.1 over 64), ${o.tokens} tokens per stream, /api/generate streamed to ${o.threads === 1 ? "a" : "the"} bench's client, ${o.threads} threads. Host wall: what a GPU would wait per step. JS CPU: the server's JS thread's CPU time outside the decode calls (process.threadCpuUsage), per step and per sequence per step; sampling: its CPU time inside the samplers' calls and the step's batched sampling call (whose rows the threadpool's other threads share); the other parts split the rest in proportion to V8 profiler samples (every 100 µs) outside decode, sampling and idle; load average ${load}. Aim: ≤ 1000 µs per step at 32 streams`,
+    title: `Step host time: a decode step's time outside the decode call, at 1, 8 and 32 streams; BENCH_SHAPES.step (1 layer × 128, 128256-token vocabulary, Q8_0), Ollama's default sampling (top_k 40, top_p 0.9, temperature 0.8, repeat_penalty 1.1 over 64), ${o.tokens} tokens per stream, /api/generate streamed to ${o.threads === 1 ? "a" : "the"} bench's client, ${o.threads} threads. Host wall: what a GPU would wait per step. JS CPU: the server's JS thread's CPU time outside the decode calls (process.threadCpuUsage), per step and per sequence per step; sampling: its time inside the samplers' calls and the step's batched sampling call (wall time of those synchronous calls, whose rows the threadpool's other threads share); the other parts split the rest in proportion to V8 profiler samples (every 100 µs) outside decode, sampling and idle; load average ${load}. Aim: ≤ 1000 µs per step at 32 streams`,
     header: [
       "streams",
       "steps",
