@@ -1,10 +1,10 @@
-// Loaded into the `gantry serve` that `npm run bench step` measures (node --import): counts the JS thread's time
+// Loaded into the `gantry serve` that `npm run bench step` measures (node --import): counts the JS thread's CPU time
 // inside the slot loop's decode calls (StepCalls.decode, step-call.ts; an inline decode runs on this thread and is a
 // compute thread of the step) and the wall time while a decode is in flight (inline, or on a worker until its result is
 // back), its time inside the samplers' calls and the step's batched sampling call (plain sampling runs on this thread,
-// and in the batched call on the threadpool's other threads too), and its CPU time in all. The calls are synchronous on
-// this thread, so their time is read off the wall clock: the thread's CPU clock (getrusage) moves in scheduler ticks,
-// and a 1.5 ms call right after the thread woke read 0 to 1.3 ms on it (0.6 on average; decision 0026).
+// and in the batched call on the threadpool's other threads too), and its CPU time in all. The sampling calls are
+// short and synchronous, often right after the thread woke: their time is read off the wall clock, since the thread's
+// CPU clock (getrusage) only moves when the scheduler updates it (a 1.5 ms spin after a sleep read 0.6 ms on average).
 // SIGUSR2 starts a measured window, a second SIGUSR2 ends it and writes the figures as JSON to GANTRY_STEP_PROBE_OUT.
 // Benchmarks only: it wraps methods of the engine's classes from outside.
 import fs from "node:fs";
@@ -13,7 +13,7 @@ import { StepCalls } from "../../server/engine/step-call.ts";
 import { TokenSampler } from "../../server/engine/token-sampler.ts";
 
 export interface ProbeWindow {
-  /** The JS thread's CPU time over the window, µs, and its time inside the decode calls (their synchronous part). */
+  /** The JS thread's CPU time over the window, and the part of it inside decode calls, µs. */
   threadCpuUs: number;
   decodeCpuUs: number;
   /** Wall time with a decode in flight (from the call until its result is back), µs. */
@@ -50,14 +50,15 @@ let decodeCpuUs = 0,
   gaps = 0;
 let lastBack: number | undefined;
 proto.decode = function (this: StepCalls, tokens: number): Promise<void> {
-  const w0 = nowUs();
+  const c0 = cpuUs(),
+    w0 = nowUs();
   if (lastBack !== undefined) {
     gapWallUs += w0 - lastBack;
     gaps++;
   }
   // The synchronous part: all of an inline decode, the hand-off of a worker's.
   const done = decode.call(this, tokens);
-  decodeCpuUs += nowUs() - w0;
+  decodeCpuUs += cpuUs() - c0;
   // A worker's decode is in flight until its result is back (with the step pipeline the JS thread works meanwhile).
   const back = () => {
     lastBack = nowUs();
