@@ -18,8 +18,14 @@ export interface Arrival {
 }
 
 export class Arrivals {
+  /** The longest wait of `quiet` (GANTRY_ARRIVAL_WAIT_MS). */
+  readonly waitMs: number;
   private pendingCount = 0;
   private waiters: Array<() => void> = [];
+
+  constructor(waitMs = ARRIVAL_WAIT_MS) {
+    this.waitMs = waitMs;
+  }
 
   /** Requests announced and not settled yet. */
   get pending(): number {
@@ -40,10 +46,10 @@ export class Arrivals {
   }
 
   /**
-   * Resolves once no announced request is on its way, or after `maxMs` (a request may be slow to arrive: a large body,
-   * a model load); undefined (no wait at all) when none is pending or `maxMs` is 0.
+   * Resolves once no announced request is on its way, or after `maxMs` (default the board's `waitMs`; a request may be
+   * slow to arrive: a large body, a model load); undefined (no wait at all) when none is pending or `maxMs` is 0.
    */
-  quiet(maxMs: number): Promise<void> | undefined {
+  quiet(maxMs = this.waitMs): Promise<void> | undefined {
     if (this.pendingCount === 0 || maxMs <= 0) return undefined;
     return new Promise<void>((resolve) => {
       const done = () => {

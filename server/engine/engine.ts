@@ -3,7 +3,7 @@
 import os from "node:os";
 import type { Logger } from "../common/logger.ts";
 import { AppError } from "../common/errors.ts";
-import { ARRIVAL_WAIT_MS, Arrivals } from "./arrivals.ts";
+import { Arrivals } from "./arrivals.ts";
 import { embedTexts } from "./embedding.ts";
 import { rankDocuments } from "./ranking.ts";
 import { openDrafter } from "./drafters.ts";
@@ -125,7 +125,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
   });
   const grammars = new GrammarCache(llama);
   const toolGrammars = new ToolGrammars(llama);
-  const arrivals = new Arrivals();
+  const arrivals = new Arrivals(opts.arrivalWaitMs);
   // Aborts every running request when a shutdown deadline passes.
   const shutdownController = new AbortController();
   const keepAliveOf = (ms: number | null | undefined): number | null =>
@@ -219,7 +219,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
               logger: opts.logger,
               startedNs,
               loadDurationNs,
-              admission: { arrival: req.arrival, arrivals, waitMs: opts.arrivalWaitMs ?? ARRIVAL_WAIT_MS },
+              admission: { arrival: req.arrival, arrivals },
               ...(req.logprobs ? { logprobs: req.logprobs } : {}),
               ...(req.returnTokens ? { returnTokens: true } : {}),
               ...(shifting ? { shiftKeep: keptTokens(sampling.numKeep, promptTokens, bos, loaded.contextLength) } : {}),

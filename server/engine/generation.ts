@@ -34,7 +34,7 @@ export interface GenerationJob {
   startedNs: bigint;
   loadDurationNs: number;
   /** Burst admission (arrivals.ts): this request's own announcement and the engine's board; absent = no waiting. */
-  admission?: { arrival: Arrival | undefined; arrivals: Arrivals; waitMs: number };
+  admission?: { arrival: Arrival | undefined; arrivals: Arrivals };
   /** Report each output token's log probability and `top` alternatives. */
   logprobs?: { top: number };
   /** Put the exchange's token ids in the final stats. */
@@ -231,7 +231,7 @@ export async function* runGeneration(job: GenerationJob): AsyncGenerator<Generat
   // Requests received together are prefilled together. The wait comes before this sequence counts as active, so the
   // running streams' decode steps never wait for a newcomer that is itself waiting for a late arrival.
   job.admission?.arrival?.settle();
-  await job.admission?.arrivals.quiet(job.admission.waitMs);
+  await job.admission?.arrivals.quiet();
   if (job.images) toEvaluate = await job.images.prefill(slot, job.signal);
   slots.enter();
   try {

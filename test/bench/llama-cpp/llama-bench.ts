@@ -12,7 +12,6 @@ export interface LlamaBenchResult {
 interface BenchRow {
   n_prompt: number;
   n_gen: number;
-  n_depth?: number;
   avg_ts: number;
 }
 
