@@ -18,7 +18,8 @@
 // causes and builds) sets the interleaved rounds, GANTRY_BENCH_MODELS (default 250m,1b) the generated models,
 // GANTRY_BENCH_LLAMA_SLOTS (lru, default, or pinned) how llama-server assigns slots to concurrent requests;
 // GANTRY_BENCH_GPU=cuda (with GANTRY_CUDA_ARCHITECTURES), GANTRY_BENCH_STREAMS and GANTRY_BENCH_TOKENS run `llama` on a
-// GPU with other stream counts (llama-cpp/options.ts; the GPU bundle's run.sh, test/gpu/, sets them).
+// GPU with other stream counts, GANTRY_BENCH_LLAMA_BACKEND_SAMPLING=on adds llama-server with backend sampling
+// (llama-cpp/options.ts; the GPU bundle's run.sh, test/gpu/, sets them).
 // Benchmarks measure; they never assert. Compare ratios measured side by side in one run, not absolute numbers.
 // Each section's code is loaded when it runs: `llama` alone loads no Kubernetes client (the GPU bundle carries none).
 import { benchModelPath, smollm2Path } from "../support/models.ts";
@@ -143,6 +144,7 @@ if (run("llama") || run("causes") || run("builds")) {
     rounds,
     shape,
     llamaSlots: llamaSlotsFromEnv(),
+    llamaBackendSampling: llamaEnv.GANTRY_BENCH_LLAMA_BACKEND_SAMPLING === "on",
     ...(gpu ? { gpu } : {}),
     // The stream counts' runs (the GPU check) are set against llama.cpp's own batched decode too.
     ...(scenarios ? { scenarios, ceiling: true } : {}),

@@ -1,4 +1,12 @@
 // Plain-text tables for benchmark output.
+
+/** A table as the benches return it, printed by printTable. */
+export interface Table {
+  title: string;
+  header: string[];
+  rows: string[][];
+}
+
 export function printTable(title: string, header: string[], rows: Array<Array<string | number>>): void {
   const cells = rows.map((r) => r.map((c) => (typeof c === "number" ? fmt(c) : c)));
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((r) => r[i]!.length)));
@@ -34,6 +42,12 @@ export const minMedMax = (xs: number[]): { min: number; med: number; max: number
 export const spread = (xs: number[]): string => {
   const s = minMedMax(xs);
   return `${fmt(s.min)} / ${fmt(s.med)} / ${fmt(s.max)}`;
+};
+
+/** The ratio of two sets of measurements' medians, to two decimals ("-" where either has none). */
+export const medianRatio = (a: number[], b: number[]): string => {
+  const r = minMedMax(a).med / minMedMax(b).med;
+  return Number.isFinite(r) ? r.toFixed(2) : "-";
 };
 
 /**

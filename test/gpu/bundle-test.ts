@@ -13,6 +13,7 @@ import { SetupEnvSchema } from "../../server/setup/config.ts";
 import { which } from "../../server/setup/llama-source.ts";
 import { DEFAULT_BUNDLE, makeBundle, MAX_BUNDLE_BYTES, REPO } from "./bundle.ts";
 import type { PhaseResult } from "./phases.ts";
+import { LLAMA_BACKEND_SAMPLING } from "../bench/llama-cpp/backend-sampling.ts";
 
 const started = performance.now();
 const seconds = () => Math.round((performance.now() - started) / 1000);
@@ -94,6 +95,13 @@ const phases = fs.existsSync(summaryFile)
 const failed = phases.filter((p) => p.status !== "ok").map((p) => p.name);
 const expected = ["preflight", "build", "models", "serve", "tests", "bench"];
 const missing = expected.filter((n) => !phases.some((p) => p.name === n));
+// The bench's tables include llama-server with backend sampling (decision 0027), measured beside the rest.
+const benchFile = path.join(out, "bench.md");
+if (phases.some((p) => p.name === "bench" && p.status === "ok")) {
+  const bench = fs.existsSync(benchFile) ? fs.readFileSync(benchFile, "utf8") : "";
+  const header = bench.split("\n").some((l) => l.split("|").some((cell) => cell.trim() === LLAMA_BACKEND_SAMPLING));
+  if (!header) failed.push("bench (no backend-sampling table in bench.md)");
+}
 console.log(
   `\ntest:bundle: run.sh exited ${code}; phases: ${phases.map((p) => `${p.name} ${p.status} ${p.seconds} s`).join(", ")}`,
 );

@@ -245,6 +245,8 @@ await phases.run("bench", async () => {
       GANTRY_BENCH_STREAMS: plan.streams,
       GANTRY_BENCH_TOKENS: String(plan.tokens),
       GANTRY_BENCH_GPU: gpu,
+      // Whether llama.cpp's own backend sampling reaches the ceiling (decision 0027).
+      GANTRY_BENCH_LLAMA_BACKEND_SAMPLING: "on",
       ...(gpu === "cuda" ? { GANTRY_CUDA_ARCHITECTURES: architectures } : {}),
     };
     fs.appendFileSync(outFile("bench.md"), `\n## bench-${shape}\n`);

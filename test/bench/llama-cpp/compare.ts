@@ -9,15 +9,23 @@
 //    the patched build, whose threadpool polls (50, default) or sleeps at once (0) between steps: the server
 //    configuration each variant runs with. The A/B switches of the steps before (eager steps, threadpool off, decode on
 //    workers) are gone; their measurements are in docs/decisions/0012.
-import { median, minMedMax, pairedRatio, spread } from "../table.ts";
+import { median, medianRatio as ratio, minMedMax, pairedRatio, spread, type Table } from "../table.ts";
 import { interleave, promptFor, warm, type Results, type RunResult, type Scenario } from "./interleave.ts";
 import { gpuMemoryByPid } from "./gpu-memory.ts";
 import { batchedBench, CEILING_PROMPT_TOKENS, type BatchedBenchRow } from "./batched-bench.ts";
 import { llamaBench } from "./llama-bench.ts";
 import { toolsVariant, type GpuRun } from "./options.ts";
 import { stepTimeTable, type StepTimeRow } from "./step-time.ts";
-import { startGantry, startLlamaServer, type BenchTarget, type LlamaSlots, type ServeShape } from "./targets.ts";
+import {
+  startGantry,
+  startLlamaServer,
+  type BenchTarget,
+  type LlamaServerTarget,
+  type LlamaSlots,
+  type ServeShape,
+} from "./targets.ts";
 import { llamaTools } from "./tools.ts";
+import { backendSamplingTable, LLAMA_BACKEND_SAMPLING, type BackendSamplingRun } from "./backend-sampling.ts";
 
 export interface BenchModel {
   label: string;
@@ -35,13 +43,11 @@ export interface CompareOptions {
   scenarios?: Scenario[];
   /** Also run llama-batched-bench at the scenarios' stream counts and print Gantry ÷ that ceiling. */
   ceiling?: boolean;
+  /** Also llama-server with backend sampling (the same process, `backend_sampling: true` per request). */
+  llamaBackendSampling?: boolean;
 }
 
-export interface Table {
-  title: string;
-  header: string[];
-  rows: string[][];
-}
+export type { Table } from "../table.ts";
 
 const LLAMA = "llama-server";
 const GANTRY = "gantry";
@@ -63,10 +69,6 @@ const MAIN: Scenario[] = [
 const shapeOf = (s: Scenario): string => `${s.concurrency} × ${s.lengths ? s.lengths.join("/") : s.nPredict}`;
 
 const runs = (res: Results, target: string, scenario: string): RunResult[] => res.get(target)?.get(scenario) ?? [];
-const ratio = (a: number[], b: number[]): string => {
-  const r = minMedMax(a).med / minMedMax(b).med;
-  return Number.isFinite(r) ? r.toFixed(2) : "-";
-};
 
 async function engineOf(url: string): Promise<string> {
   const v = (await (await fetch(`${url}/api/version`)).json()) as {
@@ -111,6 +113,20 @@ function ceilingCell(s: Scenario, gantry: number[], rows: BatchedBenchRow[]): st
   return r;
 }
 
+/**
+ * llama-server's backend-sampling variant, once a request through it worked; else why not (an older build without
+ * the field, a backend without the sampler's operations: the table is then left out, the rest runs).
+ */
+async function backendSamplingVariant(llama: LlamaServerTarget): Promise<BenchTarget | string> {
+  const variant = llama.variant(LLAMA_BACKEND_SAMPLING, { backend_sampling: true });
+  try {
+    await warm([variant]);
+    return variant;
+  } catch (e) {
+    return e instanceof Error ? e.message : String(e);
+  }
+}
+
 export async function benchLlamaServer(models: BenchModel[], o: CompareOptions): Promise<Table[]> {
   const tools = await llamaTools(
     o.ceiling ? ["llama-server", "llama-bench", "llama-batched-bench"] : undefined,
@@ -123,15 +139,22 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
   const main: string[][] = [],
     ref: string[][] = [],
     steps: StepTimeRow[] = [];
+  const backendRuns: BackendSamplingRun[] = [];
   const ceilings = new Map<string, BatchedBenchRow[]>();
   const engines: string[] = [];
   for (const m of models) {
     const targets: BenchTarget[] = [];
     try {
       targets.push(await startGantry(GANTRY, m.path, o.shape, o.gpu?.gantryEnv));
-      targets.push(await startLlamaServer(LLAMA, tools.server, m.path, o.shape, o.llamaSlots, o.gpu?.llamaArgs ?? []));
+      const llama = await startLlamaServer(LLAMA, tools.server, m.path, o.shape, o.llamaSlots, o.gpu?.llamaArgs ?? []);
+      targets.push(llama);
       engines.push(`${m.label}: gantry engine = ${await engineOf(targets[0]!.url)}`);
       await warm(targets);
+      if (o.llamaBackendSampling) {
+        const variant = await backendSamplingVariant(llama);
+        if (typeof variant === "string") engines.push(`${m.label}: ${LLAMA_BACKEND_SAMPLING} left out: ${variant}`);
+        else targets.push(variant);
+      }
       if (o.gpu) engines.push(`${m.label}: ${await placement(targets)}`);
       const pp: number[] = [],
         tg: number[] = [],
@@ -188,6 +211,16 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
       if (gen) row(`generation tok/s, 1 stream, ${gen.nPredict} tokens (server timings)`, gGen, lGen);
       for (const s of scenarios.filter((x) => !x.longPrompt)) {
         const g = runs(res, GANTRY, s.key).map((r) => r.aggregateTps);
+        const backend = runs(res, LLAMA_BACKEND_SAMPLING, s.key).map((r) => r.aggregateTps);
+        if (backend.length > 0)
+          backendRuns.push({
+            model: m.label,
+            shape: `${shapeOf(s)} tokens`,
+            streams: s.concurrency,
+            gantry: g,
+            llama: runs(res, LLAMA, s.key).map((r) => r.aggregateTps),
+            backend,
+          });
         row(
           `aggregate generated tok/s, ${shapeOf(s)} tokens${s.repeat ? ` (${s.repeat} in a row per run)` : ""}`,
           g,
@@ -257,6 +290,7 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
       rows: main,
     },
     stepTimeTable(steps, o.rounds, o.ceiling ? ceilings : undefined),
+    ...(backendRuns.length > 0 ? [backendSamplingTable(backendRuns, o.rounds, ceilings)] : []),
     {
       title: `Reference: llama-bench (raw llama.cpp, no server) vs Gantry's single-stream server timings, tok/s. tg${refGen} generates from an empty context without sampling; Gantry's run${gen ? ` (${gen.nPredict} tokens after its prompt, Ollama's default sampling, streamed)` : ""} does more per token, so the last two columns give llama-bench the same length and depth (-d: the prompt's tokens)`,
       header: [

@@ -2,7 +2,8 @@
 // Gantry with GANTRY_GPU=cuda on the patched CUDA engine, llama-server and llama-bench with every layer offloaded, both
 // on the CUDA tools build for GANTRY_CUDA_ARCHITECTURES), and which concurrent streams (GANTRY_BENCH_STREAMS, e.g.
 // 1,4,8,32: a long-prompt run, then each count of streams generating GANTRY_BENCH_TOKENS each; default: the CPU
-// table's own scenarios).
+// table's own scenarios), and whether llama-server also runs with backend sampling
+// (GANTRY_BENCH_LLAMA_BACKEND_SAMPLING).
 import { z } from "zod";
 import { cudaTools, CPU_TOOLS, type LlamaToolsVariant } from "./tools.ts";
 import type { Scenario } from "./interleave.ts";
@@ -17,6 +18,8 @@ export const BenchLlamaEnvSchema = z.object({
   GANTRY_CUDA_ARCHITECTURES: z.string().optional(),
   GANTRY_BENCH_STREAMS: intList.optional(),
   GANTRY_BENCH_TOKENS: z.coerce.number().int().min(1).default(256),
+  /** Also llama-server with llama.cpp's backend sampling (`backend_sampling` per request; decision 0027). */
+  GANTRY_BENCH_LLAMA_BACKEND_SAMPLING: z.enum(["off", "on"]).default("off"),
 });
 export type BenchLlamaEnv = z.infer<typeof BenchLlamaEnvSchema>;
 

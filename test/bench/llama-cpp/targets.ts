@@ -178,6 +178,11 @@ export async function startGantry(
  */
 export type LlamaSlots = "lru" | "pinned";
 
+/** llama-server as a target, and `variant`: the same process with more fields in every request (stopped with it). */
+export interface LlamaServerTarget extends BenchTarget {
+  variant(label: string, fields: Record<string, unknown>): BenchTarget;
+}
+
 export function llamaSlotsFromEnv(env: NodeJS.ProcessEnv = process.env): LlamaSlots {
   const v = env.GANTRY_BENCH_LLAMA_SLOTS ?? "lru";
   if (v === "lru" || v === "pinned") return v;
@@ -192,7 +197,7 @@ export async function startLlamaServer(
   slots: LlamaSlots = "lru",
   /** More arguments (on a GPU: -ngl 999, every layer offloaded, as Gantry's own fit does). */
   extraArgs: string[] = [],
-): Promise<BenchTarget> {
+): Promise<LlamaServerTarget> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   let out = "";
@@ -239,8 +244,19 @@ export async function startLlamaServer(
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  return {
-    label,
+  const stop = async () => {
+    if (proc.exitCode === null) proc.kill("SIGTERM");
+    const t = setTimeout(() => proc.kill("SIGKILL"), 10_000);
+    await exited;
+    clearTimeout(t);
+  };
+  const target = (
+    name: string,
+    fields: Record<string, unknown>,
+    stopIt: () => Promise<void>,
+    promptOf: (prompt: string) => string = (p) => p,
+  ): BenchTarget => ({
+    label: name,
     url,
     pid: proc.pid,
     async complete(prompt, nPredict, seed, stream) {
@@ -248,13 +264,14 @@ export async function startLlamaServer(
       let ttftMs = Number.NaN,
         done: Completion | undefined;
       const body = {
-        prompt,
+        prompt: promptOf(prompt),
         stream: true,
         n_predict: nPredict,
         seed,
         cache_prompt: true,
         ...SAMPLING,
         ...(slots === "pinned" ? { id_slot: stream } : {}),
+        ...fields,
       };
       await postStreamingLines(`${url}/completion`, body, (line) => {
         if (!line.startsWith("data: ")) return false;
@@ -275,17 +292,24 @@ export async function startLlamaServer(
         };
         return true;
       });
-      if (!done) throw new Error(`${label}: stream ended without timings`);
+      if (!done) throw new Error(`${name}: stream ended without timings`);
       return done;
     },
     async decodeCounters() {
       return { steps: counterTotal(await (await fetch(`${url}/metrics`)).text(), "llamacpp:n_decode_total") };
     },
-    async stop() {
-      if (proc.exitCode === null) proc.kill("SIGTERM");
-      const t = setTimeout(() => proc.kill("SIGKILL"), 10_000);
-      await exited;
-      clearTimeout(t);
-    },
+    stop: stopIt,
+  });
+  return {
+    ...target(label, {}, stop),
+    // Its run's prompts must not be the primary's, cached in the same process: each starts with its own tag
+    // (interleave.ts: "r<round>-…"), the variant's with "v" instead of "r", the same length.
+    variant: (variantLabel, fields) =>
+      target(
+        variantLabel,
+        fields,
+        async () => undefined,
+        (p) => p.replace(/^r(?=\d)/, "v"),
+      ),
   };
 }

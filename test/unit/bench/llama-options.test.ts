@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { parseEnv } from "../../../server/common/config.ts";
+import { backendSamplingTable } from "../../bench/llama-cpp/backend-sampling.ts";
+import type { BatchedBenchRow } from "../../bench/llama-cpp/batched-bench.ts";
 import { parseComputeApps } from "../../bench/llama-cpp/gpu-memory.ts";
 import { BenchLlamaEnvSchema, gpuRun, streamScenarios, toolsVariant } from "../../bench/llama-cpp/options.ts";
 
@@ -40,4 +42,46 @@ test("nvidia-smi's per-process GPU memory is read by pid (a process on two GPUs 
       [77, 410],
     ],
   );
+});
+
+test("bench llama: llama-server's backend-sampling variant is off unless asked for, and only on or off", () => {
+  assert.equal(parseEnv(BenchLlamaEnvSchema, {}).GANTRY_BENCH_LLAMA_BACKEND_SAMPLING, "off");
+  assert.equal(
+    parseEnv(BenchLlamaEnvSchema, { GANTRY_BENCH_LLAMA_BACKEND_SAMPLING: "on" }).GANTRY_BENCH_LLAMA_BACKEND_SAMPLING,
+    "on",
+  );
+  assert.throws(
+    () => parseEnv(BenchLlamaEnvSchema, { GANTRY_BENCH_LLAMA_BACKEND_SAMPLING: "1" }),
+    /GANTRY_BENCH_LLAMA_BACKEND_SAMPLING/,
+  );
+});
+
+test("the backend-sampling table: medians over llama-server's and Gantry's, and over the ceiling at the same streams", () => {
+  const row: BatchedBenchRow = { pl: 32, pp: 128, tg: 128, speedTg: 1000 };
+  const ceilings = new Map([["m", [row]]]);
+  const t = backendSamplingTable(
+    [
+      {
+        model: "m",
+        shape: "32 × 128 tokens",
+        streams: 32,
+        gantry: [600, 700, 800],
+        llama: [400, 500, 450],
+        backend: [800, 900, 1000],
+      },
+      { model: "m", shape: "8 × 128 tokens", streams: 8, gantry: [300], llama: [100], backend: [200] },
+    ],
+    3,
+    ceilings,
+  );
+  assert.equal(t.header.length, 7);
+  assert.deepEqual(t.rows[0]!.slice(4), ["2.00", "0.78", "0.90"]);
+  assert.deepEqual(t.rows[1]!.slice(4), ["2.00", "1.50", "-"]);
+  const noCeiling = backendSamplingTable(
+    [{ model: "m", shape: "s", streams: 1, gantry: [1], llama: [1], backend: [1] }],
+    1,
+    new Map(),
+  );
+  assert.equal(noCeiling.header.length, 6);
+  assert.equal(noCeiling.rows[0]!.length, 6);
 });
