@@ -150,12 +150,13 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
       targets.push(llama);
       engines.push(`${m.label}: gantry engine = ${await engineOf(targets[0]!.url)}`);
       await warm(targets);
+      if (o.gpu) engines.push(`${m.label}: ${await placement(targets)}`);
+      // After the placement line: the variant is llama-server's own process.
       if (o.llamaBackendSampling) {
         const variant = await backendSamplingVariant(llama);
         if (typeof variant === "string") engines.push(`${m.label}: ${LLAMA_BACKEND_SAMPLING} left out: ${variant}`);
         else targets.push(variant);
       }
-      if (o.gpu) engines.push(`${m.label}: ${await placement(targets)}`);
       const pp: number[] = [],
         tg: number[] = [],
         sameTg: number[] = [];
