@@ -108,7 +108,7 @@ export async function startServer(
     const s = app.listen(port, host, () => resolve(s));
     s.once("error", reject);
   });
-  announceConnections(engine, server, config.GANTRY_ARRIVAL_WAIT_MS);
+  announceConnections(engine, server);
   // Generation streams can be long: no request timeout; idle keep-alive sockets are closed on shutdown.
   server.requestTimeout = 0;
   // Responses not yet sent: shutdown waits for them before it closes the connections.

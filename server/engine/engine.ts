@@ -284,6 +284,7 @@ export async function createEngine(opts: EngineOptions): Promise<Engine & { read
     buildInfo,
     generate,
     announce: () => arrivals.announce(),
+    arrivalWaitMs: arrivals.waitMs,
 
     load: (model, o) =>
       withModel(

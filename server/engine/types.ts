@@ -222,6 +222,8 @@ export interface Engine {
    * together.
    */
   announce(): Arrival;
+  /** How long `generate` waits for announced requests (GANTRY_ARRIVAL_WAIT_MS; 0 = never). */
+  readonly arrivalWaitMs: number;
   embed(req: EmbedRequest): Promise<EmbedResult>;
   /**
    * Scores each document's relevance to the query with the model's rank pooling head. UNSUPPORTED_FIELD for a model

@@ -5,7 +5,7 @@ import type { IncomingMessage, Server } from "node:http";
 import type { Socket } from "node:net";
 import type { RequestHandler, Response } from "express";
 import { AppError } from "../common/errors.ts";
-import { ARRIVAL_WAIT_MS, type Arrival } from "../engine/arrivals.ts";
+import type { Arrival } from "../engine/arrivals.ts";
 import { parseKeepAlive } from "../common/duration.ts";
 import type {
   Engine,
@@ -148,11 +148,12 @@ export function announceGenerations(engine: Engine): RequestHandler {
 
 /**
  * A connection just accepted almost always carries a request a moment later: it counts as an arrival until its first
- * request is received (announced by then, see announceGenerations), it closes, or `waitMs` pass
+ * request is received (announced by then, see announceGenerations), it closes, or the engine's arrival wait passes
  * (GANTRY_ARRIVAL_WAIT_MS; 0: connections are not announced). So a burst of requests on new connections is prefilled
  * together too, instead of the first one parsed going alone while the others finish their TCP handshakes.
  */
-export function announceConnections(engine: Pick<Engine, "announce">, server: Server, waitMs = ARRIVAL_WAIT_MS): void {
+export function announceConnections(engine: Pick<Engine, "announce" | "arrivalWaitMs">, server: Server): void {
+  const waitMs = engine.arrivalWaitMs;
   if (waitMs <= 0) return;
   const pending = new WeakMap<Socket, () => void>();
   server.on("connection", (socket: Socket) => {

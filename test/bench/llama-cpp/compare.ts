@@ -161,7 +161,9 @@ export async function benchLlamaServer(models: BenchModel[], o: CompareOptions):
         tg: number[] = [],
         sameTg: number[] = [];
       // The single-stream run's prompt length (a tag of the same shape as its own), for llama-bench's same work.
-      const depth = gen ? (await targets[0]!.complete(promptFor(`r9-9-${gen.key}-9`, false), 1, 1, 0)).promptTokens : 0;
+      const depth = gen
+        ? (await targets[0]!.complete(promptFor(`r9-9-9-${gen.key}-9`, false), 1, 1, 0)).promptTokens
+        : 0;
       const res = await interleave(targets, scenarios, o.rounds, m.label, async () => {
         const b = await llamaBench(tools.bench, m.path, {
           threads: o.shape.threads,

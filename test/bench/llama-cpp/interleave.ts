@@ -51,7 +51,8 @@ export function promptFor(tag: string, long: boolean): string {
   return `${tag}: ${Array.from({ length: 14 }, (_, i) => `Chapter ${i + 1}. ${STORY}.`).join(" ")}`;
 }
 
-export async function runScenario(target: BenchTarget, s: Scenario, round: number): Promise<RunResult> {
+/** `slot`: the target's place among the run's targets, in its prompts' tags (two targets may share one process). */
+export async function runScenario(target: BenchTarget, s: Scenario, round: number, slot: number): Promise<RunResult> {
   const before = await target.decodeCounters();
   const t0 = performance.now();
   const repeat = s.repeat ?? 1;
@@ -62,7 +63,7 @@ export async function runScenario(target: BenchTarget, s: Scenario, round: numbe
       ...(await Promise.all(
         lengths.map((n, i) =>
           target.complete(
-            promptFor(`r${round}-${rep}-${s.key}-${i}`, s.longPrompt ?? false),
+            promptFor(`r${round}-${slot}-${rep}-${s.key}-${i}`, s.longPrompt ?? false),
             n,
             1000 * round + 100 * rep + i,
             i,
@@ -105,7 +106,7 @@ export async function interleave(
       for (const t of order) {
         // Each run starts on quiet CPUs: the previous server's threadpool may still be spinning for its next graph.
         await settle();
-        const r = await runScenario(t, s, round);
+        const r = await runScenario(t, s, round, targets.indexOf(t));
         results.get(t.label)!.get(s.key)!.push(r);
         process.stderr.write(
           `${tag} round ${round + 1}/${rounds} ${s.key} ${t.label}: ${r.aggregateTps.toFixed(1)} tok/s, ttft ${Math.max(...r.ttftMs).toFixed(0)} ms max, ${r.stepsPerPosition.toFixed(2)} steps/position${r.stepTime ? `, ${stepTimeLine(r.stepTime)}` : ""}${r.short ? `, ${r.short} short` : ""}\n`,

@@ -250,12 +250,7 @@ export async function startLlamaServer(
     await exited;
     clearTimeout(t);
   };
-  const target = (
-    name: string,
-    fields: Record<string, unknown>,
-    stopIt: () => Promise<void>,
-    promptOf: (prompt: string) => string = (p) => p,
-  ): BenchTarget => ({
+  const target = (name: string, fields: Record<string, unknown>, stopIt: () => Promise<void>): BenchTarget => ({
     label: name,
     url,
     pid: proc.pid,
@@ -264,7 +259,7 @@ export async function startLlamaServer(
       let ttftMs = Number.NaN,
         done: Completion | undefined;
       const body = {
-        prompt: promptOf(prompt),
+        prompt,
         stream: true,
         n_predict: nPredict,
         seed,
@@ -302,14 +297,7 @@ export async function startLlamaServer(
   });
   return {
     ...target(label, {}, stop),
-    // Its run's prompts must not be the primary's, cached in the same process: each starts with its own tag
-    // (interleave.ts: "r<round>-…"), the variant's with "v" instead of "r", the same length.
-    variant: (variantLabel, fields) =>
-      target(
-        variantLabel,
-        fields,
-        async () => undefined,
-        (p) => p.replace(/^r(?=\d)/, "v"),
-      ),
+    // Its prompts differ from the primary's, cached in the same process: interleave.ts tags them by target.
+    variant: (variantLabel, fields) => target(variantLabel, fields, async () => undefined),
   };
 }

@@ -25,6 +25,7 @@ let failure: unknown;
 const engine = {
   buildInfo: { build: "prebuilt", threadpool: false, inlineSampling: false, inlineDecode: false },
   announce: () => ({ settle: () => {} }),
+  arrivalWaitMs: 0,
   running: () => [],
   async *generate(): AsyncIterable<GenerationEvent> {
     yield { type: "text", text: "Hel" };
